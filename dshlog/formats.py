@@ -1,0 +1,251 @@
+"""Row decoding for every released format version (FORMAT.md 2, 3).
+
+Turns physical records into logical events of the *stored* version:
+packed v0/v1 chunk rows are expanded into ``assistant/chunk`` events, range-encoded
+``sourceEventSeqs`` are expanded, seq density is checked, and dsh test-snapshot
+*projections* (rows whose ``seq``/``time`` were stripped) are recognised and given
+seqs by position, as dsh's own replay does.  Every deviation from the on-disk rules
+becomes either an error (strict) or a :class:`Note` (lenient or projection).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CorruptLog, Location
+
+CURRENT_VERSION = 4
+PACKED_TYPES = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", "tool-call-chunks": "tool-call-delta"}
+ENVELOPE_KEYS = frozenset(("type", "seq", "time", "data", "ignorable", "sourceEventSeqs", "surfaceOp"))
+MAX_SAFE = 2**53 - 1
+_PLACEHOLDER = re.compile(r"\{\{[^{}]+\}\}")
+
+
+def is_count(v: Any) -> bool:
+    return type(v) is int and 0 <= v <= MAX_SAFE
+
+
+def is_safe_int(v: Any) -> bool:
+    return type(v) is int and -MAX_SAFE <= v <= MAX_SAFE
+
+
+def is_placeholder(v: Any) -> bool:
+    """A snapshot placeholder such as ``{{cwd}}`` or ``{{session:1}}``."""
+    return isinstance(v, str) and _PLACEHOLDER.search(v) is not None
+
+
+@dataclass(slots=True)
+class Note:
+    """A deviation that did not stop the read (projection artefact, torn tail, lenient skip)."""
+
+    code: str
+    message: str
+    loc: Location | None = None
+    seq: int | None = None
+    severity: str = "warning"
+
+    def where(self) -> str:
+        bits = []
+        if self.loc is not None and self.loc.describe():
+            bits.append(self.loc.describe())
+        if self.seq is not None:
+            bits.append(f"seq {self.seq}")
+        return ", ".join(bits)
+
+
+class Notes:
+    """Bounded collection of notes: the first few of each code are kept, the rest counted."""
+
+    KEEP = 20
+
+    def __init__(self) -> None:
+        self.items: list[Note] = []
+        self.counts: dict[str, int] = {}
+
+    def add(self, note: Note) -> None:
+        n = self.counts.get(note.code, 0)
+        self.counts[note.code] = n + 1
+        if n < self.KEEP:
+            self.items.append(note)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return sum(self.counts.values())
+
+    def suppressed(self) -> dict[str, int]:
+        return {c: n - self.KEEP for c, n in self.counts.items() if n > self.KEEP}
+
+
+def expand_seq_refs(value: list, seq: int) -> list[int]:
+    """Expand range-encoded ``sourceEventSeqs`` (FORMAT.md 3.2) into the logical list.
+
+    Raises ``ValueError`` with the reason when the physical form is malformed.
+    """
+    out: list[int] = []
+    ranged = False
+    for m in value:
+        if type(m) is list:
+            if len(m) != 2 or not is_count(m[0]) or not is_count(m[1]) or m[0] > m[1]:
+                raise ValueError(f"malformed sourceEventSeqs range {m!r}")
+            ranged = True
+            out.extend(range(m[0], m[1] + 1))
+            if len(out) > max(seq, 0) + 1:
+                raise ValueError("sourceEventSeqs expands past the event's own seq")
+        else:
+            out.append(m)
+    if ranged and any(b <= a for a, b in zip(out, out[1:])):
+        raise ValueError("range-encoded sourceEventSeqs must be strictly increasing")
+    return out
+
+
+def expand_packed(obj: dict, seq0: int, time0: int) -> list[dict]:
+    """Expand one v0/v1 packed delta row into its ``assistant/chunk`` events (FORMAT.md 3.3)."""
+    kind = obj["type"]
+    data = obj["data"]
+    if not isinstance(data, dict):
+        raise ValueError("packed row data must be an object")
+    delta = PACKED_TYPES[kind]
+    members = data.get("args" if kind == "tool-call-chunks" else "texts")
+    dt = data.get("dt")
+    if not isinstance(members, list) or not members or not all(isinstance(t, str) for t in members):
+        raise ValueError(f"{kind} row needs a non-empty array of strings")
+    if not isinstance(dt, list) or len(dt) != len(members) - 1 or not all(is_safe_int(x) for x in dt):
+        raise ValueError(f"{kind} row dt must hold {len(members) - 1} safe integers")
+    turn, step, index = data.get("turn"), data.get("step"), data.get("index")
+    if not (is_count(turn) and is_count(step) and is_count(index)):
+        raise ValueError(f"{kind} row needs count turn, step and index")
+    out: list[dict] = []
+    t = time0
+    has_name = "name" in data
+    for k, member in enumerate(members):
+        if k:
+            t += dt[k - 1]
+        if kind == "tool-call-chunks":
+            chunk: dict[str, Any] = {"type": delta, "index": index, "id": data.get("id")}
+            if has_name:
+                chunk["name"] = data["name"]
+            chunk["argumentsDelta"] = member
+        else:
+            chunk = {"type": delta, "index": index, "text": member}
+        out.append({"type": "assistant/chunk", "seq": seq0 + k, "time": t, "data": {"turn": turn, "step": step, "chunk": chunk}})
+    return out
+
+
+@dataclass
+class RowDecoder:
+    """Stateful decoder of body rows for one generation.
+
+    ``strict``: a deviation raises :class:`CorruptLog` (dsh's strict read).  When
+    false, deviations become notes and the row is passed on as well as possible
+    (``events``/``info``/``validate`` want to see everything).  Projection files are
+    recognised from their first body row and handled in both modes.
+    """
+
+    version: int
+    path: str
+    strict: bool = True
+    notes: Notes = field(default_factory=Notes)
+    projection: bool | None = None  # decided on the first body row
+    next_seq: int = 0
+    seq_offset: int | None = None  # lenient reads of logs whose seq starts above 0
+
+    def _problem(self, msg: str, loc: Location, seq: int | None = None, code: str = "row") -> None:
+        if self.strict:
+            raise CorruptLog(msg, path=self.path, loc=loc, seq=seq)
+        self.notes.add(Note(code, msg, loc, seq))
+
+    def decode(self, obj: Any, loc: Location) -> list[dict]:
+        """Logical events carried by one parsed body row."""
+        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+            self._problem("row is not an event object with a string type", loc, code="row")
+            return []
+        typ = obj["type"]
+        packed = self.version <= 1 and typ in PACKED_TYPES
+        has_env = ("seq0" in obj or "time0" in obj) if packed else ("seq" in obj or "time" in obj)
+        if self.projection is None:
+            self.projection = not has_env
+            if self.projection:
+                self.notes.add(
+                    Note(
+                        "projection",
+                        "rows carry no seq/time: this is a dsh test-snapshot projection; seq restored by position, time set to 0",
+                        loc,
+                        severity="info",
+                    )
+                )
+        elif has_env == self.projection:
+            self._problem(
+                "row " + ("carries" if has_env else "lacks") + " seq/time unlike the rows before it",
+                loc,
+                code="envelope",
+            )
+        if packed:
+            return self._packed(obj, loc)
+        return [self._event(obj, loc)]
+
+    def _packed(self, obj: dict, loc: Location) -> list[dict]:
+        keys = set(obj)
+        expected_keys = {"type", "data"} if self.projection else {"type", "seq0", "time0", "data"}
+        if keys != expected_keys:
+            self._problem(f"malformed {obj['type']} storage row: keys {sorted(keys)}", loc, code="row")
+        seq0 = obj.get("seq0", self.next_seq) if not self.projection else self.next_seq
+        time0 = obj.get("time0", 0) if not self.projection else 0
+        if not is_count(seq0) or not is_safe_int(time0):
+            self._problem(f"malformed {obj['type']} storage row: seq0/time0 must be safe integers", loc, code="row")
+            seq0, time0 = self.next_seq, 0
+        if seq0 != self.next_seq:
+            self._gap(seq0, loc)
+        try:
+            events = expand_packed(obj, seq0, time0)
+        except (ValueError, KeyError, TypeError) as exc:
+            self._problem(f"malformed {obj['type']} storage row: {exc}", loc, seq=seq0, code="row")
+            return []
+        self.next_seq = seq0 + len(events)
+        return events
+
+    def _gap(self, got: int, loc: Location) -> None:
+        if self.next_seq == 0 and self.seq_offset is None and not self.strict:
+            self.notes.add(Note("seq-start", f"first event has seq {got}, not 0", loc, got))
+            self.seq_offset = got
+            return
+        msg = f"seq gap in committed region at line {loc.line} (expected {self.next_seq}, got {got})" if loc.line else f"seq gap (expected {self.next_seq}, got {got})"
+        self._problem(msg, loc, seq=got, code="seq-gap")
+
+    def _event(self, obj: dict, loc: Location) -> dict:
+        extra = [k for k in obj if k not in ENVELOPE_KEYS]
+        if extra:
+            self._problem(f"event has unexpected envelope key(s) {', '.join(extra)}", loc, code="envelope")
+        if self.projection:
+            seq = self.next_seq
+            # restore the envelope in dsh's writer order: type, seq, time, then the rest
+            ev: dict[str, Any] = {"type": obj["type"], "seq": seq, "time": 0}
+            for k, v in obj.items():
+                if k not in ("type", "seq", "time"):
+                    ev[k] = v
+        else:
+            ev = obj
+            seq = obj.get("seq")
+            if not is_count(seq):
+                self._problem(f"event seq must be a non-negative safe integer, got {seq!r}", loc, code="envelope")
+                seq = self.next_seq
+                ev["seq"] = seq
+            if not is_safe_int(obj.get("time")):
+                self._problem(f"event time must be a safe integer, got {obj.get('time')!r}", loc, seq=seq, code="envelope")
+            if seq != self.next_seq:
+                self._gap(seq, loc)
+        if "data" not in ev:
+            self._problem("event lacks data", loc, seq=seq, code="envelope")
+        if "ignorable" in ev and ev["ignorable"] is not True:
+            self._problem("event ignorable must be exactly true when present", loc, seq=seq, code="envelope")
+        refs = ev.get("sourceEventSeqs")
+        if isinstance(refs, list) and any(type(m) is list for m in refs):
+            try:
+                ev["sourceEventSeqs"] = expand_seq_refs(refs, seq)
+            except ValueError as exc:
+                self._problem(str(exc), loc, seq=seq, code="envelope")
+        self.next_seq = seq + 1
+        return ev

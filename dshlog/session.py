@@ -1,0 +1,465 @@
+"""Open a session log: the one entry point every command uses.
+
+``open_session(target)`` accepts a generation file, a session directory, a JSON
+array or wrapped event stream, or ``-`` for standard input.  It reads the header
+eagerly (cheap) and streams the body lazily, so a command that needs only the
+header never reads the rest, and a command that needs everything reads it once.
+
+Two views of the body:
+
+* :meth:`SessionLog.records` — the events of the *stored* version, each with its
+  original line bytes (when the line is exactly the event) and its location, for
+  byte-faithful pass-through and precise error messages;
+* :meth:`SessionLog.events` — v4 events, migrated in memory (read-only, nothing
+  written) when the stored version is older.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+import orjson
+
+from . import formats
+from .errors import CorruptLog, DshlogError, Location, UnsupportedVersion, UsageError
+from .formats import CURRENT_VERSION, Note, Notes, RowDecoder
+from .source import (
+    Container,
+    Record,
+    SourceInfo,
+    canonical_version,
+    iter_json_array,
+    iter_lines,
+    iter_zstd_lines,
+    open_binary,
+    sniff,
+)
+
+
+@dataclass(slots=True)
+class EventRecord:
+    """A stored-version event with where it came from.
+
+    ``raw`` is the exact line (no newline) when that line encodes exactly this one
+    event as read (plain and zstd JSONL); ``None`` for expanded packed rows,
+    restored projections and events parsed out of other containers.
+    """
+
+    event: dict
+    raw: bytes | None
+    loc: Location
+
+
+def _loads(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # lone surrogate escapes are valid JavaScript JSON; fall back to the stdlib parser
+        import json
+
+        try:
+            return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        except (UnicodeDecodeError, ValueError):
+            raise
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _parse(raw: bytes, path: str, loc: Location, what: str = "committed event") -> Any:
+    try:
+        return _loads(raw)
+    except UnicodeDecodeError:
+        raise CorruptLog(f"invalid UTF-8 in {what} at line {loc.line}", path=path, loc=loc) from None
+    except (ValueError, RecursionError):
+        raise CorruptLog(f"unparsable {what} at line {loc.line}", path=path, loc=loc) from None
+
+
+def _detect_headerless_version(sample: bytes) -> int:
+    """Stored version of a header-less event stream, judged from distinctive content."""
+    if b'"assistant/chunk"' in sample or b'-chunks","seq0"' in sample:
+        return 0
+    if b'"role":"tool"' in sample or b'"role": "tool"' in sample:
+        return 4
+    if b'"system/message"' in sample:
+        return 3 if b'"kind":"plugin"' in sample or b'"kind": "plugin"' in sample else 4
+    if b'"tool-result"' in sample or b'"start":' in sample and b'"op":"replace"' in sample:
+        return 0 if b'"stream"' not in sample else 2
+    return CURRENT_VERSION
+
+
+def _june_prerelease(sample: bytes) -> bool:
+    """Header ``version:1`` written by the June 2026 pre-release writer (NOTES.md 2)."""
+    if b'"sourceEventSeqs":[[' in sample or b'-chunks"' in sample:
+        return False
+    return b'"trigger"' in sample or b'"type":"usage"' in sample or b'"type":"error"' in sample or b'"assistant/chunk"' in sample
+
+
+class SessionLog:
+    """An opened session log (header read, body not yet)."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        strict: bool = True,
+        select: str | None = None,
+        format_version: int | None = None,
+    ) -> None:
+        self.target = target
+        self.strict = strict
+        self.select = select
+        self.notes = Notes()
+        self._consumed = False
+        fh, path, size = open_binary(target)
+        self.path = path
+        self._fh: IO[bytes] = fh
+        self._spool: IO[bytes] | None = None
+        head = fh.peek(65536)[:65536] if hasattr(fh, "peek") else b""
+        container = sniff(head)
+        if container == "json-document" or (target == "-" and container in (Container.ARRAY,)):
+            container = self._sniff_document(head) if container == "json-document" else container
+        self.info = SourceInfo(path=path, container=container, size_on_disk=size)
+        self.header: dict | None = None
+        self.header_raw: bytes | None = None
+        self.header_loc: Location | None = None
+        self._body: Iterator[Record]
+        self._open_body(head, format_version)
+
+    # ------------------------------------------------------------------ opening
+
+    def _sniff_document(self, head: bytes) -> str:
+        import ijson
+
+        fh = self._rewindable()
+        try:
+            for prefix, event, value in ijson.parse(fh):
+                if prefix == "" and event == "map_key":
+                    if value == "events":
+                        return Container.RESULT_JSON
+                    if value == "logs":
+                        return Container.BEHAVIOR_JSON
+                if event == "end_map" and prefix == "":
+                    break
+        except ijson.JSONError as exc:
+            raise CorruptLog(f"invalid JSON document: {exc}", path=self.path) from None
+        finally:
+            fh.seek(0)
+        raise UsageError("JSON document holds neither an event array nor a header line", path=self.path)
+
+    def _rewindable(self) -> IO[bytes]:
+        """A seekable stream over the input (standard input is spooled to a temp file)."""
+        fh = self._fh
+        if fh.seekable():
+            return fh
+        spool = tempfile.TemporaryFile()
+        shutil.copyfileobj(fh, spool, 1 << 20)
+        spool.seek(0)
+        self._spool = spool
+        self._fh = io.BufferedReader(spool, 1 << 20)  # type: ignore[arg-type]
+        return self._fh
+
+    def _open_body(self, head: bytes, format_version: int | None) -> None:
+        c = self.info.container
+        path = self.path
+        if c in (Container.JSONL, Container.ZSTD):
+            lines = iter_lines(self._fh, self.info) if c == Container.JSONL else iter_zstd_lines(self._fh, self.info)
+            first = next(lines, None)
+            if first is None:
+                raise CorruptLog("empty or header-less session log", path=path, loc=Location(line=1, offset=0))
+            obj = _parse(first.raw or b"", path, first.loc(), "header")
+            if isinstance(obj, dict) and obj.get("type") == "session":
+                self.header, self.header_raw, self.header_loc = obj, first.raw, first.loc()
+                self._body = lines
+            else:
+                # header-less JSONL of events (seen in fixtures): keep the first row as a body row
+                self._body = _chain_first(first, lines)
+                self.notes.add(Note("no-header", "the log has no session header line", first.loc()))
+            self.version = self._header_version(head, format_version)
+        elif c in (Container.STREAM_JSON, Container.JSONRPC):
+            self._body = self._unwrap(iter_lines(self._fh, self.info), c)
+            self.version = format_version if format_version is not None else _detect_headerless_version(self._sample())
+            self.notes.add(Note("wrapped", f"events unwrapped from a {c} stream (no header)", severity="info"))
+        elif c == Container.ARRAY:
+            if format_version is None:
+                format_version = _detect_headerless_version(self._sample())
+            self._body = iter_json_array(self._fh, self.info)
+            self.version = format_version
+            self.notes.add(Note("no-header", "JSON array of events: no session header", severity="info"))
+        elif c == Container.RESULT_JSON:
+            v = format_version if format_version is not None else _detect_headerless_version(self._sample())
+            self._body = iter_json_array(self._fh, self.info, "events.item")
+            self.version = v
+            self.notes.add(Note("wrapped", "events read from a result.json document (no header)", severity="info"))
+        elif c == Container.BEHAVIOR_JSON:
+            self._open_behavior(format_version)
+        else:  # pragma: no cover
+            raise UsageError(f"unrecognised container {c}", path=path)
+        self.decoder = RowDecoder(self.version, path, strict=self.strict, notes=self.notes)
+
+    def _sample(self, n: int = 8 << 20) -> bytes:
+        """Up to ``n`` leading bytes, for content-based version detection (input is rewound)."""
+        fh = self._rewindable()
+        pos = fh.tell()
+        data = fh.read(n)
+        fh.seek(pos)
+        return data
+
+    def _open_behavior(self, format_version: int | None) -> None:
+        import ijson
+
+        fh = self._rewindable()
+        logs = list(ijson.items(fh, "logs.item", use_float=True))
+        if not logs:
+            raise UsageError("behavior document holds no logs", path=self.path)
+        names = [str(lg.get("file", i)) for i, lg in enumerate(logs)]
+        self.info.wrapped_sessions = names
+        idx = 0
+        if self.select is not None:
+            if self.select.isdigit() and int(self.select) < len(logs):
+                idx = int(self.select)
+            elif self.select in names:
+                idx = names.index(self.select)
+            else:
+                raise UsageError(f"no log {self.select!r} in this document (logs: {', '.join(names)})", path=self.path)
+        elif len(logs) > 1:
+            self.notes.add(Note("multi", f"document holds {len(logs)} logs ({', '.join(names)}); reading the first (choose with --select)", severity="info"))
+        lines = logs[idx].get("lines") or []
+        recs = [Record(None, o, None, None, index=i) for i, o in enumerate(lines)]
+        if recs and isinstance(recs[0].obj, dict) and recs[0].obj.get("type") == "session":
+            self.header, self.header_loc = recs[0].obj, recs[0].loc()
+            recs = recs[1:]
+        self._body = iter(recs)
+        sample = orjson.dumps(lines[:200])
+        self.version = self._header_version(sample, format_version)
+
+    def _unwrap(self, lines: Iterator[Record], container: str) -> Iterator[Record]:
+        wanted = self.select
+        seen: list[str] = []
+        for rec in lines:
+            obj = _parse(rec.raw or b"", self.path, rec.loc(), "wrapped line")
+            if container == Container.STREAM_JSON:
+                if not (isinstance(obj, dict) and obj.get("type") == "session_event"):
+                    continue
+                sid, ev = obj.get("sessionId"), obj.get("event")
+            else:
+                if not (isinstance(obj, dict) and obj.get("method") == "session.event"):
+                    continue
+                params = obj.get("params") or {}
+                sid, ev = params.get("sessionId"), params.get("event")
+            sid = str(sid)
+            if sid not in seen:
+                seen.append(sid)
+                self.info.wrapped_sessions = list(seen)
+                if wanted is None:
+                    wanted = sid
+                elif len(seen) > 1 and self.select is None:
+                    self.notes.add(Note("multi", f"stream interleaves another session {sid!r}; its events are skipped (choose with --select)", rec.loc(), severity="info"))
+            if sid != wanted:
+                continue
+            yield Record(None, ev, rec.line, rec.offset, rec.frame)
+
+    def _header_version(self, sample: bytes, format_version: int | None) -> int:
+        h = self.header
+        if format_version is not None:
+            return format_version
+        if h is None:
+            return _detect_headerless_version(sample if sample else self._sample())
+        v = h.get("version")
+        name_v = canonical_version(os.path.basename(self.path)) if self.info.container in (Container.JSONL, Container.ZSTD) else None
+        if v is None:
+            guess = name_v if name_v is not None else _detect_headerless_version(self._sample())
+            self.notes.add(Note("projection", f"header lacks version; reading as v{guess} (test-support fixture)", self.header_loc))
+            return guess
+        if not formats.is_count(v):
+            raise CorruptLog(f"session header version must be a non-negative safe integer, got {v!r}", path=self.path, loc=self.header_loc)
+        if v > CURRENT_VERSION:
+            raise UnsupportedVersion(
+                f'session "{h.get("id")}" uses log format v{v}, but this harness reads only v{CURRENT_VERSION}: '
+                "the log was written by a newer harness — upgrade the harness to open it",
+                path=self.path,
+                loc=self.header_loc,
+            )
+        if v == 1 and _june_prerelease(self._sample(1 << 20)):
+            self.notes.add(
+                Note("prerelease", "header version 1 written by the June 2026 pre-release writer; read as v0 (its counter was reset)", self.header_loc)
+            )
+            return 0
+        if name_v is not None and name_v != v and not (name_v == 0 and self.path.endswith((".expected.jsonl", ".golden.jsonl"))):
+            msg = f"resolved JSONL source filename identifies v{name_v}, but its header identifies v{v}"
+            if self.strict:
+                raise CorruptLog(msg, path=self.path, loc=self.header_loc)
+            self.notes.add(Note("header", msg, self.header_loc))
+        return v
+
+    # ------------------------------------------------------------------ reading
+
+    def _take(self) -> Iterator[Record]:
+        if self._consumed:
+            raise RuntimeError("a SessionLog body can be read once; open it again")
+        self._consumed = True
+        return self._body
+
+    def records(self) -> Iterator[EventRecord]:
+        """Stored-version events with their original bytes and locations (one pass)."""
+        decoder = self.decoder
+        path = self.path
+        for rec in self._take():
+            loc = rec.loc()
+            if rec.raw is not None:
+                try:
+                    obj = _loads(rec.raw)
+                except UnicodeDecodeError:
+                    if self.strict:
+                        raise CorruptLog(f"invalid UTF-8 in committed event at line {loc.line}", path=path, loc=loc) from None
+                    self.notes.add(Note("unparsable", f"invalid UTF-8 in committed event at line {loc.line}", loc, severity="error"))
+                    continue
+                except (ValueError, RecursionError):
+                    if self.strict:
+                        raise CorruptLog(f"corrupt session log: unparsable committed event at line {loc.line}", path=path, loc=loc) from None
+                    self.notes.add(Note("unparsable", f"corrupt session log: unparsable committed event at line {loc.line}", loc, severity="error"))
+                    continue
+            else:
+                obj = rec.obj
+            events = decoder.decode(obj, loc)
+            if len(events) == 1 and events[0] is obj and rec.raw is not None and "sourceEventSeqs" not in obj:
+                yield EventRecord(obj, rec.raw, loc)
+            elif len(events) == 1 and events[0] is obj and rec.raw is not None:
+                # sourceEventSeqs may have been range-expanded in place: the raw line stays the physical form
+                yield EventRecord(obj, rec.raw, loc)
+            else:
+                for ev in events:
+                    yield EventRecord(ev, None, loc)
+        t = self.info.torn
+        if t is not None and t.length:
+            where = f"frame {t.frame}" if t.frame is not None else f"byte {t.offset}"
+            self.notes.add(Note("torn-tail", f"torn tail ignored: {t.length} bytes after the last complete line ({where})", Location(offset=t.offset, frame=t.frame), severity="info"))
+
+    def stored_events(self) -> Iterator[dict]:
+        """Stored-version events only (no bytes/locations)."""
+        for r in self.records():
+            yield r.event
+
+    @property
+    def is_projection(self) -> bool:
+        return bool(self.decoder.projection)
+
+    @property
+    def session_id(self) -> str | None:
+        if self.header is not None and isinstance(self.header.get("id"), str):
+            return self.header["id"]
+        if self.info.wrapped_sessions:
+            return self.info.wrapped_sessions[0]
+        return None
+
+    def events(self, *, child_facts: list[dict] | None = None) -> Iterator[dict]:
+        """v4 events; older versions are migrated in memory (nothing is written)."""
+        if self.version == CURRENT_VERSION:
+            return self.stored_events()
+        header, events = self.migrated(child_facts=child_facts)
+        return events
+
+    def migrated(self, *, child_facts: list[dict] | None = None) -> tuple[dict, Iterator[dict]]:
+        """(v4 header, v4 events) for an older log, migrated in memory."""
+        try:
+            from .migrate.chain import migrate_stream
+        except ImportError:
+            raise UnsupportedVersion(
+                f"format v{self.version} logs are not yet supported by this command (migration is not available)",
+                path=self.path,
+            ) from None
+        header = self.header if self.header is not None else self._synthetic_header()
+        if child_facts is None:
+            child_facts = self.discover_children()
+        try:
+            return migrate_stream(header, self.stored_events(), child_facts=child_facts, projection=self.is_projection_hint())
+        except DshlogError as exc:
+            raise exc.with_context(path=self.path)
+
+    def is_projection_hint(self) -> bool:
+        """Whether the body is a projection (decided on the first row, so peek if needed)."""
+        return self.decoder.projection is not False
+
+    def _synthetic_header(self) -> dict:
+        sid = self.session_id or "unknown"
+        h: dict[str, Any] = {"type": "session", "version": self.version, "id": sid, "createdAt": 0}
+        if self.version >= 2:
+            h["isSeeded"] = False
+        h["delegationDepth"] = 0
+        return h
+
+    def discover_children(self) -> list[dict]:
+        """Child facts for v3->v4 catalog completion (FORMAT.md 4.5.7), or [] with a note."""
+        if self.version != 3:
+            return []
+        root = persistence_root(self.path)
+        if root is not None:
+            try:
+                from .migrate.children import discover_child_facts
+
+                return discover_child_facts(root, self.session_id or "", open_header=_open_header, open_events=_open_events)
+            except ImportError:
+                pass
+        self.notes.add(Note("children", "no persistence root around this file: assuming the session has no child sessions", severity="info"))
+        return []
+
+    def close(self) -> None:
+        try:
+            if self._fh is not sys.stdin.buffer:
+                self._fh.close()
+        finally:
+            if self._spool is not None:
+                self._spool.close()
+
+    def __enter__(self) -> "SessionLog":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _chain_first(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
+    yield first
+    yield from rest
+
+
+def persistence_root(path: str) -> Path | None:
+    """``<root>`` of ``<root>/<project>/<session>/session...`` when the layout looks canonical."""
+    p = Path(path)
+    if canonical_version(p.name) is None:
+        return None
+    project = p.parent.parent
+    if not (project.name.startswith("--") and project.name.endswith("--")) and project.name != "_no-cwd":
+        return None
+    return project.parent
+
+
+def _open_header(path: Path) -> dict | None:
+    try:
+        with SessionLog(str(path), strict=False) as s:
+            return s.header
+    except DshlogError:
+        return None
+
+
+def _open_events(path: Path) -> Iterator[dict]:
+    s = SessionLog(str(path), strict=False)
+    try:
+        yield from s.events(child_facts=[])
+    finally:
+        s.close()
+
+
+def open_session(target: str | os.PathLike[str], **kw: Any) -> SessionLog:
+    """Open a session log (see :class:`SessionLog`)."""
+    return SessionLog(str(target), **kw)

@@ -1,0 +1,159 @@
+"""Whole-log validation report: framing, rows, migration and v4 rules together.
+
+:mod:`dshlog.validate` holds the event rules of a released dsh reader; this module
+drives them over one input and gathers *every* problem (the reader runs in its
+lenient mode so one bad row does not hide the next), so ``dshlog validate`` can
+list them all with their locations and pick an exit code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import DshlogError, ExitCode, UnsupportedVersion
+from .formats import CURRENT_VERSION
+
+MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
+
+
+@dataclass(slots=True)
+class Finding:
+    code: str
+    message: str
+    severity: str  # error | warning | info
+    where: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity, "where": self.where, "message": self.message}
+
+
+@dataclass
+class Report:
+    path: str
+    version: int | None = None
+    events: int = 0
+    projection: bool = False
+    problems: list[Finding] = field(default_factory=list)
+    dropped: int = 0
+    unsupported: bool = False
+
+    def add(self, f: Finding) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(f)
+        else:
+            self.dropped += 1
+
+    def count(self, severity: str) -> int:
+        return sum(1 for p in self.problems if p.severity == severity)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.count("error") or self.dropped:
+            return ExitCode.CORRUPT
+        if self.unsupported:
+            return ExitCode.UNSUPPORTED
+        return ExitCode.OK
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "version": self.version,
+            "events": self.events,
+            "projection": self.projection,
+            "status": {ExitCode.OK: "ok", ExitCode.UNSUPPORTED: "unsupported"}.get(self.exit_code, "damaged"),
+            "errors": self.count("error"),
+            "warnings": self.count("warning"),
+            "problems": [p.as_dict() for p in self.problems],
+            "moreProblems": self.dropped,
+        }
+
+
+def _from_error(report: Report, exc: DshlogError) -> None:
+    if isinstance(exc, UnsupportedVersion):
+        report.unsupported = True
+        report.add(Finding(exc.kind, exc.message, "error" if exc.kind == "refused" else "warning", exc.where().split(": ", 1)[-1] if exc.path else exc.where()))
+        if exc.kind != "refused":
+            report.problems[-1].severity = "error"
+            report.problems[-1].code = "unsupported"
+    else:
+        report.add(Finding(exc.kind, exc.message, "error", exc.where().split(": ", 1)[-1] if exc.path else exc.where()))
+
+
+def _rules(projection: bool):
+    """The v4 rule engine, when available (constructed per file)."""
+    try:
+        from .validate import Validator
+    except ImportError:  # pragma: no cover - during bring-up
+        return None
+    return Validator(projection=projection)
+
+
+def _feed_rules(report: Report, rules: Any, events) -> None:
+    for ev in events:
+        report.events += 1
+        for p in rules.feed(ev):
+            report.add(Finding(p.code, p.message, p.severity, f"seq {p.seq}" if p.seq is not None else ""))
+    for p in rules.finish():
+        report.add(Finding(p.code, p.message, p.severity, f"seq {p.seq}" if p.seq is not None else ""))
+
+
+def validate_log(target: str, *, select: str | None = None, format_version: int | None = None) -> Report:
+    """Check one input completely; never raises for problems in the log itself."""
+    from .session import open_session
+
+    report = Report(path=target)
+    try:
+        log = open_session(target, strict=False, select=select, format_version=format_version)
+    except DshlogError as exc:
+        _from_error(report, exc)
+        return report
+    report.path = log.path
+    report.version = log.version
+    with log:
+        rules = None
+        try:
+            if log.version == CURRENT_VERSION:
+                # one pass: rows (lenient) feed the rules directly
+                recs = log.records()
+                first = True
+                for r in recs:
+                    if first:
+                        rules = _rules(log.is_projection)
+                        first = False
+                    report.events += 1
+                    if rules is not None:
+                        for p in rules.feed(r.event):
+                            where = r.loc.describe()
+                            where = f"{where}, seq {p.seq}" if p.seq is not None else where
+                            report.add(Finding(p.code, p.message, p.severity, where))
+                if rules is None:
+                    rules = _rules(log.is_projection)
+                if rules is not None:
+                    for p in rules.finish():
+                        report.add(Finding(p.code, p.message, p.severity, f"seq {p.seq}" if p.seq is not None else ""))
+            else:
+                report.events = sum(1 for _ in log.records())
+        except DshlogError as exc:
+            _from_error(report, exc)
+        report.projection = log.is_projection
+        for n in log.notes:
+            sev = "info" if n.severity == "info" else ("error" if n.severity == "error" or n.code in ("seq-gap", "row", "envelope", "unparsable") and not log.is_projection else "warning")
+            report.add(Finding(n.code, n.message, sev, n.where()))
+    if log.version is not None and log.version < CURRENT_VERSION and not report.count("error"):
+        # historical: the log must also migrate, and its v4 form must pass the rules
+        try:
+            log2 = open_session(target, strict=False, select=select, format_version=format_version)
+            with log2:
+                rules = _rules(log2.is_projection_hint())
+                migrated = log2.events()
+                if rules is not None:
+                    n_before = report.events
+                    _feed_rules(report, rules, migrated)
+                    report.events = n_before
+                else:
+                    for _ in migrated:
+                        pass
+        except DshlogError as exc:
+            _from_error(report, exc)
+    return report
