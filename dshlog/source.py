@@ -363,7 +363,7 @@ def iter_json_array(fh: IO[bytes], info: SourceInfo, prefix: str = "item") -> It
             yield Record(None, obj, None, None, index=i)
             i += 1
     except ijson.JSONError as exc:
-        raise CorruptLog(f"invalid JSON document: {exc}", path=info.path, loc=Location(index=i)) from None
+        raise CorruptLog(f"invalid JSON document: {' '.join(str(exc).split())}", path=info.path, loc=Location(index=i)) from None
     except ijson.IncompleteJSONError as exc:  # pragma: no cover - subclass of JSONError in most backends
         raise CorruptLog(f"truncated JSON document: {exc}", path=info.path, loc=Location(index=i)) from None
 
@@ -388,8 +388,8 @@ def sniff(head: bytes) -> str:
         try:
             obj = orjson.loads(first)
         except orjson.JSONDecodeError:
-            # a pretty-printed document, or a first line longer than the peek window
-            if nl < 0 and len(head) >= 4096:
+            # a pretty-printed document; a first line without newline is a (torn) JSONL header
+            if nl < 0:
                 return Container.JSONL
             return "json-document"
         if isinstance(obj, dict):

@@ -1,0 +1,61 @@
+"""Shared test helpers: where the shared corpus lives, and small log builders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+SHARED = Path(os.environ.get("DSHLOG_SHARED", ROOT.parent / "shared"))
+CORPUS = SHARED / "corpus"
+GOLDEN = FIXTURES / "golden"
+
+
+def corpus_files() -> list[Path]:
+    """Every session file of the shared corpus (walked, so new files are picked up)."""
+    if not CORPUS.is_dir():
+        return []
+    return sorted(
+        p for p in CORPUS.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json", ".zstd") and not p.name.startswith("MANIFEST")
+    )
+
+
+def corpus_ids() -> list[str]:
+    return [str(p.relative_to(CORPUS)) for p in corpus_files()]
+
+
+requires_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"shared corpus not found at {CORPUS} (set DSHLOG_SHARED)")
+
+
+def jsonl(*rows: object) -> bytes:
+    """Compact JSONL bytes, one row per line."""
+    return b"".join(orjson.dumps(r) + b"\n" for r in rows)
+
+
+def v4_header(**over: object) -> dict:
+    h = {"type": "session", "version": 4, "id": "s-1", "createdAt": 1, "cwd": "/tmp/p", "isSeeded": False, "delegationDepth": 0}
+    h.update(over)
+    return h
+
+
+def ev(seq: int, type_: str, data: object = None, time: int = 1000, **extra: object) -> dict:
+    e = {"type": type_, "seq": seq, "time": time + seq, "data": {} if data is None else data}
+    e.update(extra)
+    return e
+
+
+def run_cli(capsysbinary, *args: str) -> tuple[int, bytes, bytes]:
+    """Run ``dshlog ARGS`` in-process; returns (exit code, stdout bytes, stderr bytes)."""
+    from dshlog.cli import main
+
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsysbinary.readouterr()
+    return code, out, err

@@ -1,0 +1,170 @@
+"""Containers and framing: plain JSONL, zstd frames, JSON arrays, wrapped streams, directories, stdin."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+import pytest
+import zstandard
+
+from conftest import FIXTURES, GOLDEN, ev, jsonl, v4_header
+from dshlog.errors import CorruptLog, IOFailure, UnsupportedVersion, UsageError
+from dshlog.session import open_session
+from dshlog.source import canonical_version, select_generation
+
+LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
+LOOP_ZSTD = FIXTURES / "v4" / "loop-zstd" / "session.v4.jsonl.zstd"
+
+
+def records(path, **kw):
+    with open_session(path, **kw) as s:
+        return [(r.event, r.raw) for r in s.records()], s
+
+
+def test_plain_jsonl_keeps_original_bytes():
+    lines = LOOP.read_bytes().split(b"\n")[1:-1]
+    recs, s = records(LOOP)
+    assert [raw for _, raw in recs] == lines
+    assert s.version == 4 and s.header["id"] == "loop-0001"
+    assert [e["seq"] for e, _ in recs] == list(range(41))
+
+
+def test_zstd_multiframe_equals_plain():
+    plain, _ = records(LOOP)
+    packed, s = records(LOOP_ZSTD)
+    assert packed == plain
+    assert s.info.container == "jsonl.zstd" and s.info.frames > 5
+
+
+def test_container_detected_by_content_not_name(tmp_path):
+    odd = tmp_path / "log.txt"
+    odd.write_bytes(LOOP_ZSTD.read_bytes())
+    recs, s = records(odd)
+    assert s.info.container == "jsonl.zstd" and len(recs) == 41
+
+
+def test_json_array_streams_golden():
+    recs, s = records(GOLDEN / "loop-events.json")
+    assert s.info.container == "json-array" and s.header is None and s.version == 4
+    assert [e["seq"] for e, _ in recs] == list(range(41))
+
+
+def test_torn_last_line_is_recovered_and_reported(tmp_path):
+    p = tmp_path / "session.v4.jsonl"
+    p.write_bytes(LOOP.read_bytes() + b'{"type":"turn/st')
+    recs, s = records(p)
+    assert len(recs) == 41
+    assert s.info.torn.length == len(b'{"type":"turn/st')
+    assert "torn-tail" in s.notes.counts
+
+
+def test_torn_last_frame_recovers_complete_lines(tmp_path):
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    body = jsonl(*[ev(i, "plan/mode", {"active": True}) for i in range(50)])
+    cut = body.rfind(b"\n", 0, 400) + 1
+    data = cctx.compress(jsonl(v4_header())) + cctx.compress(body[:cut]) + cctx.compress(body[cut:])
+    p = tmp_path / "session.v4.jsonl.zstd"
+    p.write_bytes(data[:-20])  # cut inside the last frame
+    recs, s = records(p)
+    assert s.info.torn is not None and s.info.torn.frame == 2
+    assert 0 < len(recs) < 50
+    assert [e["seq"] for e, _ in recs] == list(range(len(recs)))
+
+
+def test_damaged_complete_frame_is_corruption(tmp_path):
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    body = cctx.compress(jsonl(*[ev(i, "plan/mode", {"active": True}) for i in range(50)]))
+    data = bytearray(cctx.compress(jsonl(v4_header())) + body)
+    data[-2] ^= 0xFF  # checksum of the complete last frame
+    p = tmp_path / "session.v4.jsonl.zstd"
+    p.write_bytes(bytes(data))
+    with pytest.raises(CorruptLog, match="frame 1"):
+        records(p)
+
+
+def test_record_split_across_complete_frames_is_corruption(tmp_path):
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    body = jsonl(ev(0, "plan/mode", {"active": True}), ev(1, "plan/mode", {"active": False}))
+    p = tmp_path / "session.v4.jsonl.zstd"
+    p.write_bytes(cctx.compress(jsonl(v4_header())) + cctx.compress(body[:30]) + cctx.compress(body[30:]))
+    with pytest.raises(CorruptLog, match="torn JSONL record"):
+        records(p)
+
+
+def test_bad_frame_magic(tmp_path):
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    p = tmp_path / "session.v4.jsonl.zstd"
+    p.write_bytes(cctx.compress(jsonl(v4_header())) + b"GARBAGEGARBAGE")
+    with pytest.raises(CorruptLog, match="invalid frame magic at byte"):
+        records(p)
+
+
+def test_session_directory_picks_highest_generation(tmp_path):
+    d = tmp_path / "sess"
+    d.mkdir()
+    (d / "session.jsonl").write_bytes(jsonl({"type": "session", "version": 0, "id": "x", "createdAt": 1, "delegationDepth": 0}))
+    (d / "session.v4.jsonl").write_bytes(jsonl(v4_header(id="x")))
+    (d / "session.v01.jsonl").write_bytes(b"not a generation\n")
+    (d / "session.migration.0123456789abcdef.jsonl.tmp").write_bytes(b"temp\n")
+    assert select_generation(d).name == "session.v4.jsonl"
+    _, s = records(d)
+    assert s.version == 4
+
+
+def test_mixed_directory_is_refused(tmp_path):
+    d = tmp_path / "sess"
+    d.mkdir()
+    (d / "session.v4.jsonl").write_bytes(jsonl(v4_header()))
+    (d / "session.v4.jsonl.zstd").write_bytes(zstandard.ZstdCompressor().compress(jsonl(v4_header())))
+    with pytest.raises(UnsupportedVersion, match="mixes plain"):
+        select_generation(d)
+
+
+def test_canonical_names():
+    assert canonical_version("session.jsonl") == 0
+    assert canonical_version("session.v4.jsonl.zstd") == 4
+    for bad in ("session.v0.jsonl", "session.v01.jsonl", "Session.jsonl", "session.v4.jsonl.tmp", "session.1.jsonl"):
+        assert canonical_version(bad) is None
+
+
+def test_stdin(tmp_path):
+    code = "import sys; from dshlog.session import open_session; s=open_session('-'); print(sum(1 for _ in s.records()), s.version)"
+    out = subprocess.run([sys.executable, "-c", code], input=LOOP_ZSTD.read_bytes(), capture_output=True, check=True)
+    assert out.stdout.split() == [b"41", b"4"]
+    out = subprocess.run([sys.executable, "-c", code], input=(GOLDEN / "loop-events.json").read_bytes(), capture_output=True, check=True)
+    assert out.stdout.split() == [b"41", b"4"]
+
+
+def test_missing_file_and_directory_errors(tmp_path):
+    with pytest.raises(IOFailure, match="no such file"):
+        open_session(tmp_path / "nope.jsonl")
+    with pytest.raises(UsageError, match="no session generation"):
+        open_session(tmp_path)
+
+
+def test_stream_json_and_jsonrpc_unwrapped(tmp_path):
+    events = [ev(i, "plan/mode", {"active": True}) for i in range(3)]
+    sj = tmp_path / "stream.jsonl"
+    sj.write_bytes(jsonl(*({"type": "session_event", "sessionId": "a", "event": e} for e in events), {"type": "result", "ok": True}))
+    recs, s = records(sj)
+    assert s.info.container == "stream-json" and [e for e, _ in recs] == events
+    rpc = tmp_path / "notif.jsonl"
+    rows = [{"method": "session.status", "params": {"sessionId": "a", "status": "running"}}]
+    rows += [{"method": "session.event", "params": {"sessionId": "a", "event": e}} for e in events]
+    rpc.write_bytes(jsonl(*rows))
+    recs, s = records(rpc)
+    assert s.info.container == "jsonrpc" and [e for e, _ in recs] == events
+
+
+def test_interleaved_child_stream_is_split(tmp_path):
+    parent = [ev(i, "plan/mode", {"active": True}) for i in range(4)]
+    child = [ev(i, "todo/write", {"todos": []}) for i in range(3)]
+    order = [parent[0], parent[1], child[0], child[1], parent[2], child[2], parent[3]]
+    p = tmp_path / "notif.jsonl"
+    p.write_bytes(jsonl(*({"method": "session.event", "params": {"sessionId": "{{sessionId}}", "event": e}} for e in order)))
+    recs, s = records(p)
+    assert [e for e, _ in recs] == parent
+    recs, s = records(p, select="{{sessionId}}#2")
+    assert [e for e, _ in recs] == child
