@@ -1,0 +1,340 @@
+"""Safe publication of files: staged temp, fsync, link-without-overwrite, rollback.
+
+Every writing command (migrate, repair, fork) must leave either the complete new
+file under its final name or nothing at all, even when the disk fills up or the
+process dies half way.  The recipe is dsh's own: write a same-directory temporary
+file created exclusively with mode 0600, ``fsync`` it, then make it visible under
+the final name with ``link`` (which fails instead of replacing an existing file),
+``fsync`` the directory and drop the temporary name.  Appends are rolled back by
+truncation to the previous length.
+
+Temporary names are recognisable (``.<final name>.dshlog-<16 hex>.tmp``, or dsh's
+``session.migration.<16 hex>.jsonl[.zstd].tmp`` for migrations) so that a later
+run can remove what a killed run left behind.  Every ``OSError`` is reported as
+:class:`IOFailure` with the path and a one-line reason.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import Callable
+
+from .errors import IOFailure, Refused
+
+TEMP_MARK = ".dshlog-"
+TEMP_SUFFIX = ".tmp"
+MIGRATION_PREFIX = "session.migration."
+
+# Names this project (or dsh's migration) creates and may therefore remove.
+LEFTOVER_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"^\..+\.dshlog-[0-9a-f]{16}\.tmp$"),
+    re.compile(r"^session\.migration\.[0-9a-f]{16}\.jsonl(?:\.zstd)?\.tmp$"),
+)
+
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def io_failure(exc: OSError, path: Path | str, action: str) -> IOFailure:
+    """One-line :class:`IOFailure` for ``exc`` (``cannot write: No space left on device``)."""
+    reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+    return IOFailure(f"cannot {action}: {reason}", path=str(path))
+
+
+def temp_affixes(final: Path) -> tuple[str, str]:
+    """Prefix and suffix of the temporary name for a file published as ``final``."""
+    return f".{final.name}{TEMP_MARK}", TEMP_SUFFIX
+
+
+def migration_affixes(compressed: bool) -> tuple[str, str]:
+    """dsh's own staging name for a migration successor (``session.migration.<hex>.jsonl[.zstd].tmp``)."""
+    return MIGRATION_PREFIX, ".jsonl.zstd.tmp" if compressed else ".jsonl.tmp"
+
+
+def is_leftover(name: str) -> bool:
+    """True for a temporary name this project (or a dsh migration) stages files under."""
+    return any(p.match(name) for p in LEFTOVER_PATTERNS)
+
+
+def _write_all(fd: int, data: bytes | memoryview, path: Path, action: str) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except InterruptedError:
+            continue
+        except OSError as exc:
+            raise io_failure(exc, path, action) from exc
+        if n <= 0:
+            raise io_failure(OSError(errno.EIO, "write made no progress"), path, action)
+        view = view[n:]
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a directory entry change (link, rename, unlink) durable."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as exc:
+        raise io_failure(exc, directory, "open the directory to sync it") from exc
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):  # some filesystems cannot sync dirs
+            raise io_failure(exc, directory, "sync the directory") from exc
+    finally:
+        os.close(fd)
+
+
+class StagedFile:
+    """An exclusively created 0600 temporary file that is either published or removed.
+
+    Use it as a context manager: leaving the block with an exception (or without
+    publishing) deletes the temporary file, so a failure never leaves it behind.
+    A failed :meth:`write` removes the file at once.
+    """
+
+    __slots__ = ("path", "_fd", "size")
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+        self.size = 0
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def write(self, data: bytes) -> None:
+        """Append ``data``; on failure the temporary file is discarded and IOFailure raised."""
+        if self._fd is None:
+            raise ValueError("staged file is closed")
+        try:
+            _write_all(self._fd, data, self.path, "write the staged file")
+        except IOFailure:
+            self.discard()
+            raise
+        self.size += len(data)
+
+    def sync_and_close(self) -> None:
+        """``fsync`` and close (idempotent); the content is durable afterwards."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)
+            self._unlink()
+            raise io_failure(exc, self.path, "sync the staged file") from exc
+        os.close(fd)
+
+    def discard(self) -> None:
+        """Close and delete the temporary file (idempotent, never raises for a missing file)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._unlink()
+
+    def _unlink(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            pass  # leftover; cleanup_leftovers() will find it by name
+
+    def __enter__(self) -> "StagedFile":
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        # Published files were renamed/linked away and their temp name removed already;
+        # anything still here is unpublished and must go.
+        if exc_type is not None or self.path.exists() or self._fd is not None:
+            self.discard()
+
+
+def stage_file(directory: Path, prefix: str, suffix: str = TEMP_SUFFIX) -> StagedFile:
+    """Create ``directory/<prefix><16 hex><suffix>`` exclusively, mode 0600.
+
+    ``prefix``/``suffix`` come from :func:`temp_affixes` or
+    :func:`migration_affixes`, so the name is recognisable as a leftover later.
+    """
+    directory = Path(directory)
+    last_exc: OSError | None = None
+    for _ in range(8):
+        path = directory / f"{prefix}{secrets.token_hex(8)}{suffix}"
+        try:
+            fd = os.open(path, _CREATE_FLAGS, 0o600)
+        except FileExistsError as exc:
+            last_exc = exc
+            continue
+        except OSError as exc:
+            raise io_failure(exc, path, "create a temporary file") from exc
+        try:
+            os.fchmod(fd, 0o600)  # a restrictive umask could only lower it; make it exact
+        except OSError:
+            pass
+        return StagedFile(path, fd)
+    assert last_exc is not None
+    raise io_failure(last_exc, directory, "create a unique temporary file")
+
+
+def _finish(temp: StagedFile | Path) -> Path:
+    if isinstance(temp, StagedFile):
+        temp.sync_and_close()
+        return temp.path
+    path = Path(temp)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        _quiet_unlink(path)
+        raise io_failure(exc, path, "sync the staged file") from exc
+    return path
+
+
+def _quiet_unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def publish_no_overwrite(temp: StagedFile | Path, final: Path) -> Path:
+    """Make ``temp`` visible as ``final`` only if ``final`` does not exist yet.
+
+    fsync file, ``link(temp, final)``, fsync the directory, unlink ``temp``.  An
+    existing ``final`` is never touched: :class:`Refused` names it.  On any failure
+    the temporary file is removed and ``final`` is either absent or complete.
+    """
+    final = Path(final)
+    path = _finish(temp)
+    try:
+        os.link(path, final)
+    except FileExistsError:
+        _quiet_unlink(path)
+        raise Refused(f"refusing to overwrite existing file {final}", path=str(final)) from None
+    except OSError as exc:
+        _quiet_unlink(path)
+        raise io_failure(exc, final, "publish the new file") from exc
+    try:
+        fsync_dir(final.parent)
+    finally:
+        _quiet_unlink(path)
+    return final
+
+
+def replace_atomically(temp: StagedFile | Path, final: Path) -> Path:
+    """Replace ``final`` with ``temp`` in one step (only for rewrites the user asked for).
+
+    fsync file, ``rename`` over ``final``, fsync the directory.  Readers see the old
+    or the new content, never a mixture.
+    """
+    final = Path(final)
+    path = _finish(temp)
+    try:
+        os.replace(path, final)
+    except OSError as exc:
+        _quiet_unlink(path)
+        raise io_failure(exc, final, "replace the file") from exc
+    fsync_dir(final.parent)
+    return final
+
+
+def append_durably(path: Path, data: bytes) -> int:
+    """Append ``data`` to an existing file and fsync; all or nothing.
+
+    On failure (disk full, quota) the file is truncated back to its previous length
+    before :class:`IOFailure` is raised.  Returns the new length.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise io_failure(exc, path, "open for appending") from exc
+    try:
+        try:
+            before = os.fstat(fd).st_size
+        except OSError as exc:
+            raise io_failure(exc, path, "stat") from exc
+        try:
+            _write_all(fd, data, path, "append")
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise io_failure(exc, path, "sync the appended data") from exc
+        except IOFailure:
+            try:
+                os.ftruncate(fd, before)
+                os.fsync(fd)
+            except OSError as exc:
+                raise IOFailure(
+                    f"append failed and the file could not be truncated back to {before} bytes: "
+                    f"{exc.strerror or exc}",
+                    path=str(path),
+                ) from exc
+            raise
+        return before + len(data)
+    finally:
+        os.close(fd)
+
+
+def cleanup_leftovers(directory: Path, *, keep: Callable[[Path], bool] | None = None) -> list[Path]:
+    """Remove temporary files an interrupted run left in ``directory``; return them.
+
+    Call it while holding ``session.lock``: a dsh migration stages under the same
+    ``session.migration.*`` names while it holds that lock, so the lock is what
+    proves nobody is still writing them.  ``keep`` can exempt paths.
+    """
+    directory = Path(directory)
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError as exc:
+        raise io_failure(exc, directory, "list the directory") from exc
+    for entry in entries:
+        if not is_leftover(entry.name):
+            continue
+        path = Path(entry.path)
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+        except OSError:
+            continue
+        if keep is not None and keep(path):
+            continue
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise io_failure(exc, path, "remove a leftover temporary file") from exc
+        removed.append(path)
+    if removed:
+        fsync_dir(directory)
+    return sorted(removed)
+
+
+__all__ = [
+    "LEFTOVER_PATTERNS",
+    "StagedFile",
+    "append_durably",
+    "cleanup_leftovers",
+    "fsync_dir",
+    "io_failure",
+    "is_leftover",
+    "migration_affixes",
+    "publish_no_overwrite",
+    "replace_atomically",
+    "stage_file",
+    "temp_affixes",
+]

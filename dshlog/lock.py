@@ -1,0 +1,216 @@
+"""dsh's per-session write lock (``session.lock``), shared by every writing command.
+
+dsh serialises writers of one session with a non-blocking ``flock(LOCK_EX)`` on a
+0-byte ``session.lock`` in the session directory.  Taking the same lock before
+dshlog writes anything (migrate, repair, fork into an existing directory) means a
+running dsh and dshlog can never both append, and two dshlog runs cannot race.
+
+Rules kept from dsh: the directory is created 0700 when absent; after locking,
+the locked inode must still be the file at the path (a racing creator may have
+replaced it), retried up to three times; releasing is closing the descriptor and
+the file is never deleted (later lockers compare against its stable inode).
+Readers never lock.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .errors import IOFailure, LockHeld
+
+try:  # POSIX only; dsh itself uses a kernel semaphore on Windows.
+    import fcntl
+except ImportError:  # pragma: no cover - exercised only on Windows
+    fcntl = None  # type: ignore[assignment]
+
+LOCK_FILENAME = "session.lock"
+_ATTEMPTS = 3
+_ENCODED = re.compile(r"~([0-9A-F]{4})")
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who holds a lock, as far as the platform tells (``/proc/locks`` on Linux)."""
+
+    pid: int
+    cmdline: str | None
+
+    def describe(self) -> str:
+        return f"pid {self.pid}" + (f" ({self.cmdline})" if self.cmdline else "")
+
+
+class SessionLock:
+    """A held ``session.lock``; :meth:`release` (or leaving the ``with``) frees it."""
+
+    __slots__ = ("path", "_fd")
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Close the descriptor, which drops the flock.  Idempotent; never unlinks."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __enter__(self) -> "SessionLock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def decode_segment(name: str) -> str:
+    """Invert dsh's ``encodeSegment`` (``~XXXX`` = one UTF-16 code unit) for messages."""
+    if "~" not in name:
+        return name
+    units: list[int] = []
+    i = 0
+    while i < len(name):
+        m = _ENCODED.match(name, i)
+        if m:
+            units.append(int(m.group(1), 16))
+            i = m.end()
+        else:
+            units.extend(_utf16_units(name[i]))
+            i += 1
+    data = b"".join(u.to_bytes(2, "little") for u in units)
+    return data.decode("utf-16-le", errors="surrogatepass")
+
+
+def _utf16_units(ch: str) -> list[int]:
+    raw = ch.encode("utf-16-le", errors="surrogatepass")
+    return [int.from_bytes(raw[k : k + 2], "little") for k in range(0, len(raw), 2)]
+
+
+def _cmdline(pid: int) -> str | None:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    # One line for one-line errors: arguments may contain newlines (``python -c``).
+    text = " ".join(" ".join(part.decode("utf-8", "replace").split()) for part in raw.split(b"\0") if part)
+    if len(text) > 200:
+        text = text[:199] + "…"
+    return text or None
+
+
+def find_holder(path: Path) -> Holder | None:
+    """Best effort: the process holding a ``flock`` on ``path`` (Linux ``/proc/locks``).
+
+    Returns ``None`` where the platform does not say (no ``/proc``, another pid
+    namespace, a race with the holder's exit).
+    """
+    try:
+        st = os.stat(path)
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    wanted_dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
+    inode_only: Holder | None = None
+    for line in text.splitlines():
+        fields = line.split()
+        if "->" in fields:  # a blocked waiter, not the holder
+            continue
+        if len(fields) < 6 or fields[1] != "FLOCK":
+            continue
+        try:
+            pid = int(fields[4])
+            dev_major, dev_minor, inode = fields[5].split(":")
+        except ValueError:
+            continue
+        if int(inode) != st.st_ino or pid <= 0:
+            continue
+        holder = Holder(pid, _cmdline(pid))
+        if f"{int(dev_major, 16):02x}:{int(dev_minor, 16):02x}" == wanted_dev:
+            return holder
+        inode_only = inode_only or holder  # overlay filesystems may report another device
+    return inode_only
+
+
+def _held_message(session_id: str, holder: Holder | None) -> str:
+    text = f'session "{session_id}" is already owned by an active write handle'
+    return f"{text} (held by {holder.describe()})" if holder else text
+
+
+def _io(exc: OSError, path: Path, action: str) -> IOFailure:
+    reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
+    return IOFailure(f"cannot {action}: {reason}", path=str(path))
+
+
+def acquire_session_lock(session_dir: Path, *, session_id: str | None = None) -> SessionLock:
+    """Take ``session_dir/session.lock`` without waiting.
+
+    Raises :class:`LockHeld` with dsh's ``SessionAlreadyOwnedError`` text (plus the
+    holder's pid and command line when known) if another descriptor holds it, and
+    :class:`IOFailure` when the file cannot be created or locked for another reason.
+    ``session_id`` names the session in the message; by default it is decoded from
+    the directory name.
+    """
+    if fcntl is None:  # pragma: no cover
+        raise IOFailure("session locking needs POSIX flock, which this platform lacks", path=str(session_dir))
+    session_dir = Path(session_dir)
+    sid = session_id if session_id is not None else decode_segment(session_dir.name)
+    path = session_dir / LOCK_FILENAME
+    try:
+        session_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _io(exc, session_dir, "create the session directory") from exc
+    for _ in range(_ATTEMPTS):
+        try:
+            # No O_TRUNC: whatever an older writer left in the file stays untouched.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            raise _io(exc, path, "open the session lock") from exc
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                    raise LockHeld(_held_message(sid, find_holder(path)), path=str(path)) from None
+                raise _io(exc, path, "lock the session") from exc
+            held = os.fstat(fd)
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                current = None
+            if current is not None and (current.st_ino, current.st_dev) == (held.st_ino, held.st_dev):
+                return SessionLock(path, fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        # The locked inode is no longer the file at the path: start over against the new one.
+        os.close(fd)
+    raise LockHeld(_held_message(sid, None), path=str(path))
+
+
+@contextmanager
+def session_lock(session_dir: Path, *, session_id: str | None = None) -> Iterator[SessionLock]:
+    """``with session_lock(dir):`` — hold dsh's write lock for the block's duration."""
+    lock = acquire_session_lock(session_dir, session_id=session_id)
+    try:
+        yield lock
+    finally:
+        lock.release()
+
+
+__all__ = [
+    "Holder",
+    "LOCK_FILENAME",
+    "SessionLock",
+    "acquire_session_lock",
+    "decode_segment",
+    "find_holder",
+    "session_lock",
+]
