@@ -138,9 +138,13 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
             _from_error(report, exc)
         report.projection = log.is_projection
         for n in log.notes:
+            if n.code == "unsupported-version":
+                report.unsupported = True
+                report.add(Finding("unsupported", n.message, "warning", n.where()))
+                continue
             sev = "info" if n.severity == "info" else ("error" if n.severity == "error" or n.code in ("seq-gap", "row", "envelope", "unparsable") and not log.is_projection else "warning")
             report.add(Finding(n.code, n.message, sev, n.where()))
-    if log.version is not None and log.version < CURRENT_VERSION and not report.count("error"):
+    if log.version is not None and log.version < CURRENT_VERSION and not report.count("error") and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
             log2 = open_session(target, strict=False, select=select, format_version=format_version)
