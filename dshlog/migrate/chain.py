@@ -1,0 +1,169 @@
+"""The migration chain: adjacent edges composed from a stored version to v4.
+
+FORMAT §4.1: a pipeline of streaming stages, each created fresh per artifact.
+Events flow through one at a time (no intermediate list); ``finish`` of each
+stage emits its trailing events into the next stage and reports the inherited
+cut, which the next stage must agree with.  Any stage error is re-raised with
+dsh's text ``<edge> refuses this format vN Session: <detail>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator
+
+from ..errors import CorruptLog, DshlogError, UnsupportedVersion
+from ..vocabulary import header_key_order, validate_header
+from ._common import Stage, is_count, is_placeholder, rewrap
+from .v0_v1 import V0ToV1
+from .v1_v2 import V1ToV2
+from .v2_v3 import V2ToV3
+from .v3_v4 import V3ToV4
+
+CURRENT_VERSION = 4
+
+#: Edge classes by source version; each declares ``source_version``/``target_version``.
+EDGES: tuple[type, ...] = (V0ToV1, V1ToV2, V2ToV3, V3ToV4)
+
+
+def _check_adjacent(edges: Iterable[type]) -> None:
+    """dsh checks adjacency when an edge is declared; a broken table is a bug here."""
+    for edge in edges:
+        if edge.target_version != edge.source_version + 1:
+            raise DshlogError(f"{edge.name} must declare adjacent v{edge.source_version}->v{edge.source_version + 1}")
+
+
+_check_adjacent(EDGES)
+
+
+def newer_text(session_id: Any, version: int) -> str:
+    return (f'session "{session_id}" uses log format v{version}, but this harness reads only v{CURRENT_VERSION}: '
+            "the log was written by a newer harness — upgrade the harness to open it")
+
+
+def _validate(header: dict[str, Any], version: int, projection: bool) -> None:
+    problems = validate_header(header, version)
+    if projection and is_placeholder(header.get("cwd")):
+        problems = [p for p in problems if not p.endswith("cwd must be absolute")]
+    if problems:
+        raise CorruptLog(problems[0])
+
+
+def _stored_version(header: Any) -> int:
+    if not isinstance(header, dict):
+        raise CorruptLog("Session header must be a JSON object")
+    version = header.get("version")
+    if not is_count(version):
+        raise CorruptLog("Session header version must be a non-negative safe integer")
+    if version > CURRENT_VERSION:
+        raise UnsupportedVersion(newer_text(header.get("id"), int(version)))
+    return int(version)
+
+
+def canonical_header(h: dict[str, Any], version: int) -> dict[str, Any]:
+    """Header keys in the writer's order (unexpected keys would have been refused)."""
+    order = [k.rstrip("?") for k in header_key_order(version)]
+    out = {k: h[k] for k in order if k in h}
+    out.update((k, v) for k, v in h.items() if k not in out)
+    return out
+
+
+def header_only(header: dict[str, Any], *, projection: bool = False) -> dict[str, Any]:
+    """Migrate a physical header to v4 without reading the body (``list``/``stat``).
+
+    Applies every edge's header function and validates the target after each step,
+    so a header that cannot become a valid v4 header is reported as such.
+    """
+    version = _stored_version(header)
+    _validate(header, version, projection)
+    h = header
+    for edge in EDGES[version:]:
+        try:
+            h = edge.header(h)
+        except DshlogError as err:
+            raise rewrap(err, edge.name, edge.source_version) from err
+        _validate(h, edge.target_version, projection)
+    return canonical_header(h, CURRENT_VERSION)
+
+
+class MigratedEvents(Iterator[dict[str, Any]]):
+    """Lazy v4 event iterator; ``inherited_cut`` is set once it is exhausted."""
+
+    def __init__(self, gen_factory: Callable[["MigratedEvents"], Iterator[dict[str, Any]]]) -> None:
+        self.inherited_cut: int | None = None
+        self._it = gen_factory(self)
+
+    def __iter__(self) -> "MigratedEvents":
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        return next(self._it)
+
+
+def _run(stages: list[Stage], events: Iterable[dict[str, Any]], owner: MigratedEvents) -> Iterator[dict[str, Any]]:
+    def push(i: int, batch: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        if i == len(stages):
+            yield from batch
+            return
+        stage = stages[i]
+        for ev in batch:
+            try:
+                produced = stage.feed(ev)
+            except DshlogError as err:
+                raise rewrap(err, stage.name, stage.source_version, ev.get("seq")) from err
+            yield from push(i + 1, produced)
+
+    for event in events:
+        yield from push(0, (event,))
+    for i, stage in enumerate(stages):
+        if i:
+            stage.source_cut = stages[i - 1].cut
+        try:
+            trailing = stage.finish()
+        except DshlogError as err:
+            raise rewrap(err, stage.name, stage.source_version) from err
+        yield from push(i + 1, trailing)
+    owner.inherited_cut = stages[-1].cut
+
+
+def migrate_stream(
+    header: dict[str, Any],
+    events: Iterable[dict[str, Any]],
+    *,
+    child_facts: list[dict[str, Any]] | None,
+    projection: bool = False,
+) -> tuple[dict[str, Any], MigratedEvents]:
+    """Migrate a stored generation of any version 0..4 to v4, lazily.
+
+    ``header`` is the stored physical header; ``events`` its logical events in
+    order (packed v0/v1 rows and range-encoded ``sourceEventSeqs`` already
+    expanded by the reader).  Returns the v4 physical header and a lazy iterator
+    of v4 events (``.inherited_cut`` is known after exhaustion).  ``child_facts``
+    is the explicit list for the v3→v4 catalog completion (FORMAT §4.5.7); ``None``
+    refuses with dsh's text because the edge cannot run without it.
+    ``projection=True`` accepts committed test-fixture projections: ``{{...}}``
+    placeholders stand in for values whose real type is not a string (e.g.
+    ``"tools":"{{tools}}"``, ``"cwd":"{{cwd}}"``) and are kept as opaque values.
+    A v4 input passes through unchanged (its validation is the reader's job).
+    """
+    version = _stored_version(header)
+    _validate(header, version, projection)
+    if version == CURRENT_VERSION:
+        def passthrough(owner: MigratedEvents) -> Iterator[dict[str, Any]]:
+            yield from events
+        return canonical_header(header, CURRENT_VERSION), MigratedEvents(passthrough)
+
+    stages: list[Stage] = []
+    h = header
+    for edge in EDGES[version:]:
+        try:
+            stage: Stage = (edge(h, child_facts=child_facts, projection=projection) if edge is V3ToV4
+                            else edge(h, projection=projection))
+            h = edge.header(h)
+        except DshlogError as err:
+            raise rewrap(err, edge.name, edge.source_version) from err
+        _validate(h, edge.target_version, projection)
+        if stages and stages[-1].target_version != stage.source_version:  # pragma: no cover - table is checked
+            raise DshlogError("migration stages are not adjacent")
+        stages.append(stage)
+    out_header = canonical_header(h, CURRENT_VERSION)
+    return out_header, MigratedEvents(lambda owner: _run(stages, events, owner))

@@ -1,0 +1,112 @@
+"""Discovery of a parent's historical child facts (FORMAT §4.5.7).
+
+The v3→v4 edge completes a parent's ``subagent/catalog`` from facts about its
+children, which live elsewhere in the same persistence root.  Reading files is
+the caller's business (``open_header``/``open_events`` plug in the project's
+reader, e.g. ``lambda p: open_session(p).header`` and
+``lambda p: open_session(p).events()``), so discovery stays testable and the
+migration core never touches the filesystem beyond listing names.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..errors import DshlogError
+from .chain import migrate_stream
+from .v3_v4 import child_catalog_fact
+
+_GENERATION = re.compile(r"^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$")
+
+
+def select_generation(session_dir: Path) -> Path | None:
+    """The canonical generation with the numerically highest version, if any."""
+    best: tuple[int, Path] | None = None
+    try:
+        entries = list(session_dir.iterdir())
+    except OSError:
+        return None
+    for entry in entries:
+        m = _GENERATION.match(entry.name)
+        if not m or not entry.is_file():
+            continue
+        version = int(m.group(1)) if m.group(1) else 0
+        if version > 2**53 - 1:
+            continue
+        if best is None or version > best[0]:
+            best = (version, entry)
+    return best[1] if best else None
+
+
+def _own_descriptors(header: dict[str, Any], events: Iterable[dict[str, Any]]) -> tuple[int, Any]:
+    """Count the child's own ``subagent/descriptor`` events (seq ≥ its inherited cut)."""
+    version = header.get("version")
+    if version == 4:
+        seen: list[tuple[int, Any]] = []
+        cut = 0
+        for ev in events:
+            t = ev.get("type")
+            if t == "subagent/descriptor":
+                seen.append((ev.get("seq", 0), ev.get("data")))
+            elif t == "session/end-seed" and isinstance(ev.get("data"), dict) and ev["data"].get("inherited") is True:
+                cut = ev.get("seq", 0)
+    else:
+        _, migrated = migrate_stream(header, events, child_facts=[])
+        seen = [(ev["seq"], ev.get("data")) for ev in migrated if ev.get("type") == "subagent/descriptor"]
+        cut = migrated.inherited_cut or 0
+    own = [data for seq, data in seen if seq >= cut]
+    return len(own), (own[0] if own else None)
+
+
+def discover_child_facts(
+    root: Path,
+    parent_id: str,
+    *,
+    open_header: Callable[[Path], dict[str, Any]],
+    open_events: Callable[[Path], Iterable[dict[str, Any]]],
+    warnings: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Facts for every subagent child of ``parent_id`` anywhere under ``root``.
+
+    A child is a session whose selected generation's header has
+    ``parentSession == parent_id`` and ``origin == "subagent"``; unreadable
+    headers are skipped silently.  A child that cannot be decoded, or whose
+    descriptor is invalid, still yields a fact (``descriptorCount: 0``,
+    ``descriptor: null``) and a warning, so the parent gets an ``unknown`` entry.
+    """
+    facts: list[dict[str, Any]] = []
+    try:
+        projects = sorted(p for p in Path(root).iterdir() if p.is_dir())
+    except OSError:
+        return facts
+    for project in projects:
+        try:
+            sessions = sorted(s for s in project.iterdir() if s.is_dir())
+        except OSError:
+            continue
+        for session_dir in sessions:
+            path = select_generation(session_dir)
+            if path is None:
+                continue
+            try:
+                header = open_header(path)
+            except (DshlogError, OSError, ValueError):
+                continue
+            if not isinstance(header, dict) or header.get("parentSession") != parent_id \
+                    or header.get("origin") != "subagent":
+                continue
+            fact: dict[str, Any] = {"childId": header.get("id"), "childCreatedAt": header.get("createdAt"),
+                                    "descriptorCount": 0, "descriptor": None, "sourcePath": str(path)}
+            try:
+                count, descriptor = _own_descriptors(header, open_events(path))
+                fact["descriptorCount"], fact["descriptor"] = count, descriptor
+                child_catalog_fact(fact)
+            except (DshlogError, OSError, ValueError) as err:
+                fact["descriptorCount"], fact["descriptor"] = 0, None
+                if warnings is not None:
+                    warnings.append(f"child {header.get('id')} ({path}): {getattr(err, 'message', err)}")
+            if isinstance(fact["childId"], str):
+                facts.append(fact)
+    return facts
