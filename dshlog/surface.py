@@ -1,0 +1,658 @@
+"""The surface fold: which events the model sees, in which order (SEMANTICS §2).
+
+dsh keeps no message array; the model view is folded from the log on demand.
+Each surface event either *appends* its seq or *replaces* a contiguous span of
+current nodes with its own seq.  We reproduce that fold exactly, with dsh's own
+checks in dsh's order and its exact error texts, so a log dsh would refuse is
+refused here with the same words.
+
+The fold is incremental and atomic per event (validate everything, then
+mutate), and it keeps only what later steps need: the message payload of each
+*current* node, the tool lists of request headers (for ``developer/message``
+checks) and the replacement records.  A shadowed node's payload is dropped the
+moment it leaves the surface, so folding a log of hundreds of MB holds only
+the model view, never the log.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from dshlog.errors import CorruptLog, UnsupportedVersion
+from dshlog.messages import ROLE_OF_TYPE, derive_message, message_of, preview
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+SURFACE_TYPES: frozenset[str] = frozenset(ROLE_OF_TYPE)
+
+# Events that rewrite existing messages in place (SEMANTICS §2.3 "project").
+MESSAGE_PROJECTION_TYPES: frozenset[str] = frozenset({"image/offload"})
+
+# The seed-era vocabulary (SEMANTICS §1.2).  ``job/registered``/``job/settled``
+# are added because dsh itself writes them in the seed's headless snapshot
+# (SEMANTICS §12 q3); refusing our own producer's events would be wrong.
+KNOWN_EVENT_TYPES: frozenset[str] = frozenset(
+    {
+        "agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided",
+        "approval/policy", "assistant/attempt", "assistant/message", "command/done", "command/run",
+        "compaction/end", "compaction/prune", "compaction/start", "compaction/summary",
+        "deliverables/presented", "developer/message", "feedback/message-delete",
+        "feedback/message-put", "feedback/record", "goal/change", "hook/invoked", "hook/result",
+        "image/offload", "llm/retry", "llm/retry-started", "model/selection", "permission/preset",
+        "plan/mode", "request/context", "request/header", "sandbox/mode", "schedule/change",
+        "session-log-deepseek/delivery-accepted", "session/end-seed", "session/title",
+        "session/title-llm-request", "step/end", "step/start", "subagent/catalog",
+        "subagent/descriptor", "subagent/model-selection-policy", "system/message", "team/member",
+        "team/message/delivered", "team/message/queued", "team/task", "todo/write",
+        "tool-workflow/agent-end", "tool-workflow/agent-start", "tool-workflow/run-end",
+        "tool-workflow/run-start", "tool/call", "tool/ptc-dispatch", "tool/ptc-dispatch-start",
+        "tool/result", "turn/end", "turn/start", "user/message", "web/deepseek-search-llm-request",
+        "workspace/changes",
+        "job/registered", "job/settled",
+    }
+)
+
+SETTLEMENT_TYPES: frozenset[str] = frozenset({"assistant/message", "assistant/attempt"})
+
+
+class SurfaceError(CorruptLog):
+    """A surface fold rule failed; ``message`` is dsh's raw fold text."""
+
+
+# --------------------------------------------------------------------------- value helpers
+
+
+def is_event_seq(value: Any) -> bool:
+    """JS ``isEventSeq``: a non-negative safe integer that is not ``-0``.
+
+    A JSON ``1.0`` is the integer 1 for dsh, so integral floats count; ``bool``
+    is excluded because ``true`` is not a number in JSON.
+    """
+    if type(value) is int:
+        return 0 <= value <= MAX_SAFE_INTEGER
+    if type(value) is float:
+        return (
+            value.is_integer()
+            and 0 <= value <= MAX_SAFE_INTEGER
+            and not (value == 0 and math.copysign(1.0, value) < 0)
+        )
+    return False
+
+
+def _is_record(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_nonempty_str(value: Any) -> bool:
+    return isinstance(value, str) and len(value) > 0
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Deep JSON equality as dsh's ``isDeepEqualJson``: object key order is
+    irrelevant, array order matters, and ``true`` is not ``1`` (unlike Python ``==``)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) or isinstance(b, list):
+        if not (isinstance(a, list) and isinstance(b, list)) or len(a) != len(b):
+            return False
+        return all(json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) or isinstance(b, dict):
+        if not (isinstance(a, dict) and isinstance(b, dict)) or len(a) != len(b):
+            return False
+        return all(k in b and json_equal(v, b[k]) for k, v in a.items())
+    return type(a) is type(b) and a == b
+
+
+# --------------------------------------------------------------------------- per-event data rules
+
+
+def check_message_shape(event: dict, index: int) -> None:
+    """Load-time message checks dsh applies to the five message types (SEMANTICS §1.4).
+
+    Derivation hands these objects to the model verbatim, so a log whose
+    message lacks an id, a role, a source or a content array cannot be
+    rebuilt; dsh refuses it when loading, with these texts.
+    """
+    etype = event.get("type")
+    if etype not in SURFACE_TYPES and etype != "assistant/attempt":
+        return
+    subject = f"seed {etype} at index {index}"
+    data = event.get("data")
+    if etype in SETTLEMENT_TYPES:
+        if (
+            not _is_record(data)
+            or not is_event_seq(data.get("turn"))
+            or not is_event_seq(data.get("step"))
+            or not isinstance(data.get("stream"), list)
+        ):
+            # A settlement without its message is reported as missing the message first.
+            if etype == "assistant/message" and not (_is_record(data) and _is_record(data.get("message"))):
+                raise CorruptLog(f"{subject} lacks an identified message", seq=index)
+            raise CorruptLog(f"{subject} has invalid settlement fields", seq=index)
+        if etype == "assistant/attempt":
+            return
+    message = message_of(etype, data)
+    if not _is_record(message) or not _is_nonempty_str(message.get("id")):
+        raise CorruptLog(f"{subject} lacks an identified message", seq=index)
+    role = ROLE_OF_TYPE[etype]
+    if etype != "developer/message" and message.get("role") != role:
+        # developer/message's role is covered by the shared data rule.
+        raise CorruptLog(f'{subject} message must have role "{role}"', seq=index)
+    source = message.get("source")
+    if not _is_record(source) or not _is_nonempty_str(source.get("kind")):
+        raise CorruptLog(f"{subject} message has invalid source", seq=index)
+    if not isinstance(message.get("content"), list):
+        raise CorruptLog(f"{subject} message has invalid content", seq=index)
+    if etype == "system/message" and source.get("kind") != "system-prompt":
+        raise CorruptLog(f"{subject} message must have system-prompt source", seq=index)
+    if etype == "assistant/message" and (
+        source.get("kind") != "model"
+        or not _is_nonempty_str(source.get("provider"))
+        or not _is_nonempty_str(source.get("model"))
+    ):
+        raise CorruptLog(f"{subject} message must have model source", seq=index)
+    if etype == "tool/result":
+        if source.get("kind") != "tool" or not _is_nonempty_str(source.get("callId")):
+            raise CorruptLog(f"{subject} message must have tool source", seq=index)
+        if message.get("toolCallId") != source.get("callId"):
+            raise CorruptLog(f"{subject} message has mismatched tool call ids", seq=index)
+
+
+def check_event_data(event: dict, subject: str) -> None:
+    """Event-data rules shared by dsh's append and load paths (SEMANTICS §1.4).
+
+    Raises :class:`SurfaceError` with ``<subject> <rule>`` texts.
+    """
+    etype = event.get("type")
+    data = event.get("data")
+    seq = event.get("seq") if is_event_seq(event.get("seq")) else None
+    if etype in SURFACE_TYPES and _is_record(data):
+        message = data if etype == "user/message" else data.get("message")
+        if _is_record(message):
+            if (etype == "developer/message") != (message.get("role") == "developer"):
+                raise SurfaceError(f"{subject} developer/message and developer role must occur together", seq=seq)
+            content = message.get("content")
+            if (
+                message.get("role") != "developer"
+                and isinstance(content, list)
+                and any(_is_record(b) and b.get("type") in ("tool-addition", "tool-removal") for b in content)
+            ):
+                raise SurfaceError(f"{subject} tool-change blocks require developer role", seq=seq)
+            if etype == "developer/message" and isinstance(content, list):
+                has_additions = False
+                for block in content:
+                    if not _is_record(block) or block.get("type") not in ("tool-addition", "tool-removal"):
+                        continue
+                    if not _is_nonempty_str(block.get("toolName")):
+                        raise SurfaceError(f"{subject} {block['type']} requires a nonempty toolName", seq=seq)
+                    if block["type"] == "tool-addition":
+                        has_additions = True
+                        if "tool" in block:
+                            raise SurfaceError(f"{subject} tool-addition must omit inline tool definitions", seq=seq)
+                if (not is_event_seq(data.get("headerSeq"))) if has_additions else ("headerSeq" in data):
+                    raise SurfaceError(f"{subject} requires headerSeq exactly when tool additions are present", seq=seq)
+    if etype == "request/header":
+        if not _is_record(data):
+            raise SurfaceError(f"{subject} data must be an object", seq=seq)
+        header = data.get("header")
+        if not _is_record(header):
+            raise SurfaceError(f"{subject} header must be an object", seq=seq)
+        if "system" in header:
+            raise SurfaceError(f"{subject} must omit header.system; use system/message", seq=seq)
+        if isinstance(header.get("tools"), list) and len(header["tools"]) == 0:
+            raise SurfaceError(f"{subject} must omit empty tools", seq=seq)
+        defaults = header.get("adapterDefaults")
+        if _is_record(defaults) and len(defaults) == 0:
+            raise SurfaceError(f"{subject} must omit empty adapterDefaults", seq=seq)
+    elif etype == "tool/result":
+        if not _is_record(data):
+            raise SurfaceError(f"{subject} data must be an object", seq=seq)
+        if "error" not in data:
+            return
+        message = data.get("message")
+        if not _is_record(message) or message.get("isError") is not True:
+            raise SurfaceError(f"{subject} error requires message.isError === true", seq=seq)
+
+
+# --------------------------------------------------------------------------- the fold
+
+
+class _Node:
+    """What the fold keeps for one current node: its type and its stored payload.
+
+    ``payload`` is the event's ``data`` (a tool/result rewrite compares the
+    whole data), except for ``assistant/message`` where only ``{"message": …}``
+    is kept: its raw ``stream`` can be large and is never needed again.
+    """
+
+    __slots__ = ("type", "payload")
+
+    def __init__(self, etype: str, payload: Any) -> None:
+        self.type = etype
+        self.payload = payload
+
+    def message(self) -> Any:
+        return message_of(self.type, self.payload)
+
+
+class SurfaceFold:
+    """Incremental surface fold (SEMANTICS §2) with dsh's checks in dsh's order.
+
+    ``apply(event)`` validates one event completely, then commits it; on error
+    the state is untouched, so a caller can report the bad event and still
+    show the surface as it stood before it.
+
+    ``strict_unknown`` refuses an unknown type that is not ``ignorable`` (the
+    dsh read path refuses such a log); with ``False`` it is treated as log-only.
+    ``check_messages`` runs dsh's load-time message shape checks, without which
+    derivation could hand a malformed object to the model view.
+    """
+
+    def __init__(self, *, strict_unknown: bool = True, check_messages: bool = True) -> None:
+        self.strict_unknown = strict_unknown
+        self.check_messages = check_messages
+        self.nodes: list[int] = []
+        self.replacements: list[dict] = []
+        self.replace_generation = 0
+        self.content_generation = 0
+        self.projected: dict[int, dict] = {}
+        self.next_seq = 0  # seq the next event must carry
+        self.shadowed_count = 0
+        self.surface_event_count = 0
+        self.unknown_types: dict[str, int] = {}  # tolerated (ignorable or non-strict) unknown types
+        self._node: dict[int, _Node] = {}
+        # Derived messages of the current nodes; appends extend it, replacements
+        # and projections drop it (rebuilt lazily), so asking for the messages
+        # at every settlement of a long log stays linear.
+        self._derived: list[dict] | None = []
+        # request/header seq -> its header tools (developer/message checks need any earlier header).
+        self._header_tools: dict[int, Any] = {}
+
+    # ------------------------------------------------------------------ public API
+
+    def apply(self, event: dict) -> None:
+        """Validate ``event`` as the next event of the log, then commit it."""
+        index = self.next_seq
+        if not isinstance(event, dict):
+            raise CorruptLog(f"seed event at index {index} has an invalid event envelope", seq=index)
+        seq = event.get("seq")
+        if not is_event_seq(seq) or seq != index:
+            raise SurfaceError(f"session event seq {_js(seq)} is not contiguous; expected {index}", seq=index)
+        etype = event.get("type")
+        if not isinstance(etype, str) or "data" not in event:
+            raise CorruptLog(f"seed event at index {index} has an invalid event envelope", seq=index)
+        ignorable = event.get("ignorable") is True
+        known = etype in KNOWN_EVENT_TYPES
+        if not known:
+            if not ignorable and self.strict_unknown:
+                raise UnsupportedVersion(f'format v4 contains unknown event type "{etype}" at seq {index}', seq=index)
+        if self.check_messages:
+            check_message_shape(event, index)
+        check_event_data(event, f'session event "{etype}" at seq {index}')
+        commit = self._plan(event, index, etype, known, ignorable)
+        commit()
+        if not known:
+            self.unknown_types[etype] = self.unknown_types.get(etype, 0) + 1
+        if etype == "request/header":
+            header = event["data"]["header"]
+            self._header_tools[index] = header.get("tools")
+        self.next_seq = index + 1
+
+    def messages(self) -> list[dict]:
+        """Derived messages of the current surface (SEMANTICS §3), the stored objects themselves.
+
+        Returns a new list each call (the message objects are shared, not copied).
+        """
+        if self._derived is None:
+            derived: list[dict] = []
+            for seq in self.nodes:
+                node = self._node[seq]
+                message = derive_message(node.type, node.payload, self.projected.get(seq))
+                if message is not None:
+                    derived.append(message)
+            self._derived = derived
+        return list(self._derived)
+
+    def node_info(self) -> list[dict]:
+        """One display record per current node: seq, type, role, id, empty, preview."""
+        out: list[dict] = []
+        for seq in self.nodes:
+            node = self._node[seq]
+            projected = self.projected.get(seq)
+            message = projected if projected is not None else node.message()
+            derived = derive_message(node.type, node.payload, projected)
+            out.append(
+                {
+                    "seq": seq,
+                    "type": node.type,
+                    "role": message.get("role") if isinstance(message, dict) else None,
+                    "id": message.get("id") if isinstance(message, dict) else None,
+                    "empty": derived is None,
+                    "preview": preview(message),
+                }
+            )
+        return out
+
+    def node_type(self, seq: int) -> str | None:
+        """Type of a current node (``None`` when ``seq`` is not on the surface)."""
+        node = self._node.get(seq)
+        return node.type if node is not None else None
+
+    def node_message(self, seq: int) -> Any:
+        """Current (possibly projected) message object of a current node."""
+        if seq in self.projected:
+            return self.projected[seq]
+        node = self._node.get(seq)
+        return node.message() if node is not None else None
+
+    # ------------------------------------------------------------------ planning (no mutation)
+
+    def _plan(self, event: dict, seq: int, etype: str, known: bool, ignorable: bool):  # noqa: C901
+        """Run every check of SEMANTICS §2.2 and return a closure that commits the event."""
+        op = self._surface_op(event, seq, etype, known, ignorable)
+        if op is not None and op != "append" and (op["startSeq"] >= seq or op["endSeq"] >= seq):
+            raise SurfaceError(
+                f"surface replace at seq {seq}: startSeq and endSeq must reference earlier events", seq=seq
+            )
+        if op is not None:
+            self._check_sources(event, seq, etype, [])
+        if etype == "developer/message":
+            self._check_developer_header(event, seq)
+        if etype in MESSAGE_PROJECTION_TYPES:
+            updates = self._project_image_offload(event)
+
+            def commit_projection() -> None:
+                self.projected.update(updates)
+                self.content_generation += 1
+                self._derived = None
+
+            return commit_projection
+        if op is None:
+            return _noop
+        payload = self._payload(etype, event["data"])
+        if op == "append":
+
+            def commit_append() -> None:
+                self.nodes.append(seq)
+                node = _Node(etype, payload)
+                self._node[seq] = node
+                self.surface_event_count += 1
+                if self._derived is not None:
+                    message = derive_message(etype, payload)
+                    if message is not None:
+                        self._derived.append(message)
+
+            return commit_append
+        start, end = op["startSeq"], op["endSeq"]
+        a, b = self._locate(start, end)
+        shadowed = self.nodes[a : b + 1]
+        self._check_sources(event, seq, etype, shadowed)
+        if etype == "tool/result":
+            self._check_tool_result_rewrite(event, shadowed)
+        if a == 0 and self.nodes and self._node[self.nodes[0]].type == "system/message":
+            if etype != "system/message" or len(shadowed) != 1:
+                raise SurfaceError(
+                    "surface replace: node 0 holds the system prompt and may be rewritten only by a "
+                    "system/message over exactly that node",
+                    seq=seq,
+                )
+
+        def commit_replace() -> None:
+            self.nodes[a : b + 1] = [seq]
+            for old in shadowed:
+                del self._node[old]
+            self._node[seq] = _Node(etype, payload)
+            self.replace_generation += 1
+            self.content_generation += 1
+            self._derived = None
+            self.shadowed_count += len(shadowed)
+            self.surface_event_count += 1
+            self.replacements.append({"seq": seq, "start": start, "end": end, "shadowedSeqs": list(shadowed)})
+
+        return commit_replace
+
+    @staticmethod
+    def _payload(etype: str, data: Any) -> Any:
+        if etype == "assistant/message":
+            return {"message": data.get("message") if isinstance(data, dict) else None}
+        return data
+
+    def _surface_op(self, event: dict, seq: int, etype: str, known: bool, ignorable: bool) -> Any:
+        """Rule A (marker eligibility): the event's op, or ``None`` for log-only."""
+        if etype not in SURFACE_TYPES:
+            if not known and ignorable:
+                return None  # opaque metadata of an unknown ignorable event is never interpreted
+            if "surfaceOp" in event:
+                raise SurfaceError(f'session event "{etype}" is not surface-eligible and cannot carry surfaceOp', seq=seq)
+            if "sourceEventSeqs" in event:
+                raise SurfaceError(
+                    f'session event "{etype}" is not surface-eligible and cannot carry sourceEventSeqs', seq=seq
+                )
+            return None
+        if "surfaceOp" not in event:
+            raise SurfaceError(f'session event "{etype}" is surface-eligible and requires a surfaceOp marker', seq=seq)
+        op = event["surfaceOp"]
+        if op == "append" and isinstance(op, str):
+            return op
+        if not isinstance(op, dict):
+            raise SurfaceError(f'session event "{etype}" carries an invalid surfaceOp', seq=seq)
+        if not (
+            len(op) == 3
+            and "op" in op
+            and "startSeq" in op
+            and "endSeq" in op
+            and op["op"] == "replace"
+            and isinstance(op["op"], str)
+            and is_event_seq(op["startSeq"])
+            and is_event_seq(op["endSeq"])
+        ):
+            raise SurfaceError(f'session event "{etype}" carries an invalid replace surfaceOp', seq=seq)
+        return op
+
+    def _check_sources(self, event: dict, seq: int, etype: str, shadowed: list[int]) -> None:
+        """Rule B: ``sourceEventSeqs`` shape, then coverage of every shadowed node."""
+        present = "sourceEventSeqs" in event
+        raw = event.get("sourceEventSeqs")
+        if etype == "assistant/message" and present:
+            raise SurfaceError("assistant/message embeds its source stream and cannot carry sourceEventSeqs", seq=seq)
+        sources: set[int] = set()
+        if present:
+            if not isinstance(raw, list):
+                raise SurfaceError(f"sourceEventSeqs on event at seq {seq} must be an array when present", seq=seq)
+            if len(raw) == 0:
+                raise SurfaceError("sourceEventSeqs must not be empty", seq=seq)
+            non_earlier: Any = None
+            for member in raw:
+                if not is_event_seq(member):
+                    raise SurfaceError(
+                        f'session event "{etype}" sourceEventSeqs must densely contain non-negative safe integers',
+                        seq=seq,
+                    )
+                sources.add(member)
+                if non_earlier is None and member >= seq:
+                    non_earlier = member
+            if len(sources) != len(raw):
+                raise SurfaceError("sourceEventSeqs must not contain duplicates", seq=seq)
+            if non_earlier is not None:
+                raise SurfaceError(
+                    f"sourceEventSeqs must reference earlier events: {_js(non_earlier)} >= current seq {seq}", seq=seq
+                )
+        missing = [s for s in shadowed if s not in sources]
+        if missing:
+            raise SurfaceError(
+                "surface replace: sourceEventSeqs must include every shadowed surface node; missing "
+                + ", ".join(str(s) for s in missing),
+                seq=seq,
+            )
+
+    def _locate(self, start: Any, end: Any) -> tuple[int, int]:
+        """Rule C: positions of the declared span in the *current* surface."""
+        try:
+            a = self.nodes.index(start)
+        except ValueError:
+            raise SurfaceError(f"surface replace: start seq {_js(start)} not found in surface", seq=self.next_seq) from None
+        try:
+            b = self.nodes.index(end)
+        except ValueError:
+            raise SurfaceError(f"surface replace: end seq {_js(end)} not found in surface", seq=self.next_seq) from None
+        if a > b:
+            raise SurfaceError(
+                f"surface replace: start seq {_js(start)} (index {a}) is after end seq {_js(end)} (index {b})",
+                seq=self.next_seq,
+            )
+        return a, b
+
+    def _check_tool_result_rewrite(self, event: dict, shadowed: list[int]) -> None:
+        """Rule E: a tool/result may only rewrite the content of exactly one current tool/result."""
+        seq = self.next_seq
+        if len(shadowed) != 1:
+            raise SurfaceError("tool/result surface replacement must rewrite exactly one current node", seq=seq)
+        original = self._node[shadowed[0]]
+        if original.type != "tool/result":
+            raise SurfaceError("tool/result surface replacement must target a current tool/result", seq=seq)
+        if not json_equal(_blank_content(original.payload), _blank_content(event["data"])):
+            raise SurfaceError("tool/result surface replacement may change only content", seq=seq)
+
+    def _check_developer_header(self, event: dict, seq: int) -> None:
+        """Rule D: tool additions must resolve to complete definitions of an earlier header."""
+        check_event_data(event, f"developer/message at seq {seq}")
+        data = event["data"]
+        if "headerSeq" not in data:
+            return
+        header_seq = data["headerSeq"]
+        if not (is_event_seq(header_seq) and header_seq < seq and header_seq in self._header_tools):
+            raise SurfaceError("developer/message headerSeq must reference an earlier request/header", seq=seq)
+        tools = self._header_tools[header_seq]
+        tools = tools if isinstance(tools, list) else []
+        content = data["message"].get("content") if _is_record(data.get("message")) else None
+        for block in content if isinstance(content, list) else []:
+            if not _is_record(block) or block.get("type") != "tool-addition":
+                continue
+            name = block.get("toolName")
+            definitions = [t for t in tools if _is_record(t) and t.get("name") == name]
+            if len(definitions) != 1:
+                raise SurfaceError(
+                    f'developer/message tool-addition "{name}" must name exactly one tool in headerSeq {_js(header_seq)}',
+                    seq=seq,
+                )
+            definition = definitions[0]
+            if not isinstance(definition.get("description"), str) or not _is_record(definition.get("parameters")):
+                raise SurfaceError(
+                    f'developer/message tool-addition "{name}" requires a complete tool definition in headerSeq '
+                    f"{_js(header_seq)}",
+                    seq=seq,
+                )
+            if "deferLoading" in definition and definition["deferLoading"] is not True:
+                raise SurfaceError("developer/message referenced tool deferLoading must be true when present", seq=seq)
+
+    def _project_image_offload(self, event: dict) -> dict[int, dict]:
+        """``image/offload`` projection: mark selected image occurrences ``offloaded: true``."""
+        seq = self.next_seq
+        data = event["data"]
+        targets = data.get("targets") if _is_record(data) else None
+        if not _is_record(data) or len(data) != 1 or not isinstance(targets, list) or len(targets) == 0:
+            raise SurfaceError("image/offload: data must contain a nonempty targets array", seq=seq)
+        updates: dict[int, dict] = {}
+        for target in targets:
+            if (
+                not _is_record(target)
+                or len(target) != 2
+                or not is_event_seq(target.get("seq"))
+                or not isinstance(target.get("imageIndexes"), list)
+                or len(target["imageIndexes"]) == 0
+            ):
+                raise SurfaceError("image/offload: each target must contain a seq and nonempty imageIndexes", seq=seq)
+            tseq = target["seq"]
+            if tseq in updates:
+                raise SurfaceError(f"image/offload: duplicate target seq {_js(tseq)}", seq=seq)
+            node = self._node.get(tseq)
+            if node is None:
+                raise SurfaceError(f"image/offload: target seq {_js(tseq)} is not a current surface node", seq=seq)
+            if node.type not in ("user/message", "tool/result"):
+                raise SurfaceError(f"image/offload: target seq {_js(tseq)} must be user/message or tool/result", seq=seq)
+            previous = -1
+            for idx in target["imageIndexes"]:
+                if not is_event_seq(idx) or idx <= previous:
+                    raise SurfaceError(
+                        "image/offload: imageIndexes must be strictly increasing non-negative safe integers", seq=seq
+                    )
+                previous = idx
+            current = self.projected.get(tseq)
+            if current is None:
+                current = node.message()
+            updates[int(tseq)] = _offload_images(current, [int(i) for i in target["imageIndexes"]], seq)
+        return updates
+
+
+def _offload_images(message: dict, indexes: list[int], seq: int) -> dict:
+    """Copy ``message`` with the selected image occurrences (depth-first count) offloaded.
+
+    Unchanged blocks stay the same objects; a changed block keeps its key order
+    and gains ``offloaded`` as its last key (JS ``{...block, offloaded: true}``).
+    """
+    image_index = 0
+    selected = 0
+    content = message.get("content") if isinstance(message.get("content"), list) else []
+    new_content: list[Any] | None = None
+    for position, block in enumerate(content):
+        projected = block
+        if _is_record(block) and block.get("type") == "image":
+            if selected < len(indexes) and image_index == indexes[selected]:
+                if block.get("offloaded") is True:
+                    raise SurfaceError(f"image/offload: image index {image_index} is already offloaded", seq=seq)
+                projected = {**block, "offloaded": True}
+                selected += 1
+            image_index += 1
+        if projected is not block and new_content is None:
+            new_content = list(content[:position])
+        if new_content is not None:
+            new_content.append(projected)
+    if selected != len(indexes):
+        raise SurfaceError(f"image/offload: image index {indexes[selected]} does not exist", seq=seq)
+    return {**message, "content": new_content if new_content is not None else content}
+
+
+def _blank_content(data: Any) -> Any:
+    """``data`` with ``message.content`` set to null (rule E compares everything else)."""
+    if not _is_record(data):
+        return data
+    out = dict(data)
+    message = data.get("message")
+    out["message"] = {**message, "content": None} if _is_record(message) else {"content": None}
+    return out
+
+
+def _js(value: Any) -> str:
+    """Render a number the way a JS template literal would (``1`` not ``1.0``)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    if value is None:
+        return "undefined"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _noop() -> None:
+    return None
+
+
+def fold(events: Iterable[dict], *, until_seq: int | None = None, strict_unknown: bool = True) -> SurfaceFold:
+    """Fold a log (any iterable of v4 events) in one pass.
+
+    With ``until_seq`` the fold stops right after the event with that seq
+    (inclusive) and reads nothing further, so ``surface --at`` on a huge log
+    costs only the prefix.
+    """
+    state = SurfaceFold(strict_unknown=strict_unknown)
+    if until_seq is not None and until_seq < 0:
+        return state
+    for event in events:
+        state.apply(event)
+        if until_seq is not None and state.next_seq > until_seq:
+            break
+    return state
