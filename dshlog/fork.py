@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import math
 import time as _time
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .errors import CorruptLog, UsageError
@@ -284,3 +286,84 @@ __all__ = [
     "js_string",
     "seed_marker",
 ]
+
+
+# --------------------------------------------------------------------------- writing a child log
+
+
+def write_fork(
+    target: str,
+    out: Path | str,
+    *,
+    at: int | None = None,
+    turn: int | None = None,
+    child_id: str | None = None,
+    created_at: int | None = None,
+    select: str | None = None,
+    format_version: int | None = None,
+) -> dict[str, Any]:
+    """Write the child of a fork as a new v4 log at ``out``; the parent is only read.
+
+    ``out`` is a file path, or a directory (existing, or named with a trailing
+    slash) in which ``session.v4.jsonl[.zstd]`` is created.  The child keeps the
+    parent's container (plain or zstd).  Prefix events read from a v4 parent are
+    copied as their original bytes.  The file is staged and published without
+    overwriting, so a failure (or an invalid boundary found late) leaves nothing.
+    """
+    import time
+    import uuid
+
+    from .atomic import publish_no_overwrite, stage_file, temp_affixes
+    from .session import open_session
+    from .writer import LogWriter
+
+    def _open():
+        return open_session(target, select=select, format_version=format_version)
+
+    with _open() as probe:
+        parent_header = probe.v4_header() or {"type": "session", "id": probe.session_id or "unknown"}
+        compressed = probe.info.container == "jsonl.zstd"
+        parent_id = parent_header.get("id") or "unknown"
+        if turn is not None:
+            at = at_turn(probe.events(), turn, session_id=str(parent_id))
+    as_dir = str(out).endswith(("/", os.sep))
+    out = Path(out)
+    if out.is_dir() or as_dir:
+        out.mkdir(mode=0o700, exist_ok=True)
+        out = out / ("session.v4.jsonl.zstd" if compressed else "session.v4.jsonl")
+    elif not out.parent.is_dir():
+        raise UsageError(f"directory {out.parent} does not exist", path=str(out))
+    new_id = child_id or str(uuid.uuid4())
+    created = created_at if created_at is not None else int(time.time() * 1000)
+    header = child_header(parent_header, new_id=new_id, created_at=created)
+    with _open() as log:
+        raws: dict[int, bytes] = {}
+
+        def events() -> Iterator[dict]:
+            for ev, raw in log.v4_records():
+                if raw is not None:
+                    raws[id(ev)] = raw
+                yield ev
+
+        prefix, suffix = temp_affixes(out)
+        with stage_file(out.parent, prefix, suffix) as staged:
+            w = LogWriter(staged, compressed=compressed, projection=log.is_projection_hint() and log.version == 4 and log.is_projection)
+            w.header(header)
+            plan: list[ForkPlan] = []
+            closers: list[dict] = []
+            for ev in build_fork_seed(events(), at, session_id=str(parent_id), now_ms=created, plan=plan):
+                if plan:  # the plan is recorded after the marker, before the closers
+                    closers.append(ev)
+                w.event(ev, raws.pop(id(ev), None))
+            w.close()
+            boundary = plan[0].boundary if plan else None
+            publish_no_overwrite(staged, out)
+    return {
+        "path": str(out),
+        "childId": new_id,
+        "parentId": parent_id,
+        "at": boundary if boundary is not None else -1,
+        "events": w.events,
+        "closers": closers,
+        "header": header,
+    }

@@ -421,6 +421,22 @@ class SessionLog:
         header, events = self.migrated(child_facts=child_facts)
         return events
 
+    def v4_records(self, *, child_facts: list[dict] | None = None) -> Iterator[tuple[dict, bytes | None]]:
+        """(v4 event, original line bytes or None): untouched v4 lines keep their exact bytes."""
+        if self.version == CURRENT_VERSION:
+            return ((r.event, r.raw) for r in self.records())
+        return ((ev, None) for ev in self.events(child_facts=child_facts))
+
+    def v4_header(self, *, child_facts: list[dict] | None = None) -> dict | None:
+        """The header in v4 form (header-only migration for older logs; no body read)."""
+        if self.header is None or self.version == CURRENT_VERSION:
+            return self.header
+        try:
+            from .migrate.chain import header_only
+        except ImportError:
+            return None
+        return header_only(self.header)
+
     def migrated(self, *, child_facts: list[dict] | None = None) -> tuple[dict, Iterator[dict]]:
         """(v4 header, v4 events) for an older log, migrated in memory."""
         try:
@@ -439,8 +455,26 @@ class SessionLog:
             raise exc.with_context(path=self.path)
 
     def is_projection_hint(self) -> bool:
-        """Whether the body is a projection (decided on the first row, so peek if needed)."""
-        return self.decoder.projection is not False
+        """Whether the body is a projection, known before the body is read (peeks at the first row)."""
+        if self.decoder.projection is not None:
+            return self.decoder.projection
+        if self._consumed:
+            return False
+        first = next(self._body, None)
+        if first is None:
+            return False
+        self._body = _chain_first(first, self._body)
+        obj = first.obj
+        if first.raw is not None:
+            try:
+                obj = _loads(first.raw)
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                return False
+        if not isinstance(obj, dict):
+            return False
+        if self.version <= 1 and obj.get("type") in formats.PACKED_TYPES:
+            return "seq0" not in obj and "time0" not in obj
+        return "seq" not in obj and "time" not in obj
 
     def _synthetic_header(self) -> dict:
         sid = self.session_id or "unknown"
@@ -452,7 +486,7 @@ class SessionLog:
 
     def discover_children(self) -> list[dict]:
         """Child facts for v3->v4 catalog completion (FORMAT.md 4.5.7), or [] with a note."""
-        if self.version != 3:
+        if self.version >= CURRENT_VERSION:
             return []
         root = persistence_root(self.path)
         if root is not None:

@@ -49,7 +49,10 @@ class Report:
 
     @property
     def exit_code(self) -> ExitCode:
-        if self.count("error") or self.dropped:
+        errors = [p for p in self.problems if p.severity == "error"]
+        if errors and all(p.code == "unsupported" for p in errors) and not self.dropped:
+            return ExitCode.UNSUPPORTED  # intact, but uses something this reader does not know
+        if errors or self.dropped:
             return ExitCode.CORRUPT
         if self.unsupported:
             return ExitCode.UNSUPPORTED
@@ -80,13 +83,11 @@ def _from_error(report: Report, exc: DshlogError) -> None:
         report.add(Finding(exc.kind, exc.message, "error", exc.where().split(": ", 1)[-1] if exc.path else exc.where()))
 
 
-def _rules(projection: bool):
-    """The v4 rule engine, when available (constructed per file)."""
-    try:
-        from .validate import Validator
-    except ImportError:  # pragma: no cover - during bring-up
-        return None
-    return Validator(projection=projection)
+def _rules(header: dict | None, projection: bool):
+    """The v4 rule engine for one file."""
+    from .validate import Validator
+
+    return Validator(header, projection=projection)
 
 
 def _feed_rules(report: Report, rules: Any, events) -> None:
@@ -119,16 +120,17 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
                 first = True
                 for r in recs:
                     if first:
-                        rules = _rules(log.is_projection)
+                        rules = _rules(log.header, log.is_projection)
                         first = False
                     report.events += 1
                     if rules is not None:
                         for p in rules.feed(r.event):
-                            where = r.loc.describe()
+                            loc = log.header_loc if (p.code == "header" or (p.code == "projection" and "header" in p.message)) and log.header_loc else r.loc
+                            where = loc.describe()
                             where = f"{where}, seq {p.seq}" if p.seq is not None else where
                             report.add(Finding(p.code, p.message, p.severity, where))
                 if rules is None:
-                    rules = _rules(log.is_projection)
+                    rules = _rules(log.header, log.is_projection)
                 if rules is not None:
                     for p in rules.finish():
                         report.add(Finding(p.code, p.message, p.severity, f"seq {p.seq}" if p.seq is not None else ""))
@@ -149,15 +151,11 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
         try:
             log2 = open_session(target, strict=False, select=select, format_version=format_version)
             with log2:
-                rules = _rules(log2.is_projection_hint())
-                migrated = log2.events()
-                if rules is not None:
-                    n_before = report.events
-                    _feed_rules(report, rules, migrated)
-                    report.events = n_before
-                else:
-                    for _ in migrated:
-                        pass
+                header4, migrated = log2.migrated()
+                rules = _rules(header4 if log2.header is not None else None, log2.is_projection_hint())
+                n_before = report.events
+                _feed_rules(report, rules, migrated)
+                report.events = n_before
         except DshlogError as exc:
             _from_error(report, exc)
     return report

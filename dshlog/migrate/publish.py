@@ -1,0 +1,211 @@
+"""Write open of a historical session: publish ``session.v4.jsonl`` beside the old file.
+
+What dsh does when it opens an old session for writing (FORMAT.md 6.2, 6.3), as a
+batch job: take ``session.lock``, stream the migrated events into an exclusive
+0600 temporary file in the same directory, fsync it, read it back and verify it,
+check the source did not change meanwhile, publish with a hard link (never over
+an existing file), fsync the directory and drop the temporary name.  The source
+generation is never opened for writing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import DshlogError, ExitCode, Refused, UsageError
+from ..formats import CURRENT_VERSION
+from ..source import canonical_version, select_generation
+
+
+@dataclass
+class Outcome:
+    """The result for one session; ``status`` is one of the values documented in the README."""
+
+    source: str
+    status: str  # migrated | current | needed | would-migrate | failed
+    version: int | None = None
+    target: str | None = None
+    events: int | None = None
+    bytes: int | None = None
+    error: str | None = None
+    exit_code: int = ExitCode.OK
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"source": self.source, "status": self.status, "version": self.version}
+        for k in ("target", "events", "bytes", "error"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
+        if self.notes:
+            d["notes"] = self.notes
+        return d
+
+
+def _identity(path: Path) -> tuple[int, int, int, int, int]:
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def target_name(source: Path) -> str:
+    return "session.v4.jsonl.zstd" if source.name.endswith(".zstd") else "session.v4.jsonl"
+
+
+def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
+    """Session generation files to consider: files as given, directories by generation choice.
+
+    With ``recursive``, every directory below a path that holds a canonical
+    generation is one session (a dsh persistence root or any tree of them).
+    """
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir() and recursive:
+            for dirpath, dirnames, filenames in os.walk(p):
+                dirnames.sort()
+                if any(canonical_version(n) is not None for n in filenames):
+                    yield select_generation(Path(dirpath))
+        elif p.is_dir():
+            yield select_generation(p)
+        else:
+            yield p
+
+
+def _child_facts(log: Any, children: str) -> list[dict]:
+    from ..session import persistence_root
+
+    if children == "none":
+        return []
+    root = persistence_root(log.path)
+    if root is None:
+        raise UsageError(
+            "cannot look for child sessions: the file is not inside a dsh persistence root "
+            "(<root>/<project>/<session>/); pass --no-children to state that it has none",
+            path=log.path,
+        )
+    from .children import discover_child_facts
+    from ..session import _open_events, _open_header
+
+    return discover_child_facts(root, log.session_id or "", open_header=_open_header, open_events=_open_events)
+
+
+def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False, children: str = "auto") -> Outcome:
+    """Migrate one session generation (see module docstring); never raises for the session's own problems."""
+    from ..session import open_session
+
+    out = Outcome(source=str(source), status="failed")
+    try:
+        d = source.parent
+        if source.is_file() and canonical_version(source.name) is not None:
+            chosen = select_generation(d)
+            if chosen.name != source.name:
+                out.notes.append(f"{chosen.name} is the generation dsh reads in this directory")
+                source = chosen
+                out.source = str(source)
+        with open_session(str(source)) as log:
+            out.version = log.version
+            if log.version >= CURRENT_VERSION:
+                out.status = "current"
+                return out
+            if log.info.container not in ("jsonl", "jsonl.zstd") or log.header is None:
+                raise UsageError(f"only session generation files can be migrated (this is a {log.info.container} input)", path=log.path)
+            target = d / target_name(source)
+            out.target = str(target)
+            if check:
+                out.status = "needed"
+                out.exit_code = ExitCode.PENDING
+                return out
+            facts = _child_facts(log, children)
+            if dry_run:
+                _, events = log.migrated(child_facts=facts)
+                out.events = sum(1 for _ in events)
+                out.status = "would-migrate"
+                return out
+        _publish(source, target, facts, out)
+        out.status = "migrated"
+    except DshlogError as exc:
+        out.status = "failed"
+        out.error = exc.one_line()
+        out.exit_code = exc.exit_code
+    return out
+
+
+def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> None:
+    from ..atomic import cleanup_leftovers, migration_affixes, publish_no_overwrite, stage_file
+    from ..lock import session_lock
+    from ..session import open_session
+    from ..validate import Validator
+    from ..writer import LogWriter
+
+    compressed = source.name.endswith(".zstd")
+    d = source.parent
+    with open_session(str(source)) as probe:
+        sid = probe.session_id
+    with session_lock(d, session_id=sid):
+        # leftovers of an interrupted earlier run are ours to clean while we hold the lock
+        for p in cleanup_leftovers(d):
+            out.notes.append(f"removed leftover {p.name}")
+        if target.exists():
+            raise Refused(f'current session generation already exists at "{target}"', path=str(target))
+        before = _identity(source)
+        prefix, suffix = migration_affixes(compressed)
+        with stage_file(d, prefix, suffix) as staged:
+            with open_session(str(source)) as log:
+                header, events = log.migrated(child_facts=facts)
+                projection = log.is_projection_hint()
+                if projection:
+                    out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
+                w = LogWriter(staged, compressed=compressed, projection=projection)
+                w.header(header)
+                for ev in events:
+                    w.event(ev)
+                size, digest = w.close()
+            staged.sync_and_close()
+            _verify(staged.path, header, w.events, size, digest, Validator, compressed)
+            if _identity(source) != before:
+                raise Refused(f'historical session generation changed during migration: "{source}"', path=str(source))
+            publish_no_overwrite(staged, target)
+    out.events = w.events
+    out.bytes = size
+
+
+def _verify(path: Path, header: dict, count: int, size: int, digest: str, validator_cls: Any, compressed: bool) -> None:
+    """Read the staged file back: the same plaintext bytes, then a strict decode with every rule."""
+    import hashlib
+
+    from ..session import open_session
+    from ..source import SourceInfo, iter_lines, iter_zstd_lines
+
+    h = hashlib.sha256()
+    n_bytes = 0
+    with open(path, "rb") as fh:
+        info = SourceInfo(path=str(path), container="jsonl.zstd" if compressed else "jsonl")
+        for rec in (iter_zstd_lines if compressed else iter_lines)(fh, info):
+            h.update(rec.raw + b"\n")
+            n_bytes += len(rec.raw) + 1
+        if info.torn is not None:
+            raise Refused("staged successor does not verify: it ends in a torn line", path=str(path))
+    if n_bytes != size or h.hexdigest() != digest:
+        raise Refused("staged successor does not verify: its bytes differ from what was written", path=str(path))
+    with open_session(str(path)) as check:
+        if check.header != header:
+            raise Refused("staged successor does not verify: header differs", path=str(path))
+        n = 0
+        recs = check.records()
+        rules = None
+        for r in recs:
+            if rules is None:
+                rules = validator_cls(check.header, projection=check.is_projection)
+            n += 1
+            for p in rules.feed(r.event):
+                if p.severity == "error":
+                    raise Refused(f"staged successor does not verify at seq {p.seq}: {p.message}", path=str(path))
+        if rules is None:
+            rules = validator_cls(check.header)
+        for p in rules.finish():
+            if p.severity == "error":
+                raise Refused(f"staged successor does not verify: {p.message}", path=str(path))
+    if n != count:
+        raise Refused(f"staged successor does not verify: {n} events read back, {count} written", path=str(path))
