@@ -348,10 +348,33 @@ class RepairPlan:
     closers: list[dict]
     torn_bytes: int
     event_count: int
+    open_compaction: int | None = None  # seq of a compaction/start the tail leaves open
 
     @property
     def healthy(self) -> bool:
         return not self.closers
+
+    @property
+    def warnings(self) -> list[str]:
+        """What dsh will still refuse after these closers (the closers stay exactly dsh's)."""
+        if self.open_compaction is not None and self.closers:
+            return [
+                f"the tail is inside the compaction transaction opened at seq {self.open_compaction}; "
+                "dsh closes only the turn, and its reader refuses a turn/end that crosses an open compaction"
+            ]
+        return []
+
+
+def open_compaction_of(events: Iterable[dict]) -> int | None:
+    """Seq of a ``compaction/start`` with no ``compaction/end`` (a ``session/end-seed`` closes it)."""
+    open_seq = None
+    for ev in events:
+        t = ev.get("type")
+        if t == "compaction/start":
+            open_seq = ev.get("seq")
+        elif t in ("compaction/end", "session/end-seed"):
+            open_seq = None
+    return open_seq
 
 
 @dataclass
@@ -369,11 +392,17 @@ def plan_repair(target: str, *, select: str | None = None, format_version: int |
     with open_session(target, select=select, format_version=format_version) as log:
         state = TailState()
         n = 0
+        comp: int | None = None
         for ev in log.events():
             state.feed(ev)
+            t = ev.get("type")
+            if t == "compaction/start":
+                comp = ev.get("seq")
+            elif t in ("compaction/end", "session/end-seed"):
+                comp = None
             n += 1
         torn = log.info.torn.length if log.info.torn else 0
-        return RepairPlan(log.path, log.version, log.info.container, state.report(), state.closers("interrupted"), torn, n)
+        return RepairPlan(log.path, log.version, log.info.container, state.report(), state.closers("interrupted"), torn, n, comp)
 
 
 def _identity(path: Path) -> tuple[int, int, int, int]:

@@ -120,7 +120,7 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
                 first = True
                 for r in recs:
                     if first:
-                        rules = _rules(log.header, log.is_projection)
+                        rules = _rules(log.header, log.is_snapshot())
                         first = False
                     report.events += 1
                     if rules is not None:
@@ -130,7 +130,7 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
                             where = f"{where}, seq {p.seq}" if p.seq is not None else where
                             report.add(Finding(p.code, p.message, p.severity, where))
                 if rules is None:
-                    rules = _rules(log.header, log.is_projection)
+                    rules = _rules(log.header, log.is_snapshot())
                 if rules is not None:
                     for p in rules.finish():
                         report.add(Finding(p.code, p.message, p.severity, f"seq {p.seq}" if p.seq is not None else ""))
@@ -144,7 +144,7 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
                 report.unsupported = True
                 report.add(Finding("unsupported", n.message, "warning", n.where()))
                 continue
-            sev = "info" if n.severity == "info" else ("error" if n.severity == "error" or n.code in ("seq-gap", "row", "envelope", "unparsable") and not log.is_projection else "warning")
+            sev = "info" if n.severity == "info" else ("error" if n.severity == "error" or n.code in ("seq-gap", "row", "envelope", "unparsable") and not log.is_snapshot() else "warning")
             report.add(Finding(n.code, n.message, sev, n.where()))
     if log.version is not None and log.version < CURRENT_VERSION and not report.count("error") and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
@@ -152,7 +152,7 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
             log2 = open_session(target, strict=False, select=select, format_version=format_version)
             with log2:
                 header4, migrated = log2.migrated()
-                rules = _rules(header4 if log2.header is not None else None, log2.is_projection_hint())
+                rules = _rules(header4 if log2.header is not None else None, log2.is_snapshot())
                 n_before = report.events
                 _feed_rules(report, rules, migrated)
                 report.events = n_before

@@ -42,7 +42,8 @@ def newer_text(session_id: Any, version: int) -> str:
 
 def _validate(header: dict[str, Any], version: int, projection: bool) -> None:
     problems = validate_header(header, version)
-    if projection and is_placeholder(header.get("cwd")):
+    cwd = header.get("cwd")
+    if projection and isinstance(cwd, str) and (is_placeholder(cwd) or cwd.startswith("{{")):  # e.g. "{{cwd}}/workspace"
         problems = [p for p in problems if not p.endswith("cwd must be absolute")]
     if problems:
         raise CorruptLog(problems[0])

@@ -155,6 +155,7 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> Non
             with open_session(str(source)) as log:
                 header, events = log.migrated(child_facts=facts)
                 projection = log.is_projection_hint()
+                snapshot = log.is_snapshot()
                 if projection:
                     out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
                 w = LogWriter(staged, compressed=compressed, projection=projection)
@@ -163,7 +164,7 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> Non
                     w.event(ev)
                 size, digest = w.close()
             staged.sync_and_close()
-            _verify(staged.path, header, w.events, size, digest, Validator, compressed)
+            _verify(staged.path, header, w.events, size, digest, Validator, compressed, snapshot)
             if _identity(source) != before:
                 raise Refused(f'historical session generation changed during migration: "{source}"', path=str(source))
             publish_no_overwrite(staged, target)
@@ -171,7 +172,7 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> Non
     out.bytes = size
 
 
-def _verify(path: Path, header: dict, count: int, size: int, digest: str, validator_cls: Any, compressed: bool) -> None:
+def _verify(path: Path, header: dict, count: int, size: int, digest: str, validator_cls: Any, compressed: bool, snapshot: bool) -> None:
     """Read the staged file back: the same plaintext bytes, then a strict decode with every rule."""
     import hashlib
 
@@ -197,13 +198,13 @@ def _verify(path: Path, header: dict, count: int, size: int, digest: str, valida
         rules = None
         for r in recs:
             if rules is None:
-                rules = validator_cls(check.header, projection=check.is_projection)
+                rules = validator_cls(check.header, projection=snapshot)
             n += 1
             for p in rules.feed(r.event):
                 if p.severity == "error":
                     raise Refused(f"staged successor does not verify at seq {p.seq}: {p.message}", path=str(path))
         if rules is None:
-            rules = validator_cls(check.header)
+            rules = validator_cls(check.header, projection=snapshot)
         for p in rules.finish():
             if p.severity == "error":
                 raise Refused(f"staged successor does not verify: {p.message}", path=str(path))

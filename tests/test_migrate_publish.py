@@ -1,0 +1,202 @@
+"""`dshlog migrate`: publish session.v4.jsonl beside the old file, safely, as dsh's write open does."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import zstandard
+
+from conftest import CORPUS, FIXTURES, requires_corpus, run_cli
+from dshlog.errors import ExitCode
+from dshlog.migrate import publish
+from dshlog.session import open_session
+
+TEXT_TURN = FIXTURES / "v0" / "text-turn" / "session.jsonl"
+
+
+def sha(p) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def session_dir(tmp_path, src=TEXT_TURN, name="session.jsonl"):
+    d = tmp_path / "sess"
+    d.mkdir()
+    shutil.copyfile(src, d / name)
+    return d
+
+
+def test_text_turn_25_rows_become_17_events(tmp_path, capsysbinary):
+    d = session_dir(tmp_path)
+    assert len((d / "session.jsonl").read_bytes().splitlines()) == 25
+    before = sha(d / "session.jsonl")
+    code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    assert code == 0, err
+    assert sorted(p.name for p in d.iterdir()) == ["session.jsonl", "session.lock", "session.v4.jsonl"]
+    assert sha(d / "session.jsonl") == before
+    assert (d / "session.lock").stat().st_size == 0
+    with open_session(d) as s:
+        assert s.version == 4 and s.info.container == "jsonl"
+        evs = list(s.stored_events())
+    assert len(evs) == 17
+    assert [e["type"] for e in evs][6:12] == ["step/start", "system/message", "user/message", "user/message", "session/title", "system/message"]
+    # what dsh publishes: a plain header line then compact event lines
+    lines = (d / "session.v4.jsonl").read_bytes().splitlines()
+    assert json.loads(lines[0]) == {"type": "session", "version": 4, "id": "5f0c2d1e-8a43-4b7e-9d61-2c9a7e3b1f00", "createdAt": 1783600629539, "cwd": "/home/ann/demo", "isSeeded": False, "delegationDepth": 0}
+    assert ((d / "session.v4.jsonl").stat().st_mode & 0o777) == 0o600  # created through the 0600 temp file's inode
+
+
+def test_second_run_changes_nothing(tmp_path, capsysbinary):
+    d = session_dir(tmp_path)
+    run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    snap = {p.name: sha(p) for p in d.iterdir()}
+    code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    assert code == 0 and b"1 skipped" in err
+    assert {p.name: sha(p) for p in d.iterdir()} == snap
+
+
+def test_check_and_dry_run_write_nothing(tmp_path, capsysbinary):
+    d = session_dir(tmp_path)
+    code, out, _ = run_cli(capsysbinary, "migrate", str(d), "--check")
+    assert code == ExitCode.PENDING and b"needs migration" in out
+    code, out, _ = run_cli(capsysbinary, "migrate", str(d), "--dry-run", "--no-children", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["sessions"][0]["status"] == "would-migrate" and doc["sessions"][0]["events"] == 17
+    assert sorted(p.name for p in d.iterdir()) == ["session.jsonl"]
+    run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    code, out, _ = run_cli(capsysbinary, "migrate", str(d), "--check")
+    assert code == 0
+
+
+def test_children_must_be_stated_outside_a_root(tmp_path, capsysbinary):
+    d = session_dir(tmp_path)
+    code, out, err = run_cli(capsysbinary, "migrate", str(d))
+    assert code == ExitCode.USAGE and b"--no-children" in err
+    assert sorted(p.name for p in d.iterdir()) == ["session.jsonl"]
+
+
+def test_compressed_source_gets_compressed_successor(tmp_path, capsysbinary):
+    d = tmp_path / "sess"
+    d.mkdir()
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    lines = TEXT_TURN.read_bytes().splitlines(keepends=True)
+    (d / "session.jsonl.zstd").write_bytes(cctx.compress(lines[0]) + b"".join(cctx.compress(b"".join(lines[i : i + 5])) for i in range(1, len(lines), 5)))
+    code, _, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    assert code == 0, err
+    assert (d / "session.v4.jsonl.zstd").exists() and not (d / "session.v4.jsonl").exists()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    shutil.copyfile(TEXT_TURN, plain / "session.jsonl")
+    run_cli(capsysbinary, "migrate", str(plain), "--no-children")
+    # same plaintext in both encodings
+    assert zstandard.ZstdDecompressor().stream_reader((d / "session.v4.jsonl.zstd").read_bytes(), read_across_frames=True).read() == (plain / "session.v4.jsonl").read_bytes()
+
+
+def test_refused_while_lock_is_held(tmp_path, capsysbinary):
+    d = session_dir(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from dshlog.lock import session_lock\n"
+         "with session_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(30)", str(d)],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout.readline().strip() == b"held"
+        code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+        assert code == ExitCode.CONFLICT
+        assert f"pid {holder.pid}".encode() in err
+        assert not (d / "session.v4.jsonl").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    code, _, _ = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    assert code == 0
+
+
+def test_existing_successor_is_never_overwritten(tmp_path, monkeypatch):
+    d = session_dir(tmp_path)
+    from dshlog import atomic
+
+    real = atomic.publish_no_overwrite
+
+    def racing_publish(temp, final):
+        final.write_bytes(b"someone else's file\n")  # appears between our check and our link
+        return real(temp, final)
+
+    monkeypatch.setattr(atomic, "publish_no_overwrite", racing_publish)
+    out = publish.migrate_session(d / "session.jsonl", children="none")
+    assert out.status == "failed" and out.exit_code == ExitCode.CONFLICT
+    assert (d / "session.v4.jsonl").read_bytes() == b"someone else's file\n"
+    assert not [p for p in d.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_interrupted_before_publishing_leaves_no_successor(tmp_path, monkeypatch):
+    d = session_dir(tmp_path)
+    before = sha(d / "session.jsonl")
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(publish, "_verify", boom)
+    with pytest.raises(KeyboardInterrupt):
+        publish.migrate_session(d / "session.jsonl", children="none")
+    assert sorted(p.name for p in d.iterdir()) == ["session.jsonl", "session.lock"]
+    assert sha(d / "session.jsonl") == before
+
+
+def test_source_changed_during_migration_is_refused(tmp_path, monkeypatch):
+    d = session_dir(tmp_path)
+    real_verify = publish._verify
+
+    def touch_then_verify(*a, **k):
+        real_verify(*a, **k)
+        time.sleep(0.01)
+        with open(d / "session.jsonl", "ab") as fh:
+            fh.write(b"")
+        import os
+
+        os.utime(d / "session.jsonl", ns=(time.time_ns(), time.time_ns()))
+
+    monkeypatch.setattr(publish, "_verify", touch_then_verify)
+    out = publish.migrate_session(d / "session.jsonl", children="none")
+    assert out.status == "failed" and "changed during migration" in out.error
+    assert not (d / "session.v4.jsonl").exists()
+
+
+def test_leftover_temp_is_cleaned_by_next_run(tmp_path, capsysbinary):
+    d = session_dir(tmp_path)
+    (d / "session.migration.0123456789abcdef.jsonl.tmp").write_bytes(b"half")
+    code, _, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    assert code == 0, err
+    assert sorted(p.name for p in d.iterdir()) == ["session.jsonl", "session.lock", "session.v4.jsonl"]
+
+
+def test_recursive_walk_with_failures_continues(tmp_path, capsysbinary):
+    root = tmp_path / "root"
+    for i in range(3):
+        dd = root / "--home-ann-demo--" / f"s{i}"
+        dd.mkdir(parents=True)
+        shutil.copyfile(TEXT_TURN, dd / "session.jsonl")
+    bad = root / "--home-ann-demo--" / "s1" / "session.jsonl"
+    bad.write_bytes(bad.read_bytes().replace(b'"turn":1,"step":1,"index":0,"dt"', b'"turn":1,"step":1,"index":0,"dT"', 1))
+    code, out, err = run_cli(capsysbinary, "migrate", "--recursive", str(root), "--json")
+    doc = json.loads(out)
+    assert doc["summary"]["migrated"] == 2 and doc["summary"]["failed"] == 1
+    assert code == ExitCode.CORRUPT
+    assert not (root / "--home-ann-demo--" / "s1" / "session.v4.jsonl").exists()
+
+
+@requires_corpus
+def test_corpus_v1_text_turn_projection_migrates_to_17(tmp_path, capsysbinary):
+    src = CORPUS / "v1" / "knyazev741" / "snapshots__session__text-turn__session.v1.jsonl"
+    d = session_dir(tmp_path, src, "session.v1.jsonl")
+    code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    assert code == 0, err
+    with open_session(d) as s:
+        assert sum(1 for _ in s.stored_events()) == 17
+        assert s.version == 4 and s.is_projection  # written in the same snapshot form as its source

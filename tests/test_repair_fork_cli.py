@@ -1,0 +1,185 @@
+"""`dshlog repair` and `dshlog fork` on files: the seed's golden outputs, and nothing lost."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+
+import zstandard
+
+from conftest import FIXTURES, GOLDEN, run_cli
+from dshlog.errors import ExitCode
+from dshlog.jsjson import dumps
+from dshlog.messages import derive
+from dshlog.session import open_session
+
+CRASH = FIXTURES / "v4" / "crash" / "session.v4.jsonl"
+LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
+
+
+def golden(name):
+    return json.loads((GOLDEN / name).read_text())
+
+
+def events_of(path):
+    with open_session(path) as s:
+        return list(s.events())
+
+
+def test_repair_default_shows_closers_and_writes_nothing(tmp_path, capsysbinary):
+    p = tmp_path / "session.v4.jsonl"
+    shutil.copyfile(CRASH, p)
+    before = p.read_bytes()
+    code, out, err = run_cli(capsysbinary, "repair", str(p), "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["closers"] == golden("crash-closers.json")
+    assert [dumps(c) for c in doc["closers"]] == [dumps(c) for c in golden("crash-closers.json")]
+    assert doc["healthy"] is False and doc["openTurn"] == 1 and doc["openStep"] == 1
+    assert [(c["callId"], c["started"]) for c in doc["pendingCalls"]] == [("c1", True), ("c2", False)]
+    assert p.read_bytes() == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["session.v4.jsonl"]
+    code, _, _ = run_cli(capsysbinary, "repair", str(p), "--check")
+    assert code == ExitCode.PENDING
+
+
+def test_repair_write_appends_exactly_dsh_closers(tmp_path, capsysbinary):
+    p = tmp_path / "session.v4.jsonl"
+    shutil.copyfile(CRASH, p)
+    before = p.read_bytes()
+    code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    assert code == 0, err
+    data = p.read_bytes()
+    assert data.startswith(before)
+    assert data[len(before):] == b"".join(dumps(e) + b"\n" for e in golden("crash-closers.json"))
+    with open_session(p) as s:
+        from dshlog.surface import fold
+
+        st = fold(s.events())
+    assert [m["role"] for m in st.messages()] == ["system", "user", "assistant", "tool", "tool"]
+    # healthy now: a second run leaves it alone
+    code, out, _ = run_cli(capsysbinary, "repair", str(p), "--write")
+    assert code == 0 and b"healthy" in out and p.read_bytes() == data
+
+
+def test_repair_write_cuts_torn_tail_into_sidecar(tmp_path, capsysbinary):
+    p = tmp_path / "session.v4.jsonl"
+    torn = b'{"type":"tool/result","seq":10,"ti'
+    p.write_bytes(CRASH.read_bytes() + torn)
+    code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    assert code == 0, err
+    sidecars = [x for x in tmp_path.iterdir() if ".torn-" in x.name]
+    assert len(sidecars) == 1 and sidecars[0].read_bytes() == torn
+    assert p.read_bytes() == CRASH.read_bytes() + b"".join(dumps(e) + b"\n" for e in golden("crash-closers.json"))
+
+
+def test_repair_write_zstd_appends_a_frame(tmp_path, capsysbinary):
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    lines = CRASH.read_bytes().splitlines(keepends=True)
+    p = tmp_path / "session.v4.jsonl.zstd"
+    frames = [cctx.compress(lines[0])] + [cctx.compress(b"".join(lines[i : i + 3])) for i in range(1, len(lines), 3)]
+    p.write_bytes(b"".join(frames) + cctx.compress(b'{"type":"x"}\n')[:-6])  # torn last frame
+    code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    assert code == 0, err
+    with open_session(p) as s:
+        evs = list(s.events())
+        assert s.info.torn is None
+    assert evs[-4:] == golden("crash-closers.json")
+    assert p.read_bytes().startswith(b"".join(frames))
+
+
+def test_repair_write_refused_under_lock(tmp_path, capsysbinary):
+    p = tmp_path / "session.v4.jsonl"
+    shutil.copyfile(CRASH, p)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from dshlog.lock import session_lock\n"
+         "with session_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(30)", str(tmp_path)],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout.readline().strip() == b"held"
+        code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
+        assert code == ExitCode.CONFLICT and b"already owned" in err
+        assert p.read_bytes() == CRASH.read_bytes()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_repair_copy_of_old_version(tmp_path, capsysbinary):
+    out = tmp_path / "repaired.jsonl"
+    src = FIXTURES / "v0" / "text-turn" / "session.jsonl"
+    code, _, err = run_cli(capsysbinary, "repair", str(src), "-o", str(out))
+    assert code == 0, err
+    with open_session(out) as s:
+        assert s.version == 4 and sum(1 for _ in s.events()) == 17
+    code, _, err = run_cli(capsysbinary, "repair", str(src), "--write")
+    assert code == ExitCode.USAGE and b"migrate" in err
+
+
+def _fork(capsysbinary, src, at, out):
+    code, o, err = run_cli(capsysbinary, "fork", str(src), "--at", str(at), "-o", str(out), "--id", "child-1", "--json")
+    assert code == 0, err
+    return json.loads(o)
+
+
+def test_fork_a_matches_seed(tmp_path, capsysbinary):
+    doc = _fork(capsysbinary, LOOP, 15, tmp_path / "a.jsonl")
+    evs = events_of(tmp_path / "a.jsonl")
+    assert len(evs) == 17 and doc["events"] == 17
+    assert evs[16] == {"type": "session/end-seed", "seq": 16, "time": evs[15]["time"], "data": {"inherited": True}}
+    parent_lines = LOOP.read_bytes().splitlines()[1:17]
+    assert (tmp_path / "a.jsonl").read_bytes().splitlines()[1:17] == parent_lines  # prefix copied byte for byte
+    child = [dumps(m) for m in derive(evs)]
+    parent = [dumps(m) for m in derive(events_of(LOOP)[:16])]
+    assert len(parent) == 5 and child[:5] == parent
+    header = json.loads((tmp_path / "a.jsonl").read_bytes().splitlines()[0])
+    assert header["parentSession"] == "loop-0001" and header["isSeeded"] is True and header["id"] == "child-1"
+
+
+def test_fork_b_matches_seed(tmp_path, capsysbinary):
+    doc = _fork(capsysbinary, CRASH, 9, tmp_path / "b.jsonl")
+    evs = events_of(tmp_path / "b.jsonl")
+    assert len(evs) == 15
+    tail = [(e["seq"], e["type"]) for e in evs[10:]]
+    assert tail == [(10, "session/end-seed"), (11, "tool/result"), (12, "tool/result"), (13, "step/end"), (14, "turn/end")]
+    assert evs[10]["data"] == {"inherited": True}
+    assert evs[11]["data"]["error"]["code"] == "TOOL_OUTCOME_UNKNOWN" and evs[11]["sourceEventSeqs"] == [9]
+    assert evs[11]["data"]["message"]["id"] == "forked-tool-result-c1-11"
+    assert evs[12]["data"]["error"]["code"] == "TOOL_NOT_STARTED" and "sourceEventSeqs" not in evs[12]
+    assert evs[13]["data"] == {"turn": 1, "step": 1}
+    assert evs[14]["data"] == {"turn": 1, "reason": {"kind": "forked"}}
+    child = [dumps(m) for m in derive(evs)]
+    parent = [dumps(m) for m in derive(events_of(CRASH))]
+    assert len(parent) == 3 and child[:3] == parent and [json.loads(c)["role"] for c in child[3:]] == ["tool", "tool"]
+    assert len(doc["closers"]) == 4
+
+
+def test_fork_never_touches_parent_nor_overwrites(tmp_path, capsysbinary):
+    before = hashlib.sha256(LOOP.read_bytes()).hexdigest()
+    out = tmp_path / "c.jsonl"
+    _fork(capsysbinary, LOOP, 20, out)
+    first = out.read_bytes()
+    code, _, err = run_cli(capsysbinary, "fork", str(LOOP), "--at", "20", "-o", str(out))
+    assert code == ExitCode.CONFLICT and out.read_bytes() == first
+    assert hashlib.sha256(LOOP.read_bytes()).hexdigest() == before
+
+
+def test_fork_bad_boundaries(tmp_path, capsysbinary):
+    code, _, err = run_cli(capsysbinary, "fork", str(LOOP), "--at", "41", "-o", str(tmp_path / "x.jsonl"))
+    assert code == ExitCode.USAGE and b'fork boundary 41 does not exist in session "loop-0001" (last seq: 40)' in err
+    assert not (tmp_path / "x.jsonl").exists() and not list(tmp_path.iterdir())
+    code, _, err = run_cli(capsysbinary, "fork", str(LOOP), "--at-turn", "9", "-o", str(tmp_path / "x.jsonl"))
+    assert code == ExitCode.USAGE and not list(tmp_path.iterdir())
+
+
+def test_fork_at_turn_and_zstd_parent(tmp_path, capsysbinary):
+    zsrc = FIXTURES / "v4" / "loop-zstd" / "session.v4.jsonl.zstd"
+    code, out, err = run_cli(capsysbinary, "fork", str(zsrc), "--at-turn", "2", "-o", str(tmp_path) + "/", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["at"] == 24 and doc["path"].endswith("session.v4.jsonl.zstd")
+    assert len(events_of(doc["path"])) == 26
