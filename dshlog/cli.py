@@ -30,17 +30,22 @@ app = typer.Typer(
 # ----------------------------------------------------------------------------- shared options
 
 FileArg = Annotated[
-    str,
+    Optional[str],
     typer.Argument(
         metavar="FILE",
         help="Session log: a generation file (.jsonl, .jsonl.zstd), a session directory, a JSON array or wrapped "
-        "event stream, or - for standard input.",
+        "event stream, - for standard input, or a session id (prefix) under $DSH_HOME/sessions. "
+        "Default: the most recent session of the current directory.",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 SelectOpt = Annotated[
     Optional[str],
     typer.Option("--select", metavar="ID", help="Which session of a multi-session input (wrapped streams, behavior.json)."),
+]
+UnknownOpt = Annotated[
+    bool,
+    typer.Option("--allow-unknown", help="Treat unknown event types without ignorable:true as log-only instead of refusing the log as dsh does."),
 ]
 FormatOpt = Annotated[
     Optional[int],
@@ -79,10 +84,20 @@ def _notes(log: Any, quiet: bool = False) -> None:
         print(f"dshlog: {log.path}: {code}: {extra} more not shown", file=sys.stderr)
 
 
-def _open(target: str, *, strict: bool = True, select: str | None = None, format_version: int | None = None):
+def _resolve(target: str | None) -> str:
+    """A FILE argument as a path: ids and the default session are looked up, and named on stderr."""
+    from .store import resolve_session
+
+    r = resolve_session(target)
+    if r.chosen:
+        print(f"dshlog: using session {r.session_id} ({r.path})", file=sys.stderr)
+    return r.path
+
+
+def _open(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None):
     from .session import open_session
 
-    return open_session(target, strict=strict, select=select, format_version=format_version)
+    return open_session(_resolve(target), strict=strict, select=select, format_version=format_version)
 
 
 @app.callback(invoke_without_command=True)
@@ -104,7 +119,7 @@ def _root(
 
 @app.command()
 def events(
-    file: FileArg,
+    file: FileArg = None,
     type_: Annotated[list[str], typer.Option("--type", "-t", metavar="TYPE", help="Only these event types (glob, e.g. 'tool/*'); repeatable.")] = [],
     turn: Annotated[Optional[int], typer.Option("--turn", help="Only events of turn N (turn/start N through turn/end N).")] = None,
     from_seq: Annotated[Optional[int], typer.Option("--from", metavar="SEQ", help="First seq to show.")] = None,
@@ -166,7 +181,7 @@ def events(
 
 
 @app.command()
-def info(file: FileArg, json_: JsonOpt = False, select: SelectOpt = None, format_version: FormatOpt = None) -> None:
+def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None, format_version: FormatOpt = None) -> None:
     """Header fields, version, generation, counts by event type, turns, steps, model calls, tokens, sizes.
 
     Example: dshlog info session.v4.jsonl --json | jq .summary.tokens
@@ -223,7 +238,7 @@ def info(file: FileArg, json_: JsonOpt = False, select: SelectOpt = None, format
 
 @app.command()
 def validate(
-    files: Annotated[list[str], typer.Argument(metavar="FILE...", help="Session logs to check (paths, directories or -).")],
+    files: Annotated[Optional[list[str]], typer.Argument(metavar="FILE...", help="Session logs to check (paths, directories, - or session ids; default: the current session).")] = None,
     json_: JsonOpt = False,
     select: SelectOpt = None,
     format_version: FormatOpt = None,
@@ -238,8 +253,8 @@ def validate(
 
     worst = ExitCode.OK
     reports = []
-    for f in files:
-        report = validate_log(f, select=select, format_version=format_version)
+    for f in files or [None]:
+        report = validate_log(_resolve(f), select=select, format_version=format_version)
         reports.append(report)
         worst = max(worst, report.exit_code)
         if not json_:
@@ -265,9 +280,10 @@ def _located(log: Any, exc: Exception) -> Exception:
 
 @app.command()
 def surface(
-    file: FileArg,
+    file: FileArg = None,
     at: Annotated[Optional[int], typer.Option("--at", metavar="SEQ", help="Fold only the prefix up to and including this seq.")] = None,
     messages: Annotated[bool, typer.Option("--messages", help="With --json, include the derived messages.")] = False,
+    allow_unknown: UnknownOpt = False,
     json_: JsonOpt = False,
     select: SelectOpt = None,
     format_version: FormatOpt = None,
@@ -283,7 +299,7 @@ def surface(
     log = _open(file, select=select, format_version=format_version)
     with log:
         try:
-            state = fold(log.events(), until_seq=at)
+            state = fold(log.events(), until_seq=at, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
         if at is not None and state.next_seq <= at:
@@ -316,10 +332,12 @@ def surface(
 
 @app.command()
 def rebuild(
-    file: FileArg,
+    file: FileArg = None,
+    *,
     request: Annotated[int, typer.Option("--request", "-r", metavar="N", help="Request number (1-based; the N-th settlement).")],
     messages_only: Annotated[bool, typer.Option("--messages-only", help="Only the messages array.")] = False,
     compact: Annotated[bool, typer.Option("--compact", help="One line of compact JSON instead of 2-space indentation.")] = False,
+    allow_unknown: UnknownOpt = False,
     select: SelectOpt = None,
     format_version: FormatOpt = None,
 ) -> None:
@@ -334,7 +352,7 @@ def rebuild(
     log = _open(file, select=select, format_version=format_version)
     with log:
         try:
-            req = rebuild_request(log.events(), request, session_id=log.session_id)
+            req = rebuild_request(log.events(), request, session_id=log.session_id, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
         _json(req["messages"] if messages_only else req, pretty=not compact)
@@ -343,7 +361,8 @@ def rebuild(
 
 @app.command()
 def requests(
-    file: FileArg,
+    file: FileArg = None,
+    allow_unknown: UnknownOpt = False,
     json_: JsonOpt = False,
     select: SelectOpt = None,
     format_version: FormatOpt = None,
@@ -361,7 +380,7 @@ def requests(
     with log:
         rows = []
         try:
-            for info in iter_requests(log.events(), session_id=log.session_id):
+            for info in iter_requests(log.events(), session_id=log.session_id, strict_unknown=not allow_unknown):
                 rows.append(info)
         except DshlogError as exc:
             raise _located(log, exc)
@@ -436,7 +455,7 @@ def _closer_lines(closers: list[dict]) -> list[str]:
 
 @app.command()
 def repair(
-    file: FileArg,
+    file: FileArg = None,
     write: Annotated[bool, typer.Option("--write", help="Append the closers to the log itself (v4 only), under session.lock, atomically.")] = False,
     out: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write a repaired v4 copy to OUT instead (never overwrites).")] = None,
     check: Annotated[bool, typer.Option("--check", help="Exit 10 when the tail needs closing, 0 when it is healthy; write nothing.")] = False,
@@ -455,6 +474,7 @@ def repair(
 
     if write and out:
         raise UsageError("choose either --write (in place) or -o OUT (a repaired copy)")
+    file = _resolve(file)
     if write:
         result = repair_in_place(file)
     elif out:
@@ -478,6 +498,7 @@ def repair(
                 "pendingCalls": [{"callId": c.call_id, "step": c.step, "started": c.started, "callSeq": c.call_seq} for c in rep.pending],
                 "tornBytes": plan.torn_bytes,
                 "closers": plan.closers,
+                "warnings": plan.warnings,
                 "written": result.written,
                 "sidecar": result.sidecar,
             }
@@ -491,6 +512,8 @@ def repair(
             print(f"{plan.path}: open tail: turn {rep.open_turn}" + (f", step {rep.open_step}" if rep.open_step is not None else "") + f"; unanswered tool calls: {pend}")
             if plan.torn_bytes:
                 print(f"torn tail: {plan.torn_bytes} bytes after the last complete line")
+            for w in plan.warnings:
+                print(f"dshlog: warning: {w}", file=sys.stderr)
             print(("appended:" if result.written else "would append:"))
             for line in _closer_lines(plan.closers):
                 print(f"  {line}")
@@ -506,7 +529,8 @@ def repair(
 
 @app.command()
 def fork(
-    file: FileArg,
+    file: FileArg = None,
+    *,
     out: Annotated[str, typer.Option("-o", "--output", metavar="OUT", help="Where to write the child log (a file, or a directory to create it in).")],
     at: Annotated[Optional[int], typer.Option("--at", metavar="SEQ", help="Inclusive last parent seq (dsh's fork boundary). Default: the last event.")] = None,
     at_turn: Annotated[Optional[int], typer.Option("--at-turn", metavar="N", help="Cut right after turn N's turn/end.")] = None,
@@ -528,6 +552,7 @@ def fork(
 
     if at is not None and at_turn is not None:
         raise UsageError("choose either --at SEQ or --at-turn N")
+    file = _resolve(file)
     result = write_fork(file, out, at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version)
     if json_:
         _json({"shape": JSON_SHAPE, **result})
@@ -599,6 +624,370 @@ def migrate(
         raise typer.Exit(int(max(failed)))
     if check and counts["needed"]:
         raise typer.Exit(int(ExitCode.PENDING))
+
+
+# ----------------------------------------------------------------------------- sessions: ls, stats, tail
+
+
+@app.command("ls")
+def ls_(
+    root: Annotated[Optional[str], typer.Argument(metavar="ROOT", help="Persistence root (default: $DSH_HOME/sessions, DSH_HOME defaulting to ~/.dsh).")] = None,
+    sort: Annotated[str, typer.Option("--sort", metavar="KEY", help="time (last activity), size, id or turns.")] = "time",
+    reverse: Annotated[bool, typer.Option("--reverse", help="Reverse the order.")] = False,
+    cwd: Annotated[Optional[str], typer.Option("--cwd", metavar="PATH", help="Only sessions of this project directory.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN", help="Only sessions active since a date (2026-11-01) or for a duration back (3d, 12h).")] = None,
+    grep: Annotated[Optional[str], typer.Option("--grep", metavar="TEXT", help="Only sessions whose user or assistant messages contain TEXT (case-insensitive).")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="NDJSON: one object per session.")] = False,
+) -> None:
+    """One row per session: id, title, project directory, generation, size, turns, last activity, parent/children.
+
+    Example: dshlog ls --cwd . --since 3d --grep 'migration'
+    """
+    import os
+    from pathlib import Path
+
+    from .render import human_bytes, table
+    from .store import default_root, grep_session, iso_ms, list_sessions, parse_since, project_key, sort_entries
+
+    root_p = Path(root) if root is not None else default_root()
+    project = project_key(os.path.abspath(cwd)) if cwd is not None else None
+    since_ms = parse_since(since) if since is not None else None
+    entries = list_sessions(root_p, project=project)
+    if since_ms is not None:
+        entries = [e for e in entries if (e.last_activity or 0) >= since_ms]
+    if grep is not None:
+        entries = [e for e in entries if e.path is not None and grep_session(e.path, grep)]
+    entries = sort_entries(entries, sort, reverse=reverse)
+    if json_:
+        for e in entries:
+            _json(e.as_dict(), pretty=False)
+        return
+    for e in entries:
+        if e.error:
+            print(f"dshlog: {e.dir}: {e.error}", file=sys.stderr)
+
+    def links(e: Any) -> str:
+        bits = []
+        if e.parent:
+            bits.append(f"parent {e.parent}" + (" (subagent)" if e.origin == "subagent" else ""))
+        if e.children:
+            bits.append(f"children {', '.join(e.children)}")
+        return "; ".join(bits)
+
+    table(
+        None,
+        ["id", "title", "cwd", "generation", "size", "turns", "last activity", "links"],
+        (
+            [e.id, e.title or "", e.cwd or "", f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, iso_ms(e.last_activity), links(e)]
+            for e in entries
+        ),
+        justify={4: "right", 5: "right"},
+    )
+
+
+@app.command()
+def stats(
+    files: Annotated[Optional[list[str]], typer.Argument(metavar="FILE...", help="Session logs (paths, directories, session ids; default: the current session).")] = None,
+    json_: JsonOpt = False,
+    select: SelectOpt = None,
+    format_version: FormatOpt = None,
+) -> None:
+    """Per session and in total: turns, steps, model calls, retries, cancellations, tools with errors, tokens per model, time.
+
+    Time is first to last event; test-snapshot projections carry time 0 and show no duration.
+
+    Example: dshlog stats ~/.dsh/sessions/--home-ann-p--/*/ --json | jq .total.tokensByModel
+    """
+    from .render import table
+    from .stats import human_duration, session_stats, total_stats
+    from .summary import summarize
+
+    sessions = []
+    for f in files or [None]:
+        log = _open(f, strict=False, select=select, format_version=format_version)
+        with log:
+            s = summarize(log.stored_events())
+            sessions.append({"path": log.path, "id": log.session_id, "version": log.version, "projection": log.is_projection, **session_stats(s, projection=log.is_projection)})
+            _notes(log, quiet=json_)
+    total = total_stats(sessions)
+    if json_:
+        _json({"shape": JSON_SHAPE, "sessions": sessions, "total": total})
+        return
+
+    def row(name: str, d: dict[str, Any]) -> list[Any]:
+        tools = sum(c["calls"] for c in d["toolCalls"].values())
+        errors = sum(c["errors"] for c in d["toolCalls"].values())
+        tokens = d["tokens"]
+        timed = d.get("timed", True)
+        return [name, d["turns"], d["steps"], d["modelCalls"], d["retries"], d["cancellations"], f"{tools} ({errors} err)",
+                tokens.get("inputTokens", 0), tokens.get("outputTokens", 0), human_duration(d["durationMs"]) if timed else "-"]
+
+    rows = [row(str(s["id"] or s["path"]), s) for s in sessions]
+    if len(sessions) > 1:
+        rows.append(row("total", total))
+    table(None, ["session", "turns", "steps", "calls", "retries", "cancelled", "tools", "in", "out", "time"], rows,
+          justify={i: "right" for i in range(1, 10)})
+    if total["toolCalls"]:
+        table("tool calls", ["tool", "calls", "errors"], ([n, c["calls"], c["errors"]] for n, c in total["toolCalls"].items()), justify={1: "right", 2: "right"})
+    if total["tokensByModel"]:
+        keys = sorted({k for u in total["tokensByModel"].values() for k in u})
+        table("tokens by model", ["model", *keys], ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()),
+              justify={i + 1: "right" for i in range(len(keys))})
+
+
+def _event_line(ev: dict, raw: bytes | None, json_: bool) -> bytes:
+    """One event the way ``events`` prints it (``--json``: its exact line when there is one)."""
+    from .jsjson import dumps
+    from .render import describe, surface_marker
+
+    if json_:
+        return (raw if raw is not None else dumps(ev)) + b"\n"
+    line = f"{ev.get('seq')} {ev.get('type')}"
+    marker = surface_marker(ev)
+    if marker:
+        line += f" {marker}"
+    desc = describe(ev)
+    if desc:
+        line += f" {desc}"
+    return line.encode("utf-8", "surrogatepass") + b"\n"
+
+
+@app.command()
+def tail(
+    file: FileArg = None,
+    follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing events as dsh appends them (Ctrl-C to stop).")] = False,
+    lines: Annotated[int, typer.Option("-n", "--lines", metavar="N", help="How many of the last events to print first.")] = 10,
+    interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", help="With -f: how often to look for new events.")] = 0.25,
+    json_: JsonOpt = False,
+    format_version: FormatOpt = None,
+) -> None:
+    """The last N events, printed as `events` prints them; with -f, follow a live session (plain or .zstd).
+
+    A line or frame still being written is shown only once it is complete.
+
+    Example: dshlog tail -f -n 20
+    """
+    from collections import deque
+
+    from .errors import UsageError
+
+    if lines < 0:
+        raise UsageError("-n must be 0 or more")
+    write = sys.stdout.buffer.write
+    if not follow:
+        log = _open(file, strict=False, format_version=format_version)
+        with log:
+            last: deque = deque((), maxlen=lines)
+            for r in log.records():
+                last.append(_event_line(r.event, r.raw, json_))
+            for b in last:
+                write(b)
+            _notes(log)
+        return
+
+    import orjson
+
+    from .errors import Location
+    from .follow import Follower
+    from .formats import Notes, RowDecoder
+    from .session import open_session
+
+    target = _resolve(file)
+    if target == "-":
+        raise UsageError("tail -f needs a file: standard input cannot be followed")
+    with open_session(target, strict=False, format_version=format_version) as log:  # header, version, container
+        path, version, container = log.path, log.version, log.info.container
+    if container not in ("jsonl", "jsonl.zstd"):
+        raise UsageError(f"tail -f follows JSONL generations; this input is {container}", path=path)
+    decoder = RowDecoder(version, path, strict=False, notes=Notes())
+    fol = Follower(path, poll_interval=interval)
+    state = {"header": True, "line": 0}
+
+    def decode(raw: bytes) -> list[bytes]:
+        state["line"] += 1
+        if state["header"]:
+            state["header"] = False
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                obj = None
+            if isinstance(obj, dict) and obj.get("type") == "session":
+                return []
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            print(f"dshlog: {path}: line {state['line']}: unparsable committed line skipped", file=sys.stderr)
+            return []
+        evs = decoder.decode(obj, Location(line=state["line"]))
+        return [_event_line(ev, raw if len(evs) == 1 and ev is obj else None, json_) for ev in evs]
+
+    try:
+        last = deque((), maxlen=lines)
+        for raw in fol.drain():
+            last.extend(decode(raw))
+        for b in last:
+            write(b)
+        sys.stdout.flush()
+        for raw in fol.follow():
+            for b in decode(raw):
+                write(b)
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        sys.stdout.flush()
+        return
+
+
+# ----------------------------------------------------------------------------- reading and sharing: show, export, diff
+
+
+@app.command()
+def show(
+    file: FileArg,
+    full: Annotated[bool, typer.Option("--full", help="Show tool output, arguments and system prompts untrimmed.")] = False,
+    reasoning: Annotated[bool, typer.Option("--reasoning", help="Unfold the model's reasoning.")] = False,
+    no_pager: Annotated[bool, typer.Option("--no-pager", help="Print directly instead of through a pager on a terminal.")] = False,
+    select: SelectOpt = None,
+    format_version: FormatOpt = None,
+) -> None:
+    """The conversation as a person reads it: turns, messages, tool calls and results, retries, cancellations.
+
+    On a terminal the transcript is styled and shown through a pager ($PAGER, default less); piped, it is
+    plain text. Older logs are migrated to v4 in memory first (nothing is written).
+
+    Example: dshlog show session.v4.jsonl --reasoning
+    """
+    import os
+
+    from .render import console, use_color
+    from .transcript import plain_lines, rich_renderable, transcript
+
+    log = _open(file, strict=False, select=select, format_version=format_version)
+    with log:
+        head = f"session {log.session_id or '?'} (v{log.version}{', projection' if log.is_projection else ''}) {log.path}"
+        try:
+            items = transcript(log.events(), full=full)
+            if sys.stdout.isatty() or os.environ.get("FORCE_COLOR"):
+                con = console()
+                if sys.stdout.isatty() and not no_pager:
+                    os.environ.setdefault("LESS", "-FRX")  # colours through less; quit at once when it fits
+                    with con.pager(styles=use_color()):
+                        con.print(head, style="bold")
+                        for item in items:
+                            con.print(rich_renderable(item, reasoning=reasoning))
+                else:
+                    con.print(head, style="bold")
+                    for item in items:
+                        con.print(rich_renderable(item, reasoning=reasoning))
+            else:
+                write = sys.stdout.buffer.write
+                write(head.encode("utf-8", "replace") + b"\n")
+                for item in items:
+                    write(("\n".join(plain_lines(item, reasoning=reasoning)) + "\n").encode("utf-8", "replace"))
+        except DshlogError as exc:
+            raise _located(log, exc)
+        _notes(log)
+
+
+@app.command()
+def export(
+    file: FileArg,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|html|json", help="md (readable as plain text), html (one self-contained file) or json (versioned shape).")] = "md",
+    out: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write to OUT (atomically; never overwrites) instead of stdout.")] = None,
+    redact: Annotated[bool, typer.Option("--redact", help="Mask API keys, tokens, JWTs, passwords and e-mail addresses everywhere.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Do not trim long tool output, arguments and system prompts.")] = False,
+    select: SelectOpt = None,
+    format_version: FormatOpt = None,
+) -> None:
+    """A transcript to share: Markdown, a self-contained HTML page, or JSON.
+
+    The HTML file loads nothing from anywhere (inline CSS, no scripts); tool output and reasoning fold.
+
+    Example: dshlog export session.v4.jsonl --format html --redact -o session.html
+    """
+    import os
+    from pathlib import Path
+
+    from .errors import UsageError
+    from .export import FORMATS
+    from .export import export as write_export
+    from .transcript import session_facts
+
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
+    log = _open(file, strict=False, select=select, format_version=format_version)
+    with log:
+        facts = session_facts(log.v4_header(), path=os.path.basename(log.path), version=log.version)
+        try:
+            if out is None:
+                write_export(log.events(), facts, fmt, sys.stdout.buffer.write, full=full, redact=redact)
+            else:
+                from .atomic import publish_no_overwrite, stage_file, temp_affixes
+
+                target = Path(out)
+                if target.is_dir():
+                    raise UsageError(f"{out} is a directory; give a file name for -o", path=out)
+                with stage_file(target.parent, *temp_affixes(target)) as staged:
+                    write_export(log.events(), facts, fmt, staged.write, full=full, redact=redact)
+                    umask = os.umask(0o22)
+                    os.umask(umask)
+                    os.chmod(staged.path, 0o666 & ~umask)  # a file to share: usual permissions, not the staging 0600
+                    publish_no_overwrite(staged, target)
+                print(f"written: {target}", file=sys.stderr)
+        except DshlogError as exc:
+            raise _located(log, exc)
+        _notes(log)
+
+
+@app.command()
+def diff(
+    files: Annotated[list[str], typer.Argument(metavar="FILE [FILE_B]", help="One log (compare two of its requests) or two logs (compare request N of each).")],
+    request: Annotated[list[int], typer.Option("--request", "-r", metavar="N", help="Request number (1-based); give two for one file, one (or two) for two files.")] = [],
+    json_: JsonOpt = False,
+    select: SelectOpt = None,
+    format_version: FormatOpt = None,
+) -> None:
+    """What changed between two requests: config, tools, messages added/removed/replaced, where the byte prefix broke.
+
+    Example: dshlog diff session.v4.jsonl --request 5 --request 6
+    """
+    from .diff import diff_lines, diff_requests, requests_at
+    from .errors import UsageError
+
+    if len(files) == 1:
+        if len(request) != 2:
+            raise UsageError("with one FILE give exactly two --request options (e.g. --request 3 --request 4)")
+        log = _open(files[0], select=select, format_version=format_version)
+        with log:
+            try:
+                built = requests_at(log.events(), list(request), session_id=log.session_id)
+            except DshlogError as exc:
+                raise _located(log, exc)
+            req_a, req_b = built[request[0]], built[request[1]]
+            label_a, label_b = f"request {request[0]}", f"request {request[1]}"
+            _notes(log)
+    elif len(files) == 2:
+        if len(request) not in (1, 2):
+            raise UsageError("with two files give --request N (or one --request per file)")
+        numbers = [request[0], request[-1]]
+        reqs = []
+        for f, n in zip(files, numbers):
+            log = _open(f, select=select, format_version=format_version)
+            with log:
+                try:
+                    reqs.append(requests_at(log.events(), [n], session_id=log.session_id)[n])
+                except DshlogError as exc:
+                    raise _located(log, exc)
+                _notes(log)
+        req_a, req_b = reqs
+        label_a, label_b = f"{files[0]} request {numbers[0]}", f"{files[1]} request {numbers[1]}"
+    else:
+        raise UsageError("give one FILE with two --request options, or two files")
+    d = diff_requests(req_a, req_b)
+    if json_:
+        _json({"shape": JSON_SHAPE, "a": label_a, "b": label_b, **d})
+        return
+    for line in diff_lines(d, label_a, label_b):
+        print(line)
 
 
 # ----------------------------------------------------------------------------- entry point

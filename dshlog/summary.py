@@ -57,9 +57,12 @@ class Summary:
     tokens_by_model: dict[str, dict[str, int]] = field(default_factory=dict)
     turn_end_reasons: Counter = field(default_factory=Counter)
     title: str | None = None
+    llm_retry_events: int = 0
+    redispatches: int = 0
     _open_turn: Any = None
     _model: str | None = None
     _call_names: dict[str, str] = field(default_factory=dict)
+    _last_settlement: tuple[str, Any, Any] | None = None
 
     def feed(self, ev: dict) -> None:
         t = ev.get("type")
@@ -96,6 +99,7 @@ class Summary:
                 self._model = f"{cfg.get('provider')}/{cfg.get('model')}"
         elif t == "assistant/message":
             self.model_calls += 1
+            self._settled(t, data)
             if data.get("interrupted"):
                 self.interrupted += 1
             msg = data.get("message")
@@ -115,9 +119,10 @@ class Summary:
         elif t == "assistant/attempt":
             self.model_calls += 1
             self.attempts += 1
+            self._settled(t, data)
             self._usage(_stream_usage(data.get("stream")), self._model)
         elif t == "llm/retry":
-            self.retries += 1
+            self.llm_retry_events += 1
         elif t == "tool/call":
             name = str(data.get("name"))
             self.tool_calls[name] += 1
@@ -142,6 +147,25 @@ class Summary:
             if isinstance(data.get("title"), str):
                 self.title = data["title"]
 
+    def _settled(self, t: str, data: dict) -> None:
+        """A model call that follows a failed attempt of the same step is a retry.
+
+        dsh's MockAdapter retries log no ``llm/retry`` event, so the re-dispatch
+        itself is what counts; logs from providers carry both and agree.
+        """
+        key = (data.get("turn"), data.get("step"))
+        prev = self._last_settlement
+        if prev is not None and prev[0] == "assistant/attempt" and (prev[1], prev[2]) == key and key != (None, None):
+            self.redispatches += 1
+        self._last_settlement = (t, key[0], key[1])
+
+    @property
+    def duration_ms(self) -> int:
+        """First to last event time; 0 for projections (their events carry time 0)."""
+        if self.first_time is None or self.last_time is None:
+            return 0
+        return max(0, self.last_time - self.first_time)
+
     def _usage(self, usage: Any, model: str | None) -> None:
         if not isinstance(usage, dict):
             return
@@ -150,6 +174,7 @@ class Summary:
 
     def finish(self) -> "Summary":
         self.turns_open = self._open_turn is not None
+        self.retries = max(self.llm_retry_events, self.redispatches)
         return self
 
     def as_dict(self) -> dict[str, Any]:
@@ -173,6 +198,7 @@ class Summary:
             "tokens": dict(self.tokens),
             "tokensByModel": {k: dict(v) for k, v in self.tokens_by_model.items()},
             "title": self.title,
+            "durationMs": self.duration_ms,
             "byType": dict(sorted(self.by_type.items())),
         }
 

@@ -50,7 +50,7 @@ class Report:
     @property
     def exit_code(self) -> ExitCode:
         errors = [p for p in self.problems if p.severity == "error"]
-        if errors and all(p.code == "unsupported" for p in errors) and not self.dropped:
+        if errors and all(p.code in ("unsupported", "refused") for p in errors) and not self.dropped:
             return ExitCode.UNSUPPORTED  # intact, but uses something this reader does not know
         if errors or self.dropped:
             return ExitCode.CORRUPT
@@ -139,6 +139,14 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
         except DshlogError as exc:
             _from_error(report, exc)
         report.projection = log.is_projection
+        offset = getattr(log.decoder, "seq_offset", None)
+        if offset:
+            # a wrapped stream that starts mid-log (a subscription opened late): the events before
+            # it are missing, so density and cross-event relationships cannot be judged
+            for p in report.problems:
+                if p.severity == "error" and p.code in ("seq-gap", "lifecycle", "delivery", "cut", "surface"):
+                    p.severity = "warning"
+                    p.message = f"partial stream (starts at seq {offset}): {p.message}"
         for n in log.notes:
             if n.code == "unsupported-version":
                 report.unsupported = True

@@ -1,0 +1,40 @@
+"""Every command documents itself: --help works and shows a real example; errors are one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli
+from dshlog.cli import app
+
+COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
+
+
+def test_every_core_command_is_registered():
+    for name in ("events", "info", "validate", "surface", "rebuild", "requests", "repair", "fork", "migrate"):
+        assert name in COMMANDS
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_help_shows_an_example(name, capsysbinary):
+    code, out, err = run_cli(capsysbinary, name, "--help")
+    assert code == 0, err
+    text = out.decode()
+    assert "Example:" in text and "dshlog " + name.rstrip("_") in text.split("Example:", 1)[1]
+
+
+def test_version_and_errors_are_one_line(capsysbinary, tmp_path):
+    code, out, _ = run_cli(capsysbinary, "--version")
+    assert code == 0 and out.startswith(b"dshlog ")
+    missing = tmp_path / "missing.jsonl"
+    code, out, err = run_cli(capsysbinary, "info", str(missing))
+    assert code == 6 and err.count(b"\n") == 1 and b"Traceback" not in err and str(missing).encode() in err
+
+
+def test_debug_shows_traceback(capsysbinary, tmp_path):
+    bad = tmp_path / "session.v4.jsonl"
+    bad.write_bytes(b'{"type":"session","version":4,"id":"x","createdAt":1,"isSeeded":false,"delegationDepth":0}\n{oops\n')
+    code, _, err = run_cli(capsysbinary, "surface", str(bad))
+    assert code == 4 and b"Traceback" not in err and b"line 2" in err
+    code, _, err = run_cli(capsysbinary, "--debug", "surface", str(bad))
+    assert code == 4 and b"Traceback" in err
