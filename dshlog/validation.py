@@ -50,6 +50,8 @@ class Report:
     @property
     def exit_code(self) -> ExitCode:
         errors = [p for p in self.problems if p.severity == "error"]
+        if any(p.code == "io" for p in errors):
+            return ExitCode.IO  # the file could not be read at all
         if errors and all(p.code in ("unsupported", "refused") for p in errors) and not self.dropped:
             return ExitCode.UNSUPPORTED  # intact, but uses something this reader does not know
         if errors or self.dropped:
