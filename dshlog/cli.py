@@ -55,6 +55,28 @@ FormatOpt = Annotated[
 JSON_SHAPE = 1  # bump when a --json shape changes incompatibly
 
 
+class _BatchedStdout:
+    """Collects output lines and writes them in ~1 MiB batches (one syscall each, buffered or not)."""
+
+    def __init__(self, limit: int = 1 << 20) -> None:
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._limit = limit
+
+    def write(self, data: bytes) -> None:
+        self._parts.append(data)
+        self._size += len(data)
+        if self._size >= self._limit:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._parts:
+            sys.stdout.buffer.write(b"".join(self._parts))
+            sys.stdout.buffer.flush()
+            self._parts.clear()
+            self._size = 0
+
+
 def _out(data: bytes) -> None:
     sys.stdout.buffer.write(data)
 
@@ -144,8 +166,16 @@ def events(
             source = ((ev, None) for ev in log.events())
         else:
             source = ((r.event, r.raw) for r in log.records())
+        out = _BatchedStdout()
+        write = out.write
+        if json_ and not (type_ or turn is not None or from_seq is not None or to_seq is not None):
+            # the common `events --json | jq` case: no bookkeeping, original bytes where we have them
+            for ev, raw in source:
+                write((raw if raw is not None else dumps(ev)) + b"\n")
+            out.flush()
+            _notes(log)
+            return
         current_turn = None
-        write = sys.stdout.buffer.write
         for ev, raw in source:
             t = ev.get("type")
             seq = ev.get("seq")
@@ -174,6 +204,7 @@ def events(
                 if desc:
                     line += f" {desc}"
                 write(line.encode("utf-8", "surrogatepass") + b"\n")
+        out.flush()
         _notes(log)
 
 
