@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
+from .jsjson import dumps as _dumps
 
 from dshlog.errors import CorruptLog, UsageError
 from dshlog.surface import SETTLEMENT_TYPES, SurfaceFold, json_equal
@@ -35,18 +35,7 @@ REASON_REWRITTEN = "history rewritten"
 
 def _js_text(value: Any) -> bytes:
     """Compact JSON bytes for equality tests (key order significant, like ``JSON.stringify``)."""
-    try:
-        from dshlog import jsjson  # the project's JS-exact serializer, when present
-
-        return jsjson.dumps(value)
-    except ImportError:
-        pass
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # integers beyond 64 bits: only equality matters here
-        import json
-
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return _dumps(value)
 
 
 # --------------------------------------------------------------------------- header

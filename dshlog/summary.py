@@ -77,6 +77,8 @@ class Summary:
                 self.first_time = time
             self.last_time = time
         self.by_type[t] += 1
+        if t == "assistant/chunk":  # v0/v1 logs hold millions; only the counts above matter
+            return
         data = ev.get("data")
         if not isinstance(data, dict):
             return

@@ -116,6 +116,19 @@ class _Call:
         self.started = False
 
 
+
+_STR_ONLY = frozenset((str,))
+_INT_ONLY = frozenset((int,))
+
+
+def _safe_int_list(values: list) -> bool:
+    """Every member a safe integer; C-level type and bound checks first (streams hold many)."""
+    if not values:
+        return True
+    if set(map(type, values)) <= _INT_ONLY:
+        return -vocab.MAX_SAFE_INTEGER <= min(values) and max(values) <= vocab.MAX_SAFE_INTEGER
+    return all(is_safe_integer(d) for d in values)  # floats such as 1.0 are judged one by one
+
 class Validator:
     """Incremental validator of one v4 log.
 
@@ -623,9 +636,9 @@ class Validator:
             self._emit("stream", f"{where} index must be a non-negative safe integer", idx)
         members = record.get(members_key)
         dt = record.get("dt")
-        if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
+        if not isinstance(members, list) or not members or not set(map(type, members)) <= _STR_ONLY:
             self._emit("stream", f"{where} {members_key} must be a nonempty array of strings", idx)
-        if not isinstance(dt, list) or not all(is_safe_integer(d) for d in dt):
+        if not isinstance(dt, list) or not _safe_int_list(dt):
             self._emit("stream", f"{where} dt must be an array of safe integers", idx)
         elif isinstance(members, list) and members and len(dt) != len(members) - 1:
             self._emit("stream", f"{where} dt must have one entry fewer than {members_key} ({len(dt)} vs {len(members)})", idx)

@@ -225,6 +225,8 @@ CwdPlatform = Literal["any", "posix", "windows"]
 
 def is_safe_integer(value: Any) -> bool:
     """``Number.isSafeInteger`` over JSON values parsed by Python (``-0.0`` excluded)."""
+    if type(value) is int:  # the overwhelmingly common case, decided first
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
