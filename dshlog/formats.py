@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from .errors import CorruptLog, Location
@@ -19,6 +20,8 @@ from .errors import CorruptLog, Location
 CURRENT_VERSION = 4
 PACKED_TYPES = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", "tool-call-chunks": "tool-call-delta"}
 ENVELOPE_KEYS = frozenset(("type", "seq", "time", "data", "ignorable", "sourceEventSeqs", "surfaceOp"))
+_PACKED_KEYS = frozenset(("type", "seq0", "time0", "data"))
+_PROJECTED_PACKED_KEYS = frozenset(("type", "data"))
 MAX_SAFE = 2**53 - 1
 _PLACEHOLDER = re.compile(r"\{\{[^{}]+\}\}")
 
@@ -103,36 +106,59 @@ def expand_seq_refs(value: list, seq: int) -> list[int]:
 
 
 def expand_packed(obj: dict, seq0: int, time0: int) -> list[dict]:
-    """Expand one v0/v1 packed delta row into its ``assistant/chunk`` events (FORMAT.md 3.3)."""
+    """Expand one v0/v1 packed delta row into its ``assistant/chunk`` events (FORMAT.md 3.3).
+
+    This is the hottest loop of a v0 read (one call per packed row, tens of events
+    each), so members are validated with C-level passes (``map``/``min``/``max``)
+    and the events are built by one comprehension over pre-summed times.
+    """
     kind = obj["type"]
     data = obj["data"]
     if not isinstance(data, dict):
         raise ValueError("packed row data must be an object")
     delta = PACKED_TYPES[kind]
-    members = data.get("args" if kind == "tool-call-chunks" else "texts")
+    tool = kind == "tool-call-chunks"
+    members = data.get("args" if tool else "texts")
     dt = data.get("dt")
-    if not isinstance(members, list) or not members or not all(isinstance(t, str) for t in members):
+    if type(members) is not list or not members or not _strs(members):
         raise ValueError(f"{kind} row needs a non-empty array of strings")
-    if not isinstance(dt, list) or len(dt) != len(members) - 1 or not all(is_safe_int(x) for x in dt):
+    if type(dt) is not list or len(dt) != len(members) - 1 or (dt and not _safe_ints(dt)):
         raise ValueError(f"{kind} row dt must hold {len(members) - 1} safe integers")
     turn, step, index = data.get("turn"), data.get("step"), data.get("index")
     if not (is_count(turn) and is_count(step) and is_count(index)):
         raise ValueError(f"{kind} row needs count turn, step and index")
-    out: list[dict] = []
-    t = time0
-    has_name = "name" in data
-    for k, member in enumerate(members):
-        if k:
-            t += dt[k - 1]
-        if kind == "tool-call-chunks":
-            chunk: dict[str, Any] = {"type": delta, "index": index, "id": data.get("id")}
-            if has_name:
-                chunk["name"] = data["name"]
-            chunk["argumentsDelta"] = member
-        else:
-            chunk = {"type": delta, "index": index, "text": member}
-        out.append({"type": "assistant/chunk", "seq": seq0 + k, "time": t, "data": {"turn": turn, "step": step, "chunk": chunk}})
-    return out
+    times = accumulate(dt, initial=time0) if dt else (time0,)
+    seqs = range(seq0, seq0 + len(members))
+    if tool:
+        cid = data.get("id")
+        if "name" in data:
+            name = data["name"]
+            return [
+                {"type": "assistant/chunk", "seq": s, "time": t, "data": {"turn": turn, "step": step, "chunk": {"type": delta, "index": index, "id": cid, "name": name, "argumentsDelta": m}}}
+                for s, t, m in zip(seqs, times, members)
+            ]
+        return [
+            {"type": "assistant/chunk", "seq": s, "time": t, "data": {"turn": turn, "step": step, "chunk": {"type": delta, "index": index, "id": cid, "argumentsDelta": m}}}
+            for s, t, m in zip(seqs, times, members)
+        ]
+    return [
+        {"type": "assistant/chunk", "seq": s, "time": t, "data": {"turn": turn, "step": step, "chunk": {"type": delta, "index": index, "text": m}}}
+        for s, t, m in zip(seqs, times, members)
+    ]
+
+
+def _strs(values: list) -> bool:
+    """Every member a string: one C-level pass over the member types."""
+    types = set(map(type, values))
+    return types == {str} or all(isinstance(v, str) for v in values)
+
+
+def _safe_ints(values: list) -> bool:
+    """Every member an ``int`` (not bool) within the safe range; checked in C where possible."""
+    types = set(map(type, values))
+    if types != {int}:
+        return False
+    return -MAX_SAFE <= min(values) and max(values) <= MAX_SAFE
 
 
 @dataclass
@@ -188,10 +214,8 @@ class RowDecoder:
         return [self._event(obj, loc)]
 
     def _packed(self, obj: dict, loc: Location) -> list[dict]:
-        keys = set(obj)
-        expected_keys = {"type", "data"} if self.projection else {"type", "seq0", "time0", "data"}
-        if keys != expected_keys:
-            self._problem(f"malformed {obj['type']} storage row: keys {sorted(keys)}", loc, code="row")
+        if obj.keys() != (_PROJECTED_PACKED_KEYS if self.projection else _PACKED_KEYS):
+            self._problem(f"malformed {obj['type']} storage row: keys {sorted(obj)}", loc, code="row")
         seq0 = obj.get("seq0", self.next_seq) if not self.projection else self.next_seq
         time0 = obj.get("time0", 0) if not self.projection else 0
         if not is_count(seq0) or not is_safe_int(time0):
@@ -216,6 +240,28 @@ class RowDecoder:
         self._problem(msg, loc, seq=got, code="seq-gap")
 
     def _event(self, obj: dict, loc: Location) -> dict:
+        if not self.projection:
+            # fast path for the well-formed on-disk row (nearly every row): the same checks
+            # as below, folded into one condition so a valid row costs a handful of lookups
+            seq = obj.get("seq")
+            time = obj.get("time")
+            if (
+                seq == self.next_seq
+                and type(seq) is int
+                and type(time) is int
+                and -MAX_SAFE <= time <= MAX_SAFE
+                and "data" in obj
+                and ENVELOPE_KEYS.issuperset(obj)
+                and obj.get("ignorable", True) is True
+            ):
+                refs = obj.get("sourceEventSeqs")
+                if type(refs) is list and list in map(type, refs):
+                    try:
+                        obj["sourceEventSeqs"] = expand_seq_refs(refs, seq)
+                    except ValueError as exc:
+                        self._problem(str(exc), loc, seq=seq, code="envelope")
+                self.next_seq = seq + 1
+                return obj
         extra = [k for k in obj if k not in ENVELOPE_KEYS]
         if extra:
             self._problem(f"event has unexpected envelope key(s) {', '.join(extra)}", loc, code="envelope")
@@ -242,7 +288,7 @@ class RowDecoder:
         if "ignorable" in ev and ev["ignorable"] is not True:
             self._problem("event ignorable must be exactly true when present", loc, seq=seq, code="envelope")
         refs = ev.get("sourceEventSeqs")
-        if isinstance(refs, list) and any(type(m) is list for m in refs):
+        if type(refs) is list and list in map(type, refs):  # range-encoded (C-level scan: v0 lists are long)
             try:
                 ev["sourceEventSeqs"] = expand_seq_refs(refs, seq)
             except ValueError as exc:

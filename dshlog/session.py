@@ -33,6 +33,7 @@ from .errors import CorruptLog, DshlogError, Location, UnsupportedVersion, Usage
 from .formats import CURRENT_VERSION, Note, Notes, RowDecoder
 from .source import (
     Container,
+    DepthGuard,
     Record,
     SourceInfo,
     canonical_version,
@@ -148,7 +149,7 @@ class SessionLog:
 
         fh = self._rewindable()
         try:
-            for prefix, event, value in ijson.parse(fh):
+            for prefix, event, value in ijson.parse(DepthGuard(fh, self.path)):
                 if prefix == "" and event == "map_key":
                     if value == "events":
                         return Container.RESULT_JSON
@@ -156,8 +157,8 @@ class SessionLog:
                         return Container.BEHAVIOR_JSON
                 if event == "end_map" and prefix == "":
                     break
-        except ijson.JSONError as exc:
-            raise CorruptLog(f"invalid JSON document: {exc}", path=self.path) from None
+        except (ijson.JSONError, UnicodeDecodeError) as exc:  # the C backend raises the latter for bad UTF-8
+            raise CorruptLog(f"invalid JSON document: {' '.join(str(exc).split())}", path=self.path) from None
         finally:
             fh.seek(0)
         raise UsageError("JSON document holds neither an event array nor a header line", path=self.path)
@@ -244,7 +245,10 @@ class SessionLog:
         import ijson
 
         fh = self._rewindable()
-        logs = list(ijson.items(fh, "logs.item", use_float=True))
+        try:
+            logs = list(ijson.items(DepthGuard(fh, self.path), "logs.item", use_float=True))
+        except (ijson.JSONError, UnicodeDecodeError) as exc:
+            raise CorruptLog(f"invalid JSON document: {' '.join(str(exc).split())}", path=self.path) from None
         if not logs:
             raise UsageError("behavior document holds no logs", path=self.path)
         names = [str(lg.get("file", i)) for i, lg in enumerate(logs)]
@@ -363,8 +367,8 @@ class SessionLog:
         self._consumed = True
         return self._body
 
-    def records(self) -> Iterator[EventRecord]:
-        """Stored-version events with their original bytes and locations (one pass)."""
+    def _rows(self) -> Iterator[tuple[list[dict], Any, bytes | None, Location]]:
+        """(decoded events, parsed row, row bytes, location) per physical row, one pass."""
         decoder = self.decoder
         path = self.path
         for rec in self._take():
@@ -384,24 +388,26 @@ class SessionLog:
                     continue
             else:
                 obj = rec.obj
-            events = decoder.decode(obj, loc)
-            if len(events) == 1 and events[0] is obj and rec.raw is not None and "sourceEventSeqs" not in obj:
-                yield EventRecord(obj, rec.raw, loc)
-            elif len(events) == 1 and events[0] is obj and rec.raw is not None:
-                # sourceEventSeqs may have been range-expanded in place: the raw line stays the physical form
-                yield EventRecord(obj, rec.raw, loc)
-            else:
-                for ev in events:
-                    yield EventRecord(ev, None, loc)
+            yield decoder.decode(obj, loc), obj, rec.raw, loc
         t = self.info.torn
         if t is not None and t.length:
             where = f"frame {t.frame}" if t.frame is not None else f"byte {t.offset}"
             self.notes.add(Note("torn-tail", f"torn tail ignored: {t.length} bytes after the last complete line ({where})", Location(offset=t.offset, frame=t.frame), severity="info"))
 
+    def records(self) -> Iterator[EventRecord]:
+        """Stored-version events with their original bytes and locations (one pass)."""
+        for events, obj, raw, loc in self._rows():
+            if raw is not None and len(events) == 1 and events[0] is obj:
+                # the line is exactly this event (range-expanded sourceEventSeqs keep the physical form)
+                yield EventRecord(obj, raw, loc)
+            else:
+                for ev in events:
+                    yield EventRecord(ev, None, loc)
+
     def stored_events(self) -> Iterator[dict]:
-        """Stored-version events only (no bytes/locations)."""
-        for r in self.records():
-            yield r.event
+        """Stored-version events only (no bytes/locations), without a wrapper object per event."""
+        for events, _obj, _raw, _loc in self._rows():
+            yield from events
 
     @property
     def is_projection(self) -> bool:
@@ -517,7 +523,7 @@ class SessionLog:
                 return False
         if not isinstance(obj, dict):
             return False
-        if self.version <= 1 and obj.get("type") in formats.PACKED_TYPES:
+        if self.version <= 1 and isinstance(obj.get("type"), str) and obj["type"] in formats.PACKED_TYPES:
             return "seq0" not in obj and "time0" not in obj
         return "seq" not in obj and "time" not in obj
 

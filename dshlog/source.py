@@ -63,7 +63,38 @@ class Record:
     index: int | None = None
 
     def loc(self) -> Location:
-        return Location(line=self.line, offset=self.offset, frame=self.frame, index=self.index)
+        return _make_loc(self.line, self.offset, self.frame, self.index)
+
+
+def _loc_factory():
+    """A fast ``Location(line, offset, frame, index)`` for the per-row hot path.
+
+    ``Location`` is a frozen slotted dataclass whose generated ``__init__`` goes
+    through ``object.__setattr__`` per field (~1.3 us); writing the slots through
+    their descriptors builds the same object in a third of the time.  Readers make
+    one per physical row, so this is measurable on multi-GB logs.
+    """
+    try:
+        new = object.__new__
+        set_line, set_offset = Location.line.__set__, Location.offset.__set__  # type: ignore[attr-defined]
+        set_frame, set_index = Location.frame.__set__, Location.index.__set__  # type: ignore[attr-defined]
+    except AttributeError:  # pragma: no cover - Location without slots
+        return Location
+
+    def make(line: int | None, offset: int | None, frame: int | None, index: int | None) -> Location:
+        loc = new(Location)
+        set_line(loc, line)
+        set_offset(loc, offset)
+        set_frame(loc, frame)
+        set_index(loc, index)
+        return loc
+
+    if make(1, 2, 3, 4) != Location(1, 2, 3, 4):  # pragma: no cover - field order changed
+        return Location
+    return make
+
+
+_make_loc = _loc_factory()
 
 
 @dataclass(slots=True)
@@ -165,14 +196,33 @@ def iter_lines(fh: IO[bytes], info: SourceInfo, start_line: int = 1, start_offse
 
 # --------------------------------------------------------------------------- zstd frames
 
+BIG_FRAME = 8 << 20  # frames declaring more plaintext than this are never decoded in one call
+STREAM_PIECE = 256 << 10  # compressed bytes fed per call while streaming a big frame
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+# Decode zstd bodies on a second thread only where a second core can run it.
+ZSTD_THREAD = _usable_cpus() > 1
+
 
 class _FrameReader:
     """Walk concatenated zstd frames structurally (FORMAT.md 1.5) and decompress each.
 
-    Frames are decompressed block by block as they are read, so a body stored as
-    one huge frame still streams in bounded memory.  Complete frames must verify
-    (checksum included); a frame cut short by the end of the file is the torn last
-    frame, decoded as far as possible with errors swallowed.
+    The file is read in 1 MiB chunks and frame headers and block headers are walked
+    inside that buffer (dsh writes one small frame per append batch, so a real log
+    holds tens of thousands of frames: per-frame ``read`` calls used to cost more
+    than the decompression).  A small complete frame is decoded in one call (its
+    checksum and content size are verified by libzstd); a frame with more than
+    ``STREAM_PIECE`` compressed bytes (a migrated body is one frame) is fed to a
+    streaming decoder that much at a time, so memory stays bounded.  A frame cut short by the
+    end of the file is the torn last frame, decoded as far as possible with errors
+    swallowed.
     """
 
     def __init__(self, fh: IO[bytes], info: SourceInfo) -> None:
@@ -182,175 +232,300 @@ class _FrameReader:
         self._info = info
         self._dctx = zstandard.ZstdDecompressor()
         self._zerr = zstandard.ZstdError
-        self.file_offset = 0
 
-    def _read(self, n: int) -> bytes:
-        data = self._fh.read(n)
-        self.file_offset += len(data)
-        return data
+    def _corrupt(self, msg: str, index: int) -> CorruptLog:
+        return CorruptLog(f"corrupt Zstandard session log: {msg}", path=self._info.path, loc=Location(frame=index))
 
-    def frames(self) -> Iterator[tuple[int, int, Iterator[bytes], list[bool]]]:
-        """Yield ``(index, start_offset, plaintext_pieces, state)``; state[0] is True once complete."""
+    def pieces(self) -> Iterator[tuple[int, int, bytes, bool | None]]:
+        """Yield ``(frame index, frame file offset, plaintext, end)``.
+
+        ``end`` is ``None`` while more plaintext of the same frame follows, ``True``
+        on the last piece of a complete (verified) frame and ``False`` on the last
+        piece of the torn last frame (nothing follows it).
+        """
+        read = self._fh.read
+        info = self._info
+        dctx = self._dctx
+        zerr = self._zerr
+        buf = b""
+        pos = 0  # first byte of buf not yet consumed (start of the frame, or first unfed byte)
+        base = 0  # file offset of buf[0]
         index = 0
+        eof = False
+
+        def refill(p: int, need: int) -> tuple[int, bool]:
+            """Make ``buf[p:]`` hold ``need`` bytes if the file has them; keep ``buf[pos:]``."""
+            nonlocal buf, pos, base, eof
+            while len(buf) - p < need and not eof:
+                more = read(max(CHUNK, need - (len(buf) - p)))
+                if not more:
+                    eof = True
+                    break
+                shift = pos
+                buf = buf[pos:] + more
+                base += shift
+                pos = 0
+                p -= shift
+            return p, len(buf) - p >= need
+
         while True:
-            start = self.file_offset
-            magic = self._read(4)
-            if not magic:
+            p, ok = refill(pos, 18)  # 18 = longest frame header (magic, descriptor, window, dict id, size)
+            n = len(buf)
+            if p >= n:
                 return
-            if len(magic) < 4:
-                state = [False]
-                yield index, start, iter(()), state
+            start = base + p
+            if n - p < 4:
+                yield index, start, b"", False
                 return
-            if magic != ZSTD_MAGIC:
-                raise CorruptLog(
-                    f"corrupt Zstandard session log: invalid frame magic at byte {start}",
-                    path=self._info.path,
-                    loc=Location(frame=index),
-                )
-            state = [False]
-            yield index, start, self._frame_pieces(magic, index, start, state), state
-            index += 1
-            self._info.frames = index
-            if not state[0]:
-                return
-
-    def _frame_pieces(self, magic: bytes, index: int, start: int, state: list[bool]) -> Iterator[bytes]:
-        dobj = self._dctx.decompressobj()
-        torn = False
-
-        def feed(data: bytes) -> bytes:
-            nonlocal torn
-            if torn:
-                return b""
-            try:
-                return dobj.decompress(data)
-            except self._zerr as exc:
-                if complete_expected:
-                    raise CorruptLog(
-                        f"corrupt Zstandard session log: frame {index} at byte {start} does not decode: {exc}",
-                        path=self._info.path,
-                        loc=Location(frame=index),
-                    ) from None
+            if buf[p : p + 4] != ZSTD_MAGIC:
+                raise self._corrupt(f"invalid frame magic at byte {start}", index)
+            dobj = None  # streaming decoder, only for big or size-less frames
+            torn = False
+            fcs: int | None = None
+            if n - p < 5:
                 torn = True
-                return b""
+            else:
+                desc = buf[p + 4]
+                if desc & 0x18:
+                    raise self._corrupt(f"reserved frame header bits set at byte {start + 4}", index)
+                single = (desc >> 5) & 1
+                fcs_flag = desc >> 6
+                did_len = (0, 1, 2, 4)[desc & 3]
+                fcs_len = single if fcs_flag == 0 else (1, 2, 4, 8)[fcs_flag]
+                hdr_len = (0 if single else 1) + did_len + fcs_len
+                checksum = (desc >> 2) & 1
+                if n - p < 5 + hdr_len:
+                    torn = True
+                else:
+                    if fcs_len:
+                        o = p + 5 + hdr_len - fcs_len
+                        fcs = int.from_bytes(buf[o : o + fcs_len], "little") + (256 if fcs_len == 2 else 0)
+                    q = p + 5 + hdr_len
+                    # blocks: 3-byte header, then payload (RLE: one byte)
+                    while True:
+                        if len(buf) - q < 3:
+                            q, ok = refill(q, 3)
+                            if not ok:
+                                torn = True
+                                break
+                        v = buf[q] | (buf[q + 1] << 8) | (buf[q + 2] << 16)
+                        btype = (v >> 1) & 3
+                        if btype == 3:
+                            raise self._corrupt(f"reserved block type in frame {index}", index)
+                        need = 3 + (1 if btype == 1 else v >> 3)
+                        if q - pos >= STREAM_PIECE:
+                            # a big frame (a migrated body is one): decode the blocks we hold
+                            # and drop them, so memory stays bounded whatever the frame size
+                            if dobj is None:
+                                dobj = dctx.decompressobj()
+                            try:
+                                out = dobj.decompress(buf[pos:q])
+                            except zerr as exc:
+                                raise self._corrupt(f"frame {index} at byte {start} does not decode: {exc}", index) from None
+                            pos = q
+                            if out:
+                                yield index, start, out, None
+                        if len(buf) - q < need:
+                            q, ok = refill(q, need)
+                            if not ok:
+                                torn = True
+                                break
+                        q += need
+                        if v & 1:
+                            break
+                    if not torn and checksum:
+                        q, ok = refill(q, 4)
+                        if ok:
+                            q += 4
+                        else:
+                            torn = True
+            index += 1
+            info.frames = index
+            if torn:
+                # the torn last frame: recover what the available bytes decode to, swallow errors
+                if dobj is None:
+                    dobj = dctx.decompressobj()
+                try:
+                    out = dobj.decompress(buf[pos:])
+                except zerr:
+                    out = b""
+                yield index - 1, start, out, False
+                return
+            frame = buf[pos:q]
+            pos = q
+            try:
+                if dobj is None and fcs and fcs <= BIG_FRAME:
+                    out = dctx.decompress(frame)  # one call; libzstd checks size and checksum
+                else:
+                    if dobj is None:
+                        dobj = dctx.decompressobj()
+                    out = dobj.decompress(frame)
+                    if not dobj.eof:
+                        raise self._corrupt(f"frame {index - 1} at byte {start} ends before its content", index - 1)
+            except zerr as exc:
+                raise self._corrupt(f"frame {index - 1} at byte {start} does not decode: {exc}", index - 1) from None
+            yield index - 1, start, out, True
 
-        complete_expected = False
-        pending = bytearray(magic)
-        desc_b = self._read(1)
-        if not desc_b:
-            return
-        desc = desc_b[0]
-        if desc & 0x18:
-            raise CorruptLog(
-                f"corrupt Zstandard session log: reserved frame header bits set at byte {start + 4}",
-                path=self._info.path,
-                loc=Location(frame=index),
-            )
-        single = (desc >> 5) & 1
-        fcs_flag = desc >> 6
-        did_flag = desc & 3
-        checksum = (desc >> 2) & 1
-        hdr_len = (0 if single else 1) + (0, 1, 2, 4)[did_flag] + (single if fcs_flag == 0 else (1, 2, 4, 8)[fcs_flag])
-        rest = self._read(hdr_len)
-        pending += desc_b + rest
-        if len(rest) < hdr_len:
-            return
-        # Blocks: feed the decompressor as we go; decode errors in a complete frame are corruption.
+
+def _prefetch(items: Iterator[Any], batch_items: int = 64, batch_bytes: int = 1 << 20) -> Iterator[Any]:
+    """Run ``items`` on a second thread, a few batches ahead of the consumer.
+
+    libzstd releases the GIL while it decompresses, so on a multi-core machine the
+    decompression of the next frames overlaps the parsing of the current ones.
+    Items travel in batches (one queue hand-off per ~1 MiB of plaintext) to keep
+    the synchronisation cost per frame negligible; an exception raised by the
+    producer is re-raised here in order, after every item that preceded it.
+    """
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=3)
+    stop = threading.Event()
+    done = object()
+
+    def put(x: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(x, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        batch: list = []
+        size = 0
+        try:
+            for item in items:
+                batch.append(item)
+                size += len(item[2])
+                if size >= batch_bytes or len(batch) >= batch_items:
+                    if not put(batch):
+                        return
+                    batch, size = [], 0
+            if batch and not put(batch):
+                return
+            put(done)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            if batch and not put(batch):
+                return
+            put(exc)
+
+    t = threading.Thread(target=produce, name="dshlog-zstd", daemon=True)
+    t.start()
+    try:
         while True:
-            bh = self._read(3)
-            pending += bh
-            if len(bh) < 3:
-                out = feed(bytes(pending))
-                if out:
-                    yield out
+            got = q.get()
+            if got is done:
                 return
-            v = bh[0] | (bh[1] << 8) | (bh[2] << 16)
-            last = v & 1
-            btype = (v >> 1) & 3
-            size = v >> 3
-            if btype == 3:
-                raise CorruptLog(
-                    f"corrupt Zstandard session log: reserved block type in frame {index}",
-                    path=self._info.path,
-                    loc=Location(frame=index),
-                )
-            need = 1 if btype == 1 else size
-            payload = self._read(need)
-            pending += payload
-            if len(payload) < need:
-                out = feed(bytes(pending))
-                if out:
-                    yield out
-                return
-            if last:
-                break
-            if len(pending) >= CHUNK:
-                out = feed(bytes(pending))
-                pending.clear()
-                if out:
-                    yield out
-        if checksum:
-            ck = self._read(4)
-            pending += ck
-            if len(ck) < 4:
-                out = feed(bytes(pending))
-                if out:
-                    yield out
-                return
-        complete_expected = True
-        out = feed(bytes(pending))
-        if out:
-            yield out
-        if not dobj.eof:
-            raise CorruptLog(
-                f"corrupt Zstandard session log: frame {index} at byte {start} ends before its content",
-                path=self._info.path,
-                loc=Location(frame=index),
-            )
-        state[0] = True
+            if isinstance(got, BaseException):
+                raise got
+            yield from got
+    finally:
+        stop.set()
 
 
-def iter_zstd_lines(fh: IO[bytes], info: SourceInfo) -> Iterator[Record]:
-    """Records of a multi-frame zstd generation, each tagged with the frame that ends it."""
-    reader = _FrameReader(fh, info)
+def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, threaded: bool | None = None) -> Iterator[Record]:
+    """Records of a multi-frame zstd generation, each tagged with the frame that ends it.
+
+    The header frame is decoded on the calling thread (so a caller may still seek
+    and sample the file right after reading the header); the body frames are
+    decoded on a second thread when ``threaded``.
+    """
     line_no = 1
     offset = 0
-    for index, start, pieces, state in reader.frames():
-        buf = b""
-        for piece in pieces:
-            buf = buf + piece if buf else piece
-            pos = 0
-            while True:
-                nl = buf.find(b"\n", pos)
-                if nl < 0:
-                    break
-                yield Record(buf[pos:nl], None, line_no, offset, frame=index)
-                offset += nl + 1 - pos
+    rest = b""
+    source = _FrameReader(fh, info).pieces()
+    head = next(source, None)
+    if head is None:
+        info.decoded_bytes = 0
+        return
+    if threaded is None:
+        threaded = ZSTD_THREAD
+    body = _prefetch(source) if threaded and head[3] is not False else source
+    for index, start, data, end in _chain_first(head, body):
+        if data:
+            parts = (rest + data if rest else data).split(b"\n")
+            rest = parts.pop()
+            for raw in parts:
+                yield Record(raw, None, line_no, offset, index)
+                offset += len(raw) + 1
                 line_no += 1
-                pos = nl + 1
-            buf = buf[pos:]
-        if state[0]:
-            if buf:
+        if end:
+            if rest:
                 raise CorruptLog(
                     "corrupt Zstandard session log: complete frame contains a torn JSONL record",
                     path=info.path,
                     loc=Location(line=line_no, offset=offset, frame=index),
                 )
-        else:
+        elif end is False:
             # torn last frame: complete lines were recovered above; the rest is dropped
-            info.torn = Torn(offset=offset, length=len(buf), frame=index, frame_offset=start, data=buf[: 1 << 20])
-            offset += len(buf)
+            info.torn = Torn(offset=offset, length=len(rest), frame=index, frame_offset=start, data=rest[: 1 << 20])
+            offset += len(rest)
             break
     info.decoded_bytes = offset
+
+
+def _chain_first(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    yield first
+    yield from rest
 
 
 # --------------------------------------------------------------------------- JSON documents
 
 
-def _ijson_items(fh: IO[bytes], prefix: str) -> Iterator[Any]:
+MAX_JSON_DEPTH = 2048  # far beyond any event (orjson itself stops at 1024)
+_JSON_TOKENS = re.compile(rb'\\.?|["\[\]{}]', re.DOTALL)
+
+
+class DepthGuard:
+    """A read-through wrapper that refuses JSON nested deeper than ``MAX_JSON_DEPTH``.
+
+    ijson keeps one prefix string per open level (``item.item.item...``), so memory
+    grows with the square of the nesting depth: a 100 000-deep document of a few
+    hundred KB needs tens of GB.  Counting brackets outside strings in the bytes
+    ijson is about to see stops such input before the parser does.
+    """
+
+    __slots__ = ("_fh", "_path", "_depth", "_in_str", "_skip")
+
+    def __init__(self, fh: IO[bytes], path: str) -> None:
+        self._fh = fh
+        self._path = path
+        self._depth = 0
+        self._in_str = False
+        self._skip = False  # the previous chunk ended inside an escape
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._fh.read(n)
+        start = 0
+        if self._skip and data:
+            start, self._skip = 1, False
+        depth, in_str = self._depth, self._in_str
+        for m in _JSON_TOKENS.finditer(data, start):
+            t = m.group()
+            c = t[0]
+            if c == 0x5C:  # backslash: an escape inside a string
+                if len(t) == 1:
+                    self._skip = True
+            elif c == 0x22:
+                in_str = not in_str
+            elif in_str:
+                continue
+            elif c in (0x5B, 0x7B):
+                depth += 1
+                if depth > MAX_JSON_DEPTH:
+                    raise CorruptLog(f"JSON document nested deeper than {MAX_JSON_DEPTH} levels", path=self._path)
+            else:
+                depth -= 1
+        self._depth, self._in_str = depth, in_str
+        return data
+
+
+def _ijson_items(fh: IO[bytes], prefix: str, path: str = "") -> Iterator[Any]:
     import ijson
 
-    return ijson.items(fh, prefix, use_float=True)
+    return ijson.items(DepthGuard(fh, path), prefix, use_float=True)
 
 
 def iter_json_array(fh: IO[bytes], info: SourceInfo, prefix: str = "item") -> Iterator[Record]:
@@ -359,10 +534,10 @@ def iter_json_array(fh: IO[bytes], info: SourceInfo, prefix: str = "item") -> It
 
     i = 0
     try:
-        for obj in _ijson_items(fh, prefix):
+        for obj in _ijson_items(fh, prefix, info.path):
             yield Record(None, obj, None, None, index=i)
             i += 1
-    except ijson.JSONError as exc:
+    except (ijson.JSONError, UnicodeDecodeError) as exc:  # the C backend raises the latter for bad UTF-8
         raise CorruptLog(f"invalid JSON document: {' '.join(str(exc).split())}", path=info.path, loc=Location(index=i)) from None
     except ijson.IncompleteJSONError as exc:  # pragma: no cover - subclass of JSONError in most backends
         raise CorruptLog(f"truncated JSON document: {exc}", path=info.path, loc=Location(index=i)) from None

@@ -1,0 +1,368 @@
+"""Time every dshlog command on large generated logs against a parse-only floor.
+
+    python bench/run.py [--sizes 30M,120M,480M] [--repeat 1] [--no-write]
+
+For each size the generated v4 and v0 logs (plain and ``.zstd``; missing ones are
+generated first, see ``bench/generate.py``) are fed to each command in a fresh
+subprocess, and the wall time and peak RSS of that child are recorded.  The
+*floor* is a plain Python loop that reads the same file line by line and
+``orjson.loads`` every line and nothing else: no tool written in Python can read
+the log faster, so ``wall / floor`` says how much the tool adds on top of parsing.
+
+Commands the installed ``dshlog`` does not have yet (per ``dshlog --help``) are
+listed as n/a, so the runner can be re-run unchanged as commands land.  The table
+goes to stdout and into ``BENCHMARKS.md`` between the ``bench:begin``/``bench:end``
+markers (the rest of that file is left alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import generate as gen  # noqa: E402
+
+PY = sys.executable
+DSHLOG = [PY, "-m", "dshlog.cli"] if not (Path(PY).parent / "dshlog").exists() else [str(Path(PY).parent / "dshlog")]
+TINY = ROOT / "fixtures" / "v4" / "loop" / "session.v4.jsonl"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+FLOOR_CODE = "import orjson,sys\nwith open(sys.argv[1],'rb') as f:\n    for line in f: orjson.loads(line)\n"
+FLOOR_ZSTD_CODE = (
+    "import orjson,sys,zstandard\nwith open(sys.argv[1],'rb') as f:\n"
+    "    r=zstandard.ZstdDecompressor().stream_reader(f,read_across_frames=True)\n"
+    "    import io\n    for line in io.BufferedReader(r,1<<20): orjson.loads(line)\n"
+)
+
+# (label, argv after `dshlog`, needs command, target ratio to floor)
+READ_COMMANDS = [
+    ("validate", ["validate", "{f}"], "validate", 2.0),
+    ("info", ["info", "{f}"], "info", 2.0),
+    ("events --json", ["events", "--json", "{f}"], "events", 2.0),
+    ("surface", ["surface", "{f}"], "surface", 2.0),
+    ("requests", ["requests", "{f}"], "requests", 2.0),
+    ("rebuild --request last", ["rebuild", "--request", "{last}", "{f}"], "rebuild", 2.5),
+]
+MIGRATE_TARGET = 4.0
+ZSTD_TARGET = 1.3
+RSS_LIMIT_MB = 100.0
+RSS_GROWTH = 0.20
+STARTUP_LIMIT = 0.3
+
+
+@dataclass
+class Row:
+    size: str
+    input: str  # v4, v4.zstd, v0, v0.zstd
+    command: str
+    wall: float | None = None
+    cpu: float | None = None
+    rss_mb: float | None = None
+    floor: float | None = None
+    floor_cpu: float | None = None
+    plain_wall: float | None = None  # the same command on the plain file (zstd rows)
+    target: float | None = None
+    note: str = ""
+    checks: list[tuple[str, bool]] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float | None:
+        return self.wall / self.floor if self.wall and self.floor else None
+
+    @property
+    def cpu_ratio(self) -> float | None:
+        return self.cpu / self.floor_cpu if self.cpu and self.floor_cpu else None
+
+    @property
+    def zratio(self) -> float | None:
+        return self.wall / self.plain_wall if self.wall and self.plain_wall else None
+
+
+# Children run in a user's ordinary environment: bytecode caching on, stdout buffered.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONPROFILEIMPORTTIME")}
+
+
+def run_child(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float, int, str, float]:
+    """(wall seconds, peak RSS MiB, exit code, stderr tail, CPU seconds) of one child process."""
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT, env=CHILD_ENV)
+    err = p.stderr.read() if p.stderr else b""
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    p.returncode = os.waitstatus_to_exitcode(status)
+    tail = err.decode("utf-8", "replace").strip().splitlines()
+    return wall, ru.ru_maxrss / 1024.0, p.returncode, tail[-1] if tail else "", ru.ru_utime + ru.ru_stime
+
+
+def best(argv: list[str], repeat: int) -> tuple[float, float, int, str, float]:
+    """Fastest wall time of ``repeat`` runs (and the lowest CPU time, highest peak RSS)."""
+    runs = [run_child(argv) for _ in range(repeat)]
+    return min(r[0] for r in runs), max(r[1] for r in runs), runs[-1][2], runs[-1][3], min(r[4] for r in runs)
+
+
+def available_commands() -> set[str]:
+    out = subprocess.run(DSHLOG + ["--help"], capture_output=True, text=True, cwd=ROOT).stdout
+    cmds = set()
+    in_cmds = False
+    for line in out.splitlines():
+        if line.strip().startswith("Commands:"):
+            in_cmds = True
+            continue
+        if in_cmds:
+            m = re.match(r"^\s{2}([a-z][a-z0-9-]*)\b", line)
+            if m:
+                cmds.add(m.group(1))
+    return cmds
+
+
+def last_request(path: Path) -> int | None:
+    """Number of settlements (assistant/message + assistant/attempt) = the last request's number."""
+    import orjson
+
+    p = subprocess.run(DSHLOG + ["info", "--json", str(path)], capture_output=True, cwd=ROOT)
+    try:
+        return int(orjson.loads(p.stdout)["summary"]["modelCalls"])
+    except Exception:
+        return None
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 1048576:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"`{' '.join(platform.uname())}`; CPU {cpu}, {os.cpu_count()} cores{mem}; Python {platform.python_version()}"
+
+
+def bench_size(size: str, args, cmds: set[str], rows: list[Row]) -> None:
+    paths = {v: gen.generate(args.data, size, v, args.seed) for v in (4, 0)}
+    floors: dict[str, float] = {}
+    fcpu: dict[str, float] = {}
+    for v in (4, 0):
+        for kind in ("plain", "zstd"):
+            f = paths[v][kind]
+            label = f"v{v}" + (".zstd" if kind == "zstd" else "")
+            code = FLOOR_CODE if kind == "plain" else FLOOR_ZSTD_CODE
+            wall, rss, rc, _, cpu = best([PY, "-c", code, str(f)], args.repeat)
+            floors[label] = wall
+            fcpu[label] = cpu
+            rows.append(Row(size, label, "floor (orjson per line)", wall, cpu, rss, floor=floors[f"v{v}"] if kind == "zstd" else wall, floor_cpu=fcpu[f"v{v}"]))
+    jq = shutil.which("jq")
+    last = last_request(paths[4]["plain"]) if "rebuild" in cmds else None
+    for v in (4, 0):
+        if v == 0 and args.v0_sizes is not None and size not in args.v0_sizes:
+            continue  # v0 read commands skipped at this size (migrate still runs)
+        for label, argv, need, target in READ_COMMANDS:
+            plain_wall = None
+            for kind in ("plain", "zstd"):
+                ilabel = f"v{v}" + (".zstd" if kind == "zstd" else "")
+                row = Row(size, ilabel, label, floor=floors[f"v{v}"], floor_cpu=fcpu[f"v{v}"], target=target)
+                if need not in cmds:
+                    row.note = "n/a"
+                    rows.append(row)
+                    continue
+                n = last if v == 4 else last_request(paths[v]["plain"])
+                argv2 = [a.replace("{f}", str(paths[v][kind])).replace("{last}", str(n)) for a in argv]
+                wall, rss, rc, err, cpu = best(DSHLOG + argv2, args.repeat)
+                row.wall, row.rss_mb, row.cpu = wall, rss, cpu
+                if rc not in (0,):
+                    row.note = f"exit {rc}: {err[:80]}"
+                if kind == "plain":
+                    plain_wall = wall
+                else:
+                    row.plain_wall = plain_wall
+                rows.append(row)
+        # migrate: v0 -> v4 into a temporary copy of the session directory
+    for kind in ("plain", "zstd"):
+        row = Row(size, "v0" + (".zstd" if kind == "zstd" else ""), "migrate", floor=floors["v0"], floor_cpu=fcpu["v0"], target=MIGRATE_TARGET)
+        if "migrate" not in cmds:
+            row.note = "n/a"
+            rows.append(row)
+            continue
+        src = paths[0][kind]
+        tmp = Path(tempfile.mkdtemp(prefix="migrate-", dir=args.data))
+        try:
+            walls = []
+            cpus = []
+            rss = 0.0
+            for _ in range(args.repeat):
+                dst = tmp / gen.PROJECT / src.parent.name
+                if dst.exists():
+                    shutil.rmtree(dst)
+                dst.mkdir(parents=True)
+                shutil.copy2(src, dst / src.name)
+                w, r, rc, err, c = run_child(DSHLOG + ["migrate", str(dst)])
+                walls.append(w)
+                cpus.append(c)
+                rss = max(rss, r)
+                if rc != 0:
+                    row.note = f"exit {rc}: {err[:80]}"
+            row.wall, row.rss_mb, row.cpu = min(walls), rss, min(cpus)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if kind == "zstd":
+            row.plain_wall = next((r.wall for r in rows if r.size == size and r.command == "migrate" and r.input == "v0"), None)
+        rows.append(row)
+    if jq:
+        wall, rss, rc, _, cpu = best([jq, "-c", "select(.surfaceOp)", str(paths[4]["plain"])], args.repeat)
+        rows.append(Row(size, "v4", "jq -c 'select(.surfaceOp)'", wall, cpu, rss, floor=floors["v4"], floor_cpu=fcpu["v4"]))
+    else:
+        rows.append(Row(size, "v4", "jq -c 'select(.surfaceOp)'", note="jq not installed"))
+
+
+def evaluate(rows: list[Row], sizes: list[str]) -> list[tuple[str, str, str]]:
+    """Per-row statuses and the cross-row targets: (target, measured, met/missed)."""
+    out: list[tuple[str, str, str]] = []
+    for r in rows:
+        if r.wall is None or r.note.startswith("exit") or r.command.startswith(("floor", "jq")):
+            continue
+        if r.target is not None and r.ratio is not None:
+            r.checks.append((f"≤ {r.target:g}× floor", r.ratio <= r.target))
+        if r.zratio is not None:
+            r.checks.append((f"≤ {ZSTD_TARGET:g}× plain", r.zratio <= ZSTD_TARGET))
+        if r.rss_mb is not None and not r.command.startswith("rebuild"):
+            r.checks.append((f"RSS ≤ {RSS_LIMIT_MB:g} MB", r.rss_mb <= RSS_LIMIT_MB))
+    # RSS growth from the smallest to the largest measured size
+    if len(sizes) > 1:
+        lo, hi = sizes[0], sizes[-1]
+        for r in rows:
+            if r.size != hi or r.rss_mb is None or r.command.startswith(("floor", "rebuild", "jq")) or r.note.startswith("exit"):
+                continue
+            base = next((b for b in rows if b.size == lo and b.input == r.input and b.command == r.command and b.rss_mb), None)
+            if base:
+                g = r.rss_mb / base.rss_mb - 1
+                out.append((f"RSS growth {lo}→{hi} < {RSS_GROWTH:.0%}: {r.command} ({r.input})", f"{g:+.0%}", "met" if g < RSS_GROWTH else "missed"))
+    for size in sizes:
+        jq = next((r for r in rows if r.size == size and r.command.startswith("jq") and r.wall), None)
+        surf = next((r for r in rows if r.size == size and r.command == "surface" and r.input == "v4" and r.wall), None)
+        if jq and surf:
+            out.append((f"surface faster than jq ({size})", f"{surf.wall:.2f} s vs {jq.wall:.2f} s", "met" if surf.wall < jq.wall else "missed"))
+    return out
+
+
+def startup(repeat: int) -> list[tuple[str, str, str]]:
+    out = []
+    for label, argv in (("dshlog --version", ["--version"]), ("dshlog info (tiny file)", ["info", str(TINY)])):
+        wall = min(run_child(DSHLOG + argv)[0] for _ in range(max(repeat, 5)))
+        out.append((f"{label} < {STARTUP_LIMIT} s", f"{wall:.3f} s", "met" if wall < STARTUP_LIMIT else "missed"))
+    return out
+
+
+def _loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def fmt(v: float | None, spec: str, suffix: str = "") -> str:
+    return "" if v is None else format(v, spec) + suffix
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| size | input | command | wall s | CPU s | × floor | × floor (CPU) | × plain | peak RSS MB | targets (on wall time) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        if r.note and r.wall is None:
+            status = r.note
+        else:
+            status = "; ".join(f"{name} {'met' if ok else '**missed**'}" for name, ok in r.checks)
+            if r.note:
+                status = (r.note + "; " + status).strip("; ")
+        lines.append(
+            f"| {r.size} | {r.input} | {r.command} | {fmt(r.wall, '.2f')} | {fmt(r.cpu, '.2f')} | {fmt(r.ratio, '.2f')} | {fmt(r.cpu_ratio, '.2f')} | {fmt(r.zratio, '.2f')} | {fmt(r.rss_mb, '.0f')} | {status} |"
+        )
+    return "\n".join(lines)
+
+
+def report(rows: list[Row], extra: list[tuple[str, str, str]], sizes: list[str], data: Path, seed: int) -> str:
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    files = []
+    for size in sizes:
+        for v in (4, 0):
+            p = gen.session_paths(data, size, v, seed)
+            if p["plain"].exists():
+                files.append(f"{size} v{v}: {p['plain'].stat().st_size / 1e6:.1f} MB plain, {p['zstd'].stat().st_size / 1e6:.1f} MB zstd")
+    parts = [
+        BEGIN,
+        f"Measured {now} by `bench/run.py {' '.join(x for x in sys.argv[1:] if x != '--no-write')}`.",
+        "",
+        f"Machine: {machine()}.",
+        "",
+        f"Load average when the run ended: {_loadavg()} (a shared machine inflates wall times; CPU s is the child's user+system time).",
+        "Children run with the user's environment minus `PYTHONDONTWRITEBYTECODE`/`PYTHONUNBUFFERED`, as an ordinary shell would.",
+        "`× floor` is the wall-time ratio to the orjson loop over the same plain file (`× floor (CPU)` the same for CPU time); `× plain` compares with the same command on the plain file.",
+        "",
+        f"Inputs (`bench/generate.py`, seed {seed}): " + "; ".join(files) + ".",
+        "",
+        table(rows),
+        "",
+        "| target | measured | status |",
+        "|---|---|---|",
+    ]
+    parts += [f"| {a} | {b} | {'**missed**' if c == 'missed' else c} |" for a, b, c in extra]
+    parts.append(END)
+    return "\n".join(parts)
+
+
+def write_benchmarks(text: str) -> None:
+    path = ROOT / "BENCHMARKS.md"
+    old = path.read_text() if path.exists() else "# Benchmarks\n\n" + BEGIN + "\n" + END + "\n"
+    if BEGIN in old and END in old:
+        new = old[: old.index(BEGIN)] + text + old[old.index(END) + len(END) :]
+    else:
+        new = old.rstrip() + "\n\n" + text + "\n"
+    path.write_text(new)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="30M,120M")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest wall time is kept")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--data", type=Path, default=gen.DEFAULT_OUT)
+    ap.add_argument("--no-write", action="store_true", help="print the table, leave BENCHMARKS.md alone")
+    ap.add_argument("--v0-sizes", default=None, help="sizes at which the v0 read commands run (default: all); migrate always runs")
+    a = ap.parse_args(argv)
+    sizes = [s.strip().upper() for s in a.sizes.split(",") if s.strip()]
+    a.v0_sizes = None if a.v0_sizes is None else [s.strip().upper() for s in a.v0_sizes.split(",") if s.strip()]
+    a.data.mkdir(parents=True, exist_ok=True)
+    cmds = available_commands()
+    rows: list[Row] = []
+    for size in sizes:
+        print(f"bench: {size} ...", file=sys.stderr)
+        bench_size(size, a, cmds, rows)
+    extra = evaluate(rows, sizes) + startup(a.repeat)
+    text = report(rows, extra, sizes, a.data, a.seed)
+    print(text)
+    if not a.no_write:
+        write_benchmarks(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

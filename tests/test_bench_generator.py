@@ -1,0 +1,80 @@
+"""The benchmark generator writes valid logs, and its zstd copies hold the same events.
+
+Benchmarks are only meaningful on logs dsh itself would accept: a generator that
+drifted into invalid shapes would time error paths instead of the real work.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from dshlog.session import open_session
+from dshlog.source import SourceInfo, iter_zstd_lines
+from dshlog.validation import validate_log
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_generate", mod)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return _generator()
+
+
+def _events(path: Path) -> list[dict]:
+    with open_session(str(path), strict=True) as log:
+        return list(log.stored_events())
+
+
+def _check(paths: dict, version: int) -> None:
+    report = validate_log(str(paths["plain"]))
+    errors = [p for p in report.problems if p.severity == "error"]
+    assert report.version == version
+    assert not errors, errors[:5]
+    assert report.events > 100
+    plain, packed = _events(paths["plain"]), _events(paths["zstd"])
+    assert plain == packed
+    # the body is decoded on a second thread where a second core exists; both paths agree
+    with open(paths["zstd"], "rb") as fh:
+        info = SourceInfo(str(paths["zstd"]), "jsonl.zstd")
+        serial = [(r.raw, r.line, r.offset, r.frame) for r in iter_zstd_lines(fh, info, threaded=False)]
+    with open(paths["zstd"], "rb") as fh:
+        info2 = SourceInfo(str(paths["zstd"]), "jsonl.zstd")
+        threaded = [(r.raw, r.line, r.offset, r.frame) for r in iter_zstd_lines(fh, info2, threaded=True)]
+    assert serial == threaded and info.frames == info2.frames and info.decoded_bytes == info2.decoded_bytes
+    with open_session(str(paths["zstd"])) as log:
+        list(log.records())
+        assert log.info.frames > 10  # a header frame plus one frame per append batch
+
+
+def test_v4_small_file_is_valid_and_zstd_matches(gen, tmp_path):
+    paths = gen.generate(tmp_path, "600K", 4, seed=3, rare=5.0)
+    _check(paths, 4)
+    types = {e["type"] for e in _events(paths["plain"])}
+    # the shapes the benchmarks are meant to exercise
+    assert {"assistant/attempt", "llm/retry", "compaction/summary", "tool/result", "system/message"} <= types
+
+
+def test_v0_small_file_is_valid_and_zstd_matches(gen, tmp_path):
+    pytest.importorskip("dshlog.migrate.chain")
+    paths = gen.generate(tmp_path, "600K", 0, seed=3, rare=5.0)
+    _check(paths, 0)
+    raw = paths["plain"].read_bytes()
+    assert b'"type":"text-chunks"' in raw and b'"type":"assistant/chunk"' in raw and b'"plugin":"compact"' in raw
+
+
+def test_generation_is_deterministic(gen, tmp_path):
+    a = gen.generate(tmp_path / "a", "200K", 4, seed=5)
+    b = gen.generate(tmp_path / "b", "200K", 4, seed=5)
+    assert a["plain"].read_bytes() == b["plain"].read_bytes()
