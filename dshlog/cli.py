@@ -469,8 +469,6 @@ def requests(
 
 
 def _closer_lines(closers: list[dict]) -> list[str]:
-    from .render import describe
-
     out = []
     for c in closers:
         d = c.get("data") or {}
@@ -576,8 +574,6 @@ def fork(
 
     Example: dshlog fork session.v4.jsonl --at 15 -o child/
     """
-    from pathlib import Path
-
     from .errors import UsageError
     from .fork import write_fork
 

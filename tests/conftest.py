@@ -59,3 +59,23 @@ def run_cli(capsysbinary, *args: str) -> tuple[int, bytes, bytes]:
         code = int(exc.code or 0)
     out, err = capsysbinary.readouterr()
     return code, out, err
+
+
+def read_log(source: "Path | bytes", tmp_dir: "Path | None" = None, name: str = "session.jsonl") -> tuple[dict | None, list[dict]]:
+    """(header, stored-version events) through the project's reader, leniently.
+
+    ``source`` is a path, or the bytes of a log (written to ``tmp_dir/name`` first).
+    Projections get seq by position and time 0; packed rows and ranges are expanded.
+    """
+    from dshlog.session import open_session
+
+    if isinstance(source, (bytes, bytearray)):
+        import tempfile
+
+        d = Path(tmp_dir) if tmp_dir is not None else Path(tempfile.mkdtemp())
+        path = d / name
+        path.write_bytes(bytes(source))
+    else:
+        path = Path(source)
+    with open_session(path, strict=False) as log:
+        return log.header, list(log.stored_events())

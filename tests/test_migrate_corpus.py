@@ -11,17 +11,16 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from conftest import read_log
 from dshlog.errors import DshlogError
 from dshlog.migrate import migrate_stream
 
 SHARED = Path(os.environ.get("DSHLOG_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 CORPUS = SHARED / "corpus"
 ERAS = ("v0", "v0-enveloped", "v0-early", "v1", "v2", "v3")
-PACKED = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", "tool-call-chunks": "tool-call-delta"}
 V4_TYPES = {
     "agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
     "assistant/attempt", "assistant/message", "command/run", "command/done", "compaction/start",
@@ -38,48 +37,6 @@ V4_TYPES = {
     "web/deepseek-search-llm-request", "working-directory/change", "workspace/changes",
 }
 EDGE_TEXT = re.compile(r"^@deepseek-ai/dsh-session-format-v([0-3])-to-v([1-4]) refuses this format v\1 Session: .+")
-
-
-def _expand_refs(value: Any) -> Any:
-    if not isinstance(value, list):
-        return value
-    out: list[Any] = []
-    for m in value:
-        out.extend(range(m[0], m[1] + 1)) if isinstance(m, list) and len(m) == 2 else out.append(m)
-    return out
-
-
-def _events(lines: list[bytes]):
-    count = 0
-    for raw in lines:
-        if not raw.strip():
-            continue
-        row = json.loads(raw)
-        kind = row.get("type")
-        if kind in PACKED and "data" in row:
-            d = row["data"]
-            seq, time = row.get("seq0", count), row.get("time0", 0)
-            members = d["args"] if kind == "tool-call-chunks" else d["texts"]
-            for k, member in enumerate(members):
-                if k:
-                    time += d["dt"][k - 1]
-                if kind == "tool-call-chunks":
-                    chunk = {"type": "tool-call-delta", "index": d["index"], "id": d["id"]}
-                    if "name" in d:
-                        chunk["name"] = d["name"]
-                    chunk["argumentsDelta"] = member
-                else:
-                    chunk = {"type": PACKED[kind], "index": d["index"], "text": member}
-                yield {"type": "assistant/chunk", "seq": seq + k, "time": time,
-                       "data": {"turn": d["turn"], "step": d["step"], "chunk": chunk}}
-            count += len(members)
-            continue
-        ev = {"type": kind, "seq": row.get("seq", count), "time": row.get("time", 0)}
-        for key, value in row.items():
-            if key not in ("type", "seq", "time"):
-                ev[key] = _expand_refs(value) if key == "sourceEventSeqs" else value
-        count += 1
-        yield ev
 
 
 def _files() -> list[Path]:
@@ -105,7 +62,8 @@ def test_corpus_file_migrates_or_refuses_cleanly(path: Path) -> None:
     if "version" not in header:
         pytest.skip("header without version (reader's business)")
     try:
-        h4, it = migrate_stream(header, _events(lines[1:]), child_facts=[], projection=True)
+        _, events = read_log(path)
+        h4, it = migrate_stream(header, iter(events), child_facts=[], projection=True)
         out = list(it)
     except DshlogError as err:
         REFUSED[str(path.relative_to(CORPUS))] = err.message

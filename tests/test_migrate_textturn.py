@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from conftest import read_log
 from dshlog.migrate import migrate_stream
 
 SHARED = Path(os.environ.get("DSHLOG_SHARED", Path(__file__).resolve().parents[2] / "shared"))
@@ -23,44 +24,10 @@ FIXTURE = SHARED / "corpus" / "v1" / "knyazev741" / "snapshots__session__text-tu
 PACKED = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", "tool-call-chunks": "tool-call-delta"}
 
 
-def expand_refs(value: list[Any]) -> list[int]:
-    out: list[int] = []
-    for m in value:
-        out.extend(range(m[0], m[1] + 1)) if isinstance(m, list) else out.append(m)
-    return out
-
-
 def load_rows(lines: list[bytes]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Header + logical events; seq by position and time 0 where the row lacks them."""
-    header = json.loads(lines[0])
-    events: list[dict[str, Any]] = []
-    for raw in lines[1:]:
-        if not raw.strip():
-            continue
-        row = json.loads(raw)
-        kind = row.get("type")
-        if kind in PACKED:
-            d = row["data"]
-            seq, time = row.get("seq0", len(events)), row.get("time0", 0)
-            members = d["args"] if kind == "tool-call-chunks" else d["texts"]
-            for k, member in enumerate(members):
-                if k:
-                    time += d["dt"][k - 1]
-                if kind == "tool-call-chunks":
-                    chunk = {"type": "tool-call-delta", "index": d["index"], "id": d["id"]}
-                    if "name" in d:
-                        chunk["name"] = d["name"]
-                    chunk["argumentsDelta"] = member
-                else:
-                    chunk = {"type": PACKED[kind], "index": d["index"], "text": member}
-                events.append({"type": "assistant/chunk", "seq": seq + k, "time": time,
-                               "data": {"turn": d["turn"], "step": d["step"], "chunk": chunk}})
-            continue
-        ev = {"type": kind, "seq": row.get("seq", len(events)), "time": row.get("time", 0)}
-        for key, value in row.items():
-            if key not in ("type", "seq", "time"):
-                ev[key] = expand_refs(value) if key == "sourceEventSeqs" else value
-        events.append(ev)
+    """Header + logical events of a log given as lines, through the project's reader."""
+    header, events = read_log(b"".join(line + b"\n" for line in lines if line.strip()))
+    assert header is not None
     return header, events
 
 
@@ -131,6 +98,14 @@ def test_text_turn_migrates_to_17_v4_events(fixture_lines: list[bytes]) -> None:
     assert len(stream[1]["texts"]) == 20 and len(stream[1]["dt"]) == 19 and stream[1]["index"] == 0
     assert stream[3] == {"type": "text-chunks", "time0": 0, "index": 1, "dt": [0], "texts": ["P", "ONG"]}
     assert [r["chunk"]["type"] for r in stream[4:]] == ["block-end", "block-end", "usage", "finish"]
+
+
+def expand_refs(value: list[Any]) -> list[int]:
+    """The v1 writer range-encodes sourceEventSeqs; the seed's v0 file lists them expanded."""
+    out: list[int] = []
+    for m in value:
+        out.extend(range(m[0], m[1] + 1)) if isinstance(m, list) else out.append(m)
+    return out
 
 
 def _v0_on_disk(fixture_lines: list[bytes]) -> bytes:

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from conftest import read_log
 from dshlog.errors import CorruptLog, UsageError
 from dshlog.requests import RequestBuilder, ToolHistory, canonical_header, iter_requests, rebuild
 from dshlog.surface import fold
@@ -244,34 +245,9 @@ def _shared() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
 
 
-def _expand(seqs: Any) -> Any:
-    if not isinstance(seqs, list):
-        return seqs
-    out: list[Any] = []
-    for member in seqs:
-        if isinstance(member, list) and len(member) == 2:
-            out.extend(range(member[0], member[1] + 1))
-        else:
-            out.append(member)
-    return out
-
-
 def load_projection(path: Path) -> list[dict]:
-    """Corpus files are test snapshots: restore ``seq`` by position and ``time`` 0,
-    and expand range-encoded ``sourceEventSeqs``.  (To be replaced by the
-    project's reader.)"""
-    events: list[dict] = []
-    with path.open("rb") as fh:
-        for line_no, line in enumerate(fh):
-            row = orjson.loads(line)
-            if line_no == 0 and row.get("type") == "session":
-                continue
-            event = {"type": row["type"], "seq": row.get("seq", len(events)), "time": row.get("time", 0)}
-            for key, value in row.items():
-                if key not in event:
-                    event[key] = _expand(value) if key == "sourceEventSeqs" else value
-            events.append(event)
-    return events
+    """Corpus files are test snapshots: the reader restores seq by position (time 0)."""
+    return read_log(path)[1]
 
 
 CORPUS = sorted((_shared() / "corpus" / "v4").glob("*/*.jsonl"))

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from dshlog import vocabulary as vocab
+from conftest import read_log
 from dshlog.validate import Problem, Validator, validate_events
 
 GOLDEN = Path("/work/shared/golden")
@@ -33,26 +34,10 @@ def golden(*names: str) -> list[dict]:
     return events
 
 
-def _expand(refs: list) -> list[int]:
-    out: list[int] = []
-    for ref in refs:
-        out += list(range(ref[0], ref[1] + 1)) if isinstance(ref, list) else [ref]
-    return out
-
-
 def load_projection(path: Path) -> tuple[dict, list[dict]]:
-    """Snapshot projections lack seq/time: restore seq by position, time 0, expand ranges."""
-    lines = path.read_text().splitlines()
-    header = json.loads(lines[0])
-    events = []
-    for i, line in enumerate(lines[1:]):
-        row = json.loads(line)
-        event: dict[str, Any] = {"type": row["type"], "seq": row.get("seq", i), "time": row.get("time", 0)}
-        for key, value in row.items():
-            if key in ("type", "seq", "time"):
-                continue
-            event[key] = _expand(value) if key == "sourceEventSeqs" and isinstance(value, list) else value
-        events.append(event)
+    """Snapshot projections lack seq/time: the reader restores seq by position (time 0)."""
+    header, events = read_log(path)
+    assert header is not None
     return header, events
 
 
