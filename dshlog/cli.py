@@ -592,7 +592,7 @@ def fork(
 
 @app.command()
 def migrate(
-    paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Session files, session directories, or roots to walk (--recursive).")],
+    paths: Annotated[Optional[list[str]], typer.Argument(metavar="PATH", help="Session files, session directories, session ids, or roots to walk (--recursive). Default: the current directory's latest session.")] = None,
     recursive: Annotated[bool, typer.Option("--recursive", "-R", help="Walk directories for every session below them.")] = False,
     check: Annotated[bool, typer.Option("--check", help="Exit 0 when nothing needs migrating, 10 when something does; write nothing.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Migrate in memory and report what would be published, with event counts.")] = False,
@@ -607,6 +607,10 @@ def migrate(
     """
     from .migrate.publish import find_sessions, migrate_session
 
+    import os
+
+    # session ids (or unique prefixes) stand for their generation files; no PATH means the current session
+    paths = [p if os.path.exists(p) else _resolve(p) for p in paths] if paths else [_resolve(None)]
     sources = list(find_sessions(paths, recursive=recursive))
     outcomes = []
     progress = None
