@@ -408,38 +408,26 @@ def requests(
     from .requests import iter_requests
 
     log = _open(file, select=select, format_version=format_version)
-    with log:
-        rows = []
+
+    def rows():
         try:
-            for info in iter_requests(log.events(), session_id=log.session_id, strict_unknown=not allow_unknown):
-                rows.append(info)
+            yield from iter_requests(log.events(), session_id=log.session_id, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
+
+    with log:
         if json_:
-            _json(
-                {
-                    "shape": JSON_SHAPE,
-                    "requests": [
-                        {
-                            "number": r.number,
-                            "settlementSeq": r.seq,
-                            "settlement": r.kind,
-                            "turn": r.turn,
-                            "step": r.step,
-                            "messages": r.message_count,
-                            "extends": r.extends,
-                            "reason": r.reason,
-                            "changes": r.changes,
-                            "headerSeq": r.header_seq,
-                            "interrupted": r.interrupted,
-                            "inputTokens": r.input_tokens,
-                            "outputTokens": r.output_tokens,
-                            "cacheReadTokens": r.cache_read_tokens,
-                        }
-                        for r in rows
-                    ],
-                }
-            )
+            # streamed, one request per line, so memory stays flat however many requests the log holds
+            from .jsjson import dumps
+
+            out = _BatchedStdout()
+            out.write(b'{"shape":%d,"requests":[' % JSON_SHAPE)
+            sep = b"\n"
+            for r in rows():
+                out.write(sep + dumps(_request_row(r)))
+                sep = b",\n"
+            out.write(b"\n]}\n")
+            out.flush()
             return
         from .render import table
 
@@ -458,11 +446,31 @@ def requests(
                     r.input_tokens,
                     r.output_tokens,
                 ]
-                for r in rows
+                for r in rows()
             ),
             justify={0: "right", 1: "right", 4: "right", 7: "right", 8: "right"},
         )
         _notes(log)
+
+
+def _request_row(r: Any) -> dict[str, Any]:
+    """The versioned --json shape of one request."""
+    return {
+        "number": r.number,
+        "settlementSeq": r.seq,
+        "settlement": r.kind,
+        "turn": r.turn,
+        "step": r.step,
+        "messages": r.message_count,
+        "extends": r.extends,
+        "reason": r.reason,
+        "changes": r.changes,
+        "headerSeq": r.header_seq,
+        "interrupted": r.interrupted,
+        "inputTokens": r.input_tokens,
+        "outputTokens": r.output_tokens,
+        "cacheReadTokens": r.cache_read_tokens,
+    }
 
 
 # ----------------------------------------------------------------------------- writing commands

@@ -151,8 +151,7 @@ def console(stderr: bool = False):
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, justify: dict[int, str] | None = None) -> None:
-    """Print a table: Rich on a terminal, tab-separated plain text when piped."""
-    rows = list(rows)
+    """Print a table: Rich on a terminal, tab-separated plain text when piped (streamed, row by row)."""
     if not sys.stdout.isatty() and not os.environ.get("FORCE_COLOR"):
         if title:
             print(f"# {title}")
@@ -160,6 +159,7 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
         for r in rows:
             print("\t".join("" if v is None else str(v) for v in r))
         return
+    rows = list(rows)
     from rich.table import Table
 
     t = Table(title=title, show_edge=False, header_style="bold")

@@ -15,14 +15,14 @@ whether each request extends the one before it.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from .jsjson import dumps as _dumps
 
 from dshlog.errors import CorruptLog, UsageError
-from dshlog.surface import SETTLEMENT_TYPES, SurfaceFold, json_equal
+from dshlog.surface import SETTLEMENT_TYPES, HeaderTools, SurfaceFold, json_equal
 
 # Reasons a request may not extend its predecessor, most specific first.
 REASON_COMPACTION = "compaction replace"
@@ -87,7 +87,8 @@ class ToolHistory:
     baseline plus every resolved ``developer/message`` tool update since."""
 
     def __init__(self) -> None:
-        self._headers: dict[int, Any] = {}
+        # Every header stays citable by later developer messages; equal tool lists are shared.
+        self._headers = HeaderTools()
         self._declared: dict[Any, bytes] = {}
         self._active: Any = []
         self._available: set[Any] = set()
@@ -102,7 +103,7 @@ class ToolHistory:
             tools = data["header"].get("tools")
             if tools is None:
                 tools = []
-            self._headers[event["seq"]] = tools
+            self._headers.add(event["seq"], tools)
             listed = tools if isinstance(tools, list) else []
             redeclared = any(
                 _name(t) in self._declared and self._declared[_name(t)] != _js_text(t) for t in listed
@@ -164,26 +165,179 @@ def _name(tool: Any) -> Any:
 # --------------------------------------------------------------------------- builder
 
 
-@dataclass(slots=True)
-class RequestInfo:
-    """Summary of one request, as :func:`iter_requests` reports it."""
+# RequestInfo's numeric fields, in constructor order, and its coded fields.
+_NUMERIC = (
+    "number", "seq", "turn", "step", "message_count", "header_seq",
+    "input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens",
+)
+_FIELDS = (
+    "number", "seq", "kind", "turn", "step", "message_count", "extends", "reason", "changes",
+    "header_seq", "header_reason", "interrupted", "input_tokens", "output_tokens", "cache_read_tokens",
+    "reasoning_tokens",
+)
+_CHANGE_ORDER = (REASON_COMPACTION, REASON_SYSTEM, REASON_SERIES, REASON_HEADER, REASON_TOOLS, REASON_REWRITTEN)
+_CODES: dict[str, tuple[Any, ...]] = {
+    "kind": tuple(sorted(SETTLEMENT_TYPES)),
+    "extends": (None, True, False),
+    "reason": (None, *_CHANGE_ORDER),
+    "interrupted": (False, True),
+    "header_reason": (None,),
+}
+_CODED = tuple(_CODES)
+_OTHER = 255  # code byte: the value is in ``_extra``
+# Packed rows: the ten numbers as int32 when they all fit, else int64, then one code byte per
+# coded field and a bitmask of ``changes``.
+_NARROW = struct.Struct(f"<{len(_NUMERIC)}i{len(_CODED) + 1}B")
+_WIDE = struct.Struct(f"<{len(_NUMERIC)}q{len(_CODED) + 1}B")
+_NARROW_MIN, _WIDE_MIN = -(2**31), -(2**63)  # this value marks None, the next one "in _extra"
+_OTHER_NUMBER: Any = object()
 
-    number: int  # 1-based
-    seq: int  # settlement seq; the request was built from log[0 .. seq-1]
-    kind: str  # "assistant/message" or "assistant/attempt"
-    turn: Any
-    step: Any
-    message_count: int
-    extends: bool | None  # None for the first request
-    reason: str | None  # why it does not extend (None when it does)
-    changes: list[str] = field(default_factory=list)  # everything that changed since the previous request
-    header_seq: int | None = None  # seq of the request/header in force
-    header_reason: str | None = None  # reason of a header logged since the previous request
-    interrupted: bool = False
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    reasoning_tokens: int | None = None
+
+class RequestInfo:
+    """Summary of one request, as :func:`iter_requests` reports it.
+
+    Behaves like a plain record with the fields below (readable and assignable,
+    compared by value).  ``dshlog requests`` keeps one per request of the log,
+    so each is packed into one small ``bytes`` (about 130 bytes a request
+    instead of about 500 for separate attribute objects); a value that does not
+    fit the packing (a non-integer turn, an unknown reason…) is kept as is.
+
+    Fields: ``number`` (1-based); ``seq`` (settlement seq; the request was built
+    from log[0 .. seq-1]); ``kind`` ("assistant/message" or "assistant/attempt");
+    ``turn``; ``step``; ``message_count``; ``extends`` (None for the first
+    request); ``reason`` (why it does not extend, None when it does);
+    ``changes`` (everything that changed since the previous request);
+    ``header_seq`` (seq of the request/header in force); ``header_reason``
+    (reason of a header logged since the previous request); ``interrupted``;
+    token counts ``input_tokens``, ``output_tokens``, ``cache_read_tokens``,
+    ``reasoning_tokens``.
+    """
+
+    __slots__ = ("_packed", "_extra")
+
+    def __init__(
+        self,
+        number: int,
+        seq: int,
+        kind: str,
+        turn: Any,
+        step: Any,
+        message_count: int,
+        extends: bool | None,
+        reason: str | None,
+        changes: list[str] | None = None,
+        header_seq: int | None = None,
+        header_reason: str | None = None,
+        interrupted: bool = False,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cache_read_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
+    ) -> None:
+        self._pack(
+            {
+                "number": number, "seq": seq, "kind": kind, "turn": turn, "step": step,
+                "message_count": message_count, "extends": extends, "reason": reason,
+                "changes": [] if changes is None else changes, "header_seq": header_seq,
+                "header_reason": header_reason, "interrupted": interrupted, "input_tokens": input_tokens,
+                "output_tokens": output_tokens, "cache_read_tokens": cache_read_tokens,
+                "reasoning_tokens": reasoning_tokens,
+            }
+        )
+
+    def _pack(self, values: dict[str, Any]) -> None:
+        extra: dict[str, Any] = {}
+        numbers: list[int | None] = []  # None: the value is None; _OTHER_NUMBER: in ``extra``
+        wide = False
+        for name in _NUMERIC:
+            value = values[name]
+            if type(value) is int and _WIDE_MIN + 2 <= value < -_WIDE_MIN:
+                numbers.append(value)
+                wide = wide or not (_NARROW_MIN + 2 <= value < -_NARROW_MIN)
+            else:
+                numbers.append(None if value is None else _OTHER_NUMBER)
+                if value is not None:
+                    extra[name] = value
+        codes: list[int] = []
+        for name in _CODED:
+            value = values[name]
+            table = _CODES[name]
+            # ``is`` first: True == 1 must not pick another value's code.
+            code = next((i for i, known in enumerate(table) if known is value), None)
+            if code is None and isinstance(value, str) and value in table:
+                code = table.index(value)
+            if code is None:
+                code = _OTHER
+                extra[name] = value
+            codes.append(code)
+        changes = values["changes"]
+        mask = 0
+        if type(changes) is list and all(type(c) is str and c in _CHANGE_ORDER for c in changes) and changes == [
+            c for c in _CHANGE_ORDER if c in changes
+        ]:
+            for c in changes:
+                mask |= 1 << _CHANGE_ORDER.index(c)
+        else:
+            mask = _OTHER
+            extra["changes"] = changes
+        codes.append(mask)
+        layout, low = (_WIDE, _WIDE_MIN) if wide else (_NARROW, _NARROW_MIN)
+        packed = layout.pack(
+            *(low if n is None else low + 1 if n is _OTHER_NUMBER else n for n in numbers), *codes
+        )
+        self._packed = packed
+        self._extra = extra or None
+
+    def _get(self, name: str) -> Any:
+        packed = self._packed
+        layout = _WIDE if len(packed) == _WIDE.size else _NARROW
+        if name in _NUMERIC_INDEX:
+            width = 8 if layout is _WIDE else 4
+            start = _NUMERIC_INDEX[name] * width
+            value = int.from_bytes(packed[start : start + width], "little", signed=True)
+            low = _WIDE_MIN if layout is _WIDE else _NARROW_MIN
+            if value > low + 1:
+                return value
+            return None if value == low else self._extra[name]  # type: ignore[index]
+        offset = len(_NUMERIC) * (8 if layout is _WIDE else 4)
+        if name == "changes":
+            mask = packed[offset + len(_CODED)]
+            if mask == _OTHER:
+                return self._extra["changes"]  # type: ignore[index]
+            return [c for i, c in enumerate(_CHANGE_ORDER) if mask >> i & 1]
+        code = packed[offset + _CODED_INDEX[name]]
+        return self._extra[name] if code == _OTHER else _CODES[name][code]  # type: ignore[index]
+
+    def _set(self, name: str, value: Any) -> None:
+        values = {f: self._get(f) for f in _FIELDS}
+        values[name] = value
+        self._pack(values)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(self._get(f) for f in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return "RequestInfo(" + ", ".join(f"{f}={self._get(f)!r}" for f in _FIELDS) + ")"
+
+
+_NUMERIC_INDEX = {name: i for i, name in enumerate(_NUMERIC)}
+_CODED_INDEX = {name: i for i, name in enumerate(_CODED)}
+
+
+def _field(name: str) -> property:
+    return property(lambda self: self._get(name), lambda self, value: self._set(name, value))
+
+
+for _f in _FIELDS:
+    setattr(RequestInfo, _f, _field(_f))
+del _f
 
 
 class RequestBuilder:
@@ -197,14 +351,17 @@ class RequestBuilder:
 
     def __init__(self, *, session_id: str | None = None, strict_unknown: bool = True) -> None:
         self.session_id = session_id
-        self.surface = SurfaceFold(strict_unknown=strict_unknown)
+        # Requests need to know that a replacement happened, never the records.
+        self.surface = SurfaceFold(strict_unknown=strict_unknown, keep_replacements=False)
         self.tool_history = ToolHistory()
         self.header: dict | None = None  # canonical current header
         self.header_seq: int | None = None
         self.settlements = 0
-        # What happened since the previous settlement (for iter_requests' reasons).
-        self._since_headers: list[dict] = []
-        self._since_replacements: list[str] = []  # type of each replacing node
+        # What happened since the previous settlement (for iter_requests' reasons), kept as the
+        # few facts the reasons need so a long stretch without settlements holds nothing more.
+        self._since_header_reason: Any = None  # reason of the last request/header logged
+        self._since_series = False  # one of them started a series
+        self._since_replacements: list[str] = []  # distinct types of the replacing nodes, first seen first
         self._since_projection = False
 
     @staticmethod
@@ -213,23 +370,27 @@ class RequestBuilder:
 
     def apply(self, event: dict) -> None:
         """Fold the next event into surface, header and tool history."""
-        replacements_before = len(self.surface.replacements)
+        replacements_before = self.surface.replacement_count
         content_before = self.surface.content_generation
         self.surface.apply(event)  # validates; raises before anything else changes
         etype = event.get("type")
-        if len(self.surface.replacements) != replacements_before:
-            self._since_replacements.append(etype)
+        if self.surface.replacement_count != replacements_before:
+            if etype not in self._since_replacements:
+                self._since_replacements.append(etype)
         elif self.surface.content_generation != content_before:
             self._since_projection = True
         if etype == "request/header":
-            header = event["data"]["header"]
-            self.header = canonical_header(header)
+            data = event["data"]
+            self.header = canonical_header(data["header"])
             self.header_seq = event["seq"]
-            self._since_headers.append(event["data"])
+            self._since_header_reason = data.get("reason")
+            if data.get("reason") == "series" or data.get("startsSeries") is True:
+                self._since_series = True
         self.tool_history.apply(event)
         if etype in SETTLEMENT_TYPES:
             self.settlements += 1
-            self._since_headers = []
+            self._since_header_reason = None
+            self._since_series = False
             self._since_replacements = []
             self._since_projection = False
 
@@ -308,22 +469,17 @@ def _int_or_none(value: Any) -> int | None:
     return int(value)
 
 
-def _extends(previous: list[Any], current: list[Any], previous_text: list[bytes | None]) -> bool:
+def _extends(previous: list[Any], current: list[Any]) -> bool:
     """Seed wording (SEMANTICS §4.6): ``current`` starts with all of ``previous``, byte for byte.
 
     Unchanged nodes hand back the very same stored object, so identity settles
-    most comparisons without serializing anything.
+    most comparisons without serializing anything.  Each pair is compared once,
+    so no serialized text is kept.
     """
     if len(current) < len(previous):
         return False
-    for i, before in enumerate(previous):
-        after = current[i]
-        if after is before:
-            continue
-        text = previous_text[i]
-        if text is None:
-            text = previous_text[i] = _js_text(before)
-        if _js_text(after) != text:
+    for before, after in zip(previous, current):
+        if after is not before and _js_text(after) != _js_text(before):
             return False
     return True
 
@@ -342,7 +498,6 @@ def iter_requests(
     """
     builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown)
     previous: list[Any] | None = None
-    previous_text: list[bytes | None] = []
     previous_header: dict | None = None
     previous_generation = -1
     for event in events:
@@ -353,12 +508,9 @@ def iter_requests(
         messages = request["messages"]
         header = builder.header
         changes: list[str] = []
-        header_reason = None
-        for logged in builder._since_headers:
-            header_reason = logged.get("reason")
-            if logged.get("reason") == "series" or logged.get("startsSeries") is True:
-                if REASON_SERIES not in changes:
-                    changes.append(REASON_SERIES)
+        header_reason = builder._since_header_reason
+        if builder._since_series:
+            changes.append(REASON_SERIES)
         if previous is not None:
             for kind in builder._since_replacements:
                 reason = REASON_SYSTEM if kind == "system/message" else REASON_COMPACTION
@@ -378,7 +530,7 @@ def iter_requests(
                 # of these, object for object, so nothing needs comparing.
                 extends: bool | None = len(messages) >= len(previous)
             else:
-                extends = _extends(previous, messages, previous_text)
+                extends = _extends(previous, messages)
         else:
             extends = None
             changes = [c for c in changes if c != REASON_SERIES]
@@ -408,7 +560,6 @@ def iter_requests(
             reasoning_tokens=_int_or_none(usage.get("reasoningTokens")),
         )
         previous = messages
-        previous_text = [None] * len(messages)
         previous_header = header
         previous_generation = builder.surface.content_generation
         builder.apply(event)

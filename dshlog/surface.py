@@ -11,14 +11,22 @@ mutate), and it keeps only what later steps need: the message payload of each
 *current* node, the tool lists of request headers (for ``developer/message``
 checks) and the replacement records.  A shadowed node's payload is dropped the
 moment it leaves the surface, so folding a log of hundreds of MB holds only
-the model view, never the log.
+the model view, never the log.  What must outlive the surface is stored
+compactly: header tools are shared between headers that declare the same list
+(seqs in an ``array``), and replacement records keep their shadowed seqs in an
+``array`` -- or only the most recent few when the caller does not want them.
 """
 
 from __future__ import annotations
 
 import math
+from array import array
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
+
+import orjson
 
 from dshlog.errors import CorruptLog, UnsupportedVersion
 from dshlog.messages import ROLE_OF_TYPE, derive_message, message_of, preview
@@ -55,6 +63,9 @@ KNOWN_EVENT_TYPES: frozenset[str] = frozenset(
 )
 
 SETTLEMENT_TYPES: frozenset[str] = frozenset({"assistant/message", "assistant/attempt"})
+
+# Replacement records a fold keeps when the caller did not ask for all of them (display only).
+RECENT_REPLACEMENTS = 8
 
 
 class SurfaceError(CorruptLog):
@@ -239,6 +250,58 @@ class _Node:
         return message_of(self.type, self.payload)
 
 
+class HeaderTools:
+    """The ``tools`` of every ``request/header`` so far, by seq.
+
+    Any earlier header may be cited (``developer/message.headerSeq``, toolHistory
+    definitions), so none can be forgotten; but long sessions re-log the same
+    tool list in every header.  Equal lists (same JSON bytes) are kept once and
+    shared, and the seqs live in an ``array('q')`` (8 bytes a header), so the
+    cost per header is two machine words instead of a copy of every schema.
+    """
+
+    __slots__ = ("_seqs", "_tools", "_shared")
+
+    def __init__(self) -> None:
+        self._seqs = array("q")  # header seqs, ascending (events arrive in seq order)
+        self._tools: list[Any] = []  # the (shared) tools value of each header
+        # JSON bytes of a tools list -> the first such list (bytes, not a digest: the key must be
+        # exact, and importing hashlib would load OpenSSL into every surface/requests run).
+        self._shared: dict[bytes, Any] = {}
+
+    def add(self, seq: int, tools: Any) -> None:
+        """Record the tools of the header at ``seq`` (which follows every recorded seq)."""
+        if isinstance(tools, list) and tools:
+            try:
+                raw = orjson.dumps(tools)
+            except (TypeError, orjson.JSONEncodeError):
+                pass  # not plain JSON (e.g. a 70-bit integer): keep this list as it is
+            else:
+                tools = self._shared.setdefault(raw, tools)
+        self._seqs.append(seq)
+        self._tools.append(tools)
+
+    def _index(self, seq: Any) -> int:
+        i = bisect_left(self._seqs, seq)
+        return i if i < len(self._seqs) and self._seqs[i] == seq else -1
+
+    def __contains__(self, seq: Any) -> bool:
+        return self._index(seq) >= 0
+
+    def __len__(self) -> int:
+        return len(self._seqs)
+
+    def __getitem__(self, seq: Any) -> Any:
+        i = self._index(seq)
+        if i < 0:
+            raise KeyError(seq)
+        return self._tools[i]
+
+    def get(self, seq: Any, default: Any = None) -> Any:
+        i = self._index(seq)
+        return self._tools[i] if i >= 0 else default
+
+
 class SurfaceFold:
     """Incremental surface fold (SEMANTICS §2) with dsh's checks in dsh's order.
 
@@ -250,13 +313,25 @@ class SurfaceFold:
     dsh read path refuses such a log); with ``False`` it is treated as log-only.
     ``check_messages`` runs dsh's load-time message shape checks, without which
     derivation could hand a malformed object to the model view.
+    ``keep_replacements`` keeps every replacement record for :attr:`replacements`
+    (what ``dshlog surface`` prints); without it only the last
+    ``RECENT_REPLACEMENTS`` are kept, because their shadowed seqs add up to
+    every surface event of the log and validation or request series only need
+    :attr:`replacement_count`.
     """
 
-    def __init__(self, *, strict_unknown: bool = True, check_messages: bool = True) -> None:
+    def __init__(
+        self, *, strict_unknown: bool = True, check_messages: bool = True, keep_replacements: bool = True
+    ) -> None:
         self.strict_unknown = strict_unknown
         self.check_messages = check_messages
+        self.keep_replacements = keep_replacements
         self.nodes: list[int] = []
-        self.replacements: list[dict] = []
+        # (seq, startSeq, endSeq, shadowed seqs); the seqs in an array, not as int objects.
+        self._replacements: list[tuple[int, Any, Any, array]] | deque[tuple[int, Any, Any, array]] = (
+            [] if keep_replacements else deque(maxlen=RECENT_REPLACEMENTS)
+        )
+        self.replacement_count = 0
         self.replace_generation = 0
         self.content_generation = 0
         self.projected: dict[int, dict] = {}
@@ -270,7 +345,7 @@ class SurfaceFold:
         # at every settlement of a long log stays linear.
         self._derived: list[dict] | None = []
         # request/header seq -> its header tools (developer/message checks need any earlier header).
-        self._header_tools: dict[int, Any] = {}
+        self._header_tools = HeaderTools()
 
     # ------------------------------------------------------------------ public API
 
@@ -299,8 +374,20 @@ class SurfaceFold:
             self.unknown_types[etype] = self.unknown_types.get(etype, 0) + 1
         if etype == "request/header":
             header = event["data"]["header"]
-            self._header_tools[index] = header.get("tools")
+            self._header_tools.add(index, header.get("tools"))
         self.next_seq = index + 1
+
+    @property
+    def replacements(self) -> list[dict]:
+        """The replacement records, oldest first: ``{seq, start, end, shadowedSeqs}``.
+
+        Built on each access from the compact records (a new list each time).
+        With ``keep_replacements=False`` only the most recent ones are left.
+        """
+        return [
+            {"seq": seq, "start": start, "end": end, "shadowedSeqs": list(shadowed)}
+            for seq, start, end, shadowed in self._replacements
+        ]
 
     def messages(self) -> list[dict]:
         """Derived messages of the current surface (SEMANTICS §3), the stored objects themselves.
@@ -403,15 +490,19 @@ class SurfaceFold:
 
         def commit_replace() -> None:
             self.nodes[a : b + 1] = [seq]
+            projected = self.projected
             for old in shadowed:
                 del self._node[old]
+                if projected:
+                    projected.pop(old, None)  # a projection only ever applies to a current node
             self._node[seq] = _Node(etype, payload)
             self.replace_generation += 1
             self.content_generation += 1
             self._derived = None
             self.shadowed_count += len(shadowed)
             self.surface_event_count += 1
-            self.replacements.append({"seq": seq, "start": start, "end": end, "shadowedSeqs": list(shadowed)})
+            self.replacement_count += 1
+            self._replacements.append((seq, start, end, array("q", shadowed)))
 
         return commit_replace
 

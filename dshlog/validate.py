@@ -8,6 +8,12 @@ PTC dispatch digests, the tool names of request headers, the seqs a title may
 cite — never the events themselves.  The surface fold is delegated to
 :class:`dshlog.surface.SurfaceFold`, which holds only the current model view.
 
+Some rules reach back over the whole log (a title may cite any earlier human
+message, a retry id or PTC call id is unique for the whole session), so that
+history cannot be dropped at a step or turn boundary without changing verdicts.
+It is kept compactly instead: seqs in ascending ``array('q')`` (8 bytes each,
+found by bisection), composite retry and PTC facts as 16-byte digests.
+
 Problem texts reuse dsh's wording wherever dsh has one, so a message found here
 can be searched for in dsh's own diagnostics.
 """
@@ -15,7 +21,10 @@ can be searched for in dsh's own diagnostics.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -75,6 +84,39 @@ def _key(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return (type(value).__name__, value)
     return ("json", orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+
+
+_UNIQUE = itertools.count()
+
+
+def _fact_key(*values: Any) -> bytes:
+    """16-byte digest standing for ``tuple(_key(v) for v in values)``, with the same equality.
+
+    Retry facts must be remembered for the whole log; a digest costs one small
+    bytes object where the tuples cost several objects per value.  ``-0.0`` is
+    folded into ``0.0`` and a NaN never equals anything, as with the tuples.
+    """
+    parts = []
+    for value in values:
+        if type(value) is float:
+            if value != value:
+                return b"nan" + next(_UNIQUE).to_bytes(13, "big")  # unequal to every other key
+            if value == 0:
+                value = 0.0
+        parts.append(_key(value))
+    return hashlib.blake2b(repr(tuple(parts)).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _attempt_key(rid: str, attempt: Any) -> bytes:
+    """Digest of a scheduled ``(retryId, retry)`` pair, equal exactly when the pair is (``1.0 == 1``)."""
+    raw = rid.encode("utf-8", "surrogatepass") + b"\x00" + str(int(attempt)).encode()
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def _seq_in(seqs: array, seq: Any) -> bool:
+    """Membership in an ascending ``array('q')`` of seqs (``seq`` may be an integral float)."""
+    i = bisect_left(seqs, seq)
+    return i < len(seqs) and seqs[i] == seq
 
 
 _SHARED_RULES: Any = False
@@ -185,19 +227,21 @@ class Validator:
         self.calls: dict[str, _Call] = {}
         self.compaction: _Compaction | None = None
         self.head: int | None = None  # protected system head (always surface node 0)
-        self._dispatches: dict[str, tuple[str, bytes, bool]] = {}  # subCallId -> (root, digest, settled)
-        self._chains: dict[tuple, tuple[int, Any]] = {}  # chain -> (last retry, retryId)
+        # Whole-log facts, kept compactly (see the module docstring).
+        # subCallId -> digest(rootCallId) + digest(root, parent, name, arguments) + settled byte
+        self._dispatches: dict[str, bytes] = {}
+        self._chains: dict[bytes, tuple[int, Any]] = {}  # _fact_key(chain) -> (last retry, retryId)
         self._retry_ids: set[Any] = set()
-        self._scheduled: dict[tuple, tuple[Any, Any]] = {}  # (retryId, retry) -> (turn, step)
-        self._retry_started: set[tuple] = set()
+        self._scheduled: dict[bytes, bytes] = {}  # _attempt_key(retryId, retry) -> _fact_key(turn, step)
+        self._retry_started: set[bytes] = set()  # _attempt_key of each started attempt
         self._commands: set[str] = set()
-        self._command_seqs: set[int] = set()
-        self._human_user_seqs: set[int] = set()
+        self._command_seqs = array("q")  # seqs of command events, ascending
+        self._human_user_seqs = array("q")  # seqs of human user/message events, ascending
         self._last_marker: int | None = None
         # Facts whose verdict depends on a cut not yet known (seeded log, no explicit cut).
-        self._catalog_ids: dict[str, int] = {}
+        self._catalog_ids: set[str] = set()
         self._catalog_after_marker: list[tuple[int, Any]] = []
-        self._foreign_deliveries: list[int] = []
+        self._foreign_deliveries = array("q")
 
         self._fold: Any = None
         self._surface_errors: tuple[type[BaseException], ...] = ()
@@ -208,7 +252,8 @@ class Validator:
             except ImportError:  # pragma: no cover - the fold ships with the package
                 self._fold = None
             else:
-                self._fold = SurfaceFold(strict_unknown=False, check_messages=False)
+                # Validation needs only the count of replacements, not their records.
+                self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=False)
                 self._surface_errors = (DshlogError,)
 
     # ------------------------------------------------------------------ reporting
@@ -838,7 +883,7 @@ class Validator:
         if child in self._catalog_ids:
             self._emit("catalog", f"duplicate catalog child {child}", idx)
         else:
-            self._catalog_ids[child] = idx
+            self._catalog_ids.add(child)
 
     def _finish_cut(self) -> None:
         """Cut consistency and the facts that waited for it."""
@@ -895,7 +940,7 @@ class Validator:
         if etype == "user/message":
             source = data.get("source")
             if isinstance(source, dict) and source.get("kind") == "user":
-                self._human_user_seqs.add(seq)
+                self._human_user_seqs.append(seq)  # seqs arrive ascending
             if event.get("surfaceOp") != "append" and isinstance(source, dict) and source.get("kind") == "compact-checkpoint":
                 self._compaction_owner(source, "compaction checkpoint", seq)
             return
@@ -951,9 +996,9 @@ class Validator:
                 self._life(f"command/run repeats commandId {cid}", seq)
             else:
                 self._commands.add(cid)
-            self._command_seqs.add(seq)
+            self._command_seqs.append(seq)
         elif etype == "command/done":
-            self._command_seqs.add(seq)
+            self._command_seqs.append(seq)
             cid = data.get("commandId")
             if not _nonempty_str(cid):
                 self._life("commandId requires a nonempty string", seq)
@@ -965,7 +1010,7 @@ class Validator:
                     self._life("command sourceEventSeq must be a non-negative safe integer", seq)
                 elif source >= seq:
                     self._life("command sourceEventSeq must name an earlier event", seq)
-                elif data.get("kind") != "success" or source in self._command_seqs:
+                elif data.get("kind") != "success" or _seq_in(self._command_seqs, source):
                     self._life("command/done has invalid sourceEventSeq", seq)
         elif etype in ("compaction/start", "compaction/summary", "compaction/end", "compaction/prune"):
             self._compact(etype, data, seq)
@@ -1050,24 +1095,26 @@ class Validator:
             if not _nonempty_str(value):
                 self._life(f"{name} requires a nonempty string", seq)
                 return
+        # One bytes value per start: digest of its root (16), of its coordinates (16), settled flag (1).
+        root_digest = _digest(root)
         existing = self._dispatches.get(sub)
-        if existing is not None and existing[0] != root:
+        if existing is not None and existing[:16] != root_digest:
             self._life("PTC dispatch changes its rootCallId", seq)
-        if parent != root and (self._dispatches.get(parent) or ("",))[0] != root:
+        if parent != root and (self._dispatches.get(parent) or b"")[:16] != root_digest:
             self._life("PTC parentCallId does not belong to rootCallId", seq)
         digest = _digest(root, parent, data.get("name"), data.get("arguments"))
         if etype == "tool/ptc-dispatch-start":
             if existing is not None:
                 self._life("PTC dispatch repeats subCallId", seq)
                 return
-            self._dispatches[sub] = (root, digest, False)
+            self._dispatches[sub] = root_digest + digest + b"\x00"
             return
-        if existing is None or existing[2]:
+        if existing is None or existing[32]:
             self._life("PTC dispatch has no unique start", seq)
             return
-        if existing[1] != digest:
+        if existing[16:32] != digest:
             self._life("PTC dispatch does not match its start", seq)
-        self._dispatches[sub] = (existing[0], existing[1], True)
+        self._dispatches[sub] = existing[:32] + b"\x01"
 
     def _retry(self, etype: str, data: dict, seq: int) -> None:
         """Retry chains: numbered 1, 2, … per (turn, step, provider, policyKey), one id each."""
@@ -1078,23 +1125,24 @@ class Validator:
         if not is_count(attempt):
             self._life("retry must be a non-negative safe integer", seq)
             return
+        pair = _attempt_key(rid, attempt)
         if etype == "llm/retry-started":
-            scheduled = self._scheduled.get((rid, attempt))
+            scheduled = self._scheduled.get(pair)
             if scheduled is None:
                 self._life("llm/retry-started pairs no prior scheduled attempt", seq)
                 return
-            if scheduled != (_key(data.get("turn")), _key(data.get("step"))):
+            if scheduled != _fact_key(data.get("turn"), data.get("step")):
                 self._life("llm/retry-started changes scheduled coordinates", seq)
-            if (rid, attempt) in self._retry_started:
+            if pair in self._retry_started:
                 self._life("llm/retry-started repeats one scheduled attempt", seq)
-            self._retry_started.add((rid, attempt))
+            self._retry_started.add(pair)
             return
         current_step = self.step if self.step is not None else self.next_step - 1
         if self.turn is None or data.get("turn") != self.turn or data.get("step") != current_step:
             self._life("llm/retry does not match the current turn and step", seq)
         if data.get("provider") != self.provider:
             self._life("llm/retry provider does not match the open request/header", seq)
-        chain = tuple(_key(data.get(k)) for k in ("turn", "step", "provider", "policyKey"))
+        chain = _fact_key(data.get("turn"), data.get("step"), data.get("provider"), data.get("policyKey"))
         prior = self._chains.get(chain)
         if attempt != (1 if prior is None else prior[0] + 1):
             self._life("llm/retry skips its policy attempt sequence", seq)
@@ -1102,7 +1150,8 @@ class Validator:
             self._life("llm/retry must keep one retryId per policy chain", seq)
         self._chains[chain] = (attempt, rid)
         self._retry_ids.add(rid)
-        self._scheduled.setdefault((rid, attempt), (_key(data.get("turn")), _key(data.get("step"))))
+        if pair not in self._scheduled:
+            self._scheduled[pair] = _fact_key(data.get("turn"), data.get("step"))
 
     def _title(self, etype: str, data: dict, seq: int) -> None:
         """Titles cite distinct earlier human user messages; LLM requests mirror them."""
@@ -1124,7 +1173,7 @@ class Validator:
             if ref >= seq:
                 self._life("title messageSeqs must name an earlier event", seq)
                 return
-            if ref in seen or ref not in self._human_user_seqs:
+            if ref in seen or not _seq_in(self._human_user_seqs, ref):
                 self._life(f"{etype} messageSeqs must cite distinct earlier human user/message events", seq)
                 return
             seen.add(ref)

@@ -1,0 +1,154 @@
+"""Memory of the streaming model-view commands stays flat as a log grows.
+
+``validate``, ``surface`` and ``requests`` read logs of hundreds of MB in one
+pass.  Their state must follow the current surface, the open turn and step,
+not the length of the log: the same session four times as long may not need
+much more memory.  Each case folds a generated v4 log (turns, parallel tool
+calls, retries, compactions that shadow the earlier history, a title) of N and
+of 4N bytes and compares the peak of traced allocations.  Structures that grew
+with the log (every header's tool schemas, every replacement record, retry and
+title bookkeeping as tuples and sets of ints) made the larger log need about
+twice as much or more.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tracemalloc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from dshlog.requests import RequestInfo, iter_requests
+from dshlog.surface import RECENT_REPLACEMENTS, SurfaceFold
+from dshlog.validate import Validator
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL, LARGE = "1M", "4M"
+# Four times the log may hold at most this much more (the current surface varies a little).
+GROWTH = 1.5
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_generate", mod)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+class _Log:
+    """A generated log as raw rows: parsing them inside the trace counts every byte the
+    fold keeps from an event, while no reader buffer blurs the comparison."""
+
+    def __init__(self, path: Path) -> None:
+        rows = path.read_bytes().splitlines()
+        self.header = orjson.loads(rows[0])
+        self.rows = rows[1:]
+
+    def events(self) -> Iterator[dict]:
+        for row in self.rows:
+            yield orjson.loads(row)
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, _Log]:
+    """One seeded session at two lengths.  Rare shapes (retries, cancellations, compactions)
+    are eight times as frequent, so compactions keep the surface short and most of what
+    a longer log adds is history the fold must not hold."""
+    gen = _generator()
+    out = tmp_path_factory.mktemp("memory")
+    return {size: _Log(gen.generate(out, size, 4, seed=11, zstd=False, rare=8.0)["plain"]) for size in (SMALL, LARGE)}
+
+
+def _surface(log: _Log, probe: Callable[[], None]) -> SurfaceFold:
+    state = SurfaceFold(keep_replacements=False)
+    for event in log.events():
+        state.apply(event)
+    return state
+
+
+def _surface_all(log: _Log, probe: Callable[[], None]) -> SurfaceFold:
+    """The CLI's fold: every replacement record is kept, compactly."""
+    state = SurfaceFold()
+    for event in log.events():
+        state.apply(event)
+    return state
+
+
+def _validate(log: _Log, probe: Callable[[], None]) -> Validator:
+    rules = Validator(log.header)
+    errors = [p for e in log.events() for p in rules.feed(e) if p.severity == "error"]
+    assert errors == []
+    return rules
+
+
+def _requests(log: _Log, probe: Callable[[], None]) -> None:
+    for _ in iter_requests(log.events()):
+        probe()  # the iterator's state is alive only while it runs
+
+
+def _held(run: Callable[[_Log, Callable[[], None]], object], log: _Log) -> int:
+    """Traced bytes a pass still holds at its end: the state a longer log could grow."""
+    run(log, lambda: None)  # lazy imports and caches first, so both sizes start alike
+    seen = [0]
+
+    def probe() -> None:
+        seen[0] = tracemalloc.get_traced_memory()[0]
+
+    tracemalloc.start()
+    try:
+        state = run(log, probe)
+        held = tracemalloc.get_traced_memory()[0] if state is not None else seen[0]
+        del state
+        return held
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(
+    "run",
+    [_surface, _surface_all, _validate, _requests],
+    ids=["surface", "surface-all-replacements", "validate", "requests"],
+)
+def test_memory_is_flat_in_log_length(logs: dict[str, _Log], run: Callable) -> None:
+    small, large = logs[SMALL], logs[LARGE]
+    assert len(large.rows) > 3 * len(small.rows)
+    held_small, held_large = _held(run, small), _held(run, large)
+    assert held_large < GROWTH * held_small, (
+        f"{len(small.rows)} events hold {held_small} B, {len(large.rows)} events hold {held_large} B"
+    )
+
+
+def test_replacement_records_are_kept_on_request(logs: dict[str, _Log]) -> None:
+    """Without ``keep_replacements`` only the count and the last few records remain, and they match."""
+    every, recent = _surface_all(logs[LARGE], lambda: None), _surface(logs[LARGE], lambda: None)
+    assert every.replacement_count == len(every.replacements) > RECENT_REPLACEMENTS
+    assert recent.replacement_count == every.replacement_count
+    assert recent.replacements == every.replacements[-RECENT_REPLACEMENTS:]
+    assert recent.nodes == every.nodes and recent.messages() == every.messages()
+
+
+def test_request_rows_are_compact_and_exact() -> None:
+    """The packed rows ``dshlog requests`` keeps read back every value, odd ones included."""
+    plain = RequestInfo(3, 41, "assistant/message", 2, 1, 7, True, None, [], 40, None, False, 1200, 80, 0, None)
+    assert (plain.number, plain.seq, plain.kind, plain.turn, plain.step, plain.message_count) == (3, 41, "assistant/message", 2, 1, 7)
+    assert (plain.extends, plain.reason, plain.changes, plain.header_seq, plain.header_reason) == (True, None, [], 40, None)
+    assert (plain.interrupted, plain.input_tokens, plain.output_tokens, plain.cache_read_tokens, plain.reasoning_tokens) == (
+        False, 1200, 80, 0, None,
+    )
+    assert sys.getsizeof(plain) + sys.getsizeof(plain._packed) < 160
+    odd = RequestInfo(
+        2**40, 5, "assistant/attempt", "x", 1.5, 0, 1, "weird", ["tool change", "compaction replace"],
+        header_reason={"k": 1}, interrupted=True, input_tokens=2**70, output_tokens=-(2**31),
+    )
+    assert odd.number == 2**40 and odd.turn == "x" and odd.step == 1.5 and odd.extends == 1
+    assert odd.extends is not True and odd.reason == "weird" and odd.changes == ["tool change", "compaction replace"]
+    assert odd.header_reason == {"k": 1} and odd.interrupted is True
+    assert odd.input_tokens == 2**70 and odd.output_tokens == -(2**31) and odd.cache_read_tokens is None
+    odd.turn = 9
+    assert odd.turn == 9 and odd.step == 1.5
+    assert odd != plain and plain == RequestInfo(3, 41, "assistant/message", 2, 1, 7, True, None, [], 40, None, False, 1200, 80, 0)
