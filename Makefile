@@ -29,7 +29,10 @@ bench: $(STAMP)
 	$(PY) bench/run.py
 
 stress: $(STAMP)
-	$(PY) -m pytest -m stress -p no:randomly
+	$(PY) bench/stress.py
+
+fuzz: $(STAMP)
+	$(PY) bench/fuzz.py --seconds $${FUZZ_SECONDS:-300} --report bench/out/fuzz.jsonl
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -25,6 +25,11 @@ from typing import Callable
 
 from .errors import IOFailure, Refused
 
+try:  # POSIX only
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
 TEMP_MARK = ".dshlog-"
 TEMP_SUFFIX = ".tmp"
 MIGRATION_PREFIX = "session.migration."
@@ -180,9 +185,41 @@ def stage_file(directory: Path, prefix: str, suffix: str = TEMP_SUFFIX) -> Stage
             os.fchmod(fd, 0o600)  # a restrictive umask could only lower it; make it exact
         except OSError:
             pass
+        _mark_in_use(fd)
         return StagedFile(path, fd)
     assert last_exc is not None
     raise io_failure(last_exc, directory, "create a unique temporary file")
+
+
+def _mark_in_use(fd: int) -> None:
+    """Hold a ``flock`` on a temp file while it is written: a live writer's file is never a leftover.
+
+    The kernel drops the lock when the process dies (even by SIGKILL), which is
+    exactly when the file becomes a leftover that :func:`cleanup_leftovers` may remove.
+    """
+    if fcntl is None:  # pragma: no cover
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        pass
+
+
+def _in_use(path: Path) -> bool:
+    """True when a live process still holds the temp file's ``flock`` (see :func:`_mark_in_use`)."""
+    if fcntl is None:  # pragma: no cover
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        return exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES)
+    finally:
+        os.close(fd)
+    return False
 
 
 def _finish(temp: StagedFile | Path) -> Path:
@@ -293,7 +330,9 @@ def cleanup_leftovers(directory: Path, *, keep: Callable[[Path], bool] | None = 
 
     Call it while holding ``session.lock``: a dsh migration stages under the same
     ``session.migration.*`` names while it holds that lock, so the lock is what
-    proves nobody is still writing them.  ``keep`` can exempt paths.
+    proves nobody is still writing them.  Files staged by a live dshlog process
+    are skipped (they carry a ``flock``), so a directory without a session lock
+    (a fork target) can be cleaned too.  ``keep`` can exempt paths.
     """
     directory = Path(directory)
     removed: list[Path] = []
@@ -310,7 +349,7 @@ def cleanup_leftovers(directory: Path, *, keep: Callable[[Path], bool] | None = 
                 continue
         except OSError:
             continue
-        if keep is not None and keep(path):
+        if (keep is not None and keep(path)) or _in_use(path):
             continue
         try:
             os.unlink(path)

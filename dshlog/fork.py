@@ -313,13 +313,17 @@ def write_fork(
     import time
     import uuid
 
-    from .atomic import publish_no_overwrite, stage_file, temp_affixes
+    from .atomic import cleanup_leftovers, publish_no_overwrite, stage_file, temp_affixes
     from .session import open_session
     from .writer import LogWriter
 
     def _open():
         return open_session(target, select=select, format_version=format_version)
 
+    from .source import resolve_path
+
+    if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)
+        raise UsageError("fork needs a regular file, not standard input or a pipe; save the stream to a file first", path=target)
     with _open() as probe:
         parent_header = probe.v4_header() or {"type": "session", "id": probe.session_id or "unknown"}
         compressed = probe.info.container == "jsonl.zstd"
@@ -329,7 +333,12 @@ def write_fork(
     as_dir = str(out).endswith(("/", os.sep))
     out = Path(out)
     if out.is_dir() or as_dir:
-        out.mkdir(mode=0o700, exist_ok=True)
+        try:
+            out.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            from .atomic import io_failure
+
+            raise io_failure(exc, out, "create the output directory") from exc
         out = out / ("session.v4.jsonl.zstd" if compressed else "session.v4.jsonl")
     elif not out.parent.is_dir():
         raise UsageError(f"directory {out.parent} does not exist", path=str(out))
@@ -346,6 +355,8 @@ def write_fork(
                 yield ev
 
         prefix, suffix = temp_affixes(out)
+        # temps a killed earlier fork to this name left behind (live writers hold a flock and are kept)
+        cleanup_leftovers(out.parent, keep=lambda p: not p.name.startswith(prefix))
         with stage_file(out.parent, prefix, suffix) as staged:
             w = LogWriter(staged, compressed=compressed, projection=log.is_projection_hint() and log.version == 4 and log.is_projection)
             w.header(header)

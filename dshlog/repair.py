@@ -410,6 +410,16 @@ def _identity(path: Path) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _same_bytes(path: Path, data: bytes) -> bool:
+    """True when ``path`` is a regular file holding exactly ``data``."""
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
 def repair_copy(target: str, out: Path, *, select: str | None = None, format_version: int | None = None) -> RepairResult:
     """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched."""
     from .atomic import publish_no_overwrite, stage_file, temp_affixes
@@ -453,10 +463,14 @@ def repair_in_place(target: str) -> RepairResult:
     from .lock import session_lock
     from .session import open_session
     from .source import Container
-    from .writer import LogWriter, frame
+    from .writer import frame
 
     if target == "-":
         raise UsageError("repair --write needs a file, not standard input (use -o OUT)")
+    from .source import resolve_path
+
+    if not resolve_path(target).is_file():  # a pipe would be drained by the probe below
+        raise UsageError("repair --write needs a regular file, not a pipe or device (use -o OUT)", path=target)
     with open_session(target) as probe:
         path = Path(probe.path)
         version, container = probe.version, probe.info.container
@@ -466,6 +480,9 @@ def repair_in_place(target: str) -> RepairResult:
     if container not in (Container.JSONL, Container.ZSTD):
         raise UsageError(f"repair --write needs a session generation file, not a {container} input (use -o OUT)", path=str(path))
     with session_lock(path.parent, session_id=sid):
+        from .atomic import cleanup_leftovers
+
+        cleanup_leftovers(path.parent)  # temps of a killed earlier run; the lock proves they are dead
         before = _identity(path)
         with open_session(str(path)) as log:
             state = TailState()
@@ -497,10 +514,6 @@ def repair_in_place(target: str) -> RepairResult:
                 fh.seek(cut)
                 torn_raw = fh.read()
             side = path.with_name(f"{path.name}.torn-{before[3] // 1_000_000}")
-            p2, s2 = temp_affixes(side)
-            with stage_file(path.parent, p2, s2) as st:
-                st.write(torn_raw)
-                publish_no_overwrite(st, side)
             sidecar = str(side)
             if container == Container.ZSTD:
                 # complete lines recovered from the torn frame go into the new frame, as dsh does
@@ -533,5 +546,11 @@ def repair_in_place(target: str) -> RepairResult:
             if _identity(path) != before:
                 raise Refused("the log changed while it was being repaired; nothing was written", path=str(path))
             os.chmod(staged.path, os.stat(path).st_mode & 0o7777)  # the log keeps its permissions
+            # the torn bytes are kept only once the repaired log is ready (a failed staging leaves nothing)
+            if sidecar is not None and not _same_bytes(side, torn_raw):  # identical: a killed earlier run kept it
+                p2, s2 = temp_affixes(side)
+                with stage_file(path.parent, p2, s2) as st:
+                    st.write(torn_raw)
+                    publish_no_overwrite(st, side)
             replace_atomically(staged, path)
     return RepairResult(plan, written=str(path), sidecar=sidecar, in_place=True)

@@ -11,6 +11,7 @@ generation is never opened for writing.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -97,6 +98,7 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
 
     out = Outcome(source=str(source), status="failed")
     try:
+        _require_regular(source)
         d = source.parent
         if source.is_file() and canonical_version(source.name) is not None:
             chosen = select_generation(d)
@@ -108,6 +110,8 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
             out.version = log.version
             if log.version >= CURRENT_VERSION:
                 out.status = "current"
+                if not check and not dry_run:
+                    _clean_after_publication(d, out)
                 return out
             if log.info.container not in ("jsonl", "jsonl.zstd") or log.header is None:
                 raise UsageError(f"only session generation files can be migrated (this is a {log.info.container} input)", path=log.path)
@@ -130,6 +134,38 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
         out.error = exc.one_line()
         out.exit_code = exc.exit_code
     return out
+
+
+def _require_regular(source: Path) -> None:
+    """Migration reads its source twice (probe, then the stable read): a pipe or stdin cannot be re-read."""
+    if str(source) == "-":
+        raise UsageError("migrate needs a session file or directory, not standard input")
+    try:
+        st = os.stat(source)
+    except OSError:
+        return  # open_session reports a missing or unreadable path with its own message
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError("not a regular file: only session generation files can be migrated", path=str(source))
+
+
+def _clean_after_publication(d: Path, out: Outcome) -> None:
+    """Remove temps of a run killed after it published the successor but before it dropped the temp name.
+
+    The session is current now, so :func:`_publish` never runs again there; the
+    lock is taken only when such a leftover exists, and a held lock means its
+    holder may still be using them, so they are left alone.
+    """
+    from ..atomic import cleanup_leftovers, is_leftover
+    from ..lock import session_lock
+
+    try:
+        if not any(is_leftover(n) for n in os.listdir(d)):
+            return
+        with session_lock(d):
+            for p in cleanup_leftovers(d):
+                out.notes.append(f"removed leftover {p.name}")
+    except (DshlogError, OSError):
+        return  # best effort: the session itself is fine
 
 
 def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> None:

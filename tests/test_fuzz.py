@@ -1,0 +1,151 @@
+"""Mutation fuzzing of every command (hypothesis over the mutators of ``bench/fuzz.py``).
+
+Inputs start from the shared corpus and the fixtures; hypothesis picks a seed
+file and a short list of mutations (flip, truncate, duplicate, drop, reorder,
+retype a field to a hostile value, insert garbage, splice lines of another log).
+Each mutated log is given to ``events``, ``events --json``, ``info``,
+``validate``, ``surface``, ``requests``, ``rebuild --request 1``, ``repair``,
+``fork -o`` and ``migrate --dry-run --no-children``; every one must end with a
+result or a clean error (never exit 1, never a traceback, no hang), leave the
+input untouched and leave no partial output file.  ``make fuzz`` runs the same
+checks for minutes with plain random choices and reports counts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_fuzz() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_fuzz", ROOT / "bench" / "fuzz.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+FUZZ = _load_fuzz()
+SEEDS = FUZZ.seed_files()
+PLAIN = [FUZZ.decoded(p) for p in SEEDS]
+OTHERS = [p for p, _ in PLAIN]
+WORK = Path(tempfile.mkdtemp(prefix="dshlog-test-fuzz-"))
+
+ops_strategy = st.lists(
+    st.tuples(st.sampled_from(sorted(FUZZ.MUTATORS)), st.integers(0, 2**32 - 1)), min_size=1, max_size=4
+)
+
+
+def _check(index: int, ops: list[tuple[str, int]]) -> None:
+    data = FUZZ.mutate(PLAIN[index][0], PLAIN[index][1], ops, OTHERS)
+    failures = FUZZ.check_input(data, SEEDS[index].name, WORK)
+    assert not failures, f"{SEEDS[index].name} {ops}:\n" + "\n".join(failures)
+
+
+@pytest.mark.skipif(not SEEDS, reason="no corpus or fixtures to mutate")
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(index=st.integers(0, max(0, len(SEEDS) - 1)), ops=ops_strategy)
+def test_mutated_logs_end_cleanly(index: int, ops: list[tuple[str, int]]) -> None:
+    _check(index, ops)
+
+
+@pytest.mark.stress
+@pytest.mark.skipif(not SEEDS, reason="no corpus or fixtures to mutate")
+@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(index=st.integers(0, max(0, len(SEEDS) - 1)), ops=ops_strategy)
+def test_mutated_logs_end_cleanly_stress(index: int, ops: list[tuple[str, int]]) -> None:
+    _check(index, ops)
+
+
+def _unmutated(step: int) -> None:
+    bad = {}
+    for i, p in enumerate(SEEDS):
+        if i % step and ROOT not in p.parents:  # fixtures always, a sample of the corpus in CI
+            continue
+        failures = FUZZ.check_input(p.read_bytes(), p.name, WORK)
+        if failures:
+            bad[p.name] = failures
+    assert not bad, bad
+
+
+def test_unmutated_seeds_end_cleanly() -> None:
+    """The starting points themselves (fixtures and every 15th corpus file), every command."""
+    _unmutated(15)
+
+
+@pytest.mark.stress
+def test_unmutated_seeds_end_cleanly_all() -> None:
+    _unmutated(1)
+
+
+# ----------------------------------------------------------------------------- found by the fuzzer
+
+
+def test_invalid_utf8_in_a_json_document_is_corruption(tmp_path: Path) -> None:
+    """The ijson C backend raises UnicodeDecodeError (not JSONError) for bad UTF-8: used to be exit 1."""
+    for name, doc in (("a.json", b'[{"type":"x","seq":0,"data":"\xed\xa0\x80"}]'),
+                      ("r.json", b'{\n"events": [{"type":"\xff"}]}'),
+                      ("b.json", b'{\n"logs": [{"file": "a", "lines": ["\xc3"]}]}')):
+        f = tmp_path / name
+        f.write_bytes(doc)
+        code, out, err = FUZZ.run_command(["info", str(f)])
+        assert code == 4, err
+        assert b"internal error" not in err
+
+
+def test_broken_behavior_document_is_corruption(tmp_path: Path) -> None:
+    """A behavior.json that stops parsing half way: exit 4 with one line, not an internal error."""
+    f = tmp_path / "behavior.json"
+    f.write_bytes(b'{\n"logs": [{"file": "a", "lines": [{"type": "session"}, ]')
+    code, out, err = FUZZ.run_command(["events", str(f)])
+    assert code == 4, err
+    assert b"internal error" not in err
+
+
+def test_events_with_non_list_message_content(tmp_path: Path) -> None:
+    f = tmp_path / "session.v4.jsonl"
+    f.write_bytes(
+        b'{"type":"session","version":4,"id":"s","createdAt":1,"isSeeded":false,"delegationDepth":0}\n'
+        b'{"type":"assistant/message","seq":0,"time":1,"data":{"message":{"role":"assistant","content":7}}}\n'
+    )
+    code, out, err = FUZZ.run_command(["events", str(f)])
+    assert code != 1, err
+
+
+def test_non_string_type_in_the_first_row_of_an_old_log(tmp_path: Path) -> None:
+    """``{"type": [..]}`` as the first v0 row: the projection peek used a set lookup on a list (exit 1)."""
+    f = tmp_path / "session.jsonl"
+    f.write_bytes(b'{"type":"session","id":"s","createdAt":1}\n{"type":["x"],"seq":0,"time":1,"data":{}}\n')
+    for cmd in (["surface"], ["migrate", "--dry-run", "--no-children"], ["fork", "-o", str(tmp_path / "c.jsonl")]):
+        code, out, err = FUZZ.run_command([*cmd[:1], str(f), *cmd[1:]] if cmd[0] == "fork" else [*cmd, str(f)])
+        assert code in (2, 3, 4), err
+        assert b"internal error" not in err
+
+
+def test_validate_with_an_object_as_stream_block_type(tmp_path: Path) -> None:
+    f = tmp_path / "session.v4.jsonl"
+    f.write_bytes(
+        b'{"type":"session","version":4,"id":"s","createdAt":1,"isSeeded":false,"delegationDepth":0}\n'
+        b'{"type":"assistant/message","seq":0,"time":1,"data":{"message":{"role":"assistant","content":[]},'
+        b'"stream":[{"type":"chunk","chunk":{"type":"block-start","blockType":{}}}]}}\n'
+    )
+    code, out, err = FUZZ.run_command(["validate", str(f)])
+    assert code != 1, err
+
+
+def test_events_json_of_a_deeply_nested_projection_row(tmp_path: Path) -> None:
+    """A projection row (no seq/time) is re-serialised by the project's JSON writer, which recursed too deep."""
+    f = tmp_path / "session.jsonl"
+    deep = b"[" * 500 + b"0" + b"]" * 500
+    f.write_bytes(b'{"type":"session","version":0,"id":"s","createdAt":2,"delegationDepth":0}\n'
+                  b'{"type":"approval/policy","data":{"policy":"never","x":' + deep + b"}}\n")
+    code, out, err = FUZZ.run_command(["events", "--json", str(f)])
+    assert code != 1, err
