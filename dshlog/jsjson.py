@@ -52,6 +52,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 import orjson
@@ -371,6 +372,9 @@ def _js_key_order(d: dict[Any, Any]) -> list[Any]:
     return [key for _, key in indexed] + others
 
 
+_WRITER_RECURSION = 12000
+
+
 class _PyWriter:
     """SerializeJSONProperty/Object/Array of ECMA-262 for plain Python JSON values."""
 
@@ -382,7 +386,16 @@ class _PyWriter:
         self.stack: set[int] = set()
 
     def write(self, obj: Any) -> bytes:
-        self._value(obj, "\n")
+        # Parsed logs nest at most ~1024 levels (the parsers' own limits); JS serialises those,
+        # so allow this recursive writer the depth it needs for them.
+        limit = sys.getrecursionlimit()
+        if limit < _WRITER_RECURSION:
+            sys.setrecursionlimit(_WRITER_RECURSION)
+        try:
+            self._value(obj, "\n")
+        finally:
+            if limit < _WRITER_RECURSION:
+                sys.setrecursionlimit(limit)
         # No surrogates survive _quote, so strict UTF-8 encoding cannot fail.
         return "".join(self.parts).encode("utf-8")
 

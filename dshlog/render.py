@@ -109,8 +109,9 @@ def describe(ev: dict, width: int = 40) -> str:
             src = msg.get("source")
             kind = src.get("kind") if isinstance(src, dict) else None
             out = f"{kind}: {out}" if kind else out
-        if isinstance(msg, dict):
-            calls = [b.get("name") for b in msg.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool-call"]
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, list):
+            calls = [b.get("name") for b in content if isinstance(b, dict) and b.get("type") == "tool-call"]
             for name in calls:
                 out += f" + tool-call {name}"
         if d.get("interrupted"):

@@ -700,6 +700,8 @@ class Validator:
                 block_type = chunk["block"].get("type")
             elif chunk.get("type") == "block-start":
                 block_type = chunk.get("blockType")
+            if not isinstance(block_type, str):
+                continue  # the stream record checks report malformed chunks
             if block_type == "tool-result":
                 self._emit("retired", retired, idx)
             elif block_type in _TOOL_CHANGE:
