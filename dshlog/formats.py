@@ -6,6 +6,8 @@ packed v0/v1 chunk rows are expanded into ``assistant/chunk`` events, range-enco
 *projections* (rows whose ``seq``/``time`` were stripped) are recognised and given
 seqs by position, as dsh's own replay does.  Every deviation from the on-disk rules
 becomes either an error (strict) or a :class:`Note` (lenient or projection).
+For the migration chain a packed row can instead stay one :class:`PackedRun`
+(``RowDecoder.compact``), as dsh's own chain passes it.
 """
 
 from __future__ import annotations
@@ -105,20 +107,19 @@ def expand_seq_refs(value: list, seq: int) -> list[int]:
     return out
 
 
-def expand_packed(obj: dict, seq0: int, time0: int) -> list[dict]:
-    """Expand one v0/v1 packed delta row into its ``assistant/chunk`` events (FORMAT.md 3.3).
+def _check_packed(obj: dict) -> tuple[str, dict, list, list, Any, Any, Any]:
+    """Validate one v0/v1 packed delta row (FORMAT.md 3.3); ``(kind, data, members, dt, turn, step, index)``.
 
-    This is the hottest loop of a v0 read (one call per packed row, tens of events
-    each), so members are validated with C-level passes (``map``/``min``/``max``)
-    and the events are built by one comprehension over pre-summed times.
+    Shared by the expanding and the compact reader so both refuse the same rows with
+    the same texts.  Members and ``dt`` are checked with C-level passes
+    (``map``/``min``/``max``): this runs once per packed row of a v0 read.
+    Raises ``ValueError`` with the reason.
     """
     kind = obj["type"]
     data = obj["data"]
     if not isinstance(data, dict):
         raise ValueError("packed row data must be an object")
-    delta = PACKED_TYPES[kind]
-    tool = kind == "tool-call-chunks"
-    members = data.get("args" if tool else "texts")
+    members = data.get("args" if kind == "tool-call-chunks" else "texts")
     dt = data.get("dt")
     if type(members) is not list or not members or not _strs(members):
         raise ValueError(f"{kind} row needs a non-empty array of strings")
@@ -127,9 +128,15 @@ def expand_packed(obj: dict, seq0: int, time0: int) -> list[dict]:
     turn, step, index = data.get("turn"), data.get("step"), data.get("index")
     if not (is_count(turn) and is_count(step) and is_count(index)):
         raise ValueError(f"{kind} row needs count turn, step and index")
+    return kind, data, members, dt, turn, step, index
+
+
+def _expand(kind: str, data: dict, members: list, dt: list, turn: Any, step: Any, index: Any, seq0: int, time0: int) -> list[dict]:
+    """The ``assistant/chunk`` events of a validated packed row, built by one comprehension."""
+    delta = PACKED_TYPES[kind]
     times = accumulate(dt, initial=time0) if dt else (time0,)
     seqs = range(seq0, seq0 + len(members))
-    if tool:
+    if kind == "tool-call-chunks":
         cid = data.get("id")
         if "name" in data:
             name = data["name"]
@@ -145,6 +152,52 @@ def expand_packed(obj: dict, seq0: int, time0: int) -> list[dict]:
         {"type": "assistant/chunk", "seq": s, "time": t, "data": {"turn": turn, "step": step, "chunk": {"type": delta, "index": index, "text": m}}}
         for s, t, m in zip(seqs, times, members)
     ]
+
+
+def expand_packed(obj: dict, seq0: int, time0: int) -> list[dict]:
+    """Expand one v0/v1 packed delta row into its ``assistant/chunk`` events (FORMAT.md 3.3).
+
+    This is the hottest loop of an expanded v0 read (one call per packed row, tens of
+    events each); the migration chain avoids it by reading :class:`PackedRun` items.
+    """
+    return _expand(*_check_packed(obj), seq0, time0)
+
+
+class PackedRun:
+    """One v0/v1 packed delta row kept whole: the compact run dsh passes through its chain (FORMAT.md 4.1).
+
+    It stands for ``count`` ``assistant/chunk`` events with seqs ``seq .. seq+count-1``;
+    the first has time ``time``, the last ``last_time``.  Reading a v0 log this way
+    builds one object per packed row instead of three dicts per delta, and the
+    v1->v2 stage appends the members to a stream record without ever expanding them.
+    ``kind`` is the row type (``text-chunks``, ``reasoning-chunks``, ``tool-call-chunks``);
+    ``data`` is the row's validated ``data`` object (``members`` and ``dt`` are its
+    ``texts``/``args`` and ``dt`` lists, shared, not copied).  :meth:`expand` gives
+    exactly the events :func:`expand_packed` gives.
+    """
+
+    __slots__ = ("kind", "seq", "time", "last_time", "data", "count", "members", "dt", "turn", "step", "index")
+
+    def __init__(self, obj: dict, seq0: int, time0: int) -> None:
+        kind, data, members, dt, turn, step, index = _check_packed(obj)
+        self.kind = kind
+        self.seq = seq0
+        self.time = time0
+        self.last_time = time0 + sum(dt) if dt else time0  # needed once per run by the v1->v2 stage
+        self.data = data
+        self.count = len(members)
+        self.members = members
+        self.dt = dt
+        self.turn = turn
+        self.step = step
+        self.index = index
+
+    def expand(self) -> list[dict]:
+        """The member ``assistant/chunk`` events, as the expanding reader yields them."""
+        return _expand(self.kind, self.data, self.members, self.dt, self.turn, self.step, self.index, self.seq, self.time)
+
+    def __repr__(self) -> str:
+        return f"PackedRun({self.kind}, seq={self.seq}, count={self.count})"
 
 
 def _strs(values: list) -> bool:
@@ -178,14 +231,17 @@ class RowDecoder:
     projection: bool | None = None  # decided on the first body row
     next_seq: int = 0
     seq_offset: int | None = None  # lenient reads of logs whose seq starts above 0
+    #: keep each v0/v1 packed row as one :class:`PackedRun` instead of expanding it
+    #: (the migration chain's input); every check and the seq accounting are the same
+    compact: bool = False
 
     def _problem(self, msg: str, loc: Location, seq: int | None = None, code: str = "row") -> None:
         if self.strict:
             raise CorruptLog(msg, path=self.path, loc=loc, seq=seq)
         self.notes.add(Note(code, msg, loc, seq))
 
-    def decode(self, obj: Any, loc: Location) -> list[dict]:
-        """Logical events carried by one parsed body row."""
+    def decode(self, obj: Any, loc: Location) -> list[Any]:
+        """Logical events carried by one parsed body row (a :class:`PackedRun` for a packed row when ``compact``)."""
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
             self._problem("row is not an event object with a string type", loc, code="row")
             return []
@@ -213,7 +269,7 @@ class RowDecoder:
             return self._packed(obj, loc)
         return [self._event(obj, loc)]
 
-    def _packed(self, obj: dict, loc: Location) -> list[dict]:
+    def _packed(self, obj: dict, loc: Location) -> list[Any]:
         if obj.keys() != (_PROJECTED_PACKED_KEYS if self.projection else _PACKED_KEYS):
             self._problem(f"malformed {obj['type']} storage row: keys {sorted(obj)}", loc, code="row")
         seq0 = obj.get("seq0", self.next_seq) if not self.projection else self.next_seq
@@ -224,6 +280,10 @@ class RowDecoder:
         if seq0 != self.next_seq:
             self._gap(seq0, loc)
         try:
+            if self.compact:
+                run = PackedRun(obj, seq0, time0)
+                self.next_seq = seq0 + run.count
+                return [run]
             events = expand_packed(obj, seq0, time0)
         except (ValueError, KeyError, TypeError) as exc:
             self._problem(f"malformed {obj['type']} storage row: {exc}", loc, seq=seq0, code="row")

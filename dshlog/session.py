@@ -451,8 +451,13 @@ class SessionLog:
         except DshlogError as exc:
             raise exc.with_context(path=self.path, loc=self.header_loc)
 
-    def migrated(self, *, child_facts: list[dict] | None = None) -> tuple[dict, Iterator[dict]]:
-        """(v4 header, v4 events) for an older log, migrated in memory."""
+    def migrated(self, *, child_facts: list[dict] | None = None, compact: bool = True) -> tuple[dict, Iterator[dict]]:
+        """(v4 header, v4 events) for an older log, migrated in memory.
+
+        ``compact`` feeds each v0/v1 packed row to the chain as one compact run, as
+        dsh does (a packed row holds tens of deltas); ``compact=False`` feeds
+        the fully expanded events instead.  Both give the same events and errors.
+        """
         try:
             from .migrate.chain import migrate_stream
         except ImportError:
@@ -467,9 +472,19 @@ class SessionLog:
         if child_facts is None:
             child_facts = self.discover_children()
         try:
-            return migrate_stream(header, self.stored_events(), child_facts=child_facts, projection=snapshot)
+            body = self._compact_events() if compact else self.stored_events()
+            return migrate_stream(header, body, child_facts=child_facts, projection=snapshot)
         except DshlogError as exc:
             raise exc.with_context(path=self.path)
+
+    def _compact_events(self) -> Iterator[Any]:
+        """Stored events with each v0/v1 packed row kept as one :class:`~dshlog.formats.PackedRun` (migration input)."""
+        from itertools import chain
+        from operator import itemgetter
+
+        # set when reading starts, so that a body never read this way still decodes expanded
+        self.decoder.compact = self.version <= 1
+        yield from chain.from_iterable(map(itemgetter(0), self._rows()))
 
     def is_snapshot(self) -> bool:
         """A dsh test snapshot: rows without seq/time, or ``{{...}}`` placeholders standing in for values.

@@ -131,6 +131,15 @@ class SeqMap:
         self._src.append(source)
         self._tgt.append(target)
 
+    def record_consumed(self, source: int, count: int) -> None:
+        """Record ``count`` consecutive consumed source seqs from ``source`` (a compact chunk run)."""
+        if source != self._next:
+            raise ValueError(f"seq map expects source {self._next}, got {source}")
+        self._next = source + count
+        if not self._src or self._tgt[-1] != CONSUMED:
+            self._src.append(source)
+            self._tgt.append(CONSUMED)
+
     def get(self, source: int) -> int | None:
         """Target seq, :data:`CONSUMED`, or ``None`` when not (yet) recorded."""
         if not isinstance(source, int) or isinstance(source, bool) or source < 0 or source >= self._next:

@@ -66,6 +66,52 @@ class StreamBuilder:
         self._last_time = time
 
 
+    def push_run(self, run: Any) -> None:
+        """Append a compact run (:class:`~dshlog.formats.PackedRun`) as if its members were pushed one by one.
+
+        FORMAT §4.3 item 4: the run becomes one record, merged into the last record
+        when that has the same kind/index (and id/name) and the gap is representable.
+        Inside a run every gap is a safe ``dt`` entry, so the members always stay
+        together; the result equals packing the expanded chunk sequence.  A tool run
+        whose id or name canonical packing would not pack goes member by member.
+        """
+        kind = run.kind
+        last = self.records[-1] if self.records else None
+        time0 = run.time
+        if kind == "tool-call-chunks":
+            data = run.data
+            cid = data.get("id")
+            has_name = "name" in data
+            name = data.get("name")
+            if not (isinstance(cid, str) and cid) or name == "":
+                for ev in run.expand():
+                    self.push(ev["time"], ev["data"]["chunk"])
+                return
+            if (last is not None and last["type"] == kind and last["index"] == run.index and last["id"] == cid
+                    and ("name" in last) == has_name and (not has_name or last["name"] == name)
+                    and _safe_gap(self._last_time, time0)):
+                dts = last["dt"]
+                dts.append(time0 - self._last_time)
+                dts.extend(run.dt)
+                last["args"].extend(run.members)
+            else:
+                rec: dict[str, Any] = {"type": kind, "time0": time0, "index": run.index, "dt": list(run.dt), "id": cid}
+                if has_name:
+                    rec["name"] = name
+                rec["args"] = list(run.members)
+                self.records.append(rec)
+        elif (last is not None and last["type"] == kind and last["index"] == run.index
+              and _safe_gap(self._last_time, time0)):
+            dts = last["dt"]
+            dts.append(time0 - self._last_time)
+            dts.extend(run.dt)
+            last["texts"].extend(run.members)
+        else:
+            self.records.append({"type": kind, "time0": time0, "index": run.index, "dt": list(run.dt),
+                                 "texts": list(run.members)})
+        self._last_time = run.last_time
+
+
 def pack(timed_chunks: list[tuple[Any, Any]]) -> list[dict[str, Any]]:
     """Pack a whole list at once (tests and small callers)."""
     b = StreamBuilder()

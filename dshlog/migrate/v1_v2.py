@@ -5,12 +5,14 @@ Top-level ``assistant/chunk`` events disappear: each model call's chunks (an
 settled it, or into a log-only ``assistant/attempt``.  Because that changes
 cardinality, every later event is renumbered densely and every seq reference is
 remapped.  The stage holds only the pending attempt (as packed records), the
-events that arrived after its last chunk, and a run-length seq map.
+events that arrived after its last chunk, and a run-length seq map.  A v0/v1
+packed row may arrive whole as a compact run (:meth:`V1ToV2.feed_run`), which is
+appended to the attempt's stream without expanding its members.
 """
 
 from __future__ import annotations
 
-from array import array
+from itertools import chain
 from typing import Any, Final
 
 from ._common import CONSUMED, SeqMap, StageRefusal, is_count, record
@@ -32,7 +34,7 @@ class _Attempt:
     def __init__(self, turn: Any, step: Any) -> None:
         self.turn = turn
         self.step = step
-        self.seqs = array("q")
+        self.seqs: list[range] = []  # the chunk seqs, one range per chunk or compact run
         self.stream = StreamBuilder()
         self.terminal = False
         self.last_time: Any = 0
@@ -77,6 +79,9 @@ class V1ToV2:
         self._open_turn: Any = None
         self._step_open = False
         self._prev_splice = False
+        #: set by the chain when the v0->v1 stage ran first: it already applied the
+        #: stricter v0 form of :func:`check_v01_event` to every event it passes on
+        self.inputs_checked = False
         self.cut: int | None = 0 if not self._seeded else None
         self.source_cut: int | None = None
 
@@ -92,7 +97,8 @@ class V1ToV2:
         seq = event.get("seq")
         if seq != self._count:
             raise StageRefusal(f"Session event {self._count} has non-dense seq {seq}", seq=self._count)
-        check_v01_event(event, 1, projection=self._projection)
+        if not self.inputs_checked:
+            check_v01_event(event, 1, projection=self._projection)
         self._count += 1
         self._last_time = event.get("time")
         t = event["type"]
@@ -129,6 +135,39 @@ class V1ToV2:
                              and isinstance(inserted, list) and len(inserted) > 0)
         return out
 
+    def feed_run(self, run: Any) -> list[dict[str, Any]] | None:
+        """Fold a compact chunk run (:class:`~dshlog.formats.PackedRun`) like its ``count`` chunks.
+
+        Returns ``None`` when the members must be fed one by one instead (a seq that
+        is not dense, or the inherited cut at or inside the run): those rare paths
+        then raise or place the marker exactly as for expanded chunks.  Otherwise the
+        run joins the pending attempt of its turn/step (settling a different or
+        terminal one first) and its seqs are recorded as consumed.
+        """
+        seq = run.seq
+        count = run.count
+        if seq != self._count or (not self._cut_done and seq + count > self._cut_src):
+            return None
+        out: list[dict[str, Any]] = []
+        self._count += count
+        last_time = run.last_time
+        self._last_time = last_time
+        turn, step = run.turn, run.step
+        p = self._pending
+        if p is not None and (p.terminal or p.turn != turn or p.step != step):
+            self._settle(out)
+            p = None
+        if p is None:
+            p = self._pending = _Attempt(turn, step)
+        elif self._buffer:
+            self._flush(out)  # events between chunks precede the settlement
+        self._map.record_consumed(seq, count)
+        p.seqs.append(range(seq, seq + count))
+        p.stream.push_run(run)
+        p.last_time = last_time
+        self._prev_splice = False
+        return out
+
     def finish(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         self._settle(out)
@@ -150,10 +189,10 @@ class V1ToV2:
             p = None
         if p is None:
             p = self._pending = _Attempt(turn, step)
-        else:
+        elif self._buffer:
             self._flush(out)  # events between chunks precede the settlement
         self._map.record(event["seq"], CONSUMED)
-        p.seqs.append(event["seq"])
+        p.seqs.append(range(event["seq"], event["seq"] + 1))
         chunk = data.get("chunk")
         p.stream.push(event.get("time"), chunk)
         p.last_time = event.get("time")
@@ -167,7 +206,7 @@ class V1ToV2:
         p = self._pending
         stream: list[dict[str, Any]] = []
         if isinstance(sources, list) and sources:
-            if p is None or p.turn != turn or p.step != step or list(p.seqs) != sources:
+            if p is None or p.turn != turn or p.step != step or [*chain.from_iterable(p.seqs)] != sources:
                 raise StageRefusal(f"assistant/message {seq} chunk provenance is not one complete ordered attempt",
                                    seq=seq)
             stream = p.stream.records
