@@ -404,6 +404,13 @@ class SessionLog:
                 for ev in events:
                     yield EventRecord(ev, None, loc)
 
+    def count_events(self) -> int:
+        """Number of stored logical events, checking every row but never expanding packed rows."""
+        from .formats import PackedRun
+
+        self.decoder.compact = self.version <= 1
+        return sum(e.count if isinstance(e, PackedRun) else 1 for events, _obj, _raw, _loc in self._rows() for e in events)
+
     def stored_events(self) -> Iterator[dict]:
         """Stored-version events only (no bytes/locations), without a wrapper object per event."""
         for events, _obj, _raw, _loc in self._rows():
