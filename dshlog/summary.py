@@ -13,6 +13,12 @@ from typing import Any, Iterable
 USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
 
 
+def _blocks(msg: dict) -> list:
+    """A message's content blocks; anything but a list (a damaged log) has none."""
+    content = msg.get("content")
+    return content if isinstance(content, list) else []
+
+
 def _add_usage(total: dict[str, int], usage: Any) -> None:
     if not isinstance(usage, dict):
         return
@@ -110,7 +116,7 @@ class Summary:
                 src = msg.get("source")
                 if isinstance(src, dict) and src.get("provider"):
                     model = f"{src.get('provider')}/{src.get('model')}"
-                for block in msg.get("content") or []:
+                for block in _blocks(msg):
                     if isinstance(block, dict) and block.get("type") == "tool-call":
                         self._call_names[str(block.get("id"))] = str(block.get("name"))
             elif "provenance" in data:  # legacy v0 wrapper
@@ -137,7 +143,7 @@ class Summary:
                 is_err = msg.get("isError") is True
                 src = msg.get("source")
                 call_id = src.get("callId") if isinstance(src, dict) else msg.get("toolCallId")
-                for block in msg.get("content") or []:  # v0-v3 wrapper block
+                for block in _blocks(msg):  # v0-v3 wrapper block
                     if isinstance(block, dict) and block.get("type") == "tool-result":
                         is_err = is_err or block.get("isError") is True
                         call_id = call_id or block.get("toolCallId")

@@ -609,7 +609,7 @@ class TranscriptReader:
                 summary = d.get("stderrSummary") or d.get("reason") or ""
                 yield Note(seq, event=t, text=self._text(f"hook {d.get('point')} {decision}" + (f": {summary}" if summary else "")))
         elif t == "todo/write":
-            todos = [f"[{_dict(x).get('status')}] {_dict(x).get('content')}" for x in d.get("todos") or [] if isinstance(x, dict)]
+            todos = [f"[{_dict(x).get('status')}] {_dict(x).get('content')}" for x in (d.get("todos") if isinstance(d.get("todos"), list) else []) if isinstance(x, dict)]
             yield Note(seq, event=t, text=self._text("todo: " + "; ".join(todos)))
         elif t in ("image/offload",):
             yield Note(seq, event=t, text="images offloaded from earlier messages")

@@ -100,3 +100,16 @@ def test_reading_commands_never_write(tmp_path, capsysbinary):
         code, _, err = run_cli(capsysbinary, *cmd, str(d))
         assert code == 0, (cmd, err)
     assert [p.name for p in d.iterdir()] == ["session.jsonl"]
+
+
+def test_damaged_message_shapes_never_crash_the_summaries(tmp_path, capsysbinary):
+    """Found by the fuzzer: a message whose content is a number crashed `info` (exit 1)."""
+    p = tmp_path / "session.v4.jsonl"
+    msg = {"role": "assistant", "content": 1.5, "source": {"kind": "model", "provider": "p", "model": "m"}, "id": "a"}
+    tool = {"role": "tool", "content": 7, "source": {"kind": "tool", "callId": "c"}, "toolCallId": "c", "id": "t", "isError": True}
+    p.write_bytes(jsonl(v4_header(), ev(0, "assistant/message", {"turn": 1, "step": 1, "message": msg, "stream": []}, surfaceOp="append"),
+                        ev(1, "tool/result", {"turn": 1, "step": 1, "message": tool}, surfaceOp="append"),
+                        ev(2, "todo/write", {"todos": 3})))
+    for cmd in (["info"], ["stats"], ["events"], ["show"], ["export", "-f", "md"], ["validate"]):
+        code, _, err = run_cli(capsysbinary, *cmd, str(p))
+        assert code != 1 and b"internal error" not in err, (cmd, err)
