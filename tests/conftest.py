@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 from pathlib import Path
 
 import orjson
@@ -79,3 +81,38 @@ def read_log(source: "Path | bytes", tmp_dir: "Path | None" = None, name: str = 
         path = Path(source)
     with open_session(path, strict=False) as log:
         return log.header, list(log.stored_events())
+
+
+def load_golden(name: str) -> list[dict]:
+    """One of the seed's golden logs (shipped in fixtures/golden)."""
+    return orjson.loads((GOLDEN / name).read_bytes())
+
+
+def spec_closer_texts() -> dict[tuple[str, bool], str]:
+    """The four closer wordings as SEMANTICS.md §6.3 quotes them, keyed by (cause, started)."""
+    path = SHARED / "spec" / "SEMANTICS.md"
+    if not path.is_file():
+        pytest.skip(f"shared spec {path} is absent (set DSHLOG_SHARED)")
+    found = re.findall(r"^\* (interrupted|forked), (started|not started): `([^`]+)`$", path.read_text(), re.M)
+    texts = {(c, s == "started"): t for c, s, t in found}
+    assert len(texts) == 4, "SEMANTICS.md §6.3 should quote four closer texts"
+    return texts
+
+
+@contextlib.contextmanager
+def lock_held_elsewhere(session_dir: Path):
+    """Another process holding ``session.lock`` of ``session_dir`` for the block; yields its pid."""
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from dshlog.lock import session_lock\n"
+         "with session_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)", str(session_dir)],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        yield holder.pid
+    finally:
+        holder.kill()
+        holder.wait()

@@ -3,38 +3,17 @@
 from __future__ import annotations
 
 import copy
-import os
-import re
-from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 import pytest
 
+from conftest import load_golden, spec_closer_texts
+
 from dshlog.errors import CorruptLog, UsageError
 from dshlog.fork import ForkPlan, at_turn, build_fork_seed, child_header, fork_seed, js_string
 
 SID = "parent"
-
-
-def shared_dir() -> Path:
-    env = os.environ.get("DSHLOG_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
-
-
-def load_golden(name: str) -> list[dict]:
-    path = shared_dir() / "golden" / name
-    if not path.is_file():
-        pytest.skip(f"shared golden file {path} is absent (set DSHLOG_SHARED)")
-    return orjson.loads(path.read_bytes())
-
-
-def spec_closer_texts() -> dict[tuple[str, bool], str]:
-    path = shared_dir() / "spec" / "SEMANTICS.md"
-    if not path.is_file():
-        pytest.skip(f"shared spec {path} is absent (set DSHLOG_SHARED)")
-    found = re.findall(r"^\* (interrupted|forked), (started|not started): `([^`]+)`$", path.read_text(), re.M)
-    return {(c, s == "started"): t for c, s, t in found}
 
 
 def js(obj: Any) -> bytes:

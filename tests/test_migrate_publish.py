@@ -5,14 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 import time
 
 import pytest
 import zstandard
 
-from conftest import CORPUS, FIXTURES, requires_corpus, run_cli
+from conftest import CORPUS, FIXTURES, lock_held_elsewhere, requires_corpus, run_cli
 from dshlog.errors import ExitCode
 from dshlog.migrate import publish
 from dshlog.session import open_session
@@ -100,20 +98,11 @@ def test_compressed_source_gets_compressed_successor(tmp_path, capsysbinary):
 
 def test_refused_while_lock_is_held(tmp_path, capsysbinary):
     d = session_dir(tmp_path)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from dshlog.lock import session_lock\n"
-         "with session_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(30)", str(d)],
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout.readline().strip() == b"held"
+    with lock_held_elsewhere(d) as pid:
         code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
         assert code == ExitCode.CONFLICT
-        assert f"pid {holder.pid}".encode() in err
+        assert f"pid {pid}".encode() in err
         assert not (d / "session.v4.jsonl").exists()
-    finally:
-        holder.kill()
-        holder.wait()
     code, _, _ = run_cli(capsysbinary, "migrate", str(d), "--no-children")
     assert code == 0
 

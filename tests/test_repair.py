@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import copy
-import os
-import re
-from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 import pytest
+
+from conftest import load_golden, spec_closer_texts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,30 +22,6 @@ from dshlog.repair import (
 )
 
 CAUSES = ["interrupted", "forked"]
-
-
-def shared_dir() -> Path:
-    env = os.environ.get("DSHLOG_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
-
-
-def load_golden(name: str) -> list[dict]:
-    path = shared_dir() / "golden" / name
-    if not path.is_file():
-        pytest.skip(f"shared golden file {path} is absent (set DSHLOG_SHARED)")
-    return orjson.loads(path.read_bytes())
-
-
-def spec_closer_texts() -> dict[tuple[str, bool], str]:
-    """The four closer wordings as SEMANTICS.md §6.3 quotes them."""
-    path = shared_dir() / "spec" / "SEMANTICS.md"
-    if not path.is_file():
-        pytest.skip(f"shared spec {path} is absent (set DSHLOG_SHARED)")
-    texts: dict[tuple[str, bool], str] = {}
-    for m in re.finditer(r"^\* (interrupted|forked), (started|not started): `([^`]+)`$", path.read_text(), re.M):
-        texts[(m.group(1), m.group(2) == "started")] = m.group(3)
-    assert len(texts) == 4, "SEMANTICS.md §6.3 should quote four closer texts"
-    return texts
 
 
 def js(obj: Any) -> bytes:

@@ -5,12 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 
 import zstandard
 
-from conftest import FIXTURES, GOLDEN, run_cli
+from conftest import FIXTURES, GOLDEN, lock_held_elsewhere, run_cli
 from dshlog.errors import ExitCode
 from dshlog.jsjson import dumps
 from dshlog.messages import derive
@@ -94,19 +92,10 @@ def test_repair_write_zstd_appends_a_frame(tmp_path, capsysbinary):
 def test_repair_write_refused_under_lock(tmp_path, capsysbinary):
     p = tmp_path / "session.v4.jsonl"
     shutil.copyfile(CRASH, p)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from dshlog.lock import session_lock\n"
-         "with session_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(30)", str(tmp_path)],
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout.readline().strip() == b"held"
+    with lock_held_elsewhere(tmp_path) as pid:
         code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
-        assert code == ExitCode.CONFLICT and b"already owned" in err
+        assert code == ExitCode.CONFLICT and b"already owned" in err and f"pid {pid}".encode() in err
         assert p.read_bytes() == CRASH.read_bytes()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_repair_copy_of_old_version(tmp_path, capsysbinary):
