@@ -13,14 +13,24 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	@echo '$$ dshlog info fixtures/golden/loop-events.json'
-	@$(VENV)/bin/dshlog info fixtures/golden/loop-events.json
+	@echo '$$ dshlog events fixtures/v4/loop/session.v4.jsonl --turn 3'
+	@$(VENV)/bin/dshlog events fixtures/v4/loop/session.v4.jsonl --turn 3
 	@echo
-	@echo '$$ dshlog events fixtures/golden/loop-events.json --type "*/message" --type tool/result'
-	@$(VENV)/bin/dshlog events fixtures/golden/loop-events.json --type '*/message' --type tool/result
+	@echo '$$ dshlog surface fixtures/golden/loop-events.json      # what the model saw'
+	@$(VENV)/bin/dshlog surface fixtures/golden/loop-events.json
 	@echo
-	@echo '$$ dshlog validate fixtures/v0/text-turn/session.jsonl'
+	@echo '$$ dshlog requests fixtures/v4/loop/session.v4.jsonl    # every request dsh sent, and prefix reuse'
+	@$(VENV)/bin/dshlog requests fixtures/v4/loop/session.v4.jsonl
+	@echo
+	@echo '$$ dshlog rebuild fixtures/v4/loop/session.v4.jsonl --request 1 --compact'
+	@$(VENV)/bin/dshlog rebuild fixtures/v4/loop/session.v4.jsonl --request 1 --compact
+	@echo
+	@echo '$$ dshlog repair fixtures/v4/crash/session.v4.jsonl     # a crashed session: what dsh appends on resume'
+	@$(VENV)/bin/dshlog repair fixtures/v4/crash/session.v4.jsonl
+	@echo
+	@echo '$$ dshlog validate fixtures/v0/text-turn/session.jsonl && dshlog migrate --dry-run --no-children fixtures/v0/text-turn'
 	@$(VENV)/bin/dshlog validate fixtures/v0/text-turn/session.jsonl
+	@$(VENV)/bin/dshlog migrate --dry-run --no-children fixtures/v0/text-turn
 
 test: $(STAMP)
 	$(PY) -m pytest
