@@ -358,7 +358,7 @@ def write_fork(
         # temps a killed earlier fork to this name left behind (live writers hold a flock and are kept)
         cleanup_leftovers(out.parent, keep=lambda p: not p.name.startswith(prefix))
         with stage_file(out.parent, prefix, suffix) as staged:
-            w = LogWriter(staged, compressed=compressed, projection=log.is_projection_hint() and log.version == 4 and log.is_projection)
+            w = LogWriter(staged, compressed=compressed, projection=log.is_projection_hint())
             w.header(header)
             plan: list[ForkPlan] = []
             closers: list[dict] = []
