@@ -127,7 +127,7 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
                     report.events += 1
                     if rules is not None:
                         for p in rules.feed(r.event):
-                            loc = log.header_loc if (p.code == "header" or (p.code == "projection" and "header" in p.message)) and log.header_loc else r.loc
+                            loc = log.header_loc if p.seq is None and p.code in ("header", "projection") and log.header_loc else r.loc
                             where = loc.describe()
                             where = f"{where}, seq {p.seq}" if p.seq is not None else where
                             report.add(Finding(p.code, p.message, p.severity, where))
