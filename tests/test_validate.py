@@ -13,8 +13,9 @@ from dshlog import vocabulary as vocab
 from conftest import read_log
 from dshlog.validate import Problem, Validator, validate_events
 
-GOLDEN = Path("/work/shared/golden")
-CORPUS_V4 = Path("/work/shared/corpus/v4")
+from conftest import CORPUS, GOLDEN  # noqa: E402  (GOLDEN: the seed's logs in fixtures/golden)
+
+CORPUS_V4 = CORPUS / "v4"
 
 HEADER = {
     "type": "session",
