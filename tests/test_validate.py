@@ -504,6 +504,7 @@ EXPECTED_ERRORS = {
 }
 
 
+@pytest.mark.skipif(not CORPUS_FILES, reason=f"shared corpus not found at {CORPUS} (set DSHLOG_SHARED)")
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: f"{p.parent.name}/{p.name[-60:]}")
 def test_corpus_v4_has_no_unexpected_problems(path: Path) -> None:
     header, events = load_projection(path)
