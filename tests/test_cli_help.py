@@ -38,3 +38,13 @@ def test_debug_shows_traceback(capsysbinary, tmp_path):
     assert code == 4 and b"Traceback" not in err and b"line 2" in err
     code, _, err = run_cli(capsysbinary, "--debug", "surface", str(bad))
     assert code == 4 and b"Traceback" in err
+
+
+def test_shell_completion_completes_commands():
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, _DSHLOG_COMPLETE="complete_bash", COMP_WORDS="dshlog sur", COMP_CWORD="1")
+    out = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = 'dshlog'; from dshlog.__main__ import main; main()"], env=env, capture_output=True, check=True)
+    assert out.stdout.split() == [b"surface"]
