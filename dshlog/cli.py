@@ -222,7 +222,7 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
 
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
-        s = summarize(log.stored_events())
+        s = summarize(log.compact_events())
         doc = {
             "shape": JSON_SHAPE,
             "path": log.path,
@@ -745,7 +745,7 @@ def stats(
     for f in files or [None]:
         log = _open(f, strict=False, select=select, format_version=format_version)
         with log:
-            s = summarize(log.stored_events())
+            s = summarize(log.compact_events())
             sessions.append({"path": log.path, "id": log.session_id, "version": log.version, "projection": log.is_projection, **session_stats(s, projection=log.is_projection)})
             _notes(log, quiet=json_)
     total = total_stats(sessions)

@@ -479,13 +479,17 @@ class SessionLog:
         if child_facts is None:
             child_facts = self.discover_children()
         try:
-            body = self._compact_events() if compact else self.stored_events()
+            body = self.compact_events() if compact else self.stored_events()
             return migrate_stream(header, body, child_facts=child_facts, projection=snapshot)
         except DshlogError as exc:
             raise exc.with_context(path=self.path)
 
-    def _compact_events(self) -> Iterator[Any]:
-        """Stored events with each v0/v1 packed row kept as one :class:`~dshlog.formats.PackedRun` (migration input)."""
+    def compact_events(self) -> Iterator[Any]:
+        """Stored events with each v0/v1 packed row kept as one :class:`~dshlog.formats.PackedRun`.
+
+        For consumers that can take a run whole (the migration chain, the summary
+        counters): a v0 log then costs one object per packed row, not three dicts per delta.
+        """
         from itertools import chain
         from operator import itemgetter
 

@@ -10,6 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from .formats import PackedRun
+
 USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
 
 
@@ -70,7 +72,10 @@ class Summary:
     _call_names: dict[str, str] = field(default_factory=dict)
     _last_settlement: tuple[str, Any, Any] | None = None
 
-    def feed(self, ev: dict) -> None:
+    def feed(self, ev: Any) -> None:
+        if type(ev) is PackedRun:  # a v0/v1 packed row read whole: `count` assistant/chunk events
+            self._feed_run(ev)
+            return
         t = ev.get("type")
         seq = ev.get("seq")
         time = ev.get("time")
@@ -173,6 +178,29 @@ class Summary:
         if self.first_time is None or self.last_time is None:
             return 0
         return max(0, self.last_time - self.first_time)
+
+    def _feed_run(self, run: PackedRun) -> None:
+        self.events += run.count
+        if self.first_seq is None:
+            self.first_seq = run.seq
+        self.last_seq = run.seq + run.count - 1
+        if self.first_time is None:  # the first member with a non-zero time, as feed() would see it
+            t = run.time
+            for gap in [0, *run.dt]:
+                t += gap
+                if t:
+                    self.first_time = t
+                    break
+        if run.last_time:
+            self.last_time = run.last_time
+        elif run.time or any(run.dt):  # times that return to 0: the last non-zero member counts
+            t, last = run.time, None
+            for gap in [0, *run.dt]:
+                t += gap
+                last = t if t else last
+            if last:
+                self.last_time = last
+        self.by_type["assistant/chunk"] += run.count
 
     def _usage(self, usage: Any, model: str | None) -> None:
         if not isinstance(usage, dict):
