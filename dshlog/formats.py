@@ -314,12 +314,7 @@ class RowDecoder:
                 and ENVELOPE_KEYS.issuperset(obj)
                 and obj.get("ignorable", True) is True
             ):
-                refs = obj.get("sourceEventSeqs")
-                if type(refs) is list and list in map(type, refs):
-                    try:
-                        obj["sourceEventSeqs"] = expand_seq_refs(refs, seq)
-                    except ValueError as exc:
-                        self._problem(str(exc), loc, seq=seq, code="envelope")
+                self._expand_refs(obj, seq, loc)
                 self.next_seq = seq + 1
                 return obj
         extra = [k for k in obj if k not in ENVELOPE_KEYS]
@@ -347,11 +342,15 @@ class RowDecoder:
             self._problem("event lacks data", loc, seq=seq, code="envelope")
         if "ignorable" in ev and ev["ignorable"] is not True:
             self._problem("event ignorable must be exactly true when present", loc, seq=seq, code="envelope")
+        self._expand_refs(ev, seq, loc)
+        self.next_seq = seq + 1
+        return ev
+
+    def _expand_refs(self, ev: dict, seq: int, loc: Location) -> None:
+        """Expand range-encoded ``sourceEventSeqs`` in place (C-level scan: v0 lists are long)."""
         refs = ev.get("sourceEventSeqs")
-        if type(refs) is list and list in map(type, refs):  # range-encoded (C-level scan: v0 lists are long)
+        if type(refs) is list and list in map(type, refs):
             try:
                 ev["sourceEventSeqs"] = expand_seq_refs(refs, seq)
             except ValueError as exc:
                 self._problem(str(exc), loc, seq=seq, code="envelope")
-        self.next_seq = seq + 1
-        return ev

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, Iterable
 
 from .formats import PackedRun
@@ -184,22 +185,15 @@ class Summary:
         if self.first_seq is None:
             self.first_seq = run.seq
         self.last_seq = run.seq + run.count - 1
-        if self.first_time is None:  # the first member with a non-zero time, as feed() would see it
-            t = run.time
-            for gap in [0, *run.dt]:
-                t += gap
-                if t:
-                    self.first_time = t
-                    break
-        if run.last_time:
-            self.last_time = run.last_time
-        elif run.time or any(run.dt):  # times that return to 0: the last non-zero member counts
-            t, last = run.time, None
-            for gap in [0, *run.dt]:
-                t += gap
-                last = t if t else last
-            if last:
-                self.last_time = last
+        # as feed() would: the first and last members with a non-zero time
+        nonzero: list[int] = []
+        if self.first_time is None or not run.last_time:
+            nonzero = [t for t in accumulate(run.dt, initial=run.time) if t]
+        if self.first_time is None and nonzero:
+            self.first_time = nonzero[0]
+        last = run.last_time or (nonzero[-1] if nonzero else None)
+        if last:
+            self.last_time = last
         self.by_type["assistant/chunk"] += run.count
 
     def _usage(self, usage: Any, model: str | None) -> None:

@@ -153,14 +153,7 @@ class V1ToV2:
         last_time = run.last_time
         self._last_time = last_time
         turn, step = run.turn, run.step
-        p = self._pending
-        if p is not None and (p.terminal or p.turn != turn or p.step != step):
-            self._settle(out)
-            p = None
-        if p is None:
-            p = self._pending = _Attempt(turn, step)
-        elif self._buffer:
-            self._flush(out)  # events between chunks precede the settlement
+        p = self._join_attempt(turn, step, out)
         self._map.record_consumed(seq, count)
         p.seqs.append(range(seq, seq + count))
         p.stream.push_run(run)
@@ -181,8 +174,8 @@ class V1ToV2:
         return out
 
     # attempts -----------------------------------------------------------------------
-    def _chunk(self, event: dict[str, Any], data: dict[str, Any], out: list[dict[str, Any]]) -> None:
-        turn, step = data.get("turn"), data.get("step")
+    def _join_attempt(self, turn: Any, step: Any, out: list[dict[str, Any]]) -> "_Attempt":
+        """The pending attempt a chunk (or run) of ``turn``/``step`` belongs to, settling the old one if needed."""
         p = self._pending
         if p is not None and (p.terminal or p.turn != turn or p.step != step):
             self._settle(out)
@@ -191,6 +184,11 @@ class V1ToV2:
             p = self._pending = _Attempt(turn, step)
         elif self._buffer:
             self._flush(out)  # events between chunks precede the settlement
+        return p
+
+    def _chunk(self, event: dict[str, Any], data: dict[str, Any], out: list[dict[str, Any]]) -> None:
+        turn, step = data.get("turn"), data.get("step")
+        p = self._join_attempt(turn, step, out)
         self._map.record(event["seq"], CONSUMED)
         p.seqs.append(range(event["seq"], event["seq"] + 1))
         chunk = data.get("chunk")
