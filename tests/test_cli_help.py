@@ -48,3 +48,31 @@ def test_shell_completion_completes_commands():
     env = dict(os.environ, _DSHLOG_COMPLETE="complete_bash", COMP_WORDS="dshlog sur", COMP_CWORD="1")
     out = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = 'dshlog'; from dshlog.__main__ import main; main()"], env=env, capture_output=True, check=True)
     assert out.stdout.split() == [b"surface"]
+
+
+HEAVY_MODULES = ("pydantic", "rich", "ijson", "zstandard", "hypothesis")
+
+
+@pytest.mark.parametrize("command", ["info", "validate", "events", "surface"])
+def test_reading_commands_stay_light(command):
+    """Start-up is part of every command's time (a fifth of the parse floor of a 120 MB log
+    when typer pulled in pydantic): a plain-JSONL reading command imports none of the heavy
+    modules it does not use."""
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES
+
+    log = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
+    probe = (
+        "import sys\n"
+        "from dshlog.cli import main\n"
+        f"sys.argv = ['dshlog', {command!r}, {str(log)!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
