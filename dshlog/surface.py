@@ -326,6 +326,10 @@ class SurfaceFold:
         self.strict_unknown = strict_unknown
         self.check_messages = check_messages
         self.keep_replacements = keep_replacements
+        # A caller that has just run check_event_data on the event (the validator) may
+        # switch this off for that event; the check is deterministic, so skipping it
+        # after a pass cannot change the outcome.
+        self.check_data = True
         self.nodes: list[int] = []
         # (seq, startSeq, endSeq, shadowed seqs); the seqs in an array, not as int objects.
         self._replacements: list[tuple[int, Any, Any, array]] | deque[tuple[int, Any, Any, array]] = (
@@ -367,7 +371,8 @@ class SurfaceFold:
                 raise UnsupportedVersion(f'format v4 contains unknown event type "{etype}" at seq {index}', seq=index)
         if self.check_messages:
             check_message_shape(event, index)
-        check_event_data(event, f'session event "{etype}" at seq {index}')
+        if self.check_data:
+            check_event_data(event, f'session event "{etype}" at seq {index}')
         commit = self._plan(event, index, etype, known, ignorable)
         commit()
         if not known:
