@@ -509,3 +509,20 @@ def test_broad_float_patterns_agree(items: list[Any]) -> None:
     finally:
         jsjson._FLOAT_PATTERNS = saved
     assert broad == dumps(items) == jsjson._PyWriter("").write(items)
+
+
+def test_installed_orjson_uses_the_narrow_float_patterns() -> None:
+    """The fast patterns are the ones in use (a silent fall-back to the broad ones would
+    make every dump with a fraction take the slow post-fix path)."""
+    assert jsjson._FLOAT_PATTERNS is jsjson._NARROW_FLOAT_PATTERNS
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        ([-6, 1e-6, -6.5, 2e16, -1.5e-6, "e-6 e+16 -6", {"a-6": 1e20}], b'[-6,0.000001,-6.5,20000000000000000,-0.0000015,"e-6 e+16 -6",{"a-6":100000000000000000000}]'),
+        ([1e21, 1e-7, 6, "+16"], b'[1e+21,1e-7,6,"+16"]'),
+    ],
+)
+def test_exponent_patterns_anchor_on_the_sign(value: Any, text: bytes) -> None:
+    assert dumps(value) == text
