@@ -189,3 +189,51 @@ def test_corpus_v1_text_turn_projection_migrates_to_17(tmp_path, capsysbinary):
     with open_session(d) as s:
         assert sum(1 for _ in s.stored_events()) == 17
         assert s.version == 4 and s.is_projection  # written in the same snapshot form as its source
+
+
+def _tamper(monkeypatch, change):
+    """Run ``change(path, compressed)`` on the staged successor just before it is read back."""
+    real_verify = publish._verify
+
+    def tamper_then_verify(path, *a, **k):
+        change(path, a[5])
+        return real_verify(path, *a, **k)
+
+    monkeypatch.setattr(publish, "_verify", tamper_then_verify)
+
+
+def _rewrite_plaintext(path, compressed, edit):
+    data = path.read_bytes()
+    if compressed:
+        data = zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    data = edit(data)
+    if compressed:
+        data = zstandard.ZstdCompressor(write_checksum=True).compress(data)
+    path.write_bytes(data)
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "zstd"])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda b: b[:-1], "ends in a torn line"),
+        (lambda b: b.replace(b'"seq":3,', b'"seq":4,', 1), "bytes differ from what was written"),  # same length
+        (lambda b: b + b"\n", "bytes differ from what was written"),
+    ],
+    ids=["torn", "changed", "longer"],
+)
+def test_staged_successor_that_does_not_read_back_is_never_published(tmp_path, monkeypatch, compressed, edit, message):
+    """The read-back compares the staged plaintext with what was written before any rule runs."""
+    name = "session.jsonl.zstd" if compressed else "session.jsonl"
+    d = tmp_path / "sess"
+    d.mkdir()
+    raw = TEXT_TURN.read_bytes()
+    (d / name).write_bytes(zstandard.ZstdCompressor(write_checksum=True).compress(raw) if compressed else raw)
+    before = sha(d / name)
+    _tamper(monkeypatch, lambda path, comp: _rewrite_plaintext(path, comp, edit))
+    if compressed and message == "ends in a torn line":
+        message = "complete frame contains a torn JSONL record"  # a frame cannot end mid-record
+    out = publish.migrate_session(d / name, children="none")
+    assert out.status == "failed" and message in out.error, out.error
+    assert sorted(p.name for p in d.iterdir()) == sorted([name, "session.lock"])
+    assert sha(d / name) == before

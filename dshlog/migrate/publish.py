@@ -213,16 +213,26 @@ def _verify(path: Path, header: dict, count: int, size: int, digest: str, valida
     import hashlib
 
     from ..session import open_session
-    from ..source import SourceInfo, iter_lines, iter_zstd_lines
+    from ..source import SourceInfo, iter_zstd_lines
 
     h = hashlib.sha256()
     n_bytes = 0
     with open(path, "rb") as fh:
-        info = SourceInfo(path=str(path), container="jsonl.zstd" if compressed else "jsonl")
-        for rec in (iter_zstd_lines if compressed else iter_lines)(fh, info):
-            h.update(rec.raw + b"\n")
-            n_bytes += len(rec.raw) + 1
-        if info.torn is not None:
+        if compressed:
+            info = SourceInfo(path=str(path), container="jsonl.zstd")
+            for rec in iter_zstd_lines(fh, info):
+                h.update(rec.raw + b"\n")
+                n_bytes += len(rec.raw) + 1
+            torn = info.torn is not None
+        else:
+            # the plaintext is the file: hash it in blocks (a third of the time of a line walk)
+            last = b""
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+                n_bytes += len(block)
+                last = block[-1:]
+            torn = n_bytes > 0 and last != b"\n"
+        if torn:
             raise Refused("staged successor does not verify: it ends in a torn line", path=str(path))
     if n_bytes != size or h.hexdigest() != digest:
         raise Refused("staged successor does not verify: its bytes differ from what was written", path=str(path))
