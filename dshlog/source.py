@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
 import re
 import stat
+import struct
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -207,8 +210,8 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-# Decode zstd bodies on a second thread only where a second core can run it.
-ZSTD_THREAD = _usable_cpus() > 1
+# Decode zstd bodies in a second process only where a second core can run it.
+ZSTD_PARALLEL = _usable_cpus() > 1
 
 
 class _FrameReader:
@@ -367,70 +370,118 @@ class _FrameReader:
             yield index - 1, start, out, True
 
 
-def _prefetch(items: Iterator[Any], batch_items: int = 64, batch_bytes: int = 1 << 20) -> Iterator[Any]:
-    """Run ``items`` on a second thread, a few batches ahead of the consumer.
+# One message per piece on the worker's pipe: kind, frame index, frame offset, length,
+# end, and the walk's frame count so far (the serial walk keeps ``info.frames`` current).
+_MSG = struct.Struct("<Bqqqbq")
+_PIECE, _DONE, _ERROR = 0, 1, 2
+_END_CODE = {True: 1, False: 0, None: -1}
+_END_VALUE = {1: True, 0: False, -1: None}
+# Below this many compressed bytes a worker's start-up costs more than it saves.
+WORKER_MIN_BYTES = 2 << 20
 
-    libzstd releases the GIL while it decompresses, so on a multi-core machine the
-    decompression of the next frames overlaps the parsing of the current ones.
-    Items travel in batches (one queue hand-off per ~1 MiB of plaintext) to keep
-    the synchronisation cost per frame negligible; an exception raised by the
-    producer is re-raised here in order, after every item that preceded it.
+
+def _worker_possible(fh: IO[bytes]) -> bool:
+    """A forked decoder needs fork, a second CPU, a real file and no other thread.
+
+    Forking a process that runs other threads can leave the child holding a lock
+    that no thread will release, so a threaded caller decodes serially instead.
     """
-    import queue
-    import threading
-
-    q: queue.Queue = queue.Queue(maxsize=3)
-    stop = threading.Event()
-    done = object()
-
-    def put(x: Any) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(x, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
+    if not (ZSTD_PARALLEL and hasattr(os, "fork")) or threading.active_count() != 1:
+        return False
+    try:
+        fd = fh.fileno()
+        return os.fstat(fd).st_size - fh.tell() >= WORKER_MIN_BYTES
+    except (OSError, ValueError, io.UnsupportedOperation):
         return False
 
-    def produce() -> None:
-        batch: list = []
-        size = 0
-        try:
-            for item in items:
-                batch.append(item)
-                size += len(item[2])
-                if size >= batch_bytes or len(batch) >= batch_items:
-                    if not put(batch):
-                        return
-                    batch, size = [], 0
-            if batch and not put(batch):
-                return
-            put(done)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
-            if batch and not put(batch):
-                return
-            put(exc)
 
-    t = threading.Thread(target=produce, name="dshlog-zstd", daemon=True)
-    t.start()
+def _decode_in_child(items: Iterator[Any], info: SourceInfo, out_fd: int, keep: int) -> None:
+    """Child side of :func:`_decode_in_worker`: stream the pieces into the pipe, then exit.
+
+    Every descriptor but the input and the pipe is closed first, so the child
+    never keeps a parent's lock (``session.lock``, a staged file's flock) alive.
+    ``os._exit`` skips the parent's buffers, atexit hooks and finalizers.
+    """
+    status = 0
+    try:
+        low, high = sorted((out_fd, keep))
+        os.closerange(0, low)
+        os.closerange(low + 1, high)
+        os.closerange(high + 1, 1 << 20)
+        with open(out_fd, "wb", buffering=1 << 20) as out:
+            pack = _MSG.pack
+            try:
+                for index, start, data, end in items:
+                    out.write(pack(_PIECE, index, start, len(data), _END_CODE[end], info.frames or 0))
+                    out.write(data)
+                out.write(pack(_DONE, 0, 0, 0, 0, info.frames or 0))
+            except BrokenPipeError:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - handed to the parent, raised there in order
+                blob = pickle.dumps((type(exc), exc.args, dict(getattr(exc, "__dict__", {}))))
+                out.write(pack(_ERROR, 0, 0, len(blob), 0, info.frames or 0))
+                out.write(blob)
+    except BaseException:  # noqa: BLE001 - a closed pipe (the parent stopped reading) or worse
+        status = 1
+    finally:
+        os._exit(status)
+
+
+def _decode_in_worker(items: Iterator[Any], info: SourceInfo, fh: IO[bytes]) -> Iterator[Any]:
+    """Run the frame walk and libzstd in a forked process, ahead of the consumer.
+
+    dsh writes one small frame per append batch, so a body is tens of thousands of
+    frames, each a few microseconds of Python walking and a call into libzstd.  A
+    thread cannot take that off the parser: the walk holds the GIL, and the GIL is
+    released only for a few microseconds per frame, so the threads simply took
+    turns (wall time equalled CPU time).  A child process has its own interpreter:
+    the parent only reads ``(index, offset, plaintext, end)`` pieces from a pipe,
+    in the same order and with the same values as the serial walk, and an error
+    of the walk is re-raised after every piece that preceded it.
+    """
+    r, w = os.pipe()
+    try:
+        import fcntl
+
+        fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (ImportError, OSError):
+        pass  # a smaller pipe only means more hand-offs
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's coverage is not collected
+        os.close(r)
+        _decode_in_child(items, info, w, fh.fileno())
+    os.close(w)
+    src = open(r, "rb", buffering=1 << 20)
+    read = src.read
+    unpack = _MSG.unpack
+    size = _MSG.size
     try:
         while True:
-            got = q.get()
-            if got is done:
+            head = read(size)
+            if len(head) != size:
+                raise IOFailure("the zstd decoding process ended before the end of the file", path=info.path)
+            kind, index, start, length, end, info.frames = unpack(head)
+            if kind == _PIECE:
+                yield index, start, read(length) if length else b"", _END_VALUE[end]
+            elif kind == _DONE:
                 return
-            if isinstance(got, BaseException):
-                raise got
-            yield from got
+            else:
+                cls, args, attrs = pickle.loads(read(length))
+                exc = cls.__new__(cls)
+                exc.args = args
+                exc.__dict__.update(attrs)
+                raise exc
     finally:
-        stop.set()
+        src.close()  # a child still writing gets EPIPE and exits
+        os.waitpid(pid, 0)
 
 
-def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, threaded: bool | None = None) -> Iterator[Record]:
+def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool | None = None) -> Iterator[Record]:
     """Records of a multi-frame zstd generation, each tagged with the frame that ends it.
 
-    The header frame is decoded on the calling thread (so a caller may still seek
-    and sample the file right after reading the header); the body frames are
-    decoded on a second thread when ``threaded``.
+    The header frame is decoded here (so a caller may still seek and sample the
+    file right after reading the header); the body frames are decoded by a forked
+    worker when ``parallel`` (default: when :func:`_worker_possible`).
     """
     line_no = 1
     offset = 0
@@ -440,9 +491,9 @@ def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, threaded: bool | None = Non
     if head is None:
         info.decoded_bytes = 0
         return
-    if threaded is None:
-        threaded = ZSTD_THREAD
-    body = _prefetch(source) if threaded and head[3] is not False else source
+    if parallel is None:
+        parallel = _worker_possible(fh)
+    body = _decode_in_worker(source, info, fh) if parallel and head[3] is not False else source
     for index, start, data, end in _chain_first(head, body):
         if data:
             parts = (rest + data if rest else data).split(b"\n")

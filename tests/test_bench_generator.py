@@ -45,14 +45,14 @@ def _check(paths: dict, version: int) -> None:
     assert report.events > 100
     plain, packed = _events(paths["plain"]), _events(paths["zstd"])
     assert plain == packed
-    # the body is decoded on a second thread where a second core exists; both paths agree
+    # the body is decoded by a forked worker where a second core exists; both paths agree
     with open(paths["zstd"], "rb") as fh:
         info = SourceInfo(str(paths["zstd"]), "jsonl.zstd")
-        serial = [(r.raw, r.line, r.offset, r.frame) for r in iter_zstd_lines(fh, info, threaded=False)]
+        serial = [(r.raw, r.line, r.offset, r.frame) for r in iter_zstd_lines(fh, info, parallel=False)]
     with open(paths["zstd"], "rb") as fh:
         info2 = SourceInfo(str(paths["zstd"]), "jsonl.zstd")
-        threaded = [(r.raw, r.line, r.offset, r.frame) for r in iter_zstd_lines(fh, info2, threaded=True)]
-    assert serial == threaded and info.frames == info2.frames and info.decoded_bytes == info2.decoded_bytes
+        forked = [(r.raw, r.line, r.offset, r.frame) for r in iter_zstd_lines(fh, info2, parallel=True)]
+    assert serial == forked and info.frames == info2.frames and info.decoded_bytes == info2.decoded_bytes
     with open_session(str(paths["zstd"])) as log:
         list(log.records())
         assert log.info.frames > 10  # a header frame plus one frame per append batch

@@ -167,3 +167,104 @@ def test_interleaved_child_stream_is_split(tmp_path):
     assert [e for e, _ in recs] == parent
     recs, s = records(p, select="{{sessionId}}#2")
     assert [e for e, _ in recs] == child
+
+
+# --------------------------------------------------------------------------- the forked zstd decoder
+
+
+def _many_frames(n: int = 400, per: int = 5) -> tuple[bytes, list[int]]:
+    """A header frame plus one checksummed frame per ``per`` events; also each frame's start."""
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    frames = [cctx.compress(jsonl(v4_header()))]
+    events = [ev(i, "plan/mode", {"active": bool(i % 2), "note": "x" * (i % 50)}) for i in range(n)]
+    for i in range(0, n, per):
+        frames.append(cctx.compress(jsonl(*events[i : i + per])))
+    starts = [sum(len(f) for f in frames[:k]) for k in range(len(frames))]
+    return b"".join(frames), starts
+
+
+def _decode(path, parallel: bool):
+    from dshlog.source import SourceInfo, iter_zstd_lines
+
+    info = SourceInfo(str(path), "jsonl.zstd")
+    got: list = []
+    error = None
+    with open(path, "rb") as fh:
+        try:
+            for r in iter_zstd_lines(fh, info, parallel=parallel):
+                got.append((r.raw, r.line, r.offset, r.frame))
+        except Exception as exc:  # compared below
+            error = (type(exc), str(exc), exc.where() if hasattr(exc, "where") else None)
+    torn = info.torn and (info.torn.offset, info.torn.length, info.torn.frame, info.torn.frame_offset, info.torn.data)
+    return got, error, info.frames, info.decoded_bytes, torn
+
+
+def _damage(kind: str, data: bytes, starts: list[int]) -> bytes:
+    b = bytearray(data)
+    mid = starts[len(starts) // 2]
+    if kind == "checksum":
+        b[starts[len(starts) // 2 + 1] - 2] ^= 0xFF  # last checksum byte of the middle frame
+    elif kind == "magic":
+        b[mid] ^= 0xFF
+    elif kind == "torn-last-frame":
+        del b[len(b) - 20 :]
+    elif kind == "split-record":
+        cctx = zstandard.ZstdCompressor(write_checksum=True)
+        tail = jsonl(ev(10_000, "plan/mode", {"active": True}))
+        return bytes(b) + cctx.compress(tail[:9]) + cctx.compress(tail[9:])
+    elif kind == "torn-magic":
+        b += b"\x28\xb5\x2f"  # three bytes of a next frame's magic: a torn last frame
+    return bytes(b)
+
+
+@pytest.mark.parametrize("kind", ["intact", "checksum", "magic", "torn-last-frame", "split-record", "torn-magic"])
+def test_forked_decoder_agrees_with_the_serial_walk(tmp_path, kind):
+    """Same records, locations, error (type, text, where), frame count and torn tail either way."""
+    data, starts = _many_frames()
+    p = tmp_path / "session.v4.jsonl.zstd"
+    p.write_bytes(_damage(kind, data, starts))
+    serial, forked = _decode(p, False), _decode(p, True)
+    assert serial == forked
+    assert (serial[1] is None) == (kind in ("intact", "torn-last-frame", "torn-magic"))
+    assert (serial[4] is not None) == kind.startswith("torn")
+    assert len(serial[0]) > 100
+
+
+def test_forked_decoder_stops_and_is_reaped_when_the_reader_stops(tmp_path):
+    import os
+
+    from dshlog.source import SourceInfo, iter_zstd_lines
+
+    data, _ = _many_frames(n=20_000, per=5)
+    p = tmp_path / "session.v4.jsonl.zstd"
+    p.write_bytes(data)
+    with open(p, "rb") as fh:
+        lines = iter_zstd_lines(fh, SourceInfo(str(p), "jsonl.zstd"), parallel=True)
+        assert next(lines).line == 1
+        assert next(lines).line == 2  # the worker runs now, blocked on a full pipe
+        lines.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child left behind, not even a zombie
+
+
+def test_forked_decoder_does_not_keep_the_parents_lock(tmp_path):
+    """The worker closes every inherited descriptor but its input and pipe: a lock the
+    reader holds is free as soon as the reader releases it, mid-decode."""
+    from dshlog.lock import session_lock
+    from dshlog.source import SourceInfo, iter_zstd_lines
+
+    data, _ = _many_frames(n=20_000, per=5)
+    p = tmp_path / "session.v4.jsonl.zstd"
+    p.write_bytes(data)
+    probe = (
+        "import sys; from pathlib import Path; from dshlog.lock import session_lock\n"
+        "with session_lock(Path(sys.argv[1])):\n    print('acquired')"
+    )
+    with open(p, "rb") as fh:
+        with session_lock(tmp_path):
+            lines = iter_zstd_lines(fh, SourceInfo(str(p), "jsonl.zstd"), parallel=True)
+            next(lines)
+            next(lines)  # worker forked while the lock is held
+        other = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, timeout=60)
+        assert other.stdout.strip() == "acquired", other.stderr
+        assert sum(1 for _ in lines) > 10_000  # and the decode goes on
