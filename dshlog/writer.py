@@ -53,6 +53,7 @@ class LogWriter:
 
     def header(self, header: dict | bytes) -> None:
         line = (header if isinstance(header, bytes) else dumps(header)) + b"\n"
+        self._flush()  # the digest follows the write order
         self._account(line)
         if self._compressed:
             self._staged.write(frame(line))
@@ -68,7 +69,6 @@ class LogWriter:
         self.events += 1
 
     def line(self, line: bytes) -> None:
-        self._account(line)
         self._buf.append(line)
         self._buf_len += len(line)
         if self._buf_len >= FLUSH_AT:
@@ -84,6 +84,7 @@ class LogWriter:
         data = b"".join(self._buf)
         self._buf.clear()
         self._buf_len = 0
+        self._account(data)  # once per ~1 MiB batch rather than once per line
         if self._compressed:
             if self._cobj is None:
                 import zstandard
