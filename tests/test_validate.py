@@ -578,3 +578,70 @@ def test_stream_fast_path_agrees_with_the_record_checks(stream):
         # only a JS-legal float (1.0 counts as an integer in JS) may fall back
         scalars = [r.get(k) for r in stream for k in ("time", "time0", "index")] + [d for r in stream for d in r.get("dt", [])]
         assert any(type(x) is float for x in scalars), stream
+
+
+# ---------------------------------------------------- fast paths against the straightforward checks
+
+_V4_SEEDS = CORPUS_FILES + sorted((Path(__file__).resolve().parents[1] / "fixtures" / "v4").rglob("*.jsonl"))
+# the logs with embedded streams (where the one-pass proof decides) are drawn as often as all others
+_V4_STREAMED = [p for p in _V4_SEEDS if b'"stream":[{' in p.read_bytes()]
+_HOSTILE = [1.0, -1, True, None, "x", 2**53, [], {}, "", 0]
+
+
+def _mutate(events: list[dict], rng: Any) -> list[dict]:
+    """Copy ``events`` with a few hostile edits where the fast paths decide (streams, data rules)."""
+    out = copy.deepcopy(events)
+    streamed = [e for e in out if isinstance(e.get("data"), dict) and e["data"].get("stream")]
+    for _ in range(rng.randint(1, 3)):
+        ev = rng.choice(streamed if streamed and rng.random() < 0.7 else out)
+        data = ev.get("data")
+        stream = data.get("stream") if isinstance(data, dict) else None
+        roll = rng.random()
+        if isinstance(stream, list) and stream and roll < 0.6:
+            record = rng.choice(stream)
+            if not isinstance(record, dict):
+                continue
+            key = rng.choice(sorted(record) + ["extra"])
+            if rng.random() < 0.2:
+                record.pop(key, None)
+            elif key in ("dt", "texts", "args") and isinstance(record.get(key), list) and record[key]:
+                record[key][rng.randrange(len(record[key]))] = rng.choice(_HOSTILE)
+            else:
+                record[key] = rng.choice(_HOSTILE)
+        elif isinstance(data, dict) and roll < 0.8:
+            message = data if ev.get("type") == "user/message" else data.get("message")
+            if isinstance(message, dict) and isinstance(message.get("content"), list):
+                message["content"].append({"type": "tool-addition", "toolName": "x"})
+            elif ev.get("type") == "tool/result":
+                data["error"] = {"code": "X"}
+        elif isinstance(data, dict):
+            data[rng.choice(sorted(data) or ["x"])] = rng.choice(_HOSTILE)
+    return out
+
+
+@pytest.mark.skipif(not _V4_SEEDS, reason="no v4 logs to mutate")
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(path=st.sampled_from(_V4_STREAMED or [None]) | st.sampled_from(_V4_SEEDS or [None]), seed=st.integers(0, 2**32 - 1))
+def test_fast_paths_report_exactly_what_the_straightforward_checks_report(path: Path, seed: int) -> None:
+    """On real logs with hostile edits, validation with the one-pass stream proof and the
+    fold's skipped data rules finds the same problems, in the same order, as without them."""
+    import random
+
+    from dshlog import validate as validate_mod
+    from dshlog.surface import SurfaceFold
+
+    header, events = load_projection(path)
+    mutated = _mutate(events, random.Random(seed))
+    fast = [(p.code, p.message, p.seq, p.severity) for p in problems(mutated, header, projection=True)]
+    saved_passes, saved_flag = validate_mod._stream_passes, SurfaceFold.__dict__.get("check_data")
+    try:
+        validate_mod._stream_passes = lambda stream: False
+        SurfaceFold.check_data = property(lambda self: True, lambda self, value: None)  # type: ignore[assignment]
+        slow = [(p.code, p.message, p.seq, p.severity) for p in problems(mutated, header, projection=True)]
+    finally:
+        validate_mod._stream_passes = saved_passes
+        if saved_flag is None:
+            del SurfaceFold.check_data
+        else:
+            SurfaceFold.check_data = saved_flag  # type: ignore[assignment]
+    assert fast == slow
