@@ -36,6 +36,8 @@ from .source import (
     DepthGuard,
     Record,
     SourceInfo,
+    Torn,
+    _make_loc,
     canonical_version,
     iter_json_array,
     iter_lines,
@@ -44,6 +46,8 @@ from .source import (
     sniff,
 )
 
+
+_UNPARSABLE = object()  # _parse_row's answer for a row that was noted and skipped
 
 _PLACEHOLDER_BYTES = re.compile(rb'"\{\{[A-Za-z][^"{}\\]{0,40}\}\}')
 
@@ -140,6 +144,11 @@ class SessionLog:
         self.header_raw: bytes | None = None
         self.header_loc: Location | None = None
         self._body: Iterator[Record]
+        # A plain JSONL body with a header is read straight from the file in _rows (no
+        # Record per line); ``_plain`` is (the line generator it replaces, next line
+        # number, next offset), ``_pushback`` a row already taken out by a peek.
+        self._plain: tuple[Iterator[Record], int, int] | None = None
+        self._pushback: list[Record] = []
         self._open_body(head, format_version)
 
     # ------------------------------------------------------------------ opening
@@ -187,6 +196,8 @@ class SessionLog:
             if isinstance(obj, dict) and obj.get("type") == "session":
                 self.header, self.header_raw, self.header_loc = obj, first.raw, first.loc()
                 self._body = lines
+                if c == Container.JSONL and first.raw is not None and first.offset is not None:
+                    self._plain = (lines, first.line + 1, first.offset + len(first.raw) + 1)
             elif isinstance(obj, dict) and (obj.get("type") == "session_event" or ("method" in obj and "params" in obj)):
                 # a wrapped stream inside a zstd container
                 kind = Container.STREAM_JSON if obj.get("type") == "session_event" else Container.JSONRPC
@@ -369,30 +380,61 @@ class SessionLog:
 
     def _rows(self) -> Iterator[tuple[list[dict], Any, bytes | None, Location]]:
         """(decoded events, parsed row, row bytes, location) per physical row, one pass."""
-        decoder = self.decoder
-        path = self.path
-        for rec in self._take():
+        body = self._take()
+        plain = self._plain if self._plain is not None and body is self._plain[0] else None
+        for rec in (self._pushback if plain is not None else body):
             loc = rec.loc()
-            if rec.raw is not None:
-                try:
-                    obj = _loads(rec.raw)
-                except UnicodeDecodeError:
-                    if self.strict:
-                        raise CorruptLog(f"invalid UTF-8 in committed event at line {loc.line}", path=path, loc=loc) from None
-                    self.notes.add(Note("unparsable", f"invalid UTF-8 in committed event at line {loc.line}", loc, severity="error"))
-                    continue
-                except (ValueError, RecursionError):
-                    if self.strict:
-                        raise CorruptLog(f"corrupt session log: unparsable committed event at line {loc.line}", path=path, loc=loc) from None
-                    self.notes.add(Note("unparsable", f"corrupt session log: unparsable committed event at line {loc.line}", loc, severity="error"))
-                    continue
-            else:
-                obj = rec.obj
-            yield decoder.decode(obj, loc), obj, rec.raw, loc
+            obj = rec.obj if rec.raw is None else self._parse_row(rec.raw, loc)
+            if obj is not _UNPARSABLE:
+                yield self.decoder.decode(obj, loc), obj, rec.raw, loc
+        if plain is not None:
+            yield from self._plain_rows(plain[1], plain[2])
         t = self.info.torn
         if t is not None and t.length:
             where = f"frame {t.frame}" if t.frame is not None else f"byte {t.offset}"
             self.notes.add(Note("torn-tail", f"torn tail ignored: {t.length} bytes after the last complete line ({where})", Location(offset=t.offset, frame=t.frame), severity="info"))
+
+    def _plain_rows(self, line_no: int, offset: int) -> Iterator[tuple[list[dict], Any, bytes | None, Location]]:
+        """The rest of a plain JSONL body, read from the file directly.
+
+        What :func:`~dshlog.source.iter_lines` and the loop above do, fused: every
+        row of every command passes here, and the Record object and generator layer
+        per line were a tenth of reading a log of short rows.
+        """
+        decode = self.decoder.decode
+        make_loc = _make_loc
+        loads = _loads
+        for line in self._fh:
+            n = len(line)
+            if line[-1:] != b"\n":
+                self.info.torn = Torn(offset=offset, length=n, data=line[: 1 << 20])
+                offset += n
+                break
+            raw = line[:-1]
+            loc = make_loc(line_no, offset, None, None)
+            line_no += 1
+            offset += n
+            try:
+                obj = loads(raw)
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                obj = self._parse_row(raw, loc)  # the error path words the problem
+                if obj is _UNPARSABLE:
+                    continue
+            yield decode(obj, loc), obj, raw, loc
+        self.info.decoded_bytes = offset
+
+    def _parse_row(self, raw: bytes, loc: Location) -> Any:
+        """Parse one row; an unparsable row raises (strict) or is noted and skipped."""
+        try:
+            return _loads(raw)
+        except UnicodeDecodeError:
+            msg = f"invalid UTF-8 in committed event at line {loc.line}"
+        except (ValueError, RecursionError):
+            msg = f"corrupt session log: unparsable committed event at line {loc.line}"
+        if self.strict:
+            raise CorruptLog(msg, path=self.path, loc=loc) from None
+        self.notes.add(Note("unparsable", msg, loc, severity="error"))
+        return _UNPARSABLE
 
     def records(self) -> Iterator[EventRecord]:
         """Stored-version events with their original bytes and locations (one pass)."""
@@ -539,8 +581,13 @@ class SessionLog:
             return False
         first = next(self._body, None)
         if first is None:
+            self._plain = None  # the line generator has ended (and recorded any torn tail)
             return False
-        self._body = _chain_first(first, self._body)
+        if self._plain is not None and self._body is self._plain[0] and first.raw is not None:
+            self._pushback.append(first)
+            self._plain = (self._plain[0], first.line + 1, first.offset + len(first.raw) + 1)
+        else:
+            self._body = _chain_first(first, self._body)
         obj = first.obj
         if first.raw is not None:
             try:
