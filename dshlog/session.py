@@ -382,7 +382,7 @@ class SessionLog:
         """(decoded events, parsed row, row bytes, location) per physical row, one pass."""
         body = self._take()
         plain = self._plain if self._plain is not None and body is self._plain[0] else None
-        for rec in (self._pushback if plain is not None else body):
+        for rec in (self._pushback if plain is not None else _chain_all(self._pushback, body)):
             loc = rec.loc()
             obj = rec.obj if rec.raw is None else self._parse_row(rec.raw, loc)
             if obj is not _UNPARSABLE:
@@ -579,15 +579,18 @@ class SessionLog:
             return self.decoder.projection
         if self._consumed:
             return False
-        first = next(self._body, None)
-        if first is None:
-            self._plain = None  # the line generator has ended (and recorded any torn tail)
-            return False
-        if self._plain is not None and self._body is self._plain[0] and first.raw is not None:
-            self._pushback.append(first)
-            self._plain = (self._plain[0], first.line + 1, first.offset + len(first.raw) + 1)
+        if self._pushback:
+            first = self._pushback[0]  # peeked before
         else:
-            self._body = _chain_first(first, self._body)
+            first = next(self._body, None)
+            if first is None:
+                self._plain = None  # the line generator has ended (and recorded any torn tail)
+                return False
+            if self._plain is not None and self._body is self._plain[0] and first.raw is not None:
+                self._pushback.append(first)
+                self._plain = (self._plain[0], first.line + 1, first.offset + len(first.raw) + 1)
+            else:
+                self._body = _chain_first(first, self._body)
         obj = first.obj
         if first.raw is not None:
             try:
@@ -636,6 +639,11 @@ class SessionLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _chain_all(first: list[Record], rest: Iterator[Record]) -> Iterator[Record]:
+    yield from first
+    yield from rest
 
 
 def _chain_first(first: Record, rest: Iterator[Record]) -> Iterator[Record]:

@@ -268,3 +268,26 @@ def test_forked_decoder_does_not_keep_the_parents_lock(tmp_path):
         other = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, timeout=60)
         assert other.stdout.strip() == "acquired", other.stderr
         assert sum(1 for _ in lines) > 10_000  # and the decode goes on
+
+
+@pytest.mark.parametrize("projection", [False, True], ids=["rows", "projection"])
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("peeks", [0, 1, 2, 3])
+def test_peeking_at_the_first_row_loses_nothing(tmp_path, peeks, projection, n):
+    """is_projection_hint takes the first body row out and puts it back; repeated peeks give
+    the same answer, and the plain-file fast path that reads the rest straight from the file
+    sees every row."""
+    p = tmp_path / "session.v4.jsonl"
+    rows = [ev(i, "plan/mode", {"active": bool(i % 2)}) for i in range(n)]
+    if projection:
+        rows = [{k: v for k, v in r.items() if k not in ("seq", "time")} for r in rows]
+    p.write_bytes(jsonl(v4_header(), *rows) + b'{"type":"plan/m')
+    with open_session(p) as s:
+        for _ in range(peeks):
+            assert s.is_projection_hint() is projection
+        got = [(r.event, r.raw, r.loc.line, r.loc.offset) for r in s.records()]
+        torn = s.info.torn
+    with open_session(p) as s:
+        expected = [(r.event, r.raw, r.loc.line, r.loc.offset) for r in s.records()]
+    assert got == expected and [e["seq"] for e, *_ in got] == list(range(n))
+    assert torn is not None and torn.length == len(b'{"type":"plan/m')
