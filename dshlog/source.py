@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import io
 import os
-import pickle
 import re
 import stat
 import struct
 import sys
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
 
 import orjson
 
+from . import forked
 from .errors import CorruptLog, IOFailure, Location, UnsupportedVersion, UsageError
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -203,17 +202,6 @@ BIG_FRAME = 8 << 20  # frames declaring more plaintext than this are never decod
 STREAM_PIECE = 256 << 10  # compressed bytes fed per call while streaming a big frame
 
 
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-# Decode zstd bodies in a second process only where a second core can run it.
-ZSTD_PARALLEL = _usable_cpus() > 1
-
-
 class _FrameReader:
     """Walk concatenated zstd frames structurally (FORMAT.md 1.5) and decompress each.
 
@@ -381,12 +369,8 @@ WORKER_MIN_BYTES = 2 << 20
 
 
 def _worker_possible(fh: IO[bytes]) -> bool:
-    """A forked decoder needs fork, a second CPU, a real file and no other thread.
-
-    Forking a process that runs other threads can leave the child holding a lock
-    that no thread will release, so a threaded caller decodes serially instead.
-    """
-    if not (ZSTD_PARALLEL and hasattr(os, "fork")) or threading.active_count() != 1:
+    """A forked decoder needs fork, a second CPU, no other thread and a real file worth it."""
+    if not forked.can_fork():
         return False
     try:
         fd = fh.fileno()
@@ -404,10 +388,7 @@ def _decode_in_child(items: Iterator[Any], info: SourceInfo, out_fd: int, keep: 
     """
     status = 0
     try:
-        low, high = sorted((out_fd, keep))
-        os.closerange(0, low)
-        os.closerange(low + 1, high)
-        os.closerange(high + 1, 1 << 20)
+        forked.close_inherited((out_fd, keep))
         with open(out_fd, "wb", buffering=1 << 20) as out:
             pack = _MSG.pack
             try:
@@ -418,13 +399,13 @@ def _decode_in_child(items: Iterator[Any], info: SourceInfo, out_fd: int, keep: 
             except BrokenPipeError:
                 raise
             except BaseException as exc:  # noqa: BLE001 - handed to the parent, raised there in order
-                blob = pickle.dumps((type(exc), exc.args, dict(getattr(exc, "__dict__", {}))))
+                blob = forked.pack_error(exc)
                 out.write(pack(_ERROR, 0, 0, len(blob), 0, info.frames or 0))
                 out.write(blob)
     except BaseException:  # noqa: BLE001 - a closed pipe (the parent stopped reading) or worse
         status = 1
     finally:
-        os._exit(status)
+        forked.child_exit(status)
 
 
 def _decode_in_worker(items: Iterator[Any], info: SourceInfo, fh: IO[bytes]) -> Iterator[Any]:
@@ -440,12 +421,7 @@ def _decode_in_worker(items: Iterator[Any], info: SourceInfo, fh: IO[bytes]) -> 
     of the walk is re-raised after every piece that preceded it.
     """
     r, w = os.pipe()
-    try:
-        import fcntl
-
-        fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-    except (ImportError, OSError):
-        pass  # a smaller pipe only means more hand-offs
+    forked.enlarge_pipe(w)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child's coverage is not collected
         os.close(r)
@@ -466,11 +442,7 @@ def _decode_in_worker(items: Iterator[Any], info: SourceInfo, fh: IO[bytes]) -> 
             elif kind == _DONE:
                 return
             else:
-                cls, args, attrs = pickle.loads(read(length))
-                exc = cls.__new__(cls)
-                exc.args = args
-                exc.__dict__.update(attrs)
-                raise exc
+                raise forked.unpack_error(read(length))
     finally:
         src.close()  # a child still writing gets EPIPE and exits
         os.waitpid(pid, 0)

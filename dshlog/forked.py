@@ -1,0 +1,82 @@
+"""Work handed to a forked child process, so a second core can run Python too.
+
+Two jobs of dshlog are pure-Python loops that a thread cannot run in parallel
+(the GIL): walking the frames of a zstd body, and the strict read-back of a
+staged successor during ``migrate``.  Both run in a child made with ``fork``
+and talk to the parent through pipes.  This module holds what they share: when
+forking is safe and useful, what the child must do first, and how an exception
+crosses the pipe so the parent raises exactly what the serial code would have.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import threading
+from collections.abc import Iterable
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+# A child only pays off where a second core can run it.
+PARALLEL = _usable_cpus() > 1 and hasattr(os, "fork")
+
+
+def can_fork() -> bool:
+    """Whether a worker child may be forked now.
+
+    Forking a process that runs other threads can leave the child holding a lock
+    no thread will ever release, so a threaded caller keeps the serial path.
+    """
+    return PARALLEL and threading.active_count() == 1
+
+
+def enlarge_pipe(fd: int, size: int = 1 << 20) -> None:
+    """Best effort: a larger pipe means fewer hand-offs between the processes."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except (ImportError, OSError):
+        pass
+
+
+def close_inherited(keep: Iterable[int]) -> None:
+    """In the child, first thing: close every descriptor except ``keep``.
+
+    The child must not keep a parent's lock alive (``session.lock`` and a staged
+    file's flock live as long as any descriptor of them is open), nor hold a
+    file the parent closes and expects gone.
+    """
+    low = 0
+    for fd in sorted(set(keep)):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+def pack_error(exc: BaseException) -> bytes:
+    """An exception as bytes: its class, args and attributes (``path``, ``loc``, ...)."""
+    try:
+        return pickle.dumps((type(exc), exc.args, dict(getattr(exc, "__dict__", {}))))
+    except Exception:  # noqa: BLE001 - an unpicklable payload: keep the class and text
+        return pickle.dumps((RuntimeError, (f"{type(exc).__name__}: {exc}",), {}))
+
+
+def unpack_error(blob: bytes) -> BaseException:
+    """The exception :func:`pack_error` described, rebuilt without calling its ``__init__``."""
+    cls, args, attrs = pickle.loads(blob)
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(attrs)
+    return exc
+
+
+def child_exit(status: int) -> None:
+    """Leave the child without running the parent's atexit hooks, finalizers or buffer flushes."""
+    os._exit(status)
