@@ -124,14 +124,17 @@ class SessionLog:
         strict: bool = True,
         select: str | None = None,
         format_version: int | None = None,
+        stream: IO[bytes] | None = None,
     ) -> None:
+        """``stream``: read this already open buffered binary stream (``target`` is then only
+        the name shown in messages), e.g. bytes arriving through a pipe."""
         self.target = target
         self.strict = strict
         self.select = select
         self.notes = Notes()
         self._consumed = False
         self._snapshot: bool | None = None
-        fh, path, size = open_binary(target)
+        fh, path, size = (stream, target, None) if stream is not None else open_binary(target)
         self.path = path
         self._fh: IO[bytes] = fh
         self._spool: IO[bytes] | None = None

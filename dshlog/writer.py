@@ -12,7 +12,7 @@ original bytes, so untouched events pass through byte for byte.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Callable
 
 from .atomic import StagedFile
 from .jsjson import dumps
@@ -34,8 +34,17 @@ class LogWriter:
     by reading it back.
     """
 
-    def __init__(self, staged: StagedFile, *, compressed: bool, projection: bool = False) -> None:
+    def __init__(
+        self,
+        staged: StagedFile,
+        *,
+        compressed: bool,
+        projection: bool = False,
+        tee: Callable[[bytes], None] | None = None,
+    ) -> None:
         self._staged = staged
+        # receives every plaintext byte written, in order (migrate's read-back checks the stream)
+        self._tee = tee
         # a projection (dsh test-snapshot form) is written without seq/time, as dsh's snapshot writer does
         self._projection = projection
         self._compressed = compressed
@@ -55,6 +64,8 @@ class LogWriter:
         line = (header if isinstance(header, bytes) else dumps(header)) + b"\n"
         self._flush()  # the digest follows the write order
         self._account(line)
+        if self._tee is not None:
+            self._tee(line)
         if self._compressed:
             self._staged.write(frame(line))
         else:
@@ -85,6 +96,8 @@ class LogWriter:
         self._buf.clear()
         self._buf_len = 0
         self._account(data)  # once per ~1 MiB batch rather than once per line
+        if self._tee is not None:
+            self._tee(data)
         if self._compressed:
             if self._cobj is None:
                 import zstandard

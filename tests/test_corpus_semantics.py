@@ -179,3 +179,33 @@ def test_every_historical_file_migrates_or_is_refused_as_dsh_refuses(path, tmp_p
     a, b = fold(published), fold(in_memory)
     assert a.nodes == b.nodes
     assert [dumps(m) for m in a.messages()] == [dumps(m) for m in b.messages()]
+
+
+@requires_corpus
+@pytest.mark.parametrize("path", HISTORICAL, ids=[str(p.relative_to(CORPUS)) for p in HISTORICAL])
+def test_forked_read_back_decides_as_the_in_process_one(path, tmp_path, monkeypatch):
+    """migrate verifies the successor in a forked process where it can; the in-process
+    read-back of the staged file must publish the same bytes or refuse with the same text."""
+    import os
+
+    from dshlog import forked
+    from dshlog.migrate import publish
+
+    version, has_header, container = _version_of(path)
+    if version is None or version >= 4 or not has_header or container != "jsonl":
+        pytest.skip("not a historical session generation with a header")
+    name = "session.jsonl" if version == 0 else f"session.v{version}.jsonl"
+    results = []
+    for fork in (True, False):
+        monkeypatch.setattr(forked, "PARALLEL", fork)
+        d = tmp_path / ("forked" if fork else "in-process")
+        d.mkdir()
+        shutil.copyfile(path, d / name)
+        out = publish.migrate_session(d / name, children="none")
+        successor = d / "session.v4.jsonl"
+        error = re.sub(r"session\.migration\.[0-9a-f]+\.", "<staged>.", (out.error or "").replace(str(d), "<dir>"))
+        results.append((out.status, error, out.events, out.bytes, successor.read_bytes() if successor.exists() else None))
+        if fork and forked.can_fork():
+            with pytest.raises(ChildProcessError):
+                os.waitpid(-1, os.WNOHANG)  # the read-back child was reaped
+    assert results[0] == results[1]

@@ -237,3 +237,22 @@ def test_staged_successor_that_does_not_read_back_is_never_published(tmp_path, m
     assert out.status == "failed" and message in out.error, out.error
     assert sorted(p.name for p in d.iterdir()) == sorted([name, "session.lock"])
     assert sha(d / name) == before
+
+
+def test_read_back_process_that_dies_publishes_nothing(tmp_path, monkeypatch):
+    """Where the read-back runs in a forked process, losing that process is a refusal."""
+    import os
+
+    from dshlog import forked
+
+    if not forked.can_fork():
+        pytest.skip("no forked read-back on this machine (one CPU or no fork)")
+    monkeypatch.setattr(publish._ForkedReadBack, "_child", staticmethod(lambda *a: os._exit(3)))
+    d = session_dir(tmp_path)
+    before = sha(d / "session.jsonl")
+    out = publish.migrate_session(d / "session.jsonl", children="none")
+    assert out.status == "failed" and "ended without a verdict" in out.error
+    assert sorted(p.name for p in d.iterdir()) == ["session.jsonl", "session.lock"]
+    assert sha(d / "session.jsonl") == before
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .. import forked as _forked
 from ..errors import DshlogError, ExitCode, Refused, UsageError
 from ..formats import CURRENT_VERSION
 from ..source import canonical_version, select_generation
@@ -188,19 +189,26 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> Non
         before = _identity(source)
         prefix, suffix = migration_affixes(compressed)
         with stage_file(d, prefix, suffix) as staged:
-            with open_session(str(source)) as log:
-                header, events = log.migrated(child_facts=facts)
-                projection = log.is_projection_hint()
-                snapshot = log.is_snapshot()
-                if projection:
-                    out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
-                w = LogWriter(staged, compressed=compressed, projection=projection)
-                w.header(header)
-                for ev in events:
-                    w.event(ev)
-                size, digest = w.close()
-            staged.sync_and_close()
-            _verify(staged.path, header, w.events, size, digest, Validator, compressed, snapshot)
+            reader: _ForkedReadBack | None = None
+            try:
+                with open_session(str(source)) as log:
+                    header, events = log.migrated(child_facts=facts)
+                    projection = log.is_projection_hint()
+                    snapshot = log.is_snapshot()
+                    if projection:
+                        out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
+                    if _forked.can_fork():
+                        reader = _ForkedReadBack(str(staged.path), header, snapshot, Validator)
+                    w = LogWriter(staged, compressed=compressed, projection=projection, tee=reader.feed if reader else None)
+                    w.header(header)
+                    for ev in events:
+                        w.event(ev)
+                    size, digest = w.close()
+                staged.sync_and_close()
+                _verify(staged.path, header, w.events, size, digest, Validator, compressed, snapshot, reader)
+            finally:
+                if reader is not None:
+                    reader.close()
             if _identity(source) != before:
                 raise Refused(f'historical session generation changed during migration: "{source}"', path=str(source))
             publish_no_overwrite(staged, target)
@@ -208,8 +216,23 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> Non
     out.bytes = size
 
 
-def _verify(path: Path, header: dict, count: int, size: int, digest: str, validator_cls: Any, compressed: bool, snapshot: bool) -> None:
-    """Read the staged file back: the same plaintext bytes, then a strict decode with every rule."""
+def _verify(
+    path: Path,
+    header: dict,
+    count: int,
+    size: int,
+    digest: str,
+    validator_cls: Any,
+    compressed: bool,
+    snapshot: bool,
+    reader: "_ForkedReadBack | None" = None,
+) -> None:
+    """Read the staged file back: the same plaintext bytes, then a strict decode with every rule.
+
+    With ``reader`` the strict decode has already run, in a forked process, over
+    the plaintext as it was written; the byte comparison here proves the file
+    holds exactly that plaintext, so the two together verify the file.
+    """
     import hashlib
 
     from ..session import open_session
@@ -236,23 +259,126 @@ def _verify(path: Path, header: dict, count: int, size: int, digest: str, valida
             raise Refused("staged successor does not verify: it ends in a torn line", path=str(path))
     if n_bytes != size or h.hexdigest() != digest:
         raise Refused("staged successor does not verify: its bytes differ from what was written", path=str(path))
-    with open_session(str(path)) as check:
-        if check.header != header:
-            raise Refused("staged successor does not verify: header differs", path=str(path))
-        n = 0
-        recs = check.records()
-        rules = None
-        for r in recs:
-            if rules is None:
-                rules = validator_cls(check.header, projection=snapshot)
-            n += 1
-            for p in rules.feed(r.event):
-                if p.severity == "error":
-                    raise Refused(f"staged successor does not verify at seq {p.seq}: {p.message}", path=str(path))
-        if rules is None:
-            rules = validator_cls(check.header, projection=snapshot)
-        for p in rules.finish():
-            if p.severity == "error":
-                raise Refused(f"staged successor does not verify: {p.message}", path=str(path))
+    if reader is not None:
+        n = reader.result()
+    else:
+        with open_session(str(path)) as check:
+            n = _check_rules(check, header, validator_cls, snapshot, str(path))
     if n != count:
         raise Refused(f"staged successor does not verify: {n} events read back, {count} written", path=str(path))
+
+
+def _check_rules(check: Any, header: dict, validator_cls: Any, snapshot: bool, path: str) -> int:
+    """dsh's strict read of a successor: the header as written, then every v4 rule; returns the event count."""
+    if check.header != header:
+        raise Refused("staged successor does not verify: header differs", path=path)
+    n = 0
+    rules = None
+    for r in check.records():
+        if rules is None:
+            rules = validator_cls(check.header, projection=snapshot)
+        n += 1
+        for p in rules.feed(r.event):
+            if p.severity == "error":
+                raise Refused(f"staged successor does not verify at seq {p.seq}: {p.message}", path=path)
+    if rules is None:
+        rules = validator_cls(check.header, projection=snapshot)
+    for p in rules.finish():
+        if p.severity == "error":
+            raise Refused(f"staged successor does not verify: {p.message}", path=path)
+    return n
+
+
+class _ForkedReadBack:
+    """The strict read of the successor, run in a forked process while the successor is written.
+
+    Reading the staged file back with every rule is a quarter of ``migrate``; it
+    is pure Python, so only a second process can overlap it with the writing.
+    The writer hands each plaintext batch to :meth:`feed` as it writes it; the
+    child decodes that stream exactly as :func:`_check_rules` decodes the file
+    (the same reader in strict mode and the same rules) and reports the event
+    count or the refusal.  :func:`_verify` then proves the file holds exactly
+    these bytes.  If the child goes away early (it found a problem and stopped
+    reading), the rest of the stream is dropped and its verdict still stands.
+    """
+
+    def __init__(self, path: str, header: dict, snapshot: bool, validator_cls: Any) -> None:
+        import os
+
+        data_r, self._data_w = os.pipe()
+        self._result_r, result_w = os.pipe()
+        _forked.enlarge_pipe(self._data_w)
+        self._pid = os.fork()
+        if self._pid == 0:  # pragma: no cover - the child's coverage is not collected
+            self._child(data_r, result_w, path, header, snapshot, validator_cls)
+        os.close(data_r)
+        os.close(result_w)
+        self._open = True
+
+    @staticmethod
+    def _child(data_r: int, result_w: int, path: str, header: dict, snapshot: bool, validator_cls: Any) -> None:
+        import os
+        import pickle
+
+        from ..session import SessionLog
+
+        status = 0
+        try:
+            _forked.close_inherited((data_r, result_w))
+            try:
+                with open(data_r, "rb", buffering=1 << 20) as stream, SessionLog(path, stream=stream) as check:
+                    verdict: tuple = ("ok", _check_rules(check, header, validator_cls, snapshot, path))
+            except BaseException as exc:  # noqa: BLE001 - handed to the parent, raised there
+                verdict = ("error", _forked.pack_error(exc))
+            with open(result_w, "wb") as out:
+                out.write(pickle.dumps(verdict))
+        except BaseException:  # noqa: BLE001 - the parent went away
+            status = 1
+        finally:
+            _forked.child_exit(status)
+
+    def feed(self, data: bytes) -> None:
+        """The next plaintext bytes of the successor, in write order."""
+        import os
+
+        if not self._open:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._data_w, view) :]
+        except BrokenPipeError:
+            self._end_feed()  # the child stopped reading: it has found a problem
+
+    def _end_feed(self) -> None:
+        import os
+
+        if self._open:
+            self._open = False
+            os.close(self._data_w)
+
+    def result(self) -> int:
+        """End the stream and wait for the verdict: the event count, or the refusal raised here."""
+        import os
+        import pickle
+
+        self._end_feed()
+        with open(self._result_r, "rb", closefd=False) as fh:
+            blob = fh.read()
+        if not blob:
+            raise Refused("staged successor does not verify: the read-back process ended without a verdict")
+        kind, value = pickle.loads(blob)
+        if kind != "ok":
+            raise _forked.unpack_error(value)
+        return int(value)
+
+    def close(self) -> None:
+        """Stop the child (if it still runs) and reap it; idempotent."""
+        import os
+
+        if self._pid is None:
+            return
+        self._end_feed()
+        os.close(self._result_r)
+        os.waitpid(self._pid, 0)
+        self._pid = None  # type: ignore[assignment]
