@@ -15,8 +15,9 @@ whether each request extends the one before it.
 
 from __future__ import annotations
 
+import operator
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .jsjson import dumps as _dumps
@@ -191,6 +192,99 @@ _NARROW = struct.Struct(f"<{len(_NUMERIC)}i{len(_CODED) + 1}B")
 _WIDE = struct.Struct(f"<{len(_NUMERIC)}q{len(_CODED) + 1}B")
 _NARROW_MIN, _WIDE_MIN = -(2**31), -(2**63)  # this value marks None, the next one "in _extra"
 _OTHER_NUMBER: Any = object()
+_INT32, _INT64 = struct.Struct("<i"), struct.Struct("<q")
+
+_NUMERIC_INDEX = {name: i for i, name in enumerate(_NUMERIC)}
+_CODED_INDEX = {name: i for i, name in enumerate(_CODED)}
+# Where each packed field sits in a row of values (constructor order).
+_NUMERIC_POS = tuple(_FIELDS.index(name) for name in _NUMERIC)
+_CODED_POS = tuple(_FIELDS.index(name) for name in _CODED)
+_CHANGES_POS = _FIELDS.index("changes")
+_NUMBERS_OF, _CODED_OF = operator.itemgetter(*_NUMERIC_POS), operator.itemgetter(*_CODED_POS)
+# The common rows' codes by dict lookup.  Keyed by (type, value) so that only a value of the
+# known one's exact type matches: ``True`` never takes the code of ``1`` (nor the reverse).
+_PLAIN_CODED_TYPES = frozenset({str, bool, type(None)})
+_CODE_OF = tuple({(type(known), known): i for i, known in enumerate(_CODES[name])} for name in _CODED)
+# ``changes`` bitmask <-> the changes it stands for, in _CHANGE_ORDER (all 64 ordered subsets).
+_MASK_CHANGES = tuple(
+    tuple(c for i, c in enumerate(_CHANGE_ORDER) if mask >> i & 1) for mask in range(1 << len(_CHANGE_ORDER))
+)
+_CHANGES_MASK = {changes: mask for mask, changes in enumerate(_MASK_CHANGES)}
+
+
+def _pack_common(values: tuple[Any, ...]) -> bytes | None:
+    """The narrow packed row of ``values`` (constructor order) when it needs no ``_extra``.
+
+    This is what nearly every request gives (small ints or None, known codes), found with a
+    few dict lookups instead of :func:`_pack_any`'s scans; None sends anything else there.
+    """
+    row: list[int] = []
+    for value in _NUMBERS_OF(values):
+        if value is None:
+            row.append(_NARROW_MIN)
+        elif type(value) is int and _NARROW_MIN + 2 <= value < -_NARROW_MIN:
+            row.append(value)
+        else:
+            return None
+    for value, table in zip(_CODED_OF(values), _CODE_OF):
+        code = table.get((type(value), value)) if type(value) in _PLAIN_CODED_TYPES else None
+        if code is None:
+            return None
+        row.append(code)
+    changes = values[_CHANGES_POS]
+    if type(changes) is not list:
+        return None
+    mask: int | None = 0
+    if changes:
+        if any(type(c) is not str for c in changes):
+            return None
+        mask = _CHANGES_MASK.get(tuple(changes))  # an ordered subset of _CHANGE_ORDER, no repeats
+        if mask is None:
+            return None
+    row.append(mask)
+    return _NARROW.pack(*row)
+
+
+def _pack_any(values: tuple[Any, ...]) -> tuple[bytes, dict[str, Any] | None]:
+    """Packed row and ``_extra`` of any ``values`` (constructor order)."""
+    extra: dict[str, Any] = {}
+    numbers: list[int | None] = []  # None: the value is None; _OTHER_NUMBER: in ``extra``
+    wide = False
+    for name, pos in zip(_NUMERIC, _NUMERIC_POS):
+        value = values[pos]
+        if type(value) is int and _WIDE_MIN + 2 <= value < -_WIDE_MIN:
+            numbers.append(value)
+            wide = wide or not (_NARROW_MIN + 2 <= value < -_NARROW_MIN)
+        else:
+            numbers.append(None if value is None else _OTHER_NUMBER)
+            if value is not None:
+                extra[name] = value
+    codes: list[int] = []
+    for name, pos in zip(_CODED, _CODED_POS):
+        value = values[pos]
+        table = _CODES[name]
+        # ``is`` first: True == 1 must not pick another value's code.
+        code = next((i for i, known in enumerate(table) if known is value), None)
+        if code is None and isinstance(value, str) and value in table:
+            code = table.index(value)
+        if code is None:
+            code = _OTHER
+            extra[name] = value
+        codes.append(code)
+    changes = values[_CHANGES_POS]
+    mask = 0
+    if type(changes) is list and all(type(c) is str and c in _CHANGE_ORDER for c in changes) and changes == [
+        c for c in _CHANGE_ORDER if c in changes
+    ]:
+        for c in changes:
+            mask |= 1 << _CHANGE_ORDER.index(c)
+    else:
+        mask = _OTHER
+        extra["changes"] = changes
+    codes.append(mask)
+    layout, low = (_WIDE, _WIDE_MIN) if wide else (_NARROW, _NARROW_MIN)
+    packed = layout.pack(*(low if n is None else low + 1 if n is _OTHER_NUMBER else n for n in numbers), *codes)
+    return packed, extra or None
 
 
 class RequestInfo:
@@ -235,83 +329,28 @@ class RequestInfo:
         reasoning_tokens: int | None = None,
     ) -> None:
         self._pack(
-            {
-                "number": number, "seq": seq, "kind": kind, "turn": turn, "step": step,
-                "message_count": message_count, "extends": extends, "reason": reason,
-                "changes": [] if changes is None else changes, "header_seq": header_seq,
-                "header_reason": header_reason, "interrupted": interrupted, "input_tokens": input_tokens,
-                "output_tokens": output_tokens, "cache_read_tokens": cache_read_tokens,
-                "reasoning_tokens": reasoning_tokens,
-            }
+            (
+                number, seq, kind, turn, step, message_count, extends, reason,
+                [] if changes is None else changes, header_seq, header_reason, interrupted,
+                input_tokens, output_tokens, cache_read_tokens, reasoning_tokens,
+            )
         )
 
-    def _pack(self, values: dict[str, Any]) -> None:
-        extra: dict[str, Any] = {}
-        numbers: list[int | None] = []  # None: the value is None; _OTHER_NUMBER: in ``extra``
-        wide = False
-        for name in _NUMERIC:
-            value = values[name]
-            if type(value) is int and _WIDE_MIN + 2 <= value < -_WIDE_MIN:
-                numbers.append(value)
-                wide = wide or not (_NARROW_MIN + 2 <= value < -_NARROW_MIN)
-            else:
-                numbers.append(None if value is None else _OTHER_NUMBER)
-                if value is not None:
-                    extra[name] = value
-        codes: list[int] = []
-        for name in _CODED:
-            value = values[name]
-            table = _CODES[name]
-            # ``is`` first: True == 1 must not pick another value's code.
-            code = next((i for i, known in enumerate(table) if known is value), None)
-            if code is None and isinstance(value, str) and value in table:
-                code = table.index(value)
-            if code is None:
-                code = _OTHER
-                extra[name] = value
-            codes.append(code)
-        changes = values["changes"]
-        mask = 0
-        if type(changes) is list and all(type(c) is str and c in _CHANGE_ORDER for c in changes) and changes == [
-            c for c in _CHANGE_ORDER if c in changes
-        ]:
-            for c in changes:
-                mask |= 1 << _CHANGE_ORDER.index(c)
+    def _pack(self, values: tuple[Any, ...]) -> None:
+        """Store ``values`` (one per field, in ``_FIELDS`` order)."""
+        packed = _pack_common(values)
+        if packed is not None:
+            self._packed, self._extra = packed, None
         else:
-            mask = _OTHER
-            extra["changes"] = changes
-        codes.append(mask)
-        layout, low = (_WIDE, _WIDE_MIN) if wide else (_NARROW, _NARROW_MIN)
-        packed = layout.pack(
-            *(low if n is None else low + 1 if n is _OTHER_NUMBER else n for n in numbers), *codes
-        )
-        self._packed = packed
-        self._extra = extra or None
+            self._packed, self._extra = _pack_any(values)
 
     def _get(self, name: str) -> Any:
-        packed = self._packed
-        layout = _WIDE if len(packed) == _WIDE.size else _NARROW
-        if name in _NUMERIC_INDEX:
-            width = 8 if layout is _WIDE else 4
-            start = _NUMERIC_INDEX[name] * width
-            value = int.from_bytes(packed[start : start + width], "little", signed=True)
-            low = _WIDE_MIN if layout is _WIDE else _NARROW_MIN
-            if value > low + 1:
-                return value
-            return None if value == low else self._extra[name]  # type: ignore[index]
-        offset = len(_NUMERIC) * (8 if layout is _WIDE else 4)
-        if name == "changes":
-            mask = packed[offset + len(_CODED)]
-            if mask == _OTHER:
-                return self._extra["changes"]  # type: ignore[index]
-            return [c for i, c in enumerate(_CHANGE_ORDER) if mask >> i & 1]
-        code = packed[offset + _CODED_INDEX[name]]
-        return self._extra[name] if code == _OTHER else _CODES[name][code]  # type: ignore[index]
+        return _READERS[name](self)
 
     def _set(self, name: str, value: Any) -> None:
-        values = {f: self._get(f) for f in _FIELDS}
-        values[name] = value
-        self._pack(values)
+        values = [self._get(f) for f in _FIELDS]
+        values[_FIELDS.index(name)] = value
+        self._pack(tuple(values))
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(self._get(f) for f in _FIELDS)
@@ -327,12 +366,52 @@ class RequestInfo:
         return "RequestInfo(" + ", ".join(f"{f}={self._get(f)!r}" for f in _FIELDS) + ")"
 
 
-_NUMERIC_INDEX = {name: i for i, name in enumerate(_NUMERIC)}
-_CODED_INDEX = {name: i for i, name in enumerate(_CODED)}
+def _number_reader(name: str) -> Callable[[RequestInfo], Any]:
+    """Reads numeric field ``name`` from either layout."""
+    narrow_at, wide_at = 4 * _NUMERIC_INDEX[name], 8 * _NUMERIC_INDEX[name]
+    narrow_size = _NARROW.size
+
+    def read(self: RequestInfo) -> Any:
+        packed = self._packed
+        if len(packed) == narrow_size:
+            value, low = _INT32.unpack_from(packed, narrow_at)[0], _NARROW_MIN
+        else:
+            value, low = _INT64.unpack_from(packed, wide_at)[0], _WIDE_MIN
+        if value > low + 1:
+            return value
+        return None if value == low else self._extra[name]  # type: ignore[index]
+
+    return read
+
+
+def _code_reader(name: str) -> Callable[[RequestInfo], Any]:
+    """Reads coded field ``name``: the code bytes end the row in either layout."""
+    at, table = _CODED_INDEX[name] - len(_CODED) - 1, _CODES[name]
+
+    def read(self: RequestInfo) -> Any:
+        code = self._packed[at]
+        return self._extra[name] if code == _OTHER else table[code]  # type: ignore[index]
+
+    return read
+
+
+def _read_changes(self: RequestInfo) -> list[str]:
+    mask = self._packed[-1]  # the last byte in either layout
+    if mask == _OTHER:
+        return self._extra["changes"]  # type: ignore[index]
+    return list(_MASK_CHANGES[mask])  # a fresh list on every read
+
+
+# One reader per field, used directly as the property getter (``dshlog requests`` reads about a
+# dozen fields of every row, so the getter skips any dispatch on the name).
+_READERS: dict[str, Callable[[RequestInfo], Any]] = {
+    name: _number_reader(name) if name in _NUMERIC_INDEX else _read_changes if name == "changes" else _code_reader(name)
+    for name in _FIELDS
+}
 
 
 def _field(name: str) -> property:
-    return property(lambda self: self._get(name), lambda self, value: self._set(name, value))
+    return property(_READERS[name], lambda self, value: self._set(name, value))
 
 
 for _f in _FIELDS:
@@ -386,7 +465,8 @@ class RequestBuilder:
             self._since_header_reason = data.get("reason")
             if data.get("reason") == "series" or data.get("startsSeries") is True:
                 self._since_series = True
-        self.tool_history.apply(event)
+        if etype == "request/header" or etype == "developer/message":
+            self.tool_history.apply(event)  # it ignores every other event
         if etype in SETTLEMENT_TYPES:
             self.settlements += 1
             self._since_header_reason = None
@@ -402,10 +482,7 @@ class RequestBuilder:
         were stripped, e.g. some test fixtures).
         """
         if self.header is None and require_header:
-            raise CorruptLog(
-                f"no request header before request {self.settlements + 1} (settlement at seq {self.surface.next_seq})",
-                seq=self.surface.next_seq,
-            )
+            raise self._missing_header()
         request: dict[str, Any] = {}
         config = (self.header or {}).get("config")
         if isinstance(config, dict):
@@ -417,6 +494,19 @@ class RequestBuilder:
         if self.session_id is not None:
             request["sessionId"] = self.session_id
         return request
+
+    def messages(self, *, require_header: bool = True) -> list[dict]:
+        """``build(require_header=...)["messages"]``, same checks, without building the rest
+        (config, ``toolHistory``): all :func:`iter_requests` needs at every settlement."""
+        if self.header is None and require_header:
+            raise self._missing_header()
+        return self.surface.messages()
+
+    def _missing_header(self) -> CorruptLog:
+        return CorruptLog(
+            f"no request header before request {self.settlements + 1} (settlement at seq {self.surface.next_seq})",
+            seq=self.surface.next_seq,
+        )
 
 
 def rebuild(
@@ -464,6 +554,8 @@ def _usage_of(event: dict) -> dict | None:
 
 
 def _int_or_none(value: Any) -> int | None:
+    if type(value) is int:  # the usual token count, as int() would give it back
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return int(value)
@@ -500,12 +592,20 @@ def iter_requests(
     previous: list[Any] | None = None
     previous_header: dict | None = None
     previous_generation = -1
+    # The header changes found for the last (previous header, header) pair of objects compared.
+    # Headers are logged rarely, so nearly every request compares the very pair its predecessor
+    # did; serializing both tool lists again each time was most of this loop's cost.  The result
+    # depends only on the two objects (canonical headers share the logged config and tools,
+    # which nothing modifies), and a new pair is compared in full exactly where it was before.
+    compared: tuple[dict | None, dict | None, list[str]] = (None, None, [])
+    # _tools_text of the newest header compared, which the next new pair starts with.
+    text_of: tuple[dict | None, Any] = (None, None)
     for event in events:
-        if not builder.is_settlement(event) or event.get("seq") != builder.surface.next_seq:
+        # builder.is_settlement(event), inlined: this test runs for every event of the log.
+        if event.get("type") not in SETTLEMENT_TYPES or event.get("seq") != builder.surface.next_seq:
             builder.apply(event)
             continue
-        request = builder.build(require_header=require_header)
-        messages = request["messages"]
+        messages = builder.messages(require_header=require_header)
         header = builder.header
         changes: list[str] = []
         header_reason = builder._since_header_reason
@@ -517,12 +617,20 @@ def iter_requests(
                 if reason not in changes:
                     changes.append(reason)
             if previous_header is not None and header is not None:
-                if not _config_equal(previous_header.get("config"), header.get("config")) or _markers(
-                    previous_header
-                ) != _markers(header):
-                    changes.append(REASON_HEADER)
-                if _tools_text(previous_header) != _tools_text(header):
-                    changes.append(REASON_TOOLS)
+                if compared[0] is not previous_header or compared[1] is not header:
+                    header_changes: list[str] = []
+                    if not _config_equal(previous_header.get("config"), header.get("config")) or _markers(
+                        previous_header
+                    ) != _markers(header):
+                        header_changes.append(REASON_HEADER)
+                    # _tools_text(previous_header) != _tools_text(header), each text made once.
+                    before = text_of[1] if text_of[0] is previous_header else _tools_text(previous_header)
+                    after = before if header is previous_header else _tools_text(header)
+                    text_of = (header, after)
+                    if before != after:
+                        header_changes.append(REASON_TOOLS)
+                    compared = (previous_header, header, header_changes)
+                changes.extend(compared[2])
             if builder._since_projection:
                 changes.append(REASON_REWRITTEN)
             if builder.surface.content_generation == previous_generation:

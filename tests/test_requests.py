@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from conftest import read_log
+from conftest import FIXTURES, corpus_files, corpus_ids, read_log, requires_corpus
 from dshlog.errors import CorruptLog, UsageError
 from dshlog.requests import RequestBuilder, ToolHistory, canonical_header, iter_requests, rebuild
 from dshlog.surface import fold
@@ -297,3 +297,249 @@ def test_corpus_known_surfaces() -> None:
     last = rebuild(comp, 3)
     assert last["messages"][1]["source"]["kind"] == "compact-checkpoint"
     assert last["tools"] == "{{tools}}" and last["toolHistory"] == {"tools": "{{tools}}", "updates": []}
+
+
+# ---------------------------------------------------------------- fast paths == the straightforward fold
+#
+# iter_requests skips work the plain fold repeats at every request: it compares a pair of
+# headers once (they change only at request/header events), takes just the messages instead
+# of building the whole request, and packs rows without RequestInfo's general scans.  The
+# reference below is that plain fold, written out, and every log we have must give the same
+# rows -- and stop with the same error at the same request -- both ways.
+
+
+def _reference_requests(events: list[dict], *, strict_unknown: bool = True,
+                        require_header: bool = False) -> tuple[list[tuple], BaseException | None]:
+    """Rows (RequestInfo field order) of the straightforward fold, and the error that ended it."""
+    from dshlog.requests import _extends, _markers, _tools_text, _usage_of
+    from dshlog.surface import json_equal
+
+    order = ["compaction replace", "system prompt change", "new series", "header change", "tool change",
+             "history rewritten"]
+
+    def number(value: Any) -> int | None:
+        return None if isinstance(value, bool) or not isinstance(value, (int, float)) else int(value)
+
+    rows: list[tuple] = []
+    builder = RequestBuilder(strict_unknown=strict_unknown)
+    previous: list | None = None
+    previous_header: dict | None = None
+    previous_generation = -1
+    try:
+        for event in events:
+            if not builder.is_settlement(event) or event.get("seq") != builder.surface.next_seq:
+                builder.apply(event)
+                continue
+            messages = builder.build(require_header=require_header)["messages"]
+            header = builder.header
+            changes = ["new series"] if builder._since_series else []
+            if previous is None:
+                extends, changes = None, []
+            else:
+                for kind in builder._since_replacements:
+                    reason = "system prompt change" if kind == "system/message" else "compaction replace"
+                    if reason not in changes:
+                        changes.append(reason)
+                if previous_header is not None and header is not None:
+                    if not json_equal(previous_header.get("config"), header.get("config")) or _markers(
+                        previous_header) != _markers(header):
+                        changes.append("header change")
+                    if _tools_text(previous_header) != _tools_text(header):
+                        changes.append("tool change")
+                if builder._since_projection:
+                    changes.append("history rewritten")
+                if builder.surface.content_generation == previous_generation:
+                    extends = len(messages) >= len(previous)
+                else:
+                    extends = _extends(previous, messages)
+            changes.sort(key=order.index)
+            data = event.get("data") if isinstance(event.get("data"), dict) else {}
+            usage = _usage_of(event) or {}
+            rows.append((
+                builder.settlements + 1, event["seq"], event["type"], data.get("turn"), data.get("step"),
+                len(messages), extends, (changes[0] if changes else "history rewritten") if extends is False else None,
+                changes, builder.header_seq, builder._since_header_reason, data.get("interrupted") is True,
+                number(usage.get("inputTokens")), number(usage.get("outputTokens")),
+                number(usage.get("cacheReadTokens")), number(usage.get("reasoningTokens")),
+            ))
+            previous, previous_header = messages, header
+            previous_generation = builder.surface.content_generation
+            builder.apply(event)
+    except Exception as exc:  # noqa: BLE001 - any error must be the same error
+        return rows, exc
+    return rows, None
+
+
+def _typed(rows: list[tuple]) -> list[tuple]:
+    """Rows compared with types: ``True`` is not ``1`` here."""
+    return [tuple((type(v), v) for v in row) for row in rows]
+
+
+def _error(exc: BaseException | None) -> tuple | None:
+    return None if exc is None else (type(exc), str(exc), getattr(exc, "seq", None))
+
+
+def assert_same_as_reference(events: list[dict], **kw: Any) -> int:
+    """iter_requests == the straightforward fold on ``events``; returns the number of requests."""
+    rows: list[tuple] = []
+    error: BaseException | None = None
+    try:
+        for info in iter_requests(events, **kw):
+            rows.append(info._values())
+    except Exception as exc:  # noqa: BLE001
+        error = exc
+    expected, expected_error = _reference_requests(events, **kw)
+    assert _typed(rows) == _typed(expected)
+    assert _error(error) == _error(expected_error)
+    return len(rows)
+
+
+def _log_events(path: Path) -> list[dict]:
+    """The events ``dshlog requests`` folds (older versions migrated), as far as they read."""
+    from dshlog.errors import DshlogError
+    from dshlog.session import open_session
+
+    events: list[dict] = []
+    try:
+        with open_session(path, strict=False) as log:
+            for event in log.events():
+                events.append(event)
+    except DshlogError:
+        pass  # a reader error ends both folds alike; the prefix is what they differ on, if at all
+    return events
+
+
+def test_header_pairs_compared_once_give_every_change() -> None:
+    """Headers that come and go, equal but distinct objects, config-only and marker-only changes."""
+    cfg2 = {"provider": "p", "model": "m2"}
+    log = numbered([
+        user(0), header(0, [A]), assistant(0), assistant(0),                       # 1, 2: same pair again
+        header(0, [A, B], reason="change"), assistant(0), assistant(0),            # 3: tools, 4: none
+        header(0, [A, B], reason="change"), assistant(0),                          # 5: equal copy
+        header(0, [A, B], reason="change", config=cfg2), assistant(0),             # 6: config only
+        header(0, [A, B], reason="change", config=cfg2,
+               extra_header={"adapterDefaults": {"maxTokens": True}}), assistant(0),  # 7: markers
+        header(0, [A], reason="change", config=cfg2), assistant(0),                # 8: markers and tools
+        header(0, "{{tools}}", reason="change", config=cfg2), assistant(0), assistant(0),  # 9, 10
+        header(0, [A], reason="change"), header(0, [A], reason="change"), assistant(0),  # 11
+        # Equal to Python, not to JSON.stringify: key order and true/1 count.
+        header(0, [dict(reversed(A.items()))], reason="change"), assistant(0),       # 12
+        header(0, [dict(A, strict=1)], reason="change"), assistant(0),               # 13
+        header(0, [dict(A, strict=True)], reason="change"), assistant(0),            # 14
+    ])
+    infos = list(iter_requests(log))
+    assert [i.changes for i in infos] == [
+        [], [], ["tool change"], [], [], ["header change"], ["header change"], ["header change", "tool change"],
+        ["tool change"], [], ["header change", "tool change"], ["tool change"], ["tool change"], ["tool change"],
+    ]
+    assert all(i.extends is True for i in infos[1:])
+    assert assert_same_as_reference(log) == 14
+    assert assert_same_as_reference(log, require_header=True) == 14
+
+
+def test_requests_errors_match_reference() -> None:
+    """A request without a header (require_header) and a broken seq stop both folds alike."""
+    log = numbered([user(0), assistant(0), header(0, [A]), assistant(0), user(0), assistant(0)])
+    assert assert_same_as_reference(log) == 3
+    assert assert_same_as_reference(log, require_header=True) == 0
+    broken = log[:4] + [dict(log[4], seq=9)] + log[5:]
+    assert assert_same_as_reference(broken) == 2
+
+
+@pytest.mark.parametrize("path", sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.name.startswith("session")),
+                         ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_fixtures_match_reference(path: Path) -> None:
+    events = _log_events(path)
+    assert events, f"{path} should read"
+    for strict in (True, False):
+        assert_same_as_reference(events, strict_unknown=strict)
+
+
+def test_generated_log_matches_reference(tmp_path: Path) -> None:
+    """The benchmark generator's shapes (retries, compactions, parallel tools), rare ones often."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("bench_generate", FIXTURES.parent / "bench" / "generate.py")
+    gen = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules.setdefault("bench_generate", gen)
+    spec.loader.exec_module(gen)  # type: ignore[union-attr]
+    path = gen.generate(tmp_path, "1M", 4, seed=5, zstd=False, rare=8.0)["plain"]
+    assert assert_same_as_reference(_log_events(path)) > 50
+
+
+@requires_corpus
+@pytest.mark.parametrize("path", corpus_files(), ids=corpus_ids())
+def test_corpus_matches_reference(path: Path) -> None:
+    events = _log_events(path)
+    for strict in (True, False):
+        assert_same_as_reference(events, strict_unknown=strict)
+        assert_same_as_reference(events, strict_unknown=strict, require_header=True)
+
+
+# ---------------------------------------------------------------- packed rows: fast path == general path
+
+_ODD_NUMBERS = [None, 0, 1, -1, 7, 2**31 - 1, 2**31, -(2**31), -(2**31) + 1, -(2**31) + 2, 2**63 - 1, 2**63,
+                -(2**63), -(2**63) + 2, 2**70, True, False, 1.5, 2.0, "3", [1]]
+_ODD_CODED = [None, True, False, 0, 1, 2, "assistant/message", "assistant/attempt", "compaction replace",
+              "tool change", "weird", "", {"k": 1}, ["x"], 1.0]
+
+
+def _row_values() -> Any:
+    """Rows of the usual shape (each field drawn from the values requests give), with up to
+    three fields swapped for odd values, so both packing paths and their borders get exercised."""
+    from hypothesis import strategies as st
+
+    from dshlog.requests import _CHANGE_ORDER
+
+    number = st.one_of(st.none(), st.integers(min_value=-(2**31) - 2, max_value=2**31 + 2),
+                       st.sampled_from([-(2**31), -(2**31) + 1, -(2**31) + 2, 2**31 - 1, 2**31]))
+    changes = st.lists(st.sampled_from(_CHANGE_ORDER), unique=True).map(
+        lambda cs: [c for c in _CHANGE_ORDER if c in cs])
+    usual = st.tuples(
+        number, number, st.sampled_from(["assistant/message", "assistant/attempt"]), number, number, number,
+        st.sampled_from([None, True, False]), st.sampled_from([None, *_CHANGE_ORDER]), changes, number,
+        st.none(), st.booleans(), number, number, number, number,
+    )
+    odd_changes = st.one_of(st.lists(st.sampled_from([*_CHANGE_ORDER, "other", 1, None]), max_size=4),
+                            st.sampled_from([None, (), ("tool change",), "tool change"]))
+    odd = st.one_of(st.sampled_from(_ODD_NUMBERS), st.sampled_from(_ODD_CODED), odd_changes,
+                    st.integers(min_value=-(2**65), max_value=2**65))
+    swaps = st.lists(st.tuples(st.integers(min_value=0, max_value=15), odd), max_size=3)
+
+    def swap(row: tuple, changes_: list[tuple[int, Any]]) -> tuple:
+        values = list(row)
+        for i, value in changes_:
+            values[i] = value
+        return tuple(values)
+
+    return st.builds(swap, usual, swaps)
+
+
+def test_fast_packing_equals_general_packing() -> None:
+    """Wherever ``_pack_common`` packs a row, ``_pack_any`` packs the very same bytes and no extras;
+    and every field reads back as given (types included), whichever path packed it."""
+    from hypothesis import given, settings
+
+    from dshlog.requests import RequestInfo, _pack_any, _pack_common
+
+    served = [0]  # rows the fast path packed
+
+    @settings(max_examples=3000, deadline=None)
+    @given(_row_values())
+    def check(values: tuple) -> None:
+        fast = _pack_common(values)
+        packed, extra = _pack_any(values)
+        if fast is not None:
+            assert (fast, None) == (packed, extra)
+            served[0] += 1
+        info = RequestInfo(*values)
+        expected = list(values)
+        expected[8] = [] if values[8] is None else values[8]
+        assert _typed([info._values()]) == _typed([tuple(expected)])
+
+    check()
+    assert served[0] > 100
+    typical = (3, 41, "assistant/message", 2, 1, 7, True, None, [], 40, None, False, 1200, 80, 0, None)
+    assert _pack_common(typical) is not None  # the fast path does serve the usual row
+    assert _pack_common(typical[:8] + (["compaction replace", "new series"],) + typical[9:]) is not None
