@@ -247,6 +247,7 @@ def test_read_back_process_that_dies_publishes_nothing(tmp_path, monkeypatch):
 
     if not forked.can_fork():
         pytest.skip("no forked read-back on this machine (one CPU or no fork)")
+    monkeypatch.setattr(publish, "FORK_MIN_BYTES", 0)
     monkeypatch.setattr(publish._ForkedReadBack, "_child", staticmethod(lambda *a: os._exit(3)))
     d = session_dir(tmp_path)
     before = sha(d / "session.jsonl")
@@ -256,3 +257,17 @@ def test_read_back_process_that_dies_publishes_nothing(tmp_path, monkeypatch):
     assert sha(d / "session.jsonl") == before
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
+
+
+def test_small_sessions_are_read_back_in_process(tmp_path, monkeypatch):
+    """A fork costs more than the read-back of a small successor; a batch over thousands of
+    small sessions must not pay it for each."""
+
+    def no_fork(*a, **k):
+        raise AssertionError("forked a read-back for a small session")
+
+    monkeypatch.setattr(publish, "_ForkedReadBack", no_fork)
+    d = session_dir(tmp_path)
+    assert (d / "session.jsonl").stat().st_size < publish.FORK_MIN_BYTES
+    out = publish.migrate_session(d / "session.jsonl", children="none")
+    assert out.status == "migrated", out.error

@@ -47,6 +47,11 @@ class Outcome:
         return d
 
 
+# Below this source size the read-back runs in process: a fork costs more than it saves
+# (a batch over thousands of small sessions would pay it for each).
+FORK_MIN_BYTES = 1 << 20
+
+
 def _identity(path: Path) -> tuple[int, int, int, int, int]:
     st = os.stat(path)
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
@@ -197,7 +202,7 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> Non
                     snapshot = log.is_snapshot()
                     if projection:
                         out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
-                    if _forked.can_fork():
+                    if before[2] >= FORK_MIN_BYTES and _forked.can_fork():
                         reader = _ForkedReadBack(str(staged.path), header, snapshot, Validator)
                     w = LogWriter(staged, compressed=compressed, projection=projection, tee=reader.feed if reader else None)
                     w.header(header)
