@@ -94,16 +94,46 @@ class Row:
 CHILD_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONPROFILEIMPORTTIME")}
 
 
+# Measuring peak RSS needs a small parent.  Linux records the memory of the process that
+# forks a child into the child's ru_maxrss (the copied address space counts until exec), so
+# children forked by this runner reported at least the runner's own RSS: every command,
+# and jq, "peaked" at the runner's 39 MB once it had generated the 480M inputs.  Each
+# measured command is therefore spawned by a fresh `python -S -I` launcher (about 8 MB),
+# which times it and reports its wait4 figures on a pipe.
+LAUNCHER = """
+import os, sys, time
+out = int(sys.argv[1])
+t = time.perf_counter()
+pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
+_, status, ru = os.wait4(pid, 0)
+wall = time.perf_counter() - t
+os.write(out, f"{wall} {ru.ru_maxrss} {ru.ru_utime + ru.ru_stime} {os.waitstatus_to_exitcode(status)}".encode())
+"""
+
+
 def run_child(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float, int, str, float]:
     """(wall seconds, peak RSS MiB, exit code, stderr tail, CPU seconds) of one child process."""
-    t = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT, env=CHILD_ENV)
-    err = p.stderr.read() if p.stderr else b""
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t
-    p.returncode = os.waitstatus_to_exitcode(status)
+    r, w = os.pipe()
+    try:
+        p = subprocess.Popen(
+            [PY, "-S", "-I", "-c", LAUNCHER, str(w), *argv],
+            stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT, env=CHILD_ENV, pass_fds=(w,),
+        )
+        os.close(w)
+        w = -1
+        err = p.stderr.read() if p.stderr else b""
+        p.wait()
+        with open(r, "rb", closefd=False) as fh:
+            report = fh.read().split()
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    if len(report) != 4:
+        raise RuntimeError(f"launcher failed for {argv}: {err[-300:]!r}")
+    wall, maxrss_kb, cpu, rc = float(report[0]), int(report[1]), float(report[2]), int(report[3])
     tail = err.decode("utf-8", "replace").strip().splitlines()
-    return wall, ru.ru_maxrss / 1024.0, p.returncode, tail[-1] if tail else "", ru.ru_utime + ru.ru_stime
+    return wall, maxrss_kb / 1024.0, rc, tail[-1] if tail else "", cpu
 
 
 def best(argv: list[str], repeat: int) -> tuple[float, float, int, str, float]:
