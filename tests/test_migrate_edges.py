@@ -484,3 +484,36 @@ def test_discover_child_facts(tmp_path: Any) -> None:
     assert by_id["c1"] == {"childId": "c1", "childCreatedAt": 7, "descriptorCount": 1, "descriptor": desc[1],
                            "sourcePath": str(p1)}
     assert by_id["c2"]["descriptorCount"] == 0 and by_id["c2"]["descriptor"] is None
+
+
+# --------------------------------------------------------------------------- SeqStrings
+
+_ids = st.one_of(
+    st.uuids().map(str),  # packed as 16 bytes
+    st.uuids().map(lambda u: str(u).upper()),  # not canonical: kept as text
+    st.text(max_size=40),
+    st.sampled_from(["", "\ud800", "legacy-message:s:1", "x" * 36]),
+)
+
+
+@given(
+    st.lists(st.tuples(st.integers(-5, 200), _ids), max_size=60),
+    st.lists(st.one_of(st.integers(-5, 205), st.booleans(), st.sampled_from([1.0, 2.5, float("inf"), None, "3"])), max_size=20),
+)
+def test_seq_strings_is_a_dict(items: list[tuple[int, str]], probes: list[Any]) -> None:
+    """The packed seq -> message id map answers exactly as a dict would."""
+    from dshlog.migrate._common import SeqStrings
+
+    packed, plain = SeqStrings(), {}
+    for seq, value in items:
+        packed[seq] = value
+        plain[seq] = value
+    for seq, _ in items:
+        assert packed.get(seq) == plain.get(seq)
+    for probe in probes:
+        assert packed.get(probe) == plain.get(probe), probe
+    assert packed.get(7, "none") == plain.get(7, "none")
+    with pytest.raises(TypeError):
+        plain.get([1])  # type: ignore[call-overload]
+    with pytest.raises(TypeError):
+        packed.get([1])

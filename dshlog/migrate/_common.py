@@ -21,6 +21,7 @@ from ..vocabulary import is_count, is_safe_integer
 __all__ = [
     "Stage",
     "SeqMap",
+    "SeqStrings",
     "StageRefusal",
     "is_count",
     "is_safe_integer",
@@ -38,6 +39,7 @@ MAX_SAFE = 2**53 - 1
 CONSUMED = -1
 
 _PLACEHOLDER = re.compile(r"^\{\{[^{}]+\}\}$")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 
 
 def is_placeholder(value: Any) -> bool:
@@ -154,3 +156,58 @@ def rewrap(err: DshlogError, name: str, version: int, seq: int | None = None) ->
     out = MigrationRefused(f"{name} refuses this format v{version} Session: {err.message}", path=err.path, loc=err.loc,
                            seq=err.seq if err.seq is not None else seq)
     return out
+
+
+class SeqStrings:
+    """A ``seq -> str`` map for seqs added in increasing order, in two arrays and one buffer.
+
+    The v0->v1 edge must remember the message id of every surface event (a legacy
+    tool/result replacement inherits the id of the event it replaces, whichever it
+    is).  As a dict of str objects that was about 90 bytes per event, the largest
+    part of a migration's memory that grows with the log; packed here it is the
+    id's UTF-8 bytes plus 16, and a canonical lowercase UUID (dsh's ids are UUIDs)
+    is kept as its 16 raw bytes, marked by a negative end offset.  A seq that
+    arrives out of order (never in a valid log) goes to a small dict so the map
+    stays exact.
+    """
+
+    __slots__ = ("_seqs", "_ends", "_blob", "_other")
+
+    def __init__(self) -> None:
+        self._seqs = array("q")
+        self._ends = array("q")
+        self._blob = bytearray()
+        self._other: dict[int, str] = {}
+
+    def __setitem__(self, seq: int, value: str) -> None:
+        seqs = self._seqs
+        if (seqs and seq <= seqs[-1]) or not -MAX_SAFE <= seq <= MAX_SAFE:
+            self._other[seq] = value
+            return
+        if len(value) == 36 and _UUID.match(value):
+            self._blob += bytes.fromhex(value.replace("-", ""))
+            end = -len(self._blob)
+        else:
+            self._blob += value.encode("utf-8", "surrogatepass")
+            end = len(self._blob)
+        seqs.append(seq)
+        self._ends.append(end)
+
+    def get(self, seq: Any, default: str | None = None) -> str | None:
+        """``dict.get`` semantics, keys compared as a dict compares them (``True`` finds 1)."""
+        if type(seq) is not int:
+            if isinstance(seq, bool) or (isinstance(seq, float) and seq.is_integer()):
+                seq = int(seq)
+            else:
+                return self._other.get(seq, default)  # unhashable keys raise, as a dict's do
+        if seq in self._other:
+            return self._other[seq]
+        i = bisect_right(self._seqs, seq) - 1
+        if i < 0 or self._seqs[i] != seq:
+            return default
+        start = abs(self._ends[i - 1]) if i else 0
+        end = self._ends[i]
+        if end < 0:
+            h = self._blob[start:-end].hex()
+            return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        return self._blob[start:end].decode("utf-8", "surrogatepass")

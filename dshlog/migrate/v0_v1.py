@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ._common import StageRefusal, is_count, is_placeholder, js_json, js_string, record
+from ._common import SeqStrings, StageRefusal, is_count, is_placeholder, js_json, js_string, record
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v0-to-v1"
 
@@ -173,7 +173,7 @@ class V0ToV1:
         self._projection = projection
         # seq -> message id, needed only when a legacy tool/result replacement
         # inherits the id of the message it replaces.
-        self._message_ids: dict[int, str] = {}
+        self._message_ids = SeqStrings()
         self._retry_ids: dict[bytes, str] = {}
         self._compaction_id: str | None = None
         self.cut: int | None = None
