@@ -422,7 +422,13 @@ def _decode_in_worker(items: Iterator[Any], info: SourceInfo, fh: IO[bytes]) -> 
     """
     r, w = os.pipe()
     forked.enlarge_pipe(w)
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare (process or memory limits): decode here
+        os.close(r)
+        os.close(w)
+        yield from items
+        return
     if pid == 0:  # pragma: no cover - the child's coverage is not collected
         os.close(r)
         _decode_in_child(items, info, w, fh.fileno())

@@ -271,3 +271,18 @@ def test_small_sessions_are_read_back_in_process(tmp_path, monkeypatch):
     assert (d / "session.jsonl").stat().st_size < publish.FORK_MIN_BYTES
     out = publish.migrate_session(d / "session.jsonl", children="none")
     assert out.status == "migrated", out.error
+
+
+def test_read_back_in_process_when_fork_fails(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    def no_fork():
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(publish, "FORK_MIN_BYTES", 0)
+    monkeypatch.setattr(os, "fork", no_fork)
+    d = session_dir(tmp_path)
+    out = publish.migrate_session(d / "session.jsonl", children="none")
+    assert out.status == "migrated", out.error
+    assert out.events == 17

@@ -291,3 +291,19 @@ def test_peeking_at_the_first_row_loses_nothing(tmp_path, peeks, projection, n):
         expected = [(r.event, r.raw, r.loc.line, r.loc.offset) for r in s.records()]
     assert got == expected and [e["seq"] for e, *_ in got] == list(range(n))
     assert torn is not None and torn.length == len(b'{"type":"plan/m')
+
+
+def test_forked_decoder_falls_back_when_fork_fails(tmp_path, monkeypatch):
+    """Process limits (EAGAIN) must not turn into an error: the body is decoded in process."""
+    import errno
+    import os
+
+    def no_fork():
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    data, _ = _many_frames()
+    p = tmp_path / "session.v4.jsonl.zstd"
+    p.write_bytes(data)
+    serial = _decode(p, False)
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert _decode(p, True) == serial

@@ -203,7 +203,10 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> Non
                     if projection:
                         out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
                     if before[2] >= FORK_MIN_BYTES and _forked.can_fork():
-                        reader = _ForkedReadBack(str(staged.path), header, snapshot, Validator)
+                        try:
+                            reader = _ForkedReadBack(str(staged.path), header, snapshot, Validator)
+                        except OSError:
+                            reader = None  # fork refused (process or memory limits): read back in process
                     w = LogWriter(staged, compressed=compressed, projection=projection, tee=reader.feed if reader else None)
                     w.header(header)
                     for ev in events:
@@ -313,7 +316,12 @@ class _ForkedReadBack:
         data_r, self._data_w = os.pipe()
         self._result_r, result_w = os.pipe()
         _forked.enlarge_pipe(self._data_w)
-        self._pid = os.fork()
+        try:
+            self._pid = os.fork()
+        except OSError:  # no process to spare: the caller reads back in process
+            for fd in (data_r, self._data_w, self._result_r, result_w):
+                os.close(fd)
+            raise
         if self._pid == 0:  # pragma: no cover - the child's coverage is not collected
             self._child(data_r, result_w, path, header, snapshot, validator_cls)
         os.close(data_r)
@@ -364,7 +372,6 @@ class _ForkedReadBack:
 
     def result(self) -> int:
         """End the stream and wait for the verdict: the event count, or the refusal raised here."""
-        import os
         import pickle
 
         self._end_feed()
