@@ -33,6 +33,26 @@ def corpus_ids() -> list[str]:
 requires_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"shared corpus not found at {CORPUS} (set DSHLOG_SHARED)")
 
 
+def load_bench_script(name: str):
+    """``bench/<name>.py`` as a module (the benchmarks are scripts, not part of the package).
+
+    Registered as ``bench_<name>`` before it runs (its dataclasses look their module
+    up there), once per test session.
+    """
+    import importlib.util
+    import sys
+
+    key = f"bench_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, ROOT / "bench" / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[key] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def jsonl(*rows: object) -> bytes:
     """Compact JSONL bytes, one row per line."""
     return b"".join(orjson.dumps(r) + b"\n" for r in rows)

@@ -6,30 +6,19 @@ drifted into invalid shapes would time error paths instead of the real work.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import load_bench_script
 from dshlog.session import open_session
 from dshlog.source import SourceInfo, iter_zstd_lines
 from dshlog.validation import validate_log
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _generator():
-    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_generate", mod)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
-
 
 @pytest.fixture(scope="module")
 def gen():
-    return _generator()
+    return load_bench_script("generate")
 
 
 def _events(path: Path) -> list[dict]:

@@ -13,27 +13,19 @@ checks for minutes with plain random choices and reports counts.
 
 from __future__ import annotations
 
-import importlib.util
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import load_bench_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_fuzz() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_fuzz", ROOT / "bench" / "fuzz.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-FUZZ = _load_fuzz()
+FUZZ = load_bench_script("fuzz")
 SEEDS = FUZZ.seed_files()
 PLAIN = [FUZZ.decoded(p) for p in SEEDS]
 OTHERS = [p for p, _ in PLAIN]

@@ -13,7 +13,6 @@ twice as much or more.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -22,22 +21,16 @@ from pathlib import Path
 import orjson
 import pytest
 
+from conftest import load_bench_script
 from dshlog.requests import RequestInfo, iter_requests
 from dshlog.surface import RECENT_REPLACEMENTS, SurfaceFold
 from dshlog.validate import Validator
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL, LARGE = "1M", "4M"
 # Four times the log may hold at most this much more (the current surface varies a little).
 GROWTH = 1.5
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_generate", mod)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
 
 
 class _Log:
@@ -59,7 +52,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, _Log]:
     """One seeded session at two lengths.  Rare shapes (retries, cancellations, compactions)
     are eight times as frequent, so compactions keep the surface short and most of what
     a longer log adds is history the fold must not hold."""
-    gen = _generator()
+    gen = load_bench_script("generate")
     out = tmp_path_factory.mktemp("memory")
     return {size: _Log(gen.generate(out, size, 4, seed=11, zstd=False, rare=8.0)["plain"]) for size in (SMALL, LARGE)}
 

@@ -9,20 +9,17 @@ must produce byte-identical v4 events and headers, or refuse with the same error
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import FIXTURES, corpus_files, jsonl
+from conftest import FIXTURES, corpus_files, jsonl, load_bench_script
 from dshlog import jsjson
 from dshlog.errors import DshlogError
 from dshlog.formats import MAX_SAFE
 from dshlog.session import open_session
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _migrate(path: Path, compact: bool, strict: bool = True) -> tuple[Any, ...]:
@@ -85,11 +82,7 @@ def test_fixtures_and_corpus_hold_packed_rows() -> None:
 
 @pytest.fixture(scope="module")
 def gen():
-    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_generate", mod)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+    return load_bench_script("generate")
 
 
 @pytest.mark.parametrize("seed,rare", [(1, 1.0), (2, 5.0), (11, 8.0)])

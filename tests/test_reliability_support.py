@@ -10,7 +10,6 @@ counts to the JSON-lines file named by ``DSHLOG_STRESS_REPORT`` so that
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -19,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+from conftest import load_bench_script
 
 ROOT = Path(__file__).resolve().parents[1]
 DSHLOG = str(Path(sys.executable).with_name("dshlog"))
@@ -76,11 +77,7 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
 
 def load_generator() -> Any:
     """``bench/generate.py`` as a module (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench_script("generate")
 
 
 def generated(cache: Path, size: str, version: int) -> dict[str, Path]:
