@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import pickle
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import NoReturn
 
 
 def _usable_cpus() -> int:
@@ -77,6 +78,18 @@ def unpack_error(blob: bytes) -> BaseException:
     return exc
 
 
-def child_exit(status: int) -> None:
-    """Leave the child without running the parent's atexit hooks, finalizers or buffer flushes."""
-    os._exit(status)
+def run_child(keep: Iterable[int], work: Callable[[], None]) -> NoReturn:
+    """The body of every forked child: close what it inherited, do ``work``, leave.
+
+    The exit skips the parent's atexit hooks, finalizers and buffer flushes.  An
+    exception escaping ``work`` (the parent closed the pipe, or worse) ends the child
+    with status 1; ``work`` hands the errors the parent must see over the pipe itself.
+    """
+    status = 0
+    try:
+        close_inherited(keep)
+        work()
+    except BaseException:  # noqa: BLE001 - nobody is left to tell
+        status = 1
+    finally:
+        os._exit(status)

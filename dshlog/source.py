@@ -384,11 +384,9 @@ def _decode_in_child(items: Iterator[Any], info: SourceInfo, out_fd: int, keep: 
 
     Every descriptor but the input and the pipe is closed first, so the child
     never keeps a parent's lock (``session.lock``, a staged file's flock) alive.
-    ``os._exit`` skips the parent's buffers, atexit hooks and finalizers.
     """
-    status = 0
-    try:
-        forked.close_inherited((out_fd, keep))
+
+    def work() -> None:
         with open(out_fd, "wb", buffering=1 << 20) as out:
             pack = _MSG.pack
             try:
@@ -397,15 +395,13 @@ def _decode_in_child(items: Iterator[Any], info: SourceInfo, out_fd: int, keep: 
                     out.write(data)
                 out.write(pack(_DONE, 0, 0, 0, 0, info.frames or 0))
             except BrokenPipeError:
-                raise
+                raise  # the parent stopped reading
             except BaseException as exc:  # noqa: BLE001 - handed to the parent, raised there in order
                 blob = forked.pack_error(exc)
                 out.write(pack(_ERROR, 0, 0, len(blob), 0, info.frames or 0))
                 out.write(blob)
-    except BaseException:  # noqa: BLE001 - a closed pipe (the parent stopped reading) or worse
-        status = 1
-    finally:
-        forked.child_exit(status)
+
+    forked.run_child((out_fd, keep), work)
 
 
 def _decode_in_worker(items: Iterator[Any], info: SourceInfo, fh: IO[bytes]) -> Iterator[Any]:

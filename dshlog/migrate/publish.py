@@ -330,14 +330,11 @@ class _ForkedReadBack:
 
     @staticmethod
     def _child(data_r: int, result_w: int, path: str, header: dict, snapshot: bool, validator_cls: Any) -> None:
-        import os
         import pickle
 
         from ..session import SessionLog
 
-        status = 0
-        try:
-            _forked.close_inherited((data_r, result_w))
+        def work() -> None:
             try:
                 with open(data_r, "rb", buffering=1 << 20) as stream, SessionLog(path, stream=stream) as check:
                     verdict: tuple = ("ok", _check_rules(check, header, validator_cls, snapshot, path))
@@ -345,10 +342,8 @@ class _ForkedReadBack:
                 verdict = ("error", _forked.pack_error(exc))
             with open(result_w, "wb") as out:
                 out.write(pickle.dumps(verdict))
-        except BaseException:  # noqa: BLE001 - the parent went away
-            status = 1
-        finally:
-            _forked.child_exit(status)
+
+        _forked.run_child((data_r, result_w), work)
 
     def feed(self, data: bytes) -> None:
         """The next plaintext bytes of the successor, in write order."""
