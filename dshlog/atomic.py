@@ -18,27 +18,18 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import secrets
 from pathlib import Path
 from typing import Callable
 
 from .errors import IOFailure, Refused
+from .protocol.layout import is_staging_name, staging_affixes
 
 try:  # POSIX only
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-TEMP_MARK = ".dshlog-"
-TEMP_SUFFIX = ".tmp"
-MIGRATION_PREFIX = "session.migration."
-
-# Names this project (or dsh's migration) creates and may therefore remove.
-LEFTOVER_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"^\..+\.dshlog-[0-9a-f]{16}\.tmp$"),
-    re.compile(r"^session\.migration\.[0-9a-f]{16}\.jsonl(?:\.zstd)?\.tmp$"),
-)
 
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 
@@ -51,17 +42,17 @@ def io_failure(exc: OSError, path: Path | str, action: str) -> IOFailure:
 
 def temp_affixes(final: Path) -> tuple[str, str]:
     """Prefix and suffix of the temporary name for a file published as ``final``."""
-    return f".{final.name}{TEMP_MARK}", TEMP_SUFFIX
+    return staging_affixes(final.name)
 
 
 def migration_affixes(compressed: bool) -> tuple[str, str]:
     """dsh's own staging name for a migration successor (``session.migration.<hex>.jsonl[.zstd].tmp``)."""
-    return MIGRATION_PREFIX, ".jsonl.zstd.tmp" if compressed else ".jsonl.tmp"
+    return staging_affixes(".zstd" if compressed else "", migration=True)
 
 
 def is_leftover(name: str) -> bool:
     """True for a temporary name this project (or a dsh migration) stages files under."""
-    return any(p.match(name) for p in LEFTOVER_PATTERNS)
+    return is_staging_name(name)
 
 
 def _write_all(fd: int, data: bytes | memoryview, path: Path, action: str) -> None:
@@ -164,7 +155,7 @@ class StagedFile:
             self.discard()
 
 
-def stage_file(directory: Path, prefix: str, suffix: str = TEMP_SUFFIX) -> StagedFile:
+def stage_file(directory: Path, prefix: str, suffix: str = ".tmp") -> StagedFile:
     """Create ``directory/<prefix><16 hex><suffix>`` exclusively, mode 0600.
 
     ``prefix``/``suffix`` come from :func:`temp_affixes` or
@@ -364,7 +355,6 @@ def cleanup_leftovers(directory: Path, *, keep: Callable[[Path], bool] | None = 
 
 
 __all__ = [
-    "LEFTOVER_PATTERNS",
     "StagedFile",
     "append_durably",
     "cleanup_leftovers",

@@ -82,15 +82,15 @@ def _out(data: bytes) -> None:
 
 
 def _json(obj: Any, pretty: bool = True) -> None:
-    from .jsjson import dumps, dumps_pretty
+    from .protocol.jsjson import dumps, dumps_pretty
 
     _out((dumps_pretty(obj) if pretty else dumps(obj)) + b"\n")
 
 
 def _js(v: Any) -> str:
-    from .jsjson import dumps
+    from .protocol.jsjson import stringify
 
-    return dumps(v).decode("utf-8", "replace")
+    return stringify(v)
 
 
 def _notes(log: Any, quiet: bool = False) -> None:
@@ -157,7 +157,7 @@ def events(
 
     Example: dshlog events session.v4.jsonl --type 'tool/*' --turn 2
     """
-    from .jsjson import dumps
+    from .protocol.jsjson import dumps
     from .render import describe, surface_marker
 
     log = _open(file, strict=False, select=select, format_version=format_version)
@@ -418,7 +418,7 @@ def requests(
     with log:
         if json_:
             # streamed, one request per line, so memory stays flat however many requests the log holds
-            from .jsjson import dumps
+            from .protocol.jsjson import dumps
 
             out = _BatchedStdout()
             out.write(b'{"shape":%d,"requests":[' % JSON_SHAPE)
@@ -776,7 +776,7 @@ def stats(
 
 def _event_line(ev: dict, raw: bytes | None, json_: bool) -> bytes:
     """One event the way ``events`` prints it (``--json``: its exact line when there is one)."""
-    from .jsjson import dumps
+    from .protocol.jsjson import dumps
     from .render import describe, surface_marker
 
     if json_:
@@ -824,9 +824,8 @@ def tail(
             _notes(log)
         return
 
-    import orjson
-
     from .errors import Location
+    from .protocol.jsjson import JsonError, loads
     from .follow import Follower
     from .formats import Notes, RowDecoder
     from .session import open_session
@@ -847,14 +846,14 @@ def tail(
         if state["header"]:
             state["header"] = False
             try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError:
+                obj = loads(raw)
+            except JsonError:
                 obj = None
             if isinstance(obj, dict) and obj.get("type") == "session":
                 return []
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            obj = loads(raw)
+        except JsonError:
             print(f"dshlog: {path}: line {state['line']}: unparsable committed line skipped", file=sys.stderr)
             return []
         evs = decoder.decode(obj, Location(line=state["line"]))

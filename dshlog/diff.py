@@ -19,7 +19,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from .errors import UsageError
-from .jsjson import dumps
+from .protocol.jsjson import dumps
 from .messages import preview
 from .requests import RequestBuilder
 

@@ -80,7 +80,7 @@ def _facts(session: dict[str, Any]) -> list[tuple[str, str]]:
         elif isinstance(value, str):
             text = value
         else:
-            from .jsjson import dumps
+            from .protocol.jsjson import dumps
 
             text = dumps(value).decode("utf-8", "replace")
         out.append((key, text))
@@ -349,7 +349,7 @@ class JsonWriter(Writer):
         self._count = 0
 
     def _dump(self, obj: Any) -> bytes:
-        from .jsjson import dumps
+        from .protocol.jsjson import dumps
 
         return dumps(obj)
 

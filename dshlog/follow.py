@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterator
 
 from .errors import CorruptLog, IOFailure, Location, Refused
-from .source import ZSTD_MAGIC
+from .protocol.zstd import ZSTD_MAGIC, FrameWalker
 
 _CHUNK = 1 << 20  # read size; memory stays bounded by a chunk plus the longest line (zstd: one frame's lines)
 
@@ -97,86 +97,40 @@ class Follower:
             self.lines_read += len(lines)
             yield from lines
 
-    def _frame_end(self, fh: IO[bytes], start: int, size: int) -> int | None:
-        """File offset just after the zstd frame at ``start``, or None if it is not complete yet."""
-        fh.seek(start)
-        head = fh.read(18)  # magic, descriptor, and at most 13 more header bytes
-        if len(head) >= 4 and head[:4] != ZSTD_MAGIC:
-            raise CorruptLog(
-                f"corrupt Zstandard session log: invalid frame magic at byte {start}",
-                path=str(self.path),
-                loc=Location(frame=self.frames_read),
-            )
-        if len(head) < 5:
-            return None
-        desc = head[4]
-        single = (desc >> 5) & 1
-        fcs_flag = desc >> 6
-        hdr_len = (0 if single else 1) + (0, 1, 2, 4)[desc & 3] + (single if fcs_flag == 0 else (1, 2, 4, 8)[fcs_flag])
-        p = start + 5 + hdr_len
-        while True:
-            if size - p < 3:
-                return None
-            fh.seek(p)
-            bh = fh.read(3)
-            if len(bh) < 3:
-                return None
-            v = bh[0] | (bh[1] << 8) | (bh[2] << 16)
-            last, btype, bsize = v & 1, (v >> 1) & 3, v >> 3
-            if btype == 3:
-                raise CorruptLog(
-                    f"corrupt Zstandard session log: reserved block type in frame {self.frames_read}",
-                    path=str(self.path),
-                    loc=Location(frame=self.frames_read),
-                )
-            p += 3 + (1 if btype == 1 else bsize)
-            if last:
-                break
-        p += 4 if (desc >> 2) & 1 else 0
-        return p if p <= size else None
-
     def _drain_zstd(self, fh: IO[bytes], size: int) -> Iterator[bytes]:
-        import zstandard
+        remaining = size - self.offset
 
-        while self.offset < size:
-            end = self._frame_end(fh, self.offset, size)
-            if end is None:
-                return  # incomplete frame: not committed until the rest arrives
-            fh.seek(self.offset)
-            dobj = zstandard.ZstdDecompressor().decompressobj()
-            lines: list[bytes] = []
-            pending = b""
-            remaining = end - self.offset
-            try:
-                while remaining > 0:
-                    chunk = fh.read(min(_CHUNK, remaining))
-                    if not chunk:
-                        return  # the file changed under us; retry on the next poll
-                    remaining -= len(chunk)
-                    buf = pending + dobj.decompress(chunk)
-                    cut = buf.rfind(b"\n")
-                    if cut >= 0:
-                        lines.extend(buf[:cut].split(b"\n"))
-                        pending = buf[cut + 1 :]
-                    else:
-                        pending = buf
-            except zstandard.ZstdError as exc:
-                raise CorruptLog(
-                    f"corrupt Zstandard session log: frame {self.frames_read} at byte {self.offset} does not decode: {exc}",
-                    path=str(self.path),
-                    loc=Location(frame=self.frames_read),
-                ) from None
-            if pending or not dobj.eof:
-                raise CorruptLog(
-                    "corrupt Zstandard session log: complete frame contains a torn JSONL record",
-                    path=str(self.path),
-                    loc=Location(frame=self.frames_read),
-                )
-            # a frame is committed as a whole: advance only once all of it decoded
-            self.offset = end
-            self.frames_read += 1
-            self.lines_read += len(lines)
-            yield from lines
+        def read(n: int) -> bytes:
+            # never past the size seen at open: bytes after it may still be changing
+            nonlocal remaining
+            data = fh.read(min(n, remaining)) if remaining > 0 else b""
+            remaining -= len(data)
+            return data
+
+        walker = FrameWalker(read, str(self.path), base=self.offset, first_index=self.frames_read, follow=True)
+        lines: list[bytes] = []
+        pending = b""
+        for _index, _start, data, end in walker.pieces():
+            buf = pending + data if pending else data
+            cut = buf.rfind(b"\n")
+            if cut >= 0:
+                lines.extend(buf[:cut].split(b"\n"))
+                pending = buf[cut + 1 :]
+            else:
+                pending = buf
+            if end:
+                if pending:
+                    raise CorruptLog(
+                        "corrupt Zstandard session log: complete frame contains a torn JSONL record",
+                        path=str(self.path),
+                        loc=Location(frame=walker.frames - 1),
+                    )
+                # a frame is committed as a whole: advance only once all of it decoded
+                self.offset = walker.committed
+                self.frames_read = walker.frames
+                self.lines_read += len(lines)
+                yield from lines
+                lines = []
 
     def follow(
         self,

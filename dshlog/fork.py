@@ -15,7 +15,6 @@ into a staged temporary file (:mod:`dshlog.atomic`) and publish only on success.
 
 from __future__ import annotations
 
-import math
 import time as _time
 import os
 from dataclasses import dataclass
@@ -23,10 +22,12 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .errors import CorruptLog, UsageError
+from .protocol.jsjson import js_string
+from .protocol.values import is_count, safe_int
+from .protocol.vocabulary import CURRENT_VERSION
 from .repair import TailState
 
-MAX_SAFE_INTEGER = 2**53 - 1
-FORK_VERSION = 4
+FORK_VERSION = CURRENT_VERSION
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,42 +48,12 @@ class ForkPlan:
         return self.inherited + 1 + self.closers
 
 
-def js_string(value: Any) -> str:
-    """``String(value)`` as JavaScript prints it, for the boundary error texts."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        if value == 0:
-            return "0"
-        if value.is_integer() and abs(value) < 1e21:
-            return str(int(value))
-        text = repr(value)
-        if "e" in text:  # Python 1e-07 / 1e+22 -> JS 1e-7 / 1e+22
-            mantissa, exp = text.split("e")
-            sign = "-" if exp.startswith("-") else "+"
-            return f"{mantissa}e{sign}{int(exp.lstrip('+-'))}"
-        return text
-    return str(value)
-
-
 def _as_safe_index(value: Any) -> int | None:
-    """``value`` as a non-negative safe integer (JS ``Number.isSafeInteger`` rules), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if 0 <= value <= MAX_SAFE_INTEGER else None
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        n = int(value)
-        return n if 0 <= n <= MAX_SAFE_INTEGER else None  # -0.0 counts as 0, as in JS
-    return None
+    """``value`` as a non-negative index by ``Number.isSafeInteger`` (which, unlike dsh's
+    format counts, admits ``-0``: it is the boundary 0), else None."""
+    if type(value) is float and value == 0.0:
+        return 0
+    return safe_int(value) if is_count(value) else None
 
 
 def _same_seq(seq: Any, expected: int) -> bool:
@@ -256,7 +227,7 @@ def child_header(
         raise UsageError("child session id must be a non-empty string")
     if new_id == parent_id:
         raise UsageError(f'session "{new_id}" already exists')
-    if isinstance(created_at, bool) or not isinstance(created_at, int) or not 0 <= created_at <= MAX_SAFE_INTEGER:
+    if type(created_at) is not int or not is_count(created_at):
         raise UsageError(f"createdAt must be a non-negative safe integer, got {js_string(created_at)}")
     header: dict[str, Any] = {"type": "session", "version": FORK_VERSION, "id": new_id, "createdAt": created_at}
     cwd = parent_header.get("cwd")
@@ -283,7 +254,6 @@ __all__ = [
     "build_fork_seed",
     "child_header",
     "fork_seed",
-    "js_string",
     "seed_marker",
 ]
 

@@ -12,33 +12,13 @@ For the migration chain a packed row can instead stay one :class:`PackedRun`
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
 from .errors import CorruptLog, Location
-
-CURRENT_VERSION = 4
-PACKED_TYPES = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", "tool-call-chunks": "tool-call-delta"}
-ENVELOPE_KEYS = frozenset(("type", "seq", "time", "data", "ignorable", "sourceEventSeqs", "surfaceOp"))
-_PACKED_KEYS = frozenset(("type", "seq0", "time0", "data"))
-_PROJECTED_PACKED_KEYS = frozenset(("type", "data"))
-MAX_SAFE = 2**53 - 1
-_PLACEHOLDER = re.compile(r"\{\{[^{}]+\}\}")
-
-
-def is_count(v: Any) -> bool:
-    return type(v) is int and 0 <= v <= MAX_SAFE
-
-
-def is_safe_int(v: Any) -> bool:
-    return type(v) is int and -MAX_SAFE <= v <= MAX_SAFE
-
-
-def is_placeholder(v: Any) -> bool:
-    """A snapshot placeholder such as ``{{cwd}}`` or ``{{session:1}}``."""
-    return isinstance(v, str) and _PLACEHOLDER.search(v) is not None
+from .protocol.values import MAX_SAFE_INTEGER, is_count, is_safe_integer, safe_int
+from .protocol.vocabulary import CURRENT_VERSION, ENVELOPE_KEYS, PACKED_KEYS, PACKED_TYPES, PROJECTED_PACKED_KEYS
 
 
 @dataclass(slots=True)
@@ -97,7 +77,7 @@ def expand_seq_refs(value: list, seq: int) -> list[int]:
             if len(m) != 2 or not is_count(m[0]) or not is_count(m[1]) or m[0] > m[1]:
                 raise ValueError(f"malformed sourceEventSeqs range {m!r}")
             ranged = True
-            out.extend(range(m[0], m[1] + 1))
+            out.extend(range(safe_int(m[0]), safe_int(m[1]) + 1))
             if len(out) > max(seq, 0) + 1:
                 raise ValueError("sourceEventSeqs expands past the event's own seq")
         else:
@@ -211,7 +191,7 @@ def _safe_ints(values: list) -> bool:
     types = set(map(type, values))
     if types != {int}:
         return False
-    return -MAX_SAFE <= min(values) and max(values) <= MAX_SAFE
+    return -MAX_SAFE_INTEGER <= min(values) and max(values) <= MAX_SAFE_INTEGER
 
 
 @dataclass
@@ -270,13 +250,14 @@ class RowDecoder:
         return [self._event(obj, loc)]
 
     def _packed(self, obj: dict, loc: Location) -> list[Any]:
-        if obj.keys() != (_PROJECTED_PACKED_KEYS if self.projection else _PACKED_KEYS):
+        if obj.keys() != (PROJECTED_PACKED_KEYS if self.projection else PACKED_KEYS):
             self._problem(f"malformed {obj['type']} storage row: keys {sorted(obj)}", loc, code="row")
         seq0 = obj.get("seq0", self.next_seq) if not self.projection else self.next_seq
         time0 = obj.get("time0", 0) if not self.projection else 0
-        if not is_count(seq0) or not is_safe_int(time0):
+        if not is_count(seq0) or not is_safe_integer(time0):
             self._problem(f"malformed {obj['type']} storage row: seq0/time0 must be safe integers", loc, code="row")
             seq0, time0 = self.next_seq, 0
+        seq0, time0 = safe_int(seq0), safe_int(time0)  # 1.0 is the integer 1 to dsh
         if seq0 != self.next_seq:
             self._gap(seq0, loc)
         try:
@@ -309,7 +290,7 @@ class RowDecoder:
                 seq == self.next_seq
                 and type(seq) is int
                 and type(time) is int
-                and -MAX_SAFE <= time <= MAX_SAFE
+                and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
                 and "data" in obj
                 and ENVELOPE_KEYS.issuperset(obj)
                 and obj.get("ignorable", True) is True
@@ -334,7 +315,9 @@ class RowDecoder:
                 self._problem(f"event seq must be a non-negative safe integer, got {seq!r}", loc, code="envelope")
                 seq = self.next_seq
                 ev["seq"] = seq
-            if not is_safe_int(obj.get("time")):
+            elif type(seq) is not int:
+                seq = ev["seq"] = safe_int(seq)  # 1.0 is the integer 1 to dsh
+            if not is_safe_integer(obj.get("time")):
                 self._problem(f"event time must be a safe integer, got {obj.get('time')!r}", loc, seq=seq, code="envelope")
             if seq != self.next_seq:
                 self._gap(seq, loc)

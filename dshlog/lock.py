@@ -16,22 +16,21 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .errors import IOFailure, LockHeld
+from .errors import IOFailure, LockHeld, UsageError
+from .protocol.layout import LOCK_FILENAME, decode_segment
+from .protocol.texts import already_owned
 
 try:  # POSIX only; dsh itself uses a kernel semaphore on Windows.
     import fcntl
 except ImportError:  # pragma: no cover - exercised only on Windows
     fcntl = None  # type: ignore[assignment]
 
-LOCK_FILENAME = "session.lock"
 _ATTEMPTS = 3
-_ENCODED = re.compile(r"~([0-9A-F]{4})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,27 +70,12 @@ class SessionLock:
         self.release()
 
 
-def decode_segment(name: str) -> str:
-    """Invert dsh's ``encodeSegment`` (``~XXXX`` = one UTF-16 code unit) for messages."""
-    if "~" not in name:
-        return name
-    units: list[int] = []
-    i = 0
-    while i < len(name):
-        m = _ENCODED.match(name, i)
-        if m:
-            units.append(int(m.group(1), 16))
-            i = m.end()
-        else:
-            units.extend(_utf16_units(name[i]))
-            i += 1
-    data = b"".join(u.to_bytes(2, "little") for u in units)
-    return data.decode("utf-16-le", errors="surrogatepass")
-
-
-def _utf16_units(ch: str) -> list[int]:
-    raw = ch.encode("utf-16-le", errors="surrogatepass")
-    return [int.from_bytes(raw[k : k + 2], "little") for k in range(0, len(raw), 2)]
+def _session_name(directory: Path) -> str:
+    """The session id a directory encodes, for messages; the name itself when it encodes none."""
+    try:
+        return decode_segment(directory.name)
+    except UsageError:
+        return directory.name
 
 
 def _cmdline(pid: int) -> str | None:
@@ -140,7 +124,7 @@ def find_holder(path: Path) -> Holder | None:
 
 
 def _held_message(session_id: str, holder: Holder | None) -> str:
-    text = f'session "{session_id}" is already owned by an active write handle'
+    text = already_owned(session_id)
     return f"{text} (held by {holder.describe()})" if holder else text
 
 
@@ -161,7 +145,7 @@ def acquire_session_lock(session_dir: Path, *, session_id: str | None = None) ->
     if fcntl is None:  # pragma: no cover
         raise IOFailure("session locking needs POSIX flock, which this platform lacks", path=str(session_dir))
     session_dir = Path(session_dir)
-    sid = session_id if session_id is not None else decode_segment(session_dir.name)
+    sid = session_id if session_id is not None else _session_name(session_dir)
     path = session_dir / LOCK_FILENAME
     try:
         session_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -210,7 +194,6 @@ __all__ = [
     "LOCK_FILENAME",
     "SessionLock",
     "acquire_session_lock",
-    "decode_segment",
     "find_holder",
     "session_lock",
 ]

@@ -12,30 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-# Event type -> the role its message must have (SEMANTICS §1.4).
-ROLE_OF_TYPE: dict[str, str] = {
-    "system/message": "system",
-    "developer/message": "developer",
-    "user/message": "user",
-    "assistant/message": "assistant",
-    "tool/result": "tool",
-}
+from .protocol.vocabulary import message_of
 
 # Types whose empty-content message stays a node but derives nothing.
 _EMPTY_YIELDS_NOTHING = frozenset({"system/message", "developer/message", "assistant/message"})
-
-
-def message_of(event_type: str, data: Any) -> Any:
-    """The message object an event stores, whatever its content.
-
-    ``user/message`` stores the message as ``data`` itself; the other four
-    surface types wrap it as ``data.message``.
-    """
-    if event_type == "user/message":
-        return data
-    if isinstance(data, dict):
-        return data.get("message")
-    return None
 
 
 def derive_message(event_type: str, data: Any, projected: Mapping[str, Any] | None = None) -> dict | None:

@@ -10,29 +10,13 @@ import os
 import sys
 from typing import Any, Iterable, Sequence
 
-import orjson
-
-SURFACE_TYPES = ("system/message", "developer/message", "user/message", "assistant/message", "tool/result")
-
-
-def js_quote(text: str) -> str:
-    """``JSON.stringify(text)`` for display (non-ASCII raw, like dsh)."""
-    try:
-        return orjson.dumps(text).decode()
-    except TypeError:
-        import json
-
-        return json.dumps(text, ensure_ascii=False)
-
+from .protocol.jsjson import stringify as js_quote
+from .protocol.vocabulary import ROLE_OF_TYPE
+from .protocol.vocabulary import message_of as vocab_message_of
 
 def message_of(ev: dict) -> dict | None:
-    """The message object an event carries (user/message data *is* the message)."""
-    data = ev.get("data")
-    if not isinstance(data, dict):
-        return None
-    if ev.get("type") == "user/message":
-        return data
-    msg = data.get("message")
+    """The message object an event carries (see :func:`dshlog.protocol.vocabulary.message_of`)."""
+    msg = vocab_message_of(str(ev.get("type")), ev.get("data"))
     return msg if isinstance(msg, dict) else None
 
 
@@ -99,7 +83,7 @@ def describe(ev: dict, width: int = 40) -> str:
         return f"{ch.get('type')} {js_quote(str(extra))[:width]}" if extra else str(ch.get("type"))
     if t == "session/title":
         return js_quote(str(d.get("title")))[:width]
-    if t in SURFACE_TYPES or t == "assistant/message":
+    if t in ROLE_OF_TYPE:
         msg = message_of(ev)
         if msg is None and t == "assistant/message" and "content" in d:
             msg = d  # legacy wrapper

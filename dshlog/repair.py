@@ -17,67 +17,24 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable
 
 from .errors import CorruptLog
+from .protocol.jsjson import UNDEFINED, js_string
+from .protocol.texts import (
+    CLOSER_CAUSES,
+    CLOSER_ERROR,
+    CLOSER_TEXT,
+    TOOL_NOT_STARTED,
+    TOOL_OUTCOME_UNKNOWN,
+    CloserCause,
+    closer_message_id,
+)
 
-Cause = Literal["interrupted", "forked"]
-
-CAUSES: tuple[Cause, ...] = ("interrupted", "forked")
-
-# Model-visible closer texts (protocol constants of the seed-era dsh, verbatim).
-CLOSER_TEXT: dict[str, dict[str, str]] = {
-    "interrupted": {
-        "started": (
-            "The tool call was interrupted after it was recorded, but no result was durably recorded. "
-            "Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the "
-            "operation is read-only or idempotent; if it may have side effects, first verify external "
-            "state or ask the user. Do not retry blindly."
-        ),
-        "notStarted": (
-            "The tool call was interrupted before the Harness recorded it as started. "
-            "Retry it if it is still needed."
-        ),
-    },
-    "forked": {
-        "started": (
-            "The history inherited by this branch records this tool call starting but does not include "
-            "its result. The parent session may have completed it after the fork point. Decide whether "
-            "to retry from the tool semantics: retry only if the operation is read-only or idempotent; "
-            "if it may have side effects, first verify external state or ask the user. Do not retry "
-            "blindly."
-        ),
-        "notStarted": (
-            "The history inherited by this branch has no record of this tool call starting. The parent "
-            "session may have executed it after the fork point. Decide whether to retry from the tool "
-            "semantics: retry only if the operation is read-only or idempotent; if it may have side "
-            "effects, first verify external state or ask the user. Do not retry blindly."
-        ),
-    },
-}
-
-# Error codes describe the recorded lifecycle of the call, so both causes share them.
-TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
-TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
-_ERROR_STARTED = ("ToolOutcomeUnknownError", TOOL_OUTCOME_UNKNOWN)
-_ERROR_NOT_STARTED = ("ToolNotStartedError", TOOL_NOT_STARTED)
-
-
-class _Missing:
-    """Stands for a JavaScript ``undefined`` field (absent key), distinct from JSON ``null``."""
-
-    _instance: "_Missing | None" = None
-
-    def __new__(cls) -> "_Missing":
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Any = _Missing()
+Cause = CloserCause
+CAUSES = CLOSER_CAUSES
+#: Stands for a JavaScript ``undefined`` field (absent key), distinct from JSON ``null``.
+MISSING: Any = UNDEFINED
 
 
 @dataclass(slots=True)
@@ -233,9 +190,8 @@ class TailState:
         out: list[dict] = []
         for call in self.pending.values():
             started = call.call_seq is not None
-            name, code = _ERROR_STARTED if started else _ERROR_NOT_STARTED
             message = {
-                "id": f"{cause}-tool-result-{_js_text(call.call_id)}-{seq}",
+                "id": closer_message_id(cause, js_string(call.call_id), seq),
                 "role": "tool",
                 "toolCallId": call.call_id,
                 "isError": True,
@@ -244,7 +200,7 @@ class TailState:
             }
             data = _compact({"turn": self.open_turn, "step": call.step})
             data["message"] = message
-            data["error"] = {"name": name, "code": code}
+            data["error"] = dict(CLOSER_ERROR[started])
             event: dict[str, Any] = {"type": "tool/result", "seq": seq, "time": time, "data": data,
                                      "surfaceOp": "append"}
             if started:
@@ -279,19 +235,6 @@ def _next_seq(last_seq: Any) -> int:
     if isinstance(last_seq, bool) or not isinstance(last_seq, (int, float)):
         raise CorruptLog(f"last event has no numeric seq (got {last_seq!r})")
     return int(last_seq) + 1
-
-
-def _js_text(value: Any) -> str:
-    """Template-literal rendering of a call id (strings verbatim)."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "null"
-    if value is MISSING:
-        return "undefined"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def scan_tail(events: Iterable[dict]) -> TailReport:
@@ -529,7 +472,7 @@ def repair_in_place(target: str) -> RepairResult:
                         break
                     staged.write(chunk)
                     remaining -= len(chunk)
-            from .jsjson import dumps
+            from .protocol.jsjson import dumps
 
             batch = b"".join(torn_frame_lines) + b"".join(dumps(c) + b"\n" for c in closers)
             staged.write(frame(batch) if container == Container.ZSTD else batch)

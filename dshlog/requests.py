@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .jsjson import dumps as _dumps
+from .protocol.jsjson import dumps as _dumps
 
 from dshlog.errors import CorruptLog, UsageError
 from dshlog.surface import SETTLEMENT_TYPES, HeaderTools, SurfaceFold, json_equal

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -26,11 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-import orjson
-
-from . import formats
 from .errors import CorruptLog, DshlogError, Location, UnsupportedVersion, UsageError
-from .formats import CURRENT_VERSION, Note, Notes, RowDecoder
+from .formats import Note, Notes, PackedRun, RowDecoder
+from .protocol.jsjson import JsonError, dumps, loads
+from .protocol.layout import parse_generation, persistence_root
+from .protocol.texts import newer_version
+from .protocol.values import is_count, is_placeholder, placeholder_bytes_search
+from .protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES
 from .source import (
     Container,
     DepthGuard,
@@ -38,7 +39,6 @@ from .source import (
     SourceInfo,
     Torn,
     _make_loc,
-    canonical_version,
     iter_json_array,
     iter_lines,
     iter_zstd_lines,
@@ -48,8 +48,6 @@ from .source import (
 
 
 _UNPARSABLE = object()  # _parse_row's answer for a row that was noted and skipped
-
-_PLACEHOLDER_BYTES = re.compile(rb'"\{\{[A-Za-z][^"{}\\]{0,40}\}\}')
 
 
 @dataclass(slots=True)
@@ -66,32 +64,22 @@ class EventRecord:
     loc: Location
 
 
-def _loads(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        # lone surrogate escapes are valid JavaScript JSON; fall back to the stdlib parser
-        import json
-
-        try:
-            return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-        except (UnicodeDecodeError, ValueError):
-            raise
-        except RecursionError:
-            raise ValueError("JSON nested too deeply") from None
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+def _refusal(exc: JsonError, what: str, loc: Location) -> str:
+    """The one wording of a row the JSON reader refused (dsh's ``unparsable committed event``)."""
+    if exc.kind == "utf-8":
+        return f"invalid UTF-8 in {what} at line {loc.line}"
+    if exc.kind == "lossless":
+        return f"{what} at line {loc.line} is not lossless JSON ({exc.detail})"
+    if exc.kind == "depth":
+        return f"{what} at line {loc.line} is {exc.detail}"
+    return f"unparsable {what} at line {loc.line}"
 
 
 def _parse(raw: bytes, path: str, loc: Location, what: str = "committed event") -> Any:
     try:
-        return _loads(raw)
-    except UnicodeDecodeError:
-        raise CorruptLog(f"invalid UTF-8 in {what} at line {loc.line}", path=path, loc=loc) from None
-    except (ValueError, RecursionError):
-        raise CorruptLog(f"unparsable {what} at line {loc.line}", path=path, loc=loc) from None
+        return loads(raw)
+    except JsonError as exc:
+        raise CorruptLog(_refusal(exc, what, loc), path=path, loc=loc) from None
 
 
 def _detect_headerless_version(sample: bytes) -> int:
@@ -283,7 +271,7 @@ class SessionLog:
             self.header, self.header_loc = recs[0].obj, recs[0].loc()
             recs = recs[1:]
         self._body = iter(recs)
-        sample = orjson.dumps(lines[:200])
+        sample = dumps(lines[:200])
         self.version = self._header_version(sample, format_version)
 
     def _unwrap(self, lines: Iterator[Record], container: str) -> Iterator[Record]:
@@ -343,19 +331,17 @@ class SessionLog:
         if h is None:
             return _detect_headerless_version(sample if sample else self._sample())
         v = h.get("version")
-        name_v = canonical_version(os.path.basename(self.path)) if self.info.container in (Container.JSONL, Container.ZSTD) else None
+        named = parse_generation(os.path.basename(self.path)) if self.info.container in (Container.JSONL, Container.ZSTD) else None
+        name_v = named.version if named is not None else None
         if v is None:
             # v0/v1 headers never carry isSeeded (v2+ require it): use that before sniffing content
             guess = name_v if name_v is not None else (_detect_headerless_version(self._sample()) if "isSeeded" in h else 0)
             self.notes.add(Note("header", f"header lacks version; reading as v{guess} (a test-support fixture: dsh itself refuses such a header)", self.header_loc))
             return guess
-        if not formats.is_count(v):
+        if not is_count(v):
             raise CorruptLog(f"session header version must be a non-negative safe integer, got {v!r}", path=self.path, loc=self.header_loc)
         if v > CURRENT_VERSION:
-            msg = (
-                f'session "{h.get("id")}" uses log format v{v}, but this harness reads only v{CURRENT_VERSION}: '
-                "the log was written by a newer harness — upgrade the harness to open it"
-            )
+            msg = newer_version(h.get("id"), v, CURRENT_VERSION)
             if self.strict:
                 raise UnsupportedVersion(msg, path=self.path, loc=self.header_loc)
             # lenient readers (events, info, validate) still show the rows, read with the v4 row codec
@@ -406,7 +392,6 @@ class SessionLog:
         """
         decode = self.decoder.decode
         make_loc = _make_loc
-        loads = _loads
         for line in self._fh:
             n = len(line)
             if line[-1:] != b"\n":
@@ -419,7 +404,7 @@ class SessionLog:
             offset += n
             try:
                 obj = loads(raw)
-            except (ValueError, UnicodeDecodeError, RecursionError):
+            except JsonError:
                 obj = self._parse_row(raw, loc)  # the error path words the problem
                 if obj is _UNPARSABLE:
                     continue
@@ -429,11 +414,11 @@ class SessionLog:
     def _parse_row(self, raw: bytes, loc: Location) -> Any:
         """Parse one row; an unparsable row raises (strict) or is noted and skipped."""
         try:
-            return _loads(raw)
-        except UnicodeDecodeError:
-            msg = f"invalid UTF-8 in committed event at line {loc.line}"
-        except (ValueError, RecursionError):
-            msg = f"corrupt session log: unparsable committed event at line {loc.line}"
+            return loads(raw)
+        except JsonError as exc:
+            msg = _refusal(exc, "committed event", loc)
+            if exc.kind != "utf-8":
+                msg = "corrupt session log: " + msg
         if self.strict:
             raise CorruptLog(msg, path=self.path, loc=loc) from None
         self.notes.add(Note("unparsable", msg, loc, severity="error"))
@@ -451,8 +436,6 @@ class SessionLog:
 
     def count_events(self) -> int:
         """Number of stored logical events, checking every row but never expanding packed rows."""
-        from .formats import PackedRun
-
         self.decoder.compact = self.version <= 1
         return sum(e.count if isinstance(e, PackedRun) else 1 for events, _obj, _raw, _loc in self._rows() for e in events)
 
@@ -550,8 +533,8 @@ class SessionLog:
         """
         if self._snapshot is None:
             sample = (self.header_raw or b"") + (self._sample(1 << 20) if self.info.container != Container.BEHAVIOR_JSON else b"")
-            self._snapshot = self.is_projection_hint() or _PLACEHOLDER_BYTES.search(sample) is not None or (
-                self.header is not None and any(formats.is_placeholder(v) for v in self.header.values())
+            self._snapshot = self.is_projection_hint() or placeholder_bytes_search(sample) or (
+                self.header is not None and any(is_placeholder(v) for v in self.header.values())
             )
         return self._snapshot
 
@@ -597,12 +580,12 @@ class SessionLog:
         obj = first.obj
         if first.raw is not None:
             try:
-                obj = _loads(first.raw)
-            except (ValueError, UnicodeDecodeError, RecursionError):
+                obj = loads(first.raw)
+            except JsonError:
                 return False
         if not isinstance(obj, dict):
             return False
-        if self.version <= 1 and isinstance(obj.get("type"), str) and obj["type"] in formats.PACKED_TYPES:
+        if self.version <= 1 and isinstance(obj.get("type"), str) and obj["type"] in PACKED_TYPES:
             return "seq0" not in obj and "time0" not in obj
         return "seq" not in obj and "time" not in obj
 
@@ -654,17 +637,6 @@ def _chain_first(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
     yield from rest
 
 
-def persistence_root(path: str) -> Path | None:
-    """``<root>`` of ``<root>/<project>/<session>/session...`` when the layout looks canonical."""
-    p = Path(path)
-    if canonical_version(p.name) is None:
-        return None
-    project = p.parent.parent
-    if not (project.name.startswith("--") and project.name.endswith("--")) and project.name != "_no-cwd":
-        return None
-    return project.parent
-
-
 def _open_header(path: Path) -> dict | None:
     try:
         with SessionLog(str(path), strict=False) as s:
@@ -673,12 +645,26 @@ def _open_header(path: Path) -> dict | None:
         return None
 
 
-def _open_events(path: Path) -> Iterator[dict]:
-    s = SessionLog(str(path), strict=False)
-    try:
-        yield from s.events(child_facts=[])
-    finally:
-        s.close()
+class _ChildView:
+    """A child session's v4 events (read once, the file closed at the end).
+
+    After iteration ``inherited_cut`` is what the migration chain reported for a
+    historical child (``None`` for a v4 child): the events are migrated once, here.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.inherited_cut: int | None = None
+
+    def __iter__(self) -> Iterator[dict]:
+        with SessionLog(str(self.path), strict=False) as s:
+            events = s.events(child_facts=[])
+            yield from events
+            self.inherited_cut = getattr(events, "inherited_cut", None)
+
+
+def _open_events(path: Path) -> _ChildView:
+    return _ChildView(path)
 
 
 def open_session(target: str | os.PathLike[str], **kw: Any) -> SessionLog:

@@ -24,16 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-import orjson
-
 from . import forked
 from .errors import CorruptLog, IOFailure, Location, UnsupportedVersion, UsageError
+from .protocol.jsjson import JsonError, loads
+from .protocol.layout import choose_generation
+from .protocol.zstd import ZSTD_MAGIC, FrameWalker
 
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 CHUNK = 1 << 20
 
-# Canonical generation basename (FORMAT.md 1.2), before an optional ".zstd".
-_CANONICAL = re.compile(r"^session(?:\.v([1-9][0-9]*))?\.jsonl$")
 
 
 class Container:
@@ -123,42 +121,13 @@ class SourceInfo:
     wrapped_sessions: list[str] = field(default_factory=list)
 
 
-def canonical_version(name: str) -> int | None:
-    """Generation version encoded in a canonical file name, else ``None``."""
-    base = name[:-5] if name.endswith(".zstd") else name
-    m = _CANONICAL.match(base)
-    if not m:
-        return None
-    return int(m.group(1)) if m.group(1) else 0
-
-
 def select_generation(directory: Path) -> Path:
-    """Pick the generation dsh would read in a session directory (FORMAT.md 1.3).
-
-    Highest canonical version wins; a directory holding both compressed and plain
-    canonical generations is refused, as dsh refuses a mixed root.
-    """
+    """The generation dsh would read in a session directory (FORMAT.md 1.3; the rule is layout's)."""
     try:
-        names = sorted(os.listdir(directory))
+        names = os.listdir(directory)
     except OSError as exc:
         raise IOFailure(f"cannot list session directory: {exc.strerror}", path=str(directory)) from None
-    plain: list[tuple[int, str]] = []
-    zstd: list[tuple[int, str]] = []
-    for name in names:
-        v = canonical_version(name)
-        if v is None:
-            continue
-        (zstd if name.endswith(".zstd") else plain).append((v, name))
-    if plain and zstd:
-        raise UnsupportedVersion(
-            f'session directory mixes plain ({", ".join(n for _, n in plain)}) and compressed '
-            f'({", ".join(n for _, n in zstd)}) generations; dsh refuses a root that uses both encodings',
-            path=str(directory),
-        )
-    found = plain or zstd
-    if not found:
-        raise UsageError("no session generation (session[.vN].jsonl[.zstd]) in this directory", path=str(directory))
-    return directory / max(found)[1]
+    return directory / choose_generation(names, where=str(directory))
 
 
 def resolve_path(target: str) -> Path:
@@ -198,164 +167,14 @@ def iter_lines(fh: IO[bytes], info: SourceInfo, start_line: int = 1, start_offse
 
 # --------------------------------------------------------------------------- zstd frames
 
-BIG_FRAME = 8 << 20  # frames declaring more plaintext than this are never decoded in one call
-STREAM_PIECE = 256 << 10  # compressed bytes fed per call while streaming a big frame
 
-
-class _FrameReader:
-    """Walk concatenated zstd frames structurally (FORMAT.md 1.5) and decompress each.
-
-    The file is read in 1 MiB chunks and frame headers and block headers are walked
-    inside that buffer (dsh writes one small frame per append batch, so a real log
-    holds tens of thousands of frames: per-frame ``read`` calls used to cost more
-    than the decompression).  A small complete frame is decoded in one call (its
-    checksum and content size are verified by libzstd); a frame with more than
-    ``STREAM_PIECE`` compressed bytes (a migrated body is one frame) is fed to a
-    streaming decoder that much at a time, so memory stays bounded.  A frame cut short by the
-    end of the file is the torn last frame, decoded as far as possible with errors
-    swallowed.
-    """
-
-    def __init__(self, fh: IO[bytes], info: SourceInfo) -> None:
-        import zstandard
-
-        self._fh = fh
-        self._info = info
-        self._dctx = zstandard.ZstdDecompressor()
-        self._zerr = zstandard.ZstdError
-
-    def _corrupt(self, msg: str, index: int) -> CorruptLog:
-        return CorruptLog(f"corrupt Zstandard session log: {msg}", path=self._info.path, loc=Location(frame=index))
-
-    def pieces(self) -> Iterator[tuple[int, int, bytes, bool | None]]:
-        """Yield ``(frame index, frame file offset, plaintext, end)``.
-
-        ``end`` is ``None`` while more plaintext of the same frame follows, ``True``
-        on the last piece of a complete (verified) frame and ``False`` on the last
-        piece of the torn last frame (nothing follows it).
-        """
-        read = self._fh.read
-        info = self._info
-        dctx = self._dctx
-        zerr = self._zerr
-        buf = b""
-        pos = 0  # first byte of buf not yet consumed (start of the frame, or first unfed byte)
-        base = 0  # file offset of buf[0]
-        index = 0
-        eof = False
-
-        def refill(p: int, need: int) -> tuple[int, bool]:
-            """Make ``buf[p:]`` hold ``need`` bytes if the file has them; keep ``buf[pos:]``."""
-            nonlocal buf, pos, base, eof
-            while len(buf) - p < need and not eof:
-                more = read(max(CHUNK, need - (len(buf) - p)))
-                if not more:
-                    eof = True
-                    break
-                shift = pos
-                buf = buf[pos:] + more
-                base += shift
-                pos = 0
-                p -= shift
-            return p, len(buf) - p >= need
-
-        while True:
-            p, ok = refill(pos, 18)  # 18 = longest frame header (magic, descriptor, window, dict id, size)
-            n = len(buf)
-            if p >= n:
-                return
-            start = base + p
-            if n - p < 4:
-                yield index, start, b"", False
-                return
-            if buf[p : p + 4] != ZSTD_MAGIC:
-                raise self._corrupt(f"invalid frame magic at byte {start}", index)
-            dobj = None  # streaming decoder, only for big or size-less frames
-            torn = False
-            fcs: int | None = None
-            if n - p < 5:
-                torn = True
-            else:
-                desc = buf[p + 4]
-                if desc & 0x18:
-                    raise self._corrupt(f"reserved frame header bits set at byte {start + 4}", index)
-                single = (desc >> 5) & 1
-                fcs_flag = desc >> 6
-                did_len = (0, 1, 2, 4)[desc & 3]
-                fcs_len = single if fcs_flag == 0 else (1, 2, 4, 8)[fcs_flag]
-                hdr_len = (0 if single else 1) + did_len + fcs_len
-                checksum = (desc >> 2) & 1
-                if n - p < 5 + hdr_len:
-                    torn = True
-                else:
-                    if fcs_len:
-                        o = p + 5 + hdr_len - fcs_len
-                        fcs = int.from_bytes(buf[o : o + fcs_len], "little") + (256 if fcs_len == 2 else 0)
-                    q = p + 5 + hdr_len
-                    # blocks: 3-byte header, then payload (RLE: one byte)
-                    while True:
-                        if len(buf) - q < 3:
-                            q, ok = refill(q, 3)
-                            if not ok:
-                                torn = True
-                                break
-                        v = buf[q] | (buf[q + 1] << 8) | (buf[q + 2] << 16)
-                        btype = (v >> 1) & 3
-                        if btype == 3:
-                            raise self._corrupt(f"reserved block type in frame {index}", index)
-                        need = 3 + (1 if btype == 1 else v >> 3)
-                        if q - pos >= STREAM_PIECE:
-                            # a big frame (a migrated body is one): decode the blocks we hold
-                            # and drop them, so memory stays bounded whatever the frame size
-                            if dobj is None:
-                                dobj = dctx.decompressobj()
-                            try:
-                                out = dobj.decompress(buf[pos:q])
-                            except zerr as exc:
-                                raise self._corrupt(f"frame {index} at byte {start} does not decode: {exc}", index) from None
-                            pos = q
-                            if out:
-                                yield index, start, out, None
-                        if len(buf) - q < need:
-                            q, ok = refill(q, need)
-                            if not ok:
-                                torn = True
-                                break
-                        q += need
-                        if v & 1:
-                            break
-                    if not torn and checksum:
-                        q, ok = refill(q, 4)
-                        if ok:
-                            q += 4
-                        else:
-                            torn = True
-            index += 1
-            info.frames = index
-            if torn:
-                # the torn last frame: recover what the available bytes decode to, swallow errors
-                if dobj is None:
-                    dobj = dctx.decompressobj()
-                try:
-                    out = dobj.decompress(buf[pos:])
-                except zerr:
-                    out = b""
-                yield index - 1, start, out, False
-                return
-            frame = buf[pos:q]
-            pos = q
-            try:
-                if dobj is None and fcs and fcs <= BIG_FRAME:
-                    out = dctx.decompress(frame)  # one call; libzstd checks size and checksum
-                else:
-                    if dobj is None:
-                        dobj = dctx.decompressobj()
-                    out = dobj.decompress(frame)
-                    if not dobj.eof:
-                        raise self._corrupt(f"frame {index - 1} at byte {start} ends before its content", index - 1)
-            except zerr as exc:
-                raise self._corrupt(f"frame {index - 1} at byte {start} does not decode: {exc}", index - 1) from None
-            yield index - 1, start, out, True
+def _zstd_pieces(fh: IO[bytes], info: SourceInfo) -> Iterator[tuple[int, int, bytes, bool | None]]:
+    """The frame walk's pieces, keeping ``info.frames`` current (the worker reports it too)."""
+    walker = FrameWalker(fh.read, info.path)
+    for piece in walker.pieces():
+        info.frames = walker.frames
+        yield piece
+    info.frames = walker.frames
 
 
 # One message per piece on the worker's pipe: kind, frame index, frame offset, length,
@@ -460,7 +279,7 @@ def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool | None = Non
     line_no = 1
     offset = 0
     rest = b""
-    source = _FrameReader(fh, info).pieces()
+    source = _zstd_pieces(fh, info)
     head = next(source, None)
     if head is None:
         info.decoded_bytes = 0
@@ -586,8 +405,8 @@ def sniff(head: bytes) -> str:
         nl = head.find(b"\n")
         first = head[:nl] if nl >= 0 else head
         try:
-            obj = orjson.loads(first)
-        except orjson.JSONDecodeError:
+            obj = loads(first)
+        except JsonError:
             # a pretty-printed document; a first line without newline is a (torn) JSONL header
             if nl < 0:
                 return Container.JSONL

@@ -21,22 +21,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
-import orjson
-
 from .errors import DshlogError, IOFailure, UsageError
-from .source import (
-    ZSTD_MAGIC,
-    SourceInfo,
-    canonical_version,
-    iter_lines,
-    iter_zstd_lines,
-    select_generation,
+from .protocol import layout
+from .protocol.jsjson import JsonError, loads
+from .protocol.layout import (
+    NO_CWD,
+    decode_segment,
+    encode_segment,
+    is_project_dir,
+    parse_generation,
+    project_key,
+    session_dir,
 )
+from .protocol.zstd import ZSTD_MAGIC
+from .source import SourceInfo, iter_lines, iter_zstd_lines, select_generation
 
-NO_CWD = "_no-cwd"
-_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-_SEPARATORS = frozenset((0x2F, 0x5C, 0x3A))  # / \ :
-_SLUG_MAX = 251
 _HEADER_MAX = 1 << 20  # a header line longer than this is not a dsh header
 
 
@@ -45,86 +44,7 @@ _HEADER_MAX = 1 << 20  # a header line longer than this is not a dsh header
 
 def default_root() -> Path:
     """``$DSH_HOME/sessions`` (``~/.dsh/sessions`` when ``DSH_HOME`` is unset or empty)."""
-    home = os.environ.get("DSH_HOME")
-    base = Path(home) if home else Path.home() / ".dsh"
-    return base / "sessions"
-
-
-def _code_units(text: str) -> list[int]:
-    """UTF-16 code units, as JavaScript strings see them (lone surrogates kept)."""
-    b = text.encode("utf-16-le", "surrogatepass")
-    return [b[i] | (b[i + 1] << 8) for i in range(0, len(b), 2)]
-
-
-def _escape(unit: int) -> str:
-    return f"~{unit:04X}"
-
-
-def encode_segment(session_id: str) -> str:
-    """Session directory name for an id: injective, decodable, never ``.``/``..`` or a separator."""
-    if not isinstance(session_id, str) or session_id == "":
-        raise UsageError("a session id must be a non-empty string to name a directory")
-    if session_id == ".":
-        return "~002E"
-    if session_id == "..":
-        return "~002E~002E"
-    return "".join(chr(u) if u in _SAFE else _escape(u) for u in _code_units(session_id))
-
-
-_SEGMENT = re.compile(r"~([0-9A-F]{4})|([A-Za-z0-9._-])")
-
-
-def decode_segment(segment: str) -> str:
-    """The session id a directory name encodes (inverse of :func:`encode_segment`).
-
-    Raises :class:`UsageError` for a name that :func:`encode_segment` never produces,
-    so a stray directory is never mistaken for a session.
-    """
-    if segment in (".", "..", ""):
-        raise UsageError(f"{segment!r} is not an encoded session id")
-    units: list[int] = []
-    pos = 0
-    for m in _SEGMENT.finditer(segment):
-        if m.start() != pos:
-            break
-        units.append(int(m.group(1), 16) if m.group(1) else ord(m.group(2)))
-        pos = m.end()
-    if pos != len(segment):
-        raise UsageError(f"{segment!r} is not an encoded session id")
-    raw = b"".join(u.to_bytes(2, "little") for u in units)
-    text = raw.decode("utf-16-le", "surrogatepass")
-    if encode_segment(text) != segment:  # e.g. "~0041" for a safe "A": not canonical
-        raise UsageError(f"{segment!r} is not an encoded session id")
-    return text
-
-
-def project_key(cwd: str | None) -> str:
-    """Project directory name for a header ``cwd`` (``_no-cwd`` when absent); lossy by design."""
-    if cwd is None:
-        return NO_CWD
-    if cwd == "":
-        raise UsageError("an empty cwd has no project directory")
-    out: list[str] = []
-    prev_sep = False
-    for u in _code_units(cwd):
-        if u in _SEPARATORS:
-            if not prev_sep:
-                out.append("-")
-            prev_sep = True
-            continue
-        prev_sep = False
-        out.append(chr(u) if u in _SAFE else _escape(u))
-    slug = "".join(out).lstrip("-") or "root"
-    return f"--{slug[:_SLUG_MAX]}--"
-
-
-def session_dir(root: Path, cwd: str | None, session_id: str) -> Path:
-    """Where dsh keeps a session: the only way an id from a log becomes a path."""
-    return Path(root) / project_key(cwd) / encode_segment(session_id)
-
-
-def _is_project_dir(name: str) -> bool:
-    return name == NO_CWD or (len(name) >= 4 and name.startswith("--") and name.endswith("--"))
+    return layout.default_root(os.environ.get("DSH_HOME"), Path.home())
 
 
 # ----------------------------------------------------------------------------- raw reading
@@ -169,10 +89,7 @@ def read_header(path: Path) -> dict | None:
     nl = buf.find(b"\n")
     if nl < 0:
         return None
-    try:
-        obj = orjson.loads(buf[:nl])
-    except orjson.JSONDecodeError:
-        return None
+    obj = _loads(buf[:nl])
     return obj if isinstance(obj, dict) and obj.get("type") == "session" else None
 
 
@@ -200,7 +117,8 @@ class SessionEntry:
 
     @property
     def version(self) -> int | None:
-        return canonical_version(self.path.name) if self.path is not None else None
+        g = parse_generation(self.path.name) if self.path is not None else None
+        return g.version if g is not None else None
 
     @property
     def cwd(self) -> str | None:
@@ -286,9 +204,10 @@ class SessionEntry:
 
 
 def _loads(raw: bytes) -> Any:
+    """A listing never stops at a damaged line: what does not parse is ``None``."""
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        return loads(raw)
+    except JsonError:
         return None
 
 
@@ -332,7 +251,7 @@ def _identity_problem(e: SessionEntry, hid: str) -> str | None:
 
 def _has_generation(d: Path) -> bool:
     try:
-        return any(canonical_version(n) is not None for n in os.listdir(d))
+        return any(parse_generation(n) is not None for n in os.listdir(d))
     except OSError:
         return False
 
@@ -345,7 +264,7 @@ def _session_dirs(root: Path, project: str | None = None) -> Iterator[tuple[Path
         raise IOFailure(f"cannot list the session root: {exc.strerror}", path=str(root)) from None
     for pname in projects:
         pdir = Path(root) / pname
-        if not _is_project_dir(pname) or not pdir.is_dir():
+        if not is_project_dir(pname) or not pdir.is_dir():
             continue
         try:
             names = sorted(os.listdir(pdir))

@@ -19,50 +19,19 @@ compactly: header tools are shared between headers that declare the same list
 
 from __future__ import annotations
 
-import math
 from array import array
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from dshlog.errors import CorruptLog, UnsupportedVersion
-from dshlog.messages import ROLE_OF_TYPE, derive_message, message_of, preview
-
-MAX_SAFE_INTEGER = 2**53 - 1
+from dshlog.messages import derive_message, preview
+from dshlog.protocol.jsjson import UNDEFINED, js_string, json_equal, key_bytes
+from dshlog.protocol.values import is_count
+from dshlog.protocol.vocabulary import MESSAGE_PROJECTION_TYPES, ROLE_OF_TYPE, SETTLEMENT_TYPES, V4_TYPES, message_of
 
 SURFACE_TYPES: frozenset[str] = frozenset(ROLE_OF_TYPE)
-
-# Events that rewrite existing messages in place (SEMANTICS §2.3 "project").
-MESSAGE_PROJECTION_TYPES: frozenset[str] = frozenset({"image/offload"})
-
-# The seed-era vocabulary (SEMANTICS §1.2).  ``job/registered``/``job/settled``
-# are added because dsh itself writes them in the seed's headless snapshot
-# (SEMANTICS §12 q3); refusing our own producer's events would be wrong.
-KNOWN_EVENT_TYPES: frozenset[str] = frozenset(
-    {
-        "agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided",
-        "approval/policy", "assistant/attempt", "assistant/message", "command/done", "command/run",
-        "compaction/end", "compaction/prune", "compaction/start", "compaction/summary",
-        "deliverables/presented", "developer/message", "feedback/message-delete",
-        "feedback/message-put", "feedback/record", "goal/change", "hook/invoked", "hook/result",
-        "image/offload", "llm/retry", "llm/retry-started", "model/selection", "permission/preset",
-        "plan/mode", "request/context", "request/header", "sandbox/mode", "schedule/change",
-        "session-log-deepseek/delivery-accepted", "session/end-seed", "session/title",
-        "session/title-llm-request", "step/end", "step/start", "subagent/catalog",
-        "subagent/descriptor", "subagent/model-selection-policy", "system/message", "team/member",
-        "team/message/delivered", "team/message/queued", "team/task", "todo/write",
-        "tool-workflow/agent-end", "tool-workflow/agent-start", "tool-workflow/run-end",
-        "tool-workflow/run-start", "tool/call", "tool/ptc-dispatch", "tool/ptc-dispatch-start",
-        "tool/result", "turn/end", "turn/start", "user/message", "web/deepseek-search-llm-request",
-        "workspace/changes",
-        "job/registered", "job/settled",
-    }
-)
-
-SETTLEMENT_TYPES: frozenset[str] = frozenset({"assistant/message", "assistant/attempt"})
 
 # Replacement records a fold keeps when the caller did not ask for all of them (display only).
 RECENT_REPLACEMENTS = 8
@@ -75,47 +44,12 @@ class SurfaceError(CorruptLog):
 # --------------------------------------------------------------------------- value helpers
 
 
-def is_event_seq(value: Any) -> bool:
-    """JS ``isEventSeq``: a non-negative safe integer that is not ``-0``.
-
-    A JSON ``1.0`` is the integer 1 for dsh, so integral floats count; ``bool``
-    is excluded because ``true`` is not a number in JSON.
-    """
-    if type(value) is int:
-        return 0 <= value <= MAX_SAFE_INTEGER
-    if type(value) is float:
-        return (
-            value.is_integer()
-            and 0 <= value <= MAX_SAFE_INTEGER
-            and not (value == 0 and math.copysign(1.0, value) < 0)
-        )
-    return False
-
-
 def _is_record(value: Any) -> bool:
     return isinstance(value, dict)
 
 
 def _is_nonempty_str(value: Any) -> bool:
     return isinstance(value, str) and len(value) > 0
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Deep JSON equality as dsh's ``isDeepEqualJson``: object key order is
-    irrelevant, array order matters, and ``true`` is not ``1`` (unlike Python ``==``)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, list) or isinstance(b, list):
-        if not (isinstance(a, list) and isinstance(b, list)) or len(a) != len(b):
-            return False
-        return all(json_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) or isinstance(b, dict):
-        if not (isinstance(a, dict) and isinstance(b, dict)) or len(a) != len(b):
-            return False
-        return all(k in b and json_equal(v, b[k]) for k, v in a.items())
-    return type(a) is type(b) and a == b
 
 
 # --------------------------------------------------------------------------- per-event data rules
@@ -136,8 +70,8 @@ def check_message_shape(event: dict, index: int) -> None:
     if etype in SETTLEMENT_TYPES:
         if (
             not _is_record(data)
-            or not is_event_seq(data.get("turn"))
-            or not is_event_seq(data.get("step"))
+            or not is_count(data.get("turn"))
+            or not is_count(data.get("step"))
             or not isinstance(data.get("stream"), list)
         ):
             # A settlement without its message is reported as missing the message first.
@@ -180,7 +114,7 @@ def check_event_data(event: dict, subject: str) -> None:
     """
     etype = event.get("type")
     data = event.get("data")
-    seq = event.get("seq") if is_event_seq(event.get("seq")) else None
+    seq = event.get("seq") if is_count(event.get("seq")) else None
     if etype in SURFACE_TYPES and _is_record(data):
         message = data if etype == "user/message" else data.get("message")
         if _is_record(message):
@@ -204,7 +138,7 @@ def check_event_data(event: dict, subject: str) -> None:
                         has_additions = True
                         if "tool" in block:
                             raise SurfaceError(f"{subject} tool-addition must omit inline tool definitions", seq=seq)
-                if (not is_event_seq(data.get("headerSeq"))) if has_additions else ("headerSeq" in data):
+                if (not is_count(data.get("headerSeq"))) if has_additions else ("headerSeq" in data):
                     raise SurfaceError(f"{subject} requires headerSeq exactly when tool additions are present", seq=seq)
     if etype == "request/header":
         if not _is_record(data):
@@ -273,8 +207,8 @@ class HeaderTools:
         """Record the tools of the header at ``seq`` (which follows every recorded seq)."""
         if isinstance(tools, list) and tools:
             try:
-                raw = orjson.dumps(tools)
-            except (TypeError, orjson.JSONEncodeError):
+                raw = key_bytes(tools)
+            except TypeError:
                 pass  # not plain JSON (e.g. a 70-bit integer): keep this list as it is
             else:
                 tools = self._shared.setdefault(raw, tools)
@@ -358,14 +292,14 @@ class SurfaceFold:
         index = self.next_seq
         if not isinstance(event, dict):
             raise CorruptLog(f"seed event at index {index} has an invalid event envelope", seq=index)
-        seq = event.get("seq")
-        if not is_event_seq(seq) or seq != index:
-            raise SurfaceError(f"session event seq {_js(seq)} is not contiguous; expected {index}", seq=index)
+        seq = event.get("seq", UNDEFINED)
+        if not is_count(seq) or seq != index:
+            raise SurfaceError(f"session event seq {js_string(seq)} is not contiguous; expected {index}", seq=index)
         etype = event.get("type")
         if not isinstance(etype, str) or "data" not in event:
             raise CorruptLog(f"seed event at index {index} has an invalid event envelope", seq=index)
         ignorable = event.get("ignorable") is True
-        known = etype in KNOWN_EVENT_TYPES
+        known = etype in V4_TYPES
         if not known:
             if not ignorable and self.strict_unknown:
                 raise UnsupportedVersion(f'format v4 contains unknown event type "{etype}" at seq {index}', seq=index)
@@ -543,8 +477,8 @@ class SurfaceFold:
             and "endSeq" in op
             and op["op"] == "replace"
             and isinstance(op["op"], str)
-            and is_event_seq(op["startSeq"])
-            and is_event_seq(op["endSeq"])
+            and is_count(op["startSeq"])
+            and is_count(op["endSeq"])
         ):
             raise SurfaceError(f'session event "{etype}" carries an invalid replace surfaceOp', seq=seq)
         return op
@@ -563,7 +497,7 @@ class SurfaceFold:
                 raise SurfaceError("sourceEventSeqs must not be empty", seq=seq)
             non_earlier: Any = None
             for member in raw:
-                if not is_event_seq(member):
+                if not is_count(member):
                     raise SurfaceError(
                         f'session event "{etype}" sourceEventSeqs must densely contain non-negative safe integers',
                         seq=seq,
@@ -575,7 +509,7 @@ class SurfaceFold:
                 raise SurfaceError("sourceEventSeqs must not contain duplicates", seq=seq)
             if non_earlier is not None:
                 raise SurfaceError(
-                    f"sourceEventSeqs must reference earlier events: {_js(non_earlier)} >= current seq {seq}", seq=seq
+                    f"sourceEventSeqs must reference earlier events: {js_string(non_earlier)} >= current seq {seq}", seq=seq
                 )
         missing = [s for s in shadowed if s not in sources]
         if missing:
@@ -590,14 +524,14 @@ class SurfaceFold:
         try:
             a = self.nodes.index(start)
         except ValueError:
-            raise SurfaceError(f"surface replace: start seq {_js(start)} not found in surface", seq=self.next_seq) from None
+            raise SurfaceError(f"surface replace: start seq {js_string(start)} not found in surface", seq=self.next_seq) from None
         try:
             b = self.nodes.index(end)
         except ValueError:
-            raise SurfaceError(f"surface replace: end seq {_js(end)} not found in surface", seq=self.next_seq) from None
+            raise SurfaceError(f"surface replace: end seq {js_string(end)} not found in surface", seq=self.next_seq) from None
         if a > b:
             raise SurfaceError(
-                f"surface replace: start seq {_js(start)} (index {a}) is after end seq {_js(end)} (index {b})",
+                f"surface replace: start seq {js_string(start)} (index {a}) is after end seq {js_string(end)} (index {b})",
                 seq=self.next_seq,
             )
         return a, b
@@ -620,7 +554,7 @@ class SurfaceFold:
         if "headerSeq" not in data:
             return
         header_seq = data["headerSeq"]
-        if not (is_event_seq(header_seq) and header_seq < seq and header_seq in self._header_tools):
+        if not (is_count(header_seq) and header_seq < seq and header_seq in self._header_tools):
             raise SurfaceError("developer/message headerSeq must reference an earlier request/header", seq=seq)
         tools = self._header_tools[header_seq]
         tools = tools if isinstance(tools, list) else []
@@ -632,14 +566,14 @@ class SurfaceFold:
             definitions = [t for t in tools if _is_record(t) and t.get("name") == name]
             if len(definitions) != 1:
                 raise SurfaceError(
-                    f'developer/message tool-addition "{name}" must name exactly one tool in headerSeq {_js(header_seq)}',
+                    f'developer/message tool-addition "{name}" must name exactly one tool in headerSeq {js_string(header_seq)}',
                     seq=seq,
                 )
             definition = definitions[0]
             if not isinstance(definition.get("description"), str) or not _is_record(definition.get("parameters")):
                 raise SurfaceError(
                     f'developer/message tool-addition "{name}" requires a complete tool definition in headerSeq '
-                    f"{_js(header_seq)}",
+                    f"{js_string(header_seq)}",
                     seq=seq,
                 )
             if "deferLoading" in definition and definition["deferLoading"] is not True:
@@ -657,22 +591,22 @@ class SurfaceFold:
             if (
                 not _is_record(target)
                 or len(target) != 2
-                or not is_event_seq(target.get("seq"))
+                or not is_count(target.get("seq"))
                 or not isinstance(target.get("imageIndexes"), list)
                 or len(target["imageIndexes"]) == 0
             ):
                 raise SurfaceError("image/offload: each target must contain a seq and nonempty imageIndexes", seq=seq)
             tseq = target["seq"]
             if tseq in updates:
-                raise SurfaceError(f"image/offload: duplicate target seq {_js(tseq)}", seq=seq)
+                raise SurfaceError(f"image/offload: duplicate target seq {js_string(tseq)}", seq=seq)
             node = self._node.get(tseq)
             if node is None:
-                raise SurfaceError(f"image/offload: target seq {_js(tseq)} is not a current surface node", seq=seq)
+                raise SurfaceError(f"image/offload: target seq {js_string(tseq)} is not a current surface node", seq=seq)
             if node.type not in ("user/message", "tool/result"):
-                raise SurfaceError(f"image/offload: target seq {_js(tseq)} must be user/message or tool/result", seq=seq)
+                raise SurfaceError(f"image/offload: target seq {js_string(tseq)} must be user/message or tool/result", seq=seq)
             previous = -1
             for idx in target["imageIndexes"]:
-                if not is_event_seq(idx) or idx <= previous:
+                if not is_count(idx) or idx <= previous:
                     raise SurfaceError(
                         "image/offload: imageIndexes must be strictly increasing non-negative safe integers", seq=seq
                     )
@@ -720,17 +654,6 @@ def _blank_content(data: Any) -> Any:
     message = data.get("message")
     out["message"] = {**message, "content": None} if _is_record(message) else {"content": None}
     return out
-
-
-def _js(value: Any) -> str:
-    """Render a number the way a JS template literal would (``1`` not ``1.0``)."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    if value is None:
-        return "undefined"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _noop() -> None:

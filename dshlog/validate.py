@@ -29,24 +29,21 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import orjson
-
-from dshlog import vocabulary as vocab
-from dshlog.vocabulary import is_count, is_safe_integer
+from dshlog.check.header import CwdPlatform, validate_header
+from dshlog.protocol import vocabulary as vocab
+from dshlog.protocol.jsjson import js_string, key_bytes
+from dshlog.protocol.texts import CLOSER_ERROR, CLOSER_TEXT, TOOL_NOT_STARTED, closer_message_prefix
+from dshlog.protocol.values import MAX_SAFE_INTEGER, has_placeholder, is_count, is_safe_integer
+from dshlog.protocol.vocabulary import ENVELOPE_KEYS, IMAGE_MEDIA_TYPES, REQUEST_REASONS, TOOL_CHANGE_BLOCKS, TURN_END_KINDS
 
 Severity = Literal["error", "warning", "info"]
 
-ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "ignorable", "sourceEventSeqs", "surfaceOp"})
-REQUEST_REASONS = frozenset({"initial", "resume", "change", "series"})
-TURN_END_KINDS = frozenset({"completed", "aborted", "blocked", "error", "max-tokens", "interrupted", "forked"})
-NOT_STARTED_TEXT = (
-    "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."
-)
-IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
-_PLACEHOLDER = re.compile(r"\{\{[^{}]+\}\}")
+NOT_STARTED_TEXT = CLOSER_TEXT["interrupted"]["notStarted"]
+_NOT_STARTED_ERROR = CLOSER_ERROR[False]
+_FORKED_PREFIX = closer_message_prefix("forked", "")[:-1]  # "forked-tool-result-"
 _DIGITS = re.compile(r"^(0|[1-9][0-9]*)$")
 _STEP_TYPES = frozenset({"system/message", "developer/message", "assistant/attempt"})
-_TOOL_CHANGE = frozenset({"tool-addition", "tool-removal"})
+_TOOL_CHANGE = TOOL_CHANGE_BLOCKS
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,18 +61,13 @@ class Problem:
     severity: Severity = "error"
 
 
-def is_placeholder(value: Any) -> bool:
-    """A snapshot placeholder like ``{{cwd}}`` stands where a real value was projected out."""
-    return isinstance(value, str) and _PLACEHOLDER.search(value) is not None
-
-
 def _nonempty_str(value: Any) -> bool:
     return isinstance(value, str) and len(value) > 0
 
 
 def _digest(*values: Any) -> bytes:
     """Order-insensitive digest of JSON values: keeps PTC starts comparable without keeping them."""
-    raw = orjson.dumps(list(values), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    raw = key_bytes(list(values), sort_keys=True)
     return hashlib.blake2b(raw, digest_size=16).digest()
 
 
@@ -83,7 +75,7 @@ def _key(value: Any) -> Any:
     """Hashable stand-in for a JSON value (for chain keys of arbitrary payload values)."""
     if isinstance(value, (str, int, float, bool)) or value is None:
         return (type(value).__name__, value)
-    return ("json", orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+    return ("json", key_bytes(value, sort_keys=True))
 
 
 _UNIQUE = itertools.count()
@@ -230,8 +222,8 @@ def _stream_passes(stream: list) -> bool:
         return True
     return (
         set(map(type, ints)) <= _INT_ONLY
-        and -vocab.MAX_SAFE_INTEGER <= min(ints)
-        and max(ints) <= vocab.MAX_SAFE_INTEGER
+        and -MAX_SAFE_INTEGER <= min(ints)
+        and max(ints) <= MAX_SAFE_INTEGER
     )
 
 
@@ -240,7 +232,7 @@ def _safe_int_list(values: list) -> bool:
     if not values:
         return True
     if set(map(type, values)) <= _INT_ONLY:
-        return -vocab.MAX_SAFE_INTEGER <= min(values) and max(values) <= vocab.MAX_SAFE_INTEGER
+        return -MAX_SAFE_INTEGER <= min(values) and max(values) <= MAX_SAFE_INTEGER
     return all(is_safe_integer(d) for d in values)  # floats such as 1.0 are judged one by one
 
 class Validator:
@@ -262,7 +254,7 @@ class Validator:
         inherited_cut: int | None = None,
         projection: bool = False,
         known_types: Iterable[str] | None = None,
-        cwd_platform: vocab.CwdPlatform = "any",
+        cwd_platform: CwdPlatform = "any",
         surface: bool = True,
     ) -> None:
         self.header = header
@@ -281,7 +273,7 @@ class Validator:
         seeded = hdr.get("isSeeded")
         self._seeded: bool | None = seeded if isinstance(seeded, bool) else None
         if header is not None:
-            for text in vocab.validate_header(header, 4, cwd_platform=cwd_platform):
+            for text in validate_header(header, 4, cwd_platform=cwd_platform):
                 value = hdr.get("cwd") if "cwd" in text else hdr.get("id") if " id " in text else None
                 self._emit("header", text, None, value=value)
         if inherited_cut is not None:
@@ -338,7 +330,7 @@ class Validator:
         if message in self._seen:
             return
         self._seen.add(message)
-        if self.projection and severity == "error" and is_placeholder(value):
+        if self.projection and severity == "error" and has_placeholder(value):
             code, severity = "projection", "warning"
             message = f"{message} (snapshot placeholder {value!r})"
         self._pending.append(Problem(code, message, seq, severity))
@@ -820,13 +812,13 @@ class Validator:
         """A fork's not-started closer has one exact identity (FORMAT §5.1)."""
         error = data.get("error")
         mid = message.get("id")
-        if not (isinstance(error, dict) and error.get("code") == "TOOL_NOT_STARTED"):
+        if not (isinstance(error, dict) and error.get("code") == TOOL_NOT_STARTED):
             return
-        if not (isinstance(mid, str) and mid.startswith("forked-tool-result-")):
+        if not (isinstance(mid, str) and mid.startswith(_FORKED_PREFIX)):
             return
         source = message.get("source")
         call_id = source.get("callId") if isinstance(source, dict) else None
-        prefix = f"forked-tool-result-{call_id}-"
+        prefix = closer_message_prefix("forked", js_string(call_id))
         suffix = mid[len(prefix):] if mid.startswith(prefix) else ""
         op = event.get("surfaceOp")
         replacement = isinstance(op, dict) and op.get("op") == "replace"
@@ -840,7 +832,7 @@ class Validator:
             and number is not None
             and is_safe_integer(number)
             and (number < idx if replacement else number == idx)
-            and error.get("name") == "ToolNotStartedError"
+            and error.get("name") == _NOT_STARTED_ERROR["name"]
             and (replacement or ("sourceEventSeqs" not in event and op == "append"))
             and (not replacement or (isinstance(sources, list) and sources == [number]))
             and message.get("role") == "tool"
@@ -1141,8 +1133,8 @@ class Validator:
         if not isinstance(error, dict) or not isinstance(message, dict):
             return False
         if (
-            error.get("name") != "ToolNotStartedError"
-            or error.get("code") != "TOOL_NOT_STARTED"
+            error.get("name") != _NOT_STARTED_ERROR["name"]
+            or error.get("code") != TOOL_NOT_STARTED
             or message.get("isError") is not True
             or "sourceEventSeqs" in event
         ):
@@ -1150,16 +1142,16 @@ class Validator:
         mid = message.get("id")
         if not _nonempty_str(mid):
             return False
-        if mid.startswith(f"forked-tool-result-{cid}-"):
+        if mid.startswith(closer_message_prefix("forked", cid)):
             return True  # its exact identity is checked by the fork-result rule
-        prefix = f"interrupted-tool-result-{cid}-"
+        prefix = closer_message_prefix("interrupted", cid)
         suffix = mid[len(prefix):]
         content = message.get("content")
         block = content[0] if isinstance(content, list) and content else None
         return (
             mid.startswith(prefix)
             and bool(_DIGITS.match(suffix))
-            and int(suffix) <= vocab.MAX_SAFE_INTEGER
+            and int(suffix) <= MAX_SAFE_INTEGER
             and isinstance(content, list)
             and len(content) == 1
             and isinstance(block, dict)

@@ -7,7 +7,7 @@ import json
 import orjson
 
 from conftest import FIXTURES, GOLDEN, run_cli
-from dshlog.jsjson import dumps_pretty
+from dshlog.protocol.jsjson import dumps_pretty
 
 LOOP = str(GOLDEN / "loop-events.json")
 LOOP_V4 = str(FIXTURES / "v4" / "loop" / "session.v4.jsonl")

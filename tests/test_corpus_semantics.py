@@ -18,7 +18,7 @@ import pytest
 from conftest import CORPUS, corpus_files, requires_corpus
 from dshlog.errors import DshlogError
 from dshlog.fork import build_fork_seed, child_header
-from dshlog.jsjson import dumps
+from dshlog.protocol.jsjson import dumps
 from dshlog.messages import derive
 from dshlog.repair import open_compaction_of, open_turn_closers
 from dshlog.requests import iter_requests, rebuild

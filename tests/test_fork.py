@@ -11,7 +11,8 @@ import pytest
 from conftest import load_golden, spec_closer_texts
 
 from dshlog.errors import CorruptLog, UsageError
-from dshlog.fork import ForkPlan, at_turn, build_fork_seed, child_header, fork_seed, js_string
+from dshlog.fork import ForkPlan, at_turn, build_fork_seed, child_header, fork_seed
+from dshlog.protocol.jsjson import js_string
 
 SID = "parent"
 

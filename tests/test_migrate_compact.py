@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from conftest import FIXTURES, corpus_files, jsonl, load_bench_script
-from dshlog import jsjson
+from dshlog.protocol import jsjson
 from dshlog.errors import DshlogError
-from dshlog.formats import MAX_SAFE
+from dshlog.protocol.values import MAX_SAFE_INTEGER as MAX_SAFE
 from dshlog.session import open_session
 
 

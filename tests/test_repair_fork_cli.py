@@ -10,7 +10,7 @@ import zstandard
 
 from conftest import FIXTURES, GOLDEN, lock_held_elsewhere, run_cli
 from dshlog.errors import ExitCode
-from dshlog.jsjson import dumps
+from dshlog.protocol.jsjson import dumps
 from dshlog.messages import derive
 from dshlog.session import open_session
 

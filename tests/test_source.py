@@ -11,7 +11,8 @@ import zstandard
 from conftest import FIXTURES, GOLDEN, ev, jsonl, v4_header
 from dshlog.errors import CorruptLog, IOFailure, UnsupportedVersion, UsageError
 from dshlog.session import open_session
-from dshlog.source import canonical_version, select_generation
+from dshlog.protocol.layout import parse_generation
+from dshlog.source import select_generation
 
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 LOOP_ZSTD = FIXTURES / "v4" / "loop-zstd" / "session.v4.jsonl.zstd"
@@ -122,10 +123,10 @@ def test_mixed_directory_is_refused(tmp_path):
 
 
 def test_canonical_names():
-    assert canonical_version("session.jsonl") == 0
-    assert canonical_version("session.v4.jsonl.zstd") == 4
+    assert parse_generation("session.jsonl").version == 0
+    assert parse_generation("session.v4.jsonl.zstd").version == 4
     for bad in ("session.v0.jsonl", "session.v01.jsonl", "Session.jsonl", "session.v4.jsonl.tmp", "session.1.jsonl"):
-        assert canonical_version(bad) is None
+        assert parse_generation(bad) is None
 
 
 def test_stdin(tmp_path):

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from dshlog import vocabulary as vocab
+from dshlog.protocol import vocabulary as vocab
+from dshlog.check.header import validate_header
+from dshlog.protocol.values import MAX_SAFE_INTEGER
 from conftest import read_log
 from dshlog.validate import Problem, Validator, validate_events
 
@@ -171,27 +173,27 @@ def test_vocabulary_sets() -> None:
 
 
 def test_header_rules() -> None:
-    assert vocab.validate_header(HEADER, 4) == []
-    assert vocab.validate_header({**HEADER, "cwd": "C:\\Users\\x"}, 4) == []
-    assert vocab.validate_header({**HEADER, "cwd": "\\\\srv\\share\\p"}, 4) == []
-    assert vocab.validate_header({**HEADER, "cwd": "C:\\Users\\x"}, 4, cwd_platform="posix") == [
+    assert validate_header(HEADER, 4) == []
+    assert validate_header({**HEADER, "cwd": "C:\\Users\\x"}, 4) == []
+    assert validate_header({**HEADER, "cwd": "\\\\srv\\share\\p"}, 4) == []
+    assert validate_header({**HEADER, "cwd": "C:\\Users\\x"}, 4, cwd_platform="posix") == [
         "format v4 header cwd must be absolute"
     ]
     bad = {k: v for k, v in HEADER.items() if k != "isSeeded"}
     bad.update(owner="u", origin="parent", sandboxMode="x", createdAt=-1)
-    found = vocab.validate_header(bad, 4)
+    found = validate_header(bad, 4)
     assert "format v4 header lacks required field isSeeded" in found
     assert "format v4 header has unexpected field owner" in found
     assert "session header uses retired policy baseline fields" in found
     assert 'format v4 header origin must be "subagent"' in found
     assert "format v4 header createdAt must be a non-negative safe integer" in found
     v0 = {"type": "session", "version": 0, "id": "x", "createdAt": 0, "seedLength": 3, "delegationDepth": 0}
-    assert vocab.validate_header(v0) == []
-    assert vocab.validate_header({**v0, "isSeeded": True}) == ["format v0 header has unexpected field isSeeded"]
-    assert vocab.validate_header({**HEADER, "seedLength": 1}, 4) == ["format v4 header has unexpected field seedLength"]
+    assert validate_header(v0) == []
+    assert validate_header({**v0, "isSeeded": True}) == ["format v0 header has unexpected field isSeeded"]
+    assert validate_header({**HEADER, "seedLength": 1}, 4) == ["format v4 header has unexpected field seedLength"]
     reordered = dict(reversed(list(HEADER.items())))
-    assert vocab.validate_header(reordered, 4) == []
-    assert len(vocab.validate_header(reordered, 4, check_order=True)) == 1
+    assert validate_header(reordered, 4) == []
+    assert len(validate_header(reordered, 4, check_order=True)) == 1
 
 
 def test_header_problems_in_validator(loop: list[dict]) -> None:
@@ -526,7 +528,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from dshlog.validate import _stream_passes  # noqa: E402
 
-_SAFE = vocab.MAX_SAFE_INTEGER
+_SAFE = MAX_SAFE_INTEGER
 _scalar = st.one_of(
     st.integers(-2, 2),  # the boundaries of counts
     st.integers(-_SAFE, _SAFE),

@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from conftest import FIXTURES, run_cli
-from dshlog.jsjson import dumps
+from dshlog.protocol.jsjson import dumps
 from dshlog.session import open_session
 
 V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"

@@ -13,14 +13,15 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import CorruptLog, DshlogError, UnsupportedVersion
 from ..formats import PackedRun
-from ..vocabulary import header_key_order, validate_header
-from ._common import Stage, is_count, is_placeholder, rewrap
+from ..check.header import validate_header
+from ..protocol.texts import newer_version
+from ..protocol.values import has_placeholder, is_count
+from ..protocol.vocabulary import CURRENT_VERSION, header_key_order
+from ._common import Stage, rewrap
 from .v0_v1 import V0ToV1
 from .v1_v2 import V1ToV2
 from .v2_v3 import V2ToV3
 from .v3_v4 import V3ToV4
-
-CURRENT_VERSION = 4
 
 #: Edge classes by source version; each declares ``source_version``/``target_version``.
 EDGES: tuple[type, ...] = (V0ToV1, V1ToV2, V2ToV3, V3ToV4)
@@ -36,15 +37,10 @@ def _check_adjacent(edges: Iterable[type]) -> None:
 _check_adjacent(EDGES)
 
 
-def newer_text(session_id: Any, version: int) -> str:
-    return (f'session "{session_id}" uses log format v{version}, but this harness reads only v{CURRENT_VERSION}: '
-            "the log was written by a newer harness — upgrade the harness to open it")
-
-
 def _validate(header: dict[str, Any], version: int, projection: bool) -> None:
     problems = validate_header(header, version)
     cwd = header.get("cwd")
-    if projection and isinstance(cwd, str) and (is_placeholder(cwd) or cwd.startswith("{{")):  # e.g. "{{cwd}}/workspace"
+    if projection and isinstance(cwd, str) and has_placeholder(cwd):  # e.g. "{{cwd}}/workspace"
         problems = [p for p in problems if not p.endswith("cwd must be absolute")]
     if problems:
         raise CorruptLog(problems[0])
@@ -57,7 +53,7 @@ def _stored_version(header: Any) -> int:
     if not is_count(version):
         raise CorruptLog("Session header version must be a non-negative safe integer")
     if version > CURRENT_VERSION:
-        raise UnsupportedVersion(newer_text(header.get("id"), int(version)))
+        raise UnsupportedVersion(newer_version(header.get("id"), int(version), CURRENT_VERSION))
     return int(version)
 
 

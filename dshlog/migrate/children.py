@@ -3,59 +3,47 @@
 The v3→v4 edge completes a parent's ``subagent/catalog`` from facts about its
 children, which live elsewhere in the same persistence root.  Reading files is
 the caller's business (``open_header``/``open_events`` plug in the project's
-reader, e.g. ``lambda p: open_session(p).header`` and
-``lambda p: open_session(p).events()``), so discovery stays testable and the
+reader: the child's header and its v4 view), so discovery stays testable and the
 migration core never touches the filesystem beyond listing names.
 """
 
 from __future__ import annotations
 
-import re
+import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..errors import DshlogError
-from .chain import migrate_stream
+from ..protocol.layout import choose_generation
 from .v3_v4 import child_catalog_fact
 
-_GENERATION = re.compile(r"^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$")
 
-
-def select_generation(session_dir: Path) -> Path | None:
-    """The canonical generation with the numerically highest version, if any."""
-    best: tuple[int, Path] | None = None
+def _generation(session_dir: Path) -> Path | None:
+    """The generation dsh reads in a child's directory, or ``None`` when it has none or refuses it."""
     try:
-        entries = list(session_dir.iterdir())
-    except OSError:
+        return session_dir / choose_generation(e.name for e in os.scandir(session_dir) if e.is_file())
+    except (OSError, DshlogError):
         return None
-    for entry in entries:
-        m = _GENERATION.match(entry.name)
-        if not m or not entry.is_file():
-            continue
-        version = int(m.group(1)) if m.group(1) else 0
-        if version > 2**53 - 1:
-            continue
-        if best is None or version > best[0]:
-            best = (version, entry)
-    return best[1] if best else None
 
 
-def _own_descriptors(header: dict[str, Any], events: Iterable[dict[str, Any]]) -> tuple[int, Any]:
-    """Count the child's own ``subagent/descriptor`` events (seq ≥ its inherited cut)."""
-    version = header.get("version")
-    if version == 4:
-        seen: list[tuple[int, Any]] = []
-        cut = 0
-        for ev in events:
-            t = ev.get("type")
-            if t == "subagent/descriptor":
-                seen.append((ev.get("seq", 0), ev.get("data")))
-            elif t == "session/end-seed" and isinstance(ev.get("data"), dict) and ev["data"].get("inherited") is True:
-                cut = ev.get("seq", 0)
-    else:
-        _, migrated = migrate_stream(header, events, child_facts=[])
-        seen = [(ev["seq"], ev.get("data")) for ev in migrated if ev.get("type") == "subagent/descriptor"]
-        cut = migrated.inherited_cut or 0
+def _own_descriptors(events: Iterable[dict[str, Any]]) -> tuple[int, Any]:
+    """Count the child's own ``subagent/descriptor`` events (seq >= its inherited cut).
+
+    ``events`` is the child's v4 view: for a historical child that is the migrated
+    stream, whose ``inherited_cut`` is known once it is exhausted; for a v4 child the
+    cut is the seq of its last ``{inherited: true}`` end-seed marker.
+    """
+    seen: list[tuple[int, Any]] = []
+    cut = 0
+    for ev in events:
+        t = ev.get("type")
+        if t == "subagent/descriptor":
+            seen.append((ev.get("seq", 0), ev.get("data")))
+        elif t == "session/end-seed" and isinstance(ev.get("data"), dict) and ev["data"].get("inherited") is True:
+            cut = ev.get("seq", 0)
+    inherited = getattr(events, "inherited_cut", None)
+    if inherited is not None:
+        cut = inherited
     own = [data for seq, data in seen if seq >= cut]
     return len(own), (own[0] if own else None)
 
@@ -87,7 +75,7 @@ def discover_child_facts(
         except OSError:
             continue
         for session_dir in sessions:
-            path = select_generation(session_dir)
+            path = _generation(session_dir)
             if path is None:
                 continue
             try:
@@ -100,7 +88,7 @@ def discover_child_facts(
             fact: dict[str, Any] = {"childId": header.get("id"), "childCreatedAt": header.get("createdAt"),
                                     "descriptorCount": 0, "descriptor": None, "sourcePath": str(path)}
             try:
-                count, descriptor = _own_descriptors(header, open_events(path))
+                count, descriptor = _own_descriptors(open_events(path))
                 fact["descriptorCount"], fact["descriptor"] = count, descriptor
                 child_catalog_fact(fact)
             except (DshlogError, OSError, ValueError) as err:

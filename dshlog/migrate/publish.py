@@ -18,8 +18,9 @@ from typing import Any, Iterator
 
 from .. import forked as _forked
 from ..errors import DshlogError, ExitCode, Refused, UsageError
-from ..formats import CURRENT_VERSION
-from ..source import canonical_version, select_generation
+from ..protocol.layout import generation_name, parse_generation, persistence_root
+from ..protocol.vocabulary import CURRENT_VERSION
+from ..source import select_generation
 
 
 @dataclass
@@ -58,7 +59,9 @@ def _identity(path: Path) -> tuple[int, int, int, int, int]:
 
 
 def target_name(source: Path) -> str:
-    return "session.v4.jsonl.zstd" if source.name.endswith(".zstd") else "session.v4.jsonl"
+    """The successor's name: the current generation, in the source's encoding."""
+    g = parse_generation(source.name)
+    return generation_name(CURRENT_VERSION, g.compressed if g is not None else source.name.endswith(".zstd"))
 
 
 def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
@@ -72,7 +75,7 @@ def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
         if p.is_dir() and recursive:
             for dirpath, dirnames, filenames in os.walk(p):
                 dirnames.sort()
-                if any(canonical_version(n) is not None for n in filenames):
+                if any(parse_generation(n) is not None for n in filenames):
                     yield select_generation(Path(dirpath))
         elif p.is_dir():
             yield select_generation(p)
@@ -81,8 +84,6 @@ def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
 
 
 def _child_facts(log: Any, children: str) -> list[dict]:
-    from ..session import persistence_root
-
     if children == "none":
         return []
     root = persistence_root(log.path)
@@ -106,7 +107,7 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
     try:
         _require_regular(source)
         d = source.parent
-        if source.is_file() and canonical_version(source.name) is not None:
+        if source.is_file() and parse_generation(source.name) is not None:
             chosen = select_generation(d)
             if chosen.name != source.name:
                 out.notes.append(f"{chosen.name} is the generation dsh reads in this directory")

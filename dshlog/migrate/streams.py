@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import MAX_SAFE
+from ..protocol.values import MAX_SAFE_INTEGER
 
 _RUN_OF = {"text-delta": "text-chunks", "reasoning-delta": "reasoning-chunks"}
 
@@ -18,7 +18,7 @@ _RUN_OF = {"text-delta": "text-chunks", "reasoning-delta": "reasoning-chunks"}
 def _safe_gap(a: Any, b: Any) -> bool:
     if not isinstance(a, int) or not isinstance(b, int) or isinstance(a, bool) or isinstance(b, bool):
         return False
-    return abs(b - a) <= MAX_SAFE
+    return abs(b - a) <= MAX_SAFE_INTEGER
 
 
 class StreamBuilder:

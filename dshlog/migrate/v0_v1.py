@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ._common import SeqStrings, StageRefusal, is_count, is_placeholder, js_json, js_string, record
+from ..protocol.jsjson import dumps, stringify
+from ..protocol.values import is_count, is_placeholder
+from ._common import SeqStrings, StageRefusal, record
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v0-to-v1"
 
@@ -105,10 +107,10 @@ def _keys(obj: dict[str, Any], required: tuple[str, ...], optional: tuple[str, .
     allowed = set(required) | set(optional)
     for key in obj:
         if key not in allowed:
-            raise StageRefusal(f"{label} has unexpected member {js_string(key)}")
+            raise StageRefusal(f"{label} has unexpected member {stringify(key)}")
     for key in required:
         if key not in obj:
-            raise StageRefusal(f"{label} lacks required member {js_string(key)}")
+            raise StageRefusal(f"{label} lacks required member {stringify(key)}")
 
 
 def _obj(value: Any, label: str) -> dict[str, Any]:
@@ -129,18 +131,18 @@ def check_v01_event(event: dict[str, Any], version: int, *, projection: bool = F
     if type_ not in RELEASED_V0_PAYLOADS:
         if version == 0:
             raise StageRefusal(
-                f"format v0 contains unknown historical event type {js_string(str(type_))} at seq {seq}; "
+                f"format v0 contains unknown historical event type {stringify(str(type_))} at seq {seq}; "
                 "migration refuses unknown historical events even when ignorable",
                 seq=seq,
             )
-        raise StageRefusal(f"format v1 contains unknown event type {js_string(str(type_))} at seq {seq}", seq=seq)
+        raise StageRefusal(f"format v1 contains unknown event type {stringify(str(type_))} at seq {seq}", seq=seq)
     surface = type_ in SURFACE_V0
     for key in event:
         if key in ("type", "seq", "time", "data", "ignorable"):
             continue
         if surface and key in ("sourceEventSeqs", "surfaceOp"):
             continue
-        raise StageRefusal(f"Session event {seq} has unexpected member {js_string(key)}", seq=seq)
+        raise StageRefusal(f"Session event {seq} has unexpected member {stringify(key)}", seq=seq)
     if type_ == "assistant/chunk":
         return
     data = _obj(event.get("data"), f"{type_} {seq} data")
@@ -149,7 +151,7 @@ def check_v01_event(event: dict[str, Any], version: int, *, projection: bool = F
         optional = optional + ("sessionFormatVersion",)
     _keys(data, required, optional, f"{type_} {seq} data")
     if type_ == "subagent/descriptor" and version == 0 and data.get("version") != 3:
-        raise StageRefusal(f"{type_} {seq} uses unsupported descriptor version {js_json(data.get('version')).decode()}",
+        raise StageRefusal(f"{type_} {seq} uses unsupported descriptor version {dumps(data.get('version')).decode()}",
                            seq=seq)
     if type_ == "request/header":
         header = _obj(data.get("header"), f"request/header {seq} header")
@@ -201,11 +203,11 @@ class V0ToV1:
             ev = {**ev, "type": _COMPACT_RENAMES[t]}
             t = ev["type"]
         if t in ("request/header-delta", "mode/set"):
-            raise StageRefusal(f"session {js_string(self._sid)} contains unsupported legacy {t} event at seq {seq}",
+            raise StageRefusal(f"session {stringify(self._sid)} contains unsupported legacy {t} event at seq {seq}",
                                seq=seq)
         if t == "request/header" and record(ev.get("data")).get("reason") == "fallback":
             raise StageRefusal(
-                f'session {js_string(self._sid)} contains unsupported request/header reason "fallback" at seq {seq}',
+                f'session {stringify(self._sid)} contains unsupported request/header reason "fallback" at seq {seq}',
                 seq=seq)
         if t != "assistant/chunk" and t in RELEASED_V0_PAYLOADS or t == "steering/message":
             ev = self._normalise(ev)
@@ -240,7 +242,7 @@ class V0ToV1:
         return ev
 
     def _malformed(self, type_: str, seq: Any) -> StageRefusal:
-        return StageRefusal(f"session {js_string(self._sid)} contains malformed pre-react-loop {type_} at seq {seq}",
+        return StageRefusal(f"session {stringify(self._sid)} contains malformed pre-react-loop {type_} at seq {seq}",
                             seq=seq)
 
     def _turn_start(self, ev: dict[str, Any]) -> dict[str, Any]:
@@ -314,7 +316,7 @@ class V0ToV1:
             return ev
         if not isinstance(header["messagePrefix"], list):
             raise StageRefusal(
-                f"session {js_string(self._sid)} contains malformed request/header messagePrefix at seq {seq}", seq=seq)
+                f"session {stringify(self._sid)} contains malformed request/header messagePrefix at seq {seq}", seq=seq)
         new_header = {k: v for k, v in header.items() if k != "messagePrefix"}
         return {**ev, "data": {**data, "header": new_header}}
 
@@ -341,7 +343,7 @@ class V0ToV1:
             return ev
         seq = ev.get("seq")
         data = _obj(ev.get("data"), f"llm/retry {seq} data")
-        chain = b"\0".join(js_json(data.get(k)) if k in data else b"undefined"
+        chain = b"\0".join(dumps(data.get(k)) if k in data else b"undefined"
                            for k in ("turn", "step", "provider", "policyKey"))
         rid = data.get("retryId")
         if isinstance(rid, str) and rid:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any, Final
 
-from ._common import CONSUMED, SeqMap, StageRefusal, is_count, record
+from ..protocol.values import is_count
+from ._common import CONSUMED, SeqMap, StageRefusal, record
 from .streams import StreamBuilder
 from .v0_v1 import check_v01_event
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Final
 
-from ..vocabulary import V2_TYPES
-from ._common import SeqMap, StageRefusal, is_count, js_json, record
+from ..protocol.jsjson import dumps
+from ..protocol.values import is_count
+from ..protocol.vocabulary import V2_TYPES
+from ._common import SeqMap, StageRefusal, record
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v2-to-v3"
 SYSTEM_PROMPT_PLUGIN: Final = "@deepseek-ai/dsh-system-prompt"
@@ -27,7 +29,7 @@ _ADMITTED: Final = V2_TYPES | {"feedback/message-put", "feedback/message-delete"
 
 def synthetic_id(session_id: Any, anchor_seq: int, anchor_type: str) -> str:
     """``v2-to-v3-system-`` + SHA-256 hex of the JS JSON text of the anchor tuple."""
-    text = js_json(["session-format-v2-to-v3", session_id, anchor_seq, anchor_type])
+    text = dumps(["session-format-v2-to-v3", session_id, anchor_seq, anchor_type])
     return SYNTHETIC_PREFIX + hashlib.sha256(text).hexdigest()
 
 

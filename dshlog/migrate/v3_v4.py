@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..vocabulary import V3_TYPES
-from ._common import SeqMap, StageRefusal, is_count, record
+from ..protocol.jsjson import js_string, stringify
+from ..protocol.values import is_count
+from ..protocol.vocabulary import V3_TYPES
+from ._common import SeqMap, StageRefusal, record
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v3-to-v4"
 NEED_FACTS: Final = ("V3 catalog migration requires explicit historical child facts, including an empty array for "
@@ -489,6 +491,5 @@ class V3ToV4:
 
 
 def _js(value: Any) -> str:
-    from ._common import js_string
-
-    return js_string(str(value))
+    """``JSON.stringify(String(value))``: how dsh quotes a value inside a refusal."""
+    return stringify(js_string(value))

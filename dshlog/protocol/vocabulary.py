@@ -1,16 +1,17 @@
-"""Event vocabularies and physical header rules of every released log version.
+"""The names of the format: event types per version, envelope keys, kinds and roles.
 
 The format's closed inventories (v0/v1, v2, v3) decide what a migration may
 accept; the v4 set is the vocabulary a current reader interprets.  Keeping them
-in one place means the reader, the migrator and the validator can never drift
-apart about which names exist where.  Names are protocol facts (FORMAT §7,
-SEMANTICS §1.2).
+in one place means the reader, the fold, the migrator and the validator can never
+drift apart about which names exist where (a fold with its own list once refused
+``working-directory/change``, which the v4 reader installs).  Names are protocol
+facts (FORMAT §7, SEMANTICS §1.2); header key orders live here too, the rules
+over them in :mod:`dshlog.check.header`.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any, Final, Literal
+from typing import Final
 
 # --------------------------------------------------------------------------------------
 # Event types
@@ -170,6 +171,57 @@ def is_known(type_: str, version: int = CURRENT_VERSION) -> bool:
     return version <= 1 and type_ in LEGACY_RENAMES
 
 
+#: The five message event types, and the role each one's message must have (SEMANTICS §1.4).
+ROLE_OF_TYPE: Final[dict[str, str]] = {
+    "system/message": "system",
+    "developer/message": "developer",
+    "user/message": "user",
+    "assistant/message": "assistant",
+    "tool/result": "tool",
+}
+
+def message_of(event_type: str, data: object) -> object:
+    """The message object a surface event stores: ``user/message`` stores it as ``data``
+    itself, the other four wrap it as ``data.message`` (``None`` when absent)."""
+    if event_type == "user/message":
+        return data
+    if isinstance(data, dict):
+        return data.get("message")
+    return None
+
+
+#: The events that settle a model call (exactly one per call, SEMANTICS §4).
+SETTLEMENT_TYPES: Final[frozenset[str]] = frozenset({"assistant/message", "assistant/attempt"})
+
+#: Events that rewrite existing messages in place (SEMANTICS §2.3 "project").
+MESSAGE_PROJECTION_TYPES: Final[frozenset[str]] = frozenset({"image/offload"})
+
+#: Keys an event envelope may carry (FORMAT §3.1); anything else is refused.
+ENVELOPE_KEYS: Final[frozenset[str]] = frozenset(
+    {"type", "seq", "time", "data", "ignorable", "sourceEventSeqs", "surfaceOp"}
+)
+
+#: v0/v1 packed delta rows (bare tags, no slash) and the delta chunk type each one packs.
+PACKED_TYPES: Final[dict[str, str]] = {
+    "text-chunks": "text-delta",
+    "reasoning-chunks": "reasoning-delta",
+    "tool-call-chunks": "tool-call-delta",
+}
+#: Keys of a packed row on disk, and in a snapshot projection (seq0/time0 stripped).
+PACKED_KEYS: Final[frozenset[str]] = frozenset({"type", "seq0", "time0", "data"})
+PROJECTED_PACKED_KEYS: Final[frozenset[str]] = frozenset({"type", "data"})
+
+#: ``request/header`` reasons and ``turn/end`` reason kinds of format v4.
+REQUEST_REASONS: Final[frozenset[str]] = frozenset({"initial", "resume", "change", "series"})
+TURN_END_KINDS: Final[frozenset[str]] = frozenset(
+    {"completed", "aborted", "blocked", "error", "max-tokens", "interrupted", "forked"}
+)
+#: Image media types a message attachment may declare.
+IMAGE_MEDIA_TYPES: Final[frozenset[str]] = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+#: Content block types that change the model's tool list (developer messages only).
+TOOL_CHANGE_BLOCKS: Final[frozenset[str]] = frozenset({"tool-addition", "tool-removal"})
+
+
 # --------------------------------------------------------------------------------------
 # Physical header (FORMAT §2.1)
 
@@ -214,113 +266,3 @@ def header_optional_keys(version: int) -> frozenset[str]:
 
 
 RETIRED_HEADER_KEYS: Final[frozenset[str]] = frozenset({"sandboxMode", "approvalPolicy"})
-
-MAX_SAFE_INTEGER: Final[int] = 2**53 - 1
-
-_WINDOWS_DRIVE_ABS = re.compile(r"^[A-Za-z]:[\\/]")
-_WINDOWS_UNC = re.compile(r"^[\\/]{2}[^\\/]+[\\/]+[^\\/]+")
-
-CwdPlatform = Literal["any", "posix", "windows"]
-
-
-def is_safe_integer(value: Any) -> bool:
-    """``Number.isSafeInteger`` over JSON values parsed by Python (``-0.0`` excluded)."""
-    if type(value) is int:  # the overwhelmingly common case, decided first
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")) or not value.is_integer():
-            return False
-        if value == 0 and str(value).startswith("-"):
-            return False  # -0 is not losslessly serialisable
-        return abs(value) <= MAX_SAFE_INTEGER
-    return False
-
-
-def is_count(value: Any) -> bool:
-    """A non-negative safe integer (dsh's ``sessionFormatCount``)."""
-    return is_safe_integer(value) and value >= 0
-
-
-def is_absolute_cwd(value: str, platform: CwdPlatform = "any") -> bool:
-    """Absolute in the POSIX or Windows sense.
-
-    dsh asks Node's ``path.isAbsolute`` of the platform it runs on, so a log
-    written on Windows looks relative on Linux and the other way round.  By
-    default both forms are accepted (FORMAT §8 item 5); ``platform`` narrows it.
-    """
-    posix = value.startswith("/")
-    windows = bool(_WINDOWS_DRIVE_ABS.match(value) or _WINDOWS_UNC.match(value)) or value.startswith("\\")
-    if platform == "posix":
-        return posix
-    if platform == "windows":
-        return windows or posix  # Node's win32 isAbsolute also accepts a leading '/'
-    return posix or windows
-
-
-def validate_header(
-    header: Any,
-    version: int | None = None,
-    *,
-    cwd_platform: CwdPlatform = "any",
-    check_order: bool = False,
-) -> list[str]:
-    """Problem texts for a physical header of ``version`` (default: its own ``version``).
-
-    Reports every deviation instead of stopping at the first, using dsh's texts
-    (``format vN header lacks required field X`` etc.).  Key order is not a
-    validity rule for dsh; ``check_order`` adds a note when it differs from the
-    writer's order (useful for byte-exact tooling).
-    """
-    if not isinstance(header, dict):
-        return ["Session header must be a JSON object"]
-    problems: list[str] = []
-    stored = header.get("version")
-    if version is None:
-        if not is_count(stored):
-            return ["Session header version must be a non-negative safe integer"]
-        version = int(stored)
-    tag = f"format v{version} header"
-    if header.get("type") != "session":
-        problems.append(f'{tag} type must be "session"')
-    if stored != version:
-        problems.append(f"expected format v{version} header (found version {stored!r})")
-
-    if RETIRED_HEADER_KEYS & header.keys():
-        problems.append("session header uses retired policy baseline fields")
-    required = header_required_keys(version)
-    allowed = required | header_optional_keys(version)
-    for key in header_key_order(version):
-        name = key.rstrip("?")
-        if name != "type" and name in required and name not in header:
-            problems.append(f"{tag} lacks required field {name}")
-    for key in header:
-        if key not in allowed and key not in RETIRED_HEADER_KEYS:
-            problems.append(f"{tag} has unexpected field {key}")
-
-    if "id" in header and not isinstance(header["id"], str):
-        problems.append(f"{tag} id must be a string")
-    for key in ("createdAt", "delegationDepth", "seedLength"):
-        if key in header and key in allowed and not is_count(header[key]):
-            problems.append(f"{tag} {key} must be a non-negative safe integer")
-    if "isSeeded" in header and "isSeeded" in allowed and not isinstance(header["isSeeded"], bool):
-        problems.append(f"{tag} isSeeded must be boolean")
-    if "cwd" in header:
-        cwd = header["cwd"]
-        if not isinstance(cwd, str) or not is_absolute_cwd(cwd, cwd_platform):
-            problems.append(f"{tag} cwd must be absolute")
-    for key in ("parentSession", "agentPreset"):
-        if key in header and not isinstance(header[key], str):
-            problems.append(f"{tag} {key} must be a string")
-    if "origin" in header and header["origin"] != "subagent":
-        problems.append(f'{tag} origin must be "subagent"')
-
-    if check_order:
-        canonical = [k.rstrip("?") for k in header_key_order(version)]
-        present = [k for k in header if k in canonical]
-        if present != [k for k in canonical if k in header]:
-            problems.append(f"{tag} keys are not in writer order ({', '.join(canonical)})")
-    return problems

@@ -1,4 +1,4 @@
-"""JSON text exactly as ECMAScript writes it, and a lossless reader.
+"""JSON text exactly as ECMAScript writes it, and the one reader with dsh's admission rules.
 
 dsh writes every record with ``JSON.stringify``.  Repaired, forked or migrated logs are
 only trustworthy if the bytes we emit are the bytes dsh itself would have emitted, so
@@ -39,12 +39,14 @@ Measured (CPython 3.11, orjson 3.13; 8.0 MB list of 30 000 corpus events)::
 
 Reading
 -------
-:func:`loads` uses ``orjson.loads``; when that refuses (lone surrogate escapes, which
-JS accepts) the stdlib parser takes over with NaN/Infinity rejected and integers
-outside 64 bits turned into floats, mirroring orjson.  Numbers written as ``1.0`` or
-``1e3`` stay floats: JS never writes them, and :func:`dumps` prints them ``1`` / ``1000``
-anyway.  ``-0`` reads as ``0`` (and ``-0.0`` is written as ``0``), so dsh's "not
-losslessly JSON-serializable" check needs :func:`has_negative_zero` on the raw text.
+:func:`loads` is the project's one JSON reader (nothing else parses JSON text).  It
+uses ``orjson.loads``; when that refuses lone surrogate escapes (which JS accepts) or
+integers beyond 64 bits, the stdlib parser takes over, with NaN/Infinity literals
+rejected and big integers turned into doubles, as orjson and JS do.  Numbers written
+as ``1.0`` stay floats (JS cannot tell them from ``1``; :mod:`dshlog.protocol.values`
+treats them as integers and :func:`dumps` prints ``1``).  ``-0`` reads as ``0``, so
+dsh's lossless-JSON refusal of it needs :func:`has_negative_zero` on the raw text
+(``loads(..., lossless=True)``).  Every refusal is a :class:`JsonError` with a kind.
 """
 
 from __future__ import annotations
@@ -58,16 +60,18 @@ from typing import Any
 import orjson
 
 __all__ = [
-    "MAX_SAFE_INTEGER",
+    "UNDEFINED",
+    "JsonError",
     "dumps",
     "dumps_pretty",
     "format_number",
     "has_negative_zero",
-    "is_safe_integer",
+    "js_string",
+    "json_equal",
+    "key_bytes",
     "loads",
+    "stringify",
 ]
-
-MAX_SAFE_INTEGER = 2**53 - 1
 
 # Datetimes and dataclasses are not JSON values for dsh: make orjson refuse them so the
 # fallback raises TypeError instead of silently inventing a representation.
@@ -131,9 +135,92 @@ def _format_positive(x: float) -> str:
     return f"{head}e{sign}{abs(e)}"
 
 
-def is_safe_integer(x: object) -> bool:
-    """``Number.isSafeInteger`` restricted to Python ints (bools are not numbers here)."""
-    return isinstance(x, int) and not isinstance(x, bool) and -MAX_SAFE_INTEGER <= x <= MAX_SAFE_INTEGER
+class _Undefined:
+    """JavaScript's ``undefined``: an absent key, distinct from JSON ``null``."""
+
+    _instance: "_Undefined | None" = None
+
+    def __new__(cls) -> "_Undefined":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNDEFINED"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: Stands for a field JavaScript would read as ``undefined`` (``obj.missing``).
+UNDEFINED: Any = _Undefined()
+
+
+def js_string(value: Any) -> str:
+    """``String(value)``, as a JavaScript template literal renders a value inside dsh's texts.
+
+    Strings are verbatim; numbers follow :func:`format_number` (``1.0`` -> ``1``,
+    ``1e-7``, ``1e+21``); ``null``/``undefined``/booleans by name; arrays join their
+    elements with commas (``null``/``undefined`` elements as empty strings) and
+    objects are ``[object Object]``, as ``Array.prototype.toString`` and
+    ``Object.prototype.toString`` give them.
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if value is UNDEFINED:
+        return "undefined"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, (int, float)):
+        return format_number(value)
+    if isinstance(value, (list, tuple)):
+        return ",".join("" if v is None or v is UNDEFINED else js_string(v) for v in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    raise TypeError(f"js_string expects a JSON value, not {type(value).__name__}")
+
+
+def key_bytes(value: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact JSON bytes that stand for a value as an identity key (deduplication, digests).
+
+    Not dsh's writer: equal values give equal bytes and that is all a key needs, so
+    orjson writes it as is (with ``sort_keys`` for key-order-insensitive identity).
+    Raises ``TypeError`` for a value that is not plain JSON (e.g. a 70-bit integer).
+    """
+    return orjson.dumps(value, option=_KEY_SORTED if sort_keys else 0)
+
+
+_KEY_SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def stringify(value: Any) -> str:
+    """``JSON.stringify(value)`` as text, for quoting a value inside one of dsh's messages."""
+    return dumps(value).decode("utf-8")  # no lone surrogate survives the writer's escapes
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Deep JSON equality as dsh's ``isDeepEqualJson``/``deepEqualJson``.
+
+    Object key order is irrelevant, array order matters, numbers compare as doubles
+    (``1 == 1.0``) and ``true`` is not ``1`` (unlike Python ``==``).
+    """
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) or isinstance(b, list):
+        if not (isinstance(a, list) and isinstance(b, list)) or len(a) != len(b):
+            return False
+        return all(json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) or isinstance(b, dict):
+        if not (isinstance(a, dict) and isinstance(b, dict)) or len(a) != len(b):
+            return False
+        return all(k in b and json_equal(v, b[k]) for k, v in a.items())
+    return type(a) is type(b) and a == b
 
 
 # --------------------------------------------------------------------------------------
@@ -477,15 +564,39 @@ class _PyWriter:
 _INT64_MIN = -(2**63)
 _UINT64_MAX = 2**64 - 1
 
+#: Deepest nesting the reader admits: orjson's own limit, and within what every walker
+#: of a parsed value here can recurse through.  JavaScript has no such limit; a log
+#: nested deeper is refused with a clear error instead of failing half way.
+MAX_DEPTH = 1024
+
+
+class JsonError(ValueError):
+    """JSON text the one reader does not admit.
+
+    ``kind`` says why: ``"syntax"`` (``JSON.parse`` refuses it), ``"utf-8"`` (the bytes
+    are not UTF-8), ``"lossless"`` (valid JSON whose value dsh's lossless-JSON check
+    refuses: a number that overflows to Infinity, or ``-0``), ``"depth"`` (nested
+    deeper than :data:`MAX_DEPTH`).  ``detail`` is the parser's own words.
+    """
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"invalid JSON: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class _Infinite(ValueError):
+    pass
+
 
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"invalid JSON: {name} is not a JSON value")
+    raise JsonError("syntax", f"{name} is not a JSON value")
 
 
 def _parse_float(text: str) -> float:
     value = float(text)
     if math.isinf(value):
-        raise ValueError(f"invalid JSON: number {text} is infinity when parsed as double")
+        raise _Infinite(text)
     return value
 
 
@@ -502,38 +613,49 @@ def _loads_stdlib(data: bytes | bytearray | memoryview | str) -> Any:
     if isinstance(data, str):
         text = data
     else:
-        raw = bytes(data)
         try:
-            text = raw.decode("utf-8")
+            text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ValueError(f"invalid JSON: invalid UTF-8 at byte {exc.start}") from None
-    return json.loads(
-        text,
-        parse_constant=_reject_constant,
-        parse_float=_parse_float,
-        parse_int=_parse_int,
-    )
+            raise JsonError("utf-8", f"invalid UTF-8 at byte {exc.start}") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_parse_float, parse_int=_parse_int)
+    except _Infinite as exc:
+        raise JsonError("lossless", f"number {exc} is infinity when parsed as double") from None
+    except RecursionError:
+        raise JsonError("depth", f"nested deeper than {MAX_DEPTH} levels") from None
+    except JsonError:
+        raise
+    except ValueError as exc:
+        raise JsonError("syntax", str(exc)) from None
 
 
-def loads(data: bytes | bytearray | memoryview | str) -> Any:
-    """Parse JSON text like ``JSON.parse``, keeping key order and lone surrogates.
+def loads(data: bytes | bytearray | memoryview | str, *, lossless: bool = False) -> Any:
+    """Parse JSON text like ``JSON.parse``: the one JSON reader of the project.
 
-    Raises ``ValueError`` (message starting ``invalid JSON:``) for anything JSON.parse
-    would refuse, and also for numbers that overflow to Infinity and NaN/Infinity
-    literals, which dsh's lossless check would refuse anyway.
+    Key order is kept, a duplicate key keeps its first position and its last value,
+    lone surrogate escapes are kept, integers beyond 64 bits become doubles (as every
+    number is a double in JavaScript).  A number that overflows to Infinity is
+    refused (``kind="lossless"``): dsh's lossless-JSON check refuses it after
+    ``JSON.parse``.  With ``lossless=True`` a ``-0`` anywhere is refused too; the
+    parsers turn it into ``0``, so that takes a look at the text
+    (:func:`has_negative_zero`).  Raises :class:`JsonError`.
     """
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        first_error: Exception = exc
-    try:
-        return _loads_stdlib(data)
-    except RecursionError:
-        pass
-    except ValueError as exc:
-        if str(exc).startswith("invalid JSON:"):
-            raise
-    raise ValueError(f"invalid JSON: {first_error}") from None
+        text = str(exc)
+        if text.startswith("depth limit exceeded"):
+            raise JsonError("depth", f"nested deeper than {MAX_DEPTH} levels") from None
+        if text.startswith("number is infinity"):
+            raise JsonError("lossless", "a number is infinity when parsed as double") from None
+        if "surrogate" not in text and "out of range" not in text:
+            if "not valid UTF-8" in text:
+                raise JsonError("utf-8", text) from None
+            raise JsonError("syntax", text) from None
+        value = _loads_stdlib(data)
+    if lossless and has_negative_zero(data if not isinstance(data, (bytearray, memoryview)) else bytes(data)):
+        raise JsonError("lossless", "-0 is not losslessly serialisable")
+    return value
 
 
 # --------------------------------------------------------------------------------------

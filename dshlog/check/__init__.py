@@ -1,0 +1,1 @@
+"""Every rule of the format once: header, envelope, data, surface, lifecycle, ownership."""
