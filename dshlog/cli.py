@@ -1,7 +1,7 @@
 """The ``dshlog`` command line: options in, core calls, rendering out.
 
 No log logic lives here.  Every command opens its input through
-:func:`dshlog.session.open_session`, calls the core, and renders.  Errors from the
+:func:`dshlog.read.session.open_session`, calls the core, and renders.  Errors from the
 core (:class:`dshlog.errors.DshlogError`) are turned into one line on stderr and
 the exit code the error class carries, in exactly one place (:func:`main`).
 """
@@ -108,7 +108,7 @@ def _notes(log: Any, quiet: bool = False) -> None:
 
 def _resolve(target: str | None) -> str:
     """A FILE argument as a path: ids and the default session are looked up, and named on stderr."""
-    from .store import resolve_session
+    from .read.store import resolve_session
 
     r = resolve_session(target)
     if r.chosen:
@@ -117,7 +117,7 @@ def _resolve(target: str | None) -> str:
 
 
 def _open(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None):
-    from .session import open_session
+    from .read.session import open_session
 
     return open_session(_resolve(target), strict=strict, select=select, format_version=format_version)
 
@@ -163,9 +163,9 @@ def events(
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
         if v4:
-            source = ((ev, None) for ev in log.events())
+            source = ((ev, None) for ev in log.v4())
         else:
-            source = ((r.event, r.raw) for r in log.records())
+            source = ((r.event, r.raw) for r in log.stored())
         out = _BatchedStdout()
         write = out.write
         if json_ and not (type_ or turn is not None or from_seq is not None or to_seq is not None):
@@ -222,13 +222,13 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
 
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
-        s = summarize(log.compact_events())
+        s = summarize(log.stored_runs())
         doc = {
             "shape": JSON_SHAPE,
             "path": log.path,
             "container": log.info.container,
             "version": log.version,
-            "projection": log.is_projection,
+            "projection": log.projection,
             "header": log.header,
             "sizeOnDisk": log.info.size_on_disk,
             "decodedBytes": log.info.decoded_bytes,
@@ -244,7 +244,7 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
         h = log.header or {}
         print(f"file        {log.path}")
         print(f"container   {log.info.container}" + (f", {log.info.frames} frames" if log.info.container == "jsonl.zstd" else ""))
-        print(f"version     v{log.version}" + ("  (test-snapshot projection: no seq/time)" if log.is_projection else ""))
+        print(f"version     v{log.version}" + ("  (test-snapshot projection: no seq/time)" if log.projection else ""))
         if h:
             print("header      " + ", ".join(f"{k}={v if isinstance(v, str) else _js(v)}" for k, v in h.items() if k != "type"))
         else:
@@ -330,7 +330,7 @@ def surface(
     log = _open(file, select=select, format_version=format_version)
     with log:
         try:
-            state = fold(log.events(), until_seq=at, strict_unknown=not allow_unknown)
+            state = fold(log.v4(), until_seq=at, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
         if at is not None and state.next_seq <= at:
@@ -383,7 +383,7 @@ def rebuild(
     log = _open(file, select=select, format_version=format_version)
     with log:
         try:
-            req = rebuild_request(log.events(), request, session_id=log.session_id, strict_unknown=not allow_unknown)
+            req = rebuild_request(log.v4(), request, session_id=log.session_id, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
         _json(req["messages"] if messages_only else req, pretty=not compact)
@@ -411,7 +411,7 @@ def requests(
 
     def rows():
         try:
-            yield from iter_requests(log.events(), session_id=log.session_id, strict_unknown=not allow_unknown)
+            yield from iter_requests(log.v4(), session_id=log.session_id, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
 
@@ -686,7 +686,7 @@ def ls_(
     from pathlib import Path
 
     from .render import human_bytes, table
-    from .store import default_root, grep_session, iso_ms, list_sessions, parse_since, project_key, sort_entries
+    from .read.store import default_root, grep_session, iso_ms, list_sessions, parse_since, project_key, sort_entries
 
     root_p = Path(root) if root is not None else default_root()
     project = project_key(os.path.abspath(cwd)) if cwd is not None else None
@@ -745,8 +745,8 @@ def stats(
     for f in files or [None]:
         log = _open(f, strict=False, select=select, format_version=format_version)
         with log:
-            s = summarize(log.compact_events())
-            sessions.append({"path": log.path, "id": log.session_id, "version": log.version, "projection": log.is_projection, **session_stats(s, projection=log.is_projection)})
+            s = summarize(log.stored_runs())
+            sessions.append({"path": log.path, "id": log.session_id, "version": log.version, "projection": log.projection, **session_stats(s, projection=log.projection)})
             _notes(log, quiet=json_)
     total = total_stats(sessions)
     if json_:
@@ -817,7 +817,7 @@ def tail(
         log = _open(file, strict=False, format_version=format_version)
         with log:
             last: deque = deque((), maxlen=lines)
-            for r in log.records():
+            for r in log.stored():
                 last.append(_event_line(r.event, r.raw, json_))
             for b in last:
                 write(b)
@@ -826,9 +826,10 @@ def tail(
 
     from .errors import Location
     from .protocol.jsjson import JsonError, loads
-    from .follow import Follower
-    from .formats import Notes, RowDecoder
-    from .session import open_session
+    from .read.follow import Follower
+    from .check.problems import Problems
+    from .read.rows import RowDecoder
+    from .read.session import open_session
 
     target = _resolve(file)
     if target == "-":
@@ -837,7 +838,7 @@ def tail(
         path, version, container = log.path, log.version, log.info.container
     if container not in ("jsonl", "jsonl.zstd"):
         raise UsageError(f"tail -f follows JSONL generations; this input is {container}", path=path)
-    decoder = RowDecoder(version, path, strict=False, notes=Notes())
+    decoder = RowDecoder(version, path, strict=False, notes=Problems())
     fol = Follower(path, poll_interval=interval)
     state = {"header": True, "line": 0}
 
@@ -901,9 +902,9 @@ def show(
 
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
-        head = f"session {log.session_id or '?'} (v{log.version}{', projection' if log.is_projection else ''}) {log.path}"
+        head = f"session {log.session_id or '?'} (v{log.version}{', projection' if log.projection else ''}) {log.path}"
         try:
-            items = transcript(log.events(), full=full)
+            items = transcript(log.v4(), full=full)
             if sys.stdout.isatty() or os.environ.get("FORCE_COLOR"):
                 con = console()
                 if sys.stdout.isatty() and not no_pager:
@@ -954,10 +955,10 @@ def export(
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
-        facts = session_facts(log.v4_header(), path=os.path.basename(log.path), version=log.version)
+        facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
         try:
             if out is None:
-                write_export(log.events(), facts, fmt, sys.stdout.buffer.write, full=full, redact=redact)
+                write_export(log.v4(), facts, fmt, sys.stdout.buffer.write, full=full, redact=redact)
             else:
                 from .atomic import publish_no_overwrite, stage_file, temp_affixes
 
@@ -965,7 +966,7 @@ def export(
                 if target.is_dir():
                     raise UsageError(f"{out} is a directory; give a file name for -o", path=out)
                 with stage_file(target.parent, *temp_affixes(target)) as staged:
-                    write_export(log.events(), facts, fmt, staged.write, full=full, redact=redact)
+                    write_export(log.v4(), facts, fmt, staged.write, full=full, redact=redact)
                     umask = os.umask(0o22)
                     os.umask(umask)
                     os.chmod(staged.path, 0o666 & ~umask)  # a file to share: usual permissions, not the staging 0600
@@ -997,7 +998,7 @@ def diff(
         log = _open(files[0], select=select, format_version=format_version)
         with log:
             try:
-                built = requests_at(log.events(), list(request), session_id=log.session_id)
+                built = requests_at(log.v4(), list(request), session_id=log.session_id)
             except DshlogError as exc:
                 raise _located(log, exc)
             req_a, req_b = built[request[0]], built[request[1]]
@@ -1012,7 +1013,7 @@ def diff(
             log = _open(f, select=select, format_version=format_version)
             with log:
                 try:
-                    reqs.append(requests_at(log.events(), [n], session_id=log.session_id)[n])
+                    reqs.append(requests_at(log.v4(), [n], session_id=log.session_id)[n])
                 except DshlogError as exc:
                     raise _located(log, exc)
                 _notes(log)

@@ -284,22 +284,22 @@ def write_fork(
     import uuid
 
     from .atomic import cleanup_leftovers, publish_no_overwrite, stage_file, temp_affixes
-    from .session import open_session
+    from .read.session import open_session
     from .writer import LogWriter
 
     def _open():
         return open_session(target, select=select, format_version=format_version)
 
-    from .source import resolve_path
+    from .read.container import resolve_path
 
     if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)
         raise UsageError("fork needs a regular file, not standard input or a pipe; save the stream to a file first", path=target)
     with _open() as probe:
-        parent_header = probe.v4_header() or {"type": "session", "id": probe.session_id or "unknown"}
+        parent_header = probe.v4().header or {"type": "session", "id": probe.session_id or "unknown"}
         compressed = probe.info.container == "jsonl.zstd"
         parent_id = parent_header.get("id") or "unknown"
         if turn is not None:
-            at = at_turn(probe.events(), turn, session_id=str(parent_id))
+            at = at_turn(probe.v4(), turn, session_id=str(parent_id))
     as_dir = str(out).endswith(("/", os.sep))
     out = Path(out)
     if out.is_dir() or as_dir:
@@ -319,7 +319,7 @@ def write_fork(
         raws: dict[int, bytes] = {}
 
         def events() -> Iterator[dict]:
-            for ev, raw in log.v4_records():
+            for ev, raw in log.v4().records():
                 if raw is not None:
                     raws[id(ev)] = raw
                 yield ev
@@ -328,7 +328,7 @@ def write_fork(
         # temps a killed earlier fork to this name left behind (live writers hold a flock and are kept)
         cleanup_leftovers(out.parent, keep=lambda p: not p.name.startswith(prefix))
         with stage_file(out.parent, prefix, suffix) as staged:
-            w = LogWriter(staged, compressed=compressed, projection=log.is_projection_hint())
+            w = LogWriter(staged, compressed=compressed, projection=log.projection)
             w.header(header)
             plan: list[ForkPlan] = []
             closers: list[dict] = []

@@ -330,13 +330,13 @@ class RepairResult:
 
 def plan_repair(target: str, *, select: str | None = None, format_version: int | None = None) -> RepairPlan:
     """Read a log (any version, migrated in memory) and compute its interrupted-turn closers."""
-    from .session import open_session
+    from .read.session import open_session
 
     with open_session(target, select=select, format_version=format_version) as log:
         state = TailState()
         n = 0
         comp: int | None = None
-        for ev in log.events():
+        for ev in log.v4():
             state.feed(ev)
             t = ev.get("type")
             if t == "compaction/start":
@@ -366,13 +366,13 @@ def _same_bytes(path: Path, data: bytes) -> bool:
 def repair_copy(target: str, out: Path, *, select: str | None = None, format_version: int | None = None) -> RepairResult:
     """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched."""
     from .atomic import publish_no_overwrite, stage_file, temp_affixes
-    from .session import open_session
+    from .read.session import open_session
     from .writer import LogWriter
 
     out = Path(out)
     compressed = out.name.endswith(".zstd")
     with open_session(target, select=select, format_version=format_version) as log:
-        header = log.v4_header()
+        header = log.v4().header
         prefix, suffix = temp_affixes(out)
         with stage_file(out.parent, prefix, suffix) as staged:
             w = LogWriter(staged, compressed=compressed)
@@ -380,7 +380,7 @@ def repair_copy(target: str, out: Path, *, select: str | None = None, format_ver
                 w.header(log.header_raw if log.version == 4 and log.header_raw is not None else header)
             state = TailState()
             n = 0
-            for ev, raw in log.v4_records():
+            for ev, raw in log.v4().records():
                 state.feed(ev)
                 w.event(ev, raw)
                 n += 1
@@ -404,13 +404,13 @@ def repair_in_place(target: str) -> RepairResult:
     from .atomic import publish_no_overwrite, replace_atomically, stage_file, temp_affixes
     from .errors import Refused, UsageError
     from .lock import session_lock
-    from .session import open_session
-    from .source import Container
+    from .read.session import open_session
+    from .read.container import Container
     from .writer import frame
 
     if target == "-":
         raise UsageError("repair --write needs a file, not standard input (use -o OUT)")
-    from .source import resolve_path
+    from .read.container import resolve_path
 
     if not resolve_path(target).is_file():  # a pipe would be drained by the probe below
         raise UsageError("repair --write needs a regular file, not a pipe or device (use -o OUT)", path=target)
@@ -432,7 +432,7 @@ def repair_in_place(target: str) -> RepairResult:
             n = 0
             torn_frame_lines: list[bytes] = []
             torn = None
-            records = log.records()
+            records = log.stored()
             for r in records:
                 state.feed(r.event)
                 n += 1
@@ -461,7 +461,7 @@ def repair_in_place(target: str) -> RepairResult:
             if container == Container.ZSTD:
                 # complete lines recovered from the torn frame go into the new frame, as dsh does
                 with open_session(str(path)) as log2:
-                    torn_frame_lines = [r.raw + b"\n" for r in log2.records() if r.loc.frame == torn.frame and r.raw is not None]
+                    torn_frame_lines = [r.raw + b"\n" for r in log2.stored() if r.loc.frame == torn.frame and r.raw is not None]
         prefix, suffix = temp_affixes(path)
         with stage_file(path.parent, prefix, suffix) as staged:
             with open(path, "rb") as fh:
@@ -481,7 +481,7 @@ def repair_in_place(target: str) -> RepairResult:
             with open_session(str(staged.path)) as check:
                 st2 = TailState()
                 m = 0
-                for ev in check.events():
+                for ev in check.v4():
                     st2.feed(ev)
                     m += 1
             if m != n + len(closers) or st2.closers("interrupted"):

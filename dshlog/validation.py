@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DshlogError, ExitCode, UnsupportedVersion
-from .formats import CURRENT_VERSION
+from .protocol.packed import PackedRun
+from .protocol.vocabulary import CURRENT_VERSION
 
 MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
 
@@ -103,7 +104,7 @@ def _feed_rules(report: Report, rules: Any, events) -> None:
 
 def validate_log(target: str, *, select: str | None = None, format_version: int | None = None) -> Report:
     """Check one input completely; never raises for problems in the log itself."""
-    from .session import open_session
+    from .read.session import open_session
 
     report = Report(path=target)
     try:
@@ -118,11 +119,11 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
         try:
             if log.version == CURRENT_VERSION:
                 # one pass: rows (lenient) feed the rules directly
-                recs = log.records()
+                recs = log.stored()
                 first = True
                 for r in recs:
                     if first:
-                        rules = _rules(log.header, log.is_snapshot())
+                        rules = _rules(log.header, log.snapshot)
                         first = False
                     report.events += 1
                     if rules is not None:
@@ -132,16 +133,16 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
                             where = f"{where}, seq {p.seq}" if p.seq is not None else where
                             report.add(Finding(p.code, p.message, p.severity, where))
                 if rules is None:
-                    rules = _rules(log.header, log.is_snapshot())
+                    rules = _rules(log.header, log.snapshot)
                 if rules is not None:
                     for p in rules.finish():
                         report.add(Finding(p.code, p.message, p.severity, f"seq {p.seq}" if p.seq is not None else ""))
             else:
                 # row checks only (the v4 rules run on the migrated form below)
-                report.events = log.count_events()
+                report.events = sum(e.count if isinstance(e, PackedRun) else 1 for e in log.stored_runs())
         except DshlogError as exc:
             _from_error(report, exc)
-        report.projection = log.is_projection
+        report.projection = log.projection
         offset = getattr(log.decoder, "seq_offset", None)
         if offset:
             # a wrapped stream that starts mid-log (a subscription opened late): the events before
@@ -155,15 +156,15 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
                 report.unsupported = True
                 report.add(Finding("unsupported", n.message, "warning", n.where()))
                 continue
-            sev = "info" if n.severity == "info" else ("error" if n.severity == "error" or n.code in ("seq-gap", "row", "envelope", "unparsable") and not log.is_snapshot() else "warning")
+            sev = "info" if n.severity == "info" else ("error" if n.severity == "error" or n.code in ("seq-gap", "row", "envelope", "unparsable") and not log.snapshot else "warning")
             report.add(Finding(n.code, n.message, sev, n.where()))
     if log.version is not None and log.version < CURRENT_VERSION and not report.count("error") and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
             log2 = open_session(target, strict=False, select=select, format_version=format_version)
             with log2:
-                header4, migrated = log2.migrated()
-                rules = _rules(header4 if log2.header is not None else None, log2.is_snapshot())
+                migrated = log2.v4()
+                rules = _rules(migrated.header if log2.header is not None else None, log2.snapshot)
                 n_before = report.events
                 _feed_rules(report, rules, migrated)
                 report.events = n_before

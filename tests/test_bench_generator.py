@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import load_bench_script
-from dshlog.session import open_session
-from dshlog.source import SourceInfo, iter_zstd_lines
+from dshlog.read.session import open_session
+from dshlog.read.container import SourceInfo, iter_zstd_lines
 from dshlog.validation import validate_log
 
 
@@ -23,7 +23,7 @@ def gen():
 
 def _events(path: Path) -> list[dict]:
     with open_session(str(path), strict=True) as log:
-        return list(log.stored_events())
+        return list((r.event for r in log.stored()))
 
 
 def _check(paths: dict, version: int) -> None:
@@ -43,7 +43,7 @@ def _check(paths: dict, version: int) -> None:
         forked = [(r.raw, r.line, r.offset, r.frame) for r in iter_zstd_lines(fh, info2, parallel=True)]
     assert serial == forked and info.frames == info2.frames and info.decoded_bytes == info2.decoded_bytes
     with open_session(str(paths["zstd"])) as log:
-        list(log.records())
+        list(log.stored())
         assert log.info.frames > 10  # a header frame plus one frame per append batch
 
 

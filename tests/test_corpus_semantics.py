@@ -22,7 +22,7 @@ from dshlog.protocol.jsjson import dumps
 from dshlog.messages import derive
 from dshlog.repair import open_compaction_of, open_turn_closers
 from dshlog.requests import iter_requests, rebuild
-from dshlog.session import open_session
+from dshlog.read.session import open_session
 from dshlog.surface import fold
 from dshlog.validate import Validator
 
@@ -31,9 +31,9 @@ def load(path):
     """(v4 header, v4 events, snapshot?) or None when dsh itself refuses the file."""
     try:
         with open_session(path) as s:
-            evs = list(s.events())
-            snapshot = s.is_snapshot()
-            header = s.v4_header() if s.header is not None else None
+            evs = list(s.v4())
+            snapshot = s.snapshot
+            header = s.v4().header if s.header is not None else None
             return header, evs, snapshot
     except DshlogError:
         return None
@@ -172,9 +172,9 @@ def test_every_historical_file_migrates_or_is_refused_as_dsh_refuses(path, tmp_p
     report = validate_log(str(successor))
     assert report.count("error") == 0, [p.as_dict() for p in report.problems if p.severity == "error"]
     with open_session(successor) as s:
-        published = list(s.events())
+        published = list(s.v4())
     with open_session(path) as s:
-        in_memory = list(s.events(child_facts=[]))
+        in_memory = list(s.v4(child_facts=[]))
     assert len(published) == len(in_memory) == out.events
     a, b = fold(published), fold(in_memory)
     assert a.nodes == b.nodes

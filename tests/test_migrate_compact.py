@@ -1,7 +1,7 @@
 """Compact runs give the same v4 log as expanded chunks (FORMAT §4.1, §4.3 item 4).
 
-``SessionLog.migrated()`` passes each v0/v1 packed row through the chain as one
-compact run; ``migrated(compact=False)`` feeds the fully expanded ``assistant/chunk``
+``SessionLog.v4()`` passes each v0/v1 packed row through the chain as one
+compact run; ``v4(runs=False)`` feeds the fully expanded ``assistant/chunk``
 events.  The compact path exists only for speed, so on every v0/v1 input we have
 (the shared corpus, the fixtures, generated logs and hand-made edge cases) the two
 must produce byte-identical v4 events and headers, or refuse with the same error.
@@ -18,7 +18,7 @@ from conftest import FIXTURES, corpus_files, jsonl, load_bench_script
 from dshlog.protocol import jsjson
 from dshlog.errors import DshlogError
 from dshlog.protocol.values import MAX_SAFE_INTEGER as MAX_SAFE
-from dshlog.session import open_session
+from dshlog.read.session import open_session
 
 
 
@@ -28,10 +28,10 @@ def _migrate(path: Path, compact: bool, strict: bool = True) -> tuple[Any, ...]:
         with open_session(str(path), strict=strict) as log:
             if log.version > 1:
                 return ("not-v0-v1",)
-            header, events = log.migrated(child_facts=[], compact=compact)
-            out = [jsjson.dumps(header)]
-            out.extend(jsjson.dumps(ev) for ev in events)
-            out.append(events.inherited_cut)
+            view = log.v4(child_facts=[], runs=compact)
+            out = [jsjson.dumps(view.header)]
+            out.extend(jsjson.dumps(ev) for ev in view)
+            out.append(view.inherited_cut)
             return tuple(out)
     except DshlogError as exc:
         return ("error", type(exc).__name__, exc.message, exc.seq)
@@ -231,7 +231,8 @@ BAD_ROWS = [
 
 def _decode(row: dict, compact: bool, strict: bool, projection: bool = False) -> tuple[Any, ...]:
     from dshlog.errors import Location
-    from dshlog.formats import PackedRun, RowDecoder
+    from dshlog.protocol.packed import PackedRun
+    from dshlog.read.rows import RowDecoder
 
     if projection:
         row = {"type": row["type"], "data": row["data"]}

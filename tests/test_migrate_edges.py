@@ -453,7 +453,7 @@ def test_discover_child_facts(tmp_path: Any) -> None:
     import json
     from pathlib import Path
 
-    from dshlog.migrate import discover_child_facts
+    from dshlog.read.children import discover_child_facts
 
     def write(project: str, sid: str, name: str, header: dict[str, Any], events: list[dict[str, Any]]) -> Path:
         d = tmp_path / project / sid

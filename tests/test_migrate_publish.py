@@ -13,7 +13,7 @@ import zstandard
 from conftest import CORPUS, FIXTURES, lock_held_elsewhere, requires_corpus, run_cli
 from dshlog.errors import ExitCode
 from dshlog.migrate import publish
-from dshlog.session import open_session
+from dshlog.read.session import open_session
 
 TEXT_TURN = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 
@@ -40,7 +40,7 @@ def test_text_turn_25_rows_become_17_events(tmp_path, capsysbinary):
     assert (d / "session.lock").stat().st_size == 0
     with open_session(d) as s:
         assert s.version == 4 and s.info.container == "jsonl"
-        evs = list(s.stored_events())
+        evs = list((r.event for r in s.stored()))
     assert len(evs) == 17
     assert [e["type"] for e in evs][6:12] == ["step/start", "system/message", "user/message", "user/message", "session/title", "system/message"]
     # what dsh publishes: a plain header line then compact event lines
@@ -187,8 +187,8 @@ def test_corpus_v1_text_turn_projection_migrates_to_17(tmp_path, capsysbinary):
     code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
     assert code == 0, err
     with open_session(d) as s:
-        assert sum(1 for _ in s.stored_events()) == 17
-        assert s.version == 4 and s.is_projection  # written in the same snapshot form as its source
+        assert sum(1 for _ in (r.event for r in s.stored())) == 17
+        assert s.version == 4 and s.projection  # written in the same snapshot form as its source
 
 
 def _tamper(monkeypatch, change):

@@ -12,7 +12,7 @@ from conftest import FIXTURES, GOLDEN, lock_held_elsewhere, run_cli
 from dshlog.errors import ExitCode
 from dshlog.protocol.jsjson import dumps
 from dshlog.messages import derive
-from dshlog.session import open_session
+from dshlog.read.session import open_session
 
 CRASH = FIXTURES / "v4" / "crash" / "session.v4.jsonl"
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
@@ -24,7 +24,7 @@ def golden(name):
 
 def events_of(path):
     with open_session(path) as s:
-        return list(s.events())
+        return list(s.v4())
 
 
 def test_repair_default_shows_closers_and_writes_nothing(tmp_path, capsysbinary):
@@ -56,7 +56,7 @@ def test_repair_write_appends_exactly_dsh_closers(tmp_path, capsysbinary):
     with open_session(p) as s:
         from dshlog.surface import fold
 
-        st = fold(s.events())
+        st = fold(s.v4())
     assert [m["role"] for m in st.messages()] == ["system", "user", "assistant", "tool", "tool"]
     # healthy now: a second run leaves it alone
     code, out, _ = run_cli(capsysbinary, "repair", str(p), "--write")
@@ -83,7 +83,7 @@ def test_repair_write_zstd_appends_a_frame(tmp_path, capsysbinary):
     code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
     assert code == 0, err
     with open_session(p) as s:
-        evs = list(s.events())
+        evs = list(s.v4())
         assert s.info.torn is None
     assert evs[-4:] == golden("crash-closers.json")
     assert p.read_bytes().startswith(b"".join(frames))
@@ -104,7 +104,7 @@ def test_repair_copy_of_old_version(tmp_path, capsysbinary):
     code, _, err = run_cli(capsysbinary, "repair", str(src), "-o", str(out))
     assert code == 0, err
     with open_session(out) as s:
-        assert s.version == 4 and sum(1 for _ in s.events()) == 17
+        assert s.version == 4 and sum(1 for _ in s.v4()) == 17
     code, _, err = run_cli(capsysbinary, "repair", str(src), "--write")
     assert code == ExitCode.USAGE and b"migrate" in err
 

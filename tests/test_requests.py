@@ -397,12 +397,12 @@ def assert_same_as_reference(events: list[dict], **kw: Any) -> int:
 def _log_events(path: Path) -> list[dict]:
     """The events ``dshlog requests`` folds (older versions migrated), as far as they read."""
     from dshlog.errors import DshlogError
-    from dshlog.session import open_session
+    from dshlog.read.session import open_session
 
     events: list[dict] = []
     try:
         with open_session(path, strict=False) as log:
-            for event in log.events():
+            for event in log.v4():
                 events.append(event)
     except DshlogError:
         pass  # a reader error ends both folds alike; the prefix is what they differ on, if at all

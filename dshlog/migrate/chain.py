@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import CorruptLog, DshlogError, UnsupportedVersion
-from ..formats import PackedRun
+from ..protocol.packed import PackedRun
 from ..check.header import validate_header
 from ..protocol.texts import newer_version
 from ..protocol.values import has_placeholder, is_count
@@ -183,7 +183,7 @@ def migrate_stream(
     ``header`` is the stored physical header; ``events`` its logical events in
     order (range-encoded ``sourceEventSeqs`` already expanded by the reader); a
     v0/v1 packed row may be either its expanded ``assistant/chunk`` events or one
-    :class:`~dshlog.formats.PackedRun` (a compact run: much cheaper, same output).  Returns the v4 physical header and a lazy iterator
+    :class:`~dshlog.read.rows.PackedRun` (a compact run: much cheaper, same output).  Returns the v4 physical header and a lazy iterator
     of v4 events (``.inherited_cut`` is known after exhaustion).  ``child_facts``
     is the explicit list for the v3→v4 catalog completion (FORMAT §4.5.7); ``None``
     refuses with dsh's text because the edge cannot run without it.

@@ -20,7 +20,7 @@ from .. import forked as _forked
 from ..errors import DshlogError, ExitCode, Refused, UsageError
 from ..protocol.layout import generation_name, parse_generation, persistence_root
 from ..protocol.vocabulary import CURRENT_VERSION
-from ..source import select_generation
+from ..read.container import select_generation
 
 
 @dataclass
@@ -93,15 +93,15 @@ def _child_facts(log: Any, children: str) -> list[dict]:
             "(<root>/<project>/<session>/); pass --no-children to state that it has none",
             path=log.path,
         )
-    from .children import discover_child_facts
-    from ..session import _open_events, _open_header
+    from ..read.children import discover_child_facts
+    from ..read.session import _open_events, _open_header
 
     return discover_child_facts(root, log.session_id or "", open_header=_open_header, open_events=_open_events)
 
 
 def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False, children: str = "auto") -> Outcome:
     """Migrate one session generation (see module docstring); never raises for the session's own problems."""
-    from ..session import open_session
+    from ..read.session import open_session
 
     out = Outcome(source=str(source), status="failed")
     try:
@@ -130,8 +130,7 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
                 return out
             facts = _child_facts(log, children)
             if dry_run:
-                _, events = log.migrated(child_facts=facts)
-                out.events = sum(1 for _ in events)
+                out.events = sum(1 for _ in log.v4(child_facts=facts))
                 out.status = "would-migrate"
                 return out
         _publish(source, target, facts, out)
@@ -178,7 +177,7 @@ def _clean_after_publication(d: Path, out: Outcome) -> None:
 def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> None:
     from ..atomic import cleanup_leftovers, migration_affixes, publish_no_overwrite, stage_file
     from ..lock import session_lock
-    from ..session import open_session
+    from ..read.session import open_session
     from ..validate import Validator
     from ..writer import LogWriter
 
@@ -198,9 +197,10 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> Non
             reader: _ForkedReadBack | None = None
             try:
                 with open_session(str(source)) as log:
-                    header, events = log.migrated(child_facts=facts)
-                    projection = log.is_projection_hint()
-                    snapshot = log.is_snapshot()
+                    view = log.v4(child_facts=facts)
+                    header, events = view.header, iter(view)
+                    projection = log.projection
+                    snapshot = log.snapshot
                     if projection:
                         out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
                     if before[2] >= FORK_MIN_BYTES and _forked.can_fork():
@@ -244,8 +244,8 @@ def _verify(
     """
     import hashlib
 
-    from ..session import open_session
-    from ..source import SourceInfo, iter_zstd_lines
+    from ..read.session import open_session
+    from ..read.container import SourceInfo, iter_zstd_lines
 
     h = hashlib.sha256()
     n_bytes = 0
@@ -283,7 +283,7 @@ def _check_rules(check: Any, header: dict, validator_cls: Any, snapshot: bool, p
         raise Refused("staged successor does not verify: header differs", path=path)
     n = 0
     rules = None
-    for r in check.records():
+    for r in check.stored():
         if rules is None:
             rules = validator_cls(check.header, projection=snapshot)
         n += 1
@@ -333,7 +333,7 @@ class _ForkedReadBack:
     def _child(data_r: int, result_w: int, path: str, header: dict, snapshot: bool, validator_cls: Any) -> None:
         import pickle
 
-        from ..session import SessionLog
+        from ..read.session import SessionLog
 
         def work() -> None:
             try:

@@ -67,7 +67,7 @@ class StreamBuilder:
 
 
     def push_run(self, run: Any) -> None:
-        """Append a compact run (:class:`~dshlog.formats.PackedRun`) as if its members were pushed one by one.
+        """Append a compact run (:class:`~dshlog.read.rows.PackedRun`) as if its members were pushed one by one.
 
         FORMAT §4.3 item 4: the run becomes one record, merged into the last record
         when that has the same kind/index (and id/name) and the gap is representable.

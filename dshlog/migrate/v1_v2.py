@@ -137,7 +137,7 @@ class V1ToV2:
         return out
 
     def feed_run(self, run: Any) -> list[dict[str, Any]] | None:
-        """Fold a compact chunk run (:class:`~dshlog.formats.PackedRun`) like its ``count`` chunks.
+        """Fold a compact chunk run (:class:`~dshlog.read.rows.PackedRun`) like its ``count`` chunks.
 
         Returns ``None`` when the members must be fed one by one instead (a seq that
         is not dense, or the inherited cut at or inside the run): those rare paths

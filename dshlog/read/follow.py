@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
-from .errors import CorruptLog, IOFailure, Location, Refused
-from .protocol.zstd import ZSTD_MAGIC, FrameWalker
+from ..errors import CorruptLog, IOFailure, Location, Refused
+from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
 
 _CHUNK = 1 << 20  # read size; memory stays bounded by a chunk plus the longest line (zstd: one frame's lines)
 

@@ -25,14 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from .errors import CorruptLog, DshlogError, Location, UnsupportedVersion, UsageError
-from .formats import Note, Notes, PackedRun, RowDecoder
-from .protocol.jsjson import JsonError, dumps, loads
-from .protocol.layout import parse_generation, persistence_root
-from .protocol.texts import newer_version
-from .protocol.values import is_count, is_placeholder, placeholder_bytes_search
-from .protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES
-from .source import (
+from ..errors import CorruptLog, DshlogError, Location, UnsupportedVersion, UsageError
+from ..check.problems import Problem, Problems, Severity
+from ..protocol.packed import PackedRun
+from .rows import RowDecoder
+from ..protocol.jsjson import JsonError, dumps, loads
+from ..protocol.layout import parse_generation, persistence_root
+from ..protocol.texts import newer_version
+from ..protocol.values import is_count, is_placeholder, placeholder_bytes_search
+from ..protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES
+from ..migrate.chain import MigratedEvents, header_only, migrate_stream
+from .children import discover_child_facts
+from .container import (
     Container,
     DepthGuard,
     Record,
@@ -119,9 +123,10 @@ class SessionLog:
         self.target = target
         self.strict = strict
         self.select = select
-        self.notes = Notes()
+        self.notes = Problems()
         self._consumed = False
         self._snapshot: bool | None = None
+        self._mig_header: dict | None = None
         fh, path, size = (stream, target, None) if stream is not None else open_binary(target)
         self.path = path
         self._fh: IO[bytes] = fh
@@ -194,28 +199,28 @@ class SessionLog:
                 kind = Container.STREAM_JSON if obj.get("type") == "session_event" else Container.JSONRPC
                 self._body = self._unwrap(_chain_first(first, lines), kind)
                 self.version = format_version if format_version is not None else _detect_headerless_version(self._sample())
-                self.notes.add(Note("wrapped", f"events unwrapped from a compressed {kind} stream (no header)", severity="info"))
+                self.notes.add(Problem("wrapped", f"events unwrapped from a compressed {kind} stream (no header)", Severity.INFO))
                 return self._make_decoder()
             else:
                 # header-less JSONL of events (seen in fixtures): keep the first row as a body row
                 self._body = _chain_first(first, lines)
-                self.notes.add(Note("no-header", "the log has no session header line", first.loc()))
+                self.notes.add(Problem("no-header", "the log has no session header line", Severity.WARNING, loc=first.loc()))
             self.version = self._header_version(head, format_version)
         elif c in (Container.STREAM_JSON, Container.JSONRPC):
             self._body = self._unwrap(iter_lines(self._fh, self.info), c)
             self.version = format_version if format_version is not None else _detect_headerless_version(self._sample())
-            self.notes.add(Note("wrapped", f"events unwrapped from a {c} stream (no header)", severity="info"))
+            self.notes.add(Problem("wrapped", f"events unwrapped from a {c} stream (no header)", Severity.INFO))
         elif c == Container.ARRAY:
             if format_version is None:
                 format_version = _detect_headerless_version(self._sample())
             self._body = iter_json_array(self._fh, self.info)
             self.version = format_version
-            self.notes.add(Note("no-header", "JSON array of events: no session header", severity="info"))
+            self.notes.add(Problem("no-header", "JSON array of events: no session header", Severity.INFO))
         elif c == Container.RESULT_JSON:
             v = format_version if format_version is not None else _detect_headerless_version(self._sample())
             self._body = iter_json_array(self._fh, self.info, "events.item")
             self.version = v
-            self.notes.add(Note("wrapped", "events read from a result.json document (no header)", severity="info"))
+            self.notes.add(Problem("wrapped", "events read from a result.json document (no header)", Severity.INFO))
         elif c == Container.BEHAVIOR_JSON:
             self._open_behavior(format_version)
         else:  # pragma: no cover
@@ -264,7 +269,7 @@ class SessionLog:
             else:
                 raise UsageError(f"no log {self.select!r} in this document (logs: {', '.join(names)})", path=self.path)
         elif len(logs) > 1:
-            self.notes.add(Note("multi", f"document holds {len(logs)} logs ({', '.join(names)}); reading the first (choose with --select)", severity="info"))
+            self.notes.add(Problem("multi", f"document holds {len(logs)} logs ({', '.join(names)}); reading the first (choose with --select)", Severity.INFO))
         lines = logs[idx].get("lines") or []
         recs = [Record(None, o, None, None, index=i) for i, o in enumerate(lines)]
         if recs and isinstance(recs[0].obj, dict) and recs[0].obj.get("type") == "session":
@@ -296,7 +301,7 @@ class SessionLog:
                 if wanted is None:
                     wanted = sid
                 elif len(seen) > 1 and self.select is None:
-                    self.notes.add(Note("multi", f"stream interleaves another session {sid!r}; its events are skipped (choose with --select)", rec.loc(), severity="info"))
+                    self.notes.add(Problem("multi", f"stream interleaves another session {sid!r}; its events are skipped (choose with --select)", Severity.INFO, loc=rec.loc()))
             if sid != wanted:
                 continue
             yield Record(None, ev, rec.line, rec.offset, rec.frame)
@@ -336,7 +341,7 @@ class SessionLog:
         if v is None:
             # v0/v1 headers never carry isSeeded (v2+ require it): use that before sniffing content
             guess = name_v if name_v is not None else (_detect_headerless_version(self._sample()) if "isSeeded" in h else 0)
-            self.notes.add(Note("header", f"header lacks version; reading as v{guess} (a test-support fixture: dsh itself refuses such a header)", self.header_loc))
+            self.notes.add(Problem("header", f"header lacks version; reading as v{guess} (a test-support fixture: dsh itself refuses such a header)", Severity.WARNING, loc=self.header_loc))
             return guess
         if not is_count(v):
             raise CorruptLog(f"session header version must be a non-negative safe integer, got {v!r}", path=self.path, loc=self.header_loc)
@@ -345,18 +350,18 @@ class SessionLog:
             if self.strict:
                 raise UnsupportedVersion(msg, path=self.path, loc=self.header_loc)
             # lenient readers (events, info, validate) still show the rows, read with the v4 row codec
-            self.notes.add(Note("unsupported-version", msg, self.header_loc, severity="error"))
+            self.notes.add(Problem("unsupported-version", msg, Severity.ERROR, loc=self.header_loc))
             return v
         if v == 1 and _june_prerelease(self._sample(1 << 20)):
             self.notes.add(
-                Note("prerelease", "header version 1 written by the June 2026 pre-release writer; read as v0 (its counter was reset)", self.header_loc)
+                Problem("prerelease", "header version 1 written by the June 2026 pre-release writer; read as v0 (its counter was reset)", Severity.WARNING, loc=self.header_loc)
             )
             return 0
         if name_v is not None and name_v != v and not (name_v == 0 and self.path.endswith((".expected.jsonl", ".golden.jsonl"))):
             msg = f"resolved JSONL source filename identifies v{name_v}, but its header identifies v{v}"
             if self.strict:
                 raise CorruptLog(msg, path=self.path, loc=self.header_loc)
-            self.notes.add(Note("header", msg, self.header_loc))
+            self.notes.add(Problem("header", msg, Severity.WARNING, loc=self.header_loc))
         return v
 
     # ------------------------------------------------------------------ reading
@@ -367,9 +372,13 @@ class SessionLog:
         self._consumed = True
         return self._body
 
-    def _rows(self) -> Iterator[tuple[list[dict], Any, bytes | None, Location]]:
-        """(decoded events, parsed row, row bytes, location) per physical row, one pass."""
+    def _rows(self, *, runs: bool) -> Iterator[tuple[list[Any], Any, bytes | None, Location]]:
+        """(decoded events, parsed row, row bytes, location) per physical row, one pass.
+
+        ``runs``: the decoder keeps each v0/v1 packed row as one :class:`PackedRun`.
+        """
         body = self._take()
+        self.decoder.compact = runs
         plain = self._plain if self._plain is not None and body is self._plain[0] else None
         for rec in (self._pushback if plain is not None else _chain_all(self._pushback, body)):
             loc = rec.loc()
@@ -381,12 +390,12 @@ class SessionLog:
         t = self.info.torn
         if t is not None and t.length:
             where = f"frame {t.frame}" if t.frame is not None else f"byte {t.offset}"
-            self.notes.add(Note("torn-tail", f"torn tail ignored: {t.length} bytes after the last complete line ({where})", Location(offset=t.offset, frame=t.frame), severity="info"))
+            self.notes.add(Problem("torn-tail", f"torn tail ignored: {t.length} bytes after the last complete line ({where})", Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
 
     def _plain_rows(self, line_no: int, offset: int) -> Iterator[tuple[list[dict], Any, bytes | None, Location]]:
         """The rest of a plain JSONL body, read from the file directly.
 
-        What :func:`~dshlog.source.iter_lines` and the loop above do, fused: every
+        What :func:`~dshlog.read.container.iter_lines` and the loop above do, fused: every
         row of every command passes here, and the Record object and generator layer
         per line were a tenth of reading a log of short rows.
         """
@@ -421,12 +430,18 @@ class SessionLog:
                 msg = "corrupt session log: " + msg
         if self.strict:
             raise CorruptLog(msg, path=self.path, loc=loc) from None
-        self.notes.add(Note("unparsable", msg, loc, severity="error"))
+        self.notes.add(Problem("unparsable", msg, Severity.ERROR, loc=loc))
         return _UNPARSABLE
 
-    def records(self) -> Iterator[EventRecord]:
-        """Stored-version events with their original bytes and locations (one pass)."""
-        for events, obj, raw, loc in self._rows():
+    # ------------------------------------------------------------------ views
+
+    def stored(self) -> Iterator[EventRecord]:
+        """The stored view: events of the stored version, each with its bytes and location.
+
+        ``raw`` is the exact line when it encodes exactly this event (plain and zstd
+        JSONL); packed rows are expanded into their ``assistant/chunk`` events.
+        """
+        for events, obj, raw, loc in self._rows(runs=False):
             if raw is not None and len(events) == 1 and events[0] is obj:
                 # the line is exactly this event (range-expanded sourceEventSeqs keep the physical form)
                 yield EventRecord(obj, raw, loc)
@@ -434,19 +449,38 @@ class SessionLog:
                 for ev in events:
                     yield EventRecord(ev, None, loc)
 
-    def count_events(self) -> int:
-        """Number of stored logical events, checking every row but never expanding packed rows."""
-        self.decoder.compact = self.version <= 1
-        return sum(e.count if isinstance(e, PackedRun) else 1 for events, _obj, _raw, _loc in self._rows() for e in events)
+    def stored_runs(self) -> Iterator[Any]:
+        """The stored view with each v0/v1 packed row kept whole as one :class:`PackedRun`.
 
-    def stored_events(self) -> Iterator[dict]:
-        """Stored-version events only (no bytes/locations), without a wrapper object per event."""
-        for events, _obj, _raw, _loc in self._rows():
+        For consumers that can take a run whole (the migration chain, the counters):
+        a v0 log then costs one object per packed row, not three dicts per delta.
+        """
+        for events, _obj, _raw, _loc in self._rows(runs=self.version <= 1):
             yield from events
 
+    def v4(self, *, child_facts: list[dict] | None = None, runs: bool = True) -> "V4View":
+        """The v4 view: what dsh holds after opening the log (older logs migrated in memory).
+
+        Nothing is read until the view is iterated; its :attr:`V4View.header` needs
+        only the header.  ``child_facts`` are the facts the v3->v4 catalog completion
+        needs (default: discovered in the persistence root around the file).
+        ``runs=False`` feeds the chain every packed row expanded, the straightforward
+        path the compact one (each row one :class:`PackedRun`, as dsh passes it) must
+        equal; it exists for the tests that prove that.
+        """
+        if self.version > CURRENT_VERSION:
+            raise UnsupportedVersion(newer_version(self.session_id, self.version, CURRENT_VERSION), path=self.path, loc=self.header_loc)
+        return V4View(self, child_facts, runs)
+
     @property
-    def is_projection(self) -> bool:
-        return bool(self.decoder.projection)
+    def projection(self) -> bool:
+        """Whether the body is a test-snapshot projection (rows without seq/time).
+
+        Known before the body is read (the first row is peeked at) and after it.
+        """
+        if self.decoder.projection is not None:
+            return self.decoder.projection
+        return self._peek_projection()
 
     @property
     def session_id(self) -> str | None:
@@ -456,76 +490,15 @@ class SessionLog:
             return self.info.wrapped_sessions[0]
         return None
 
-    def events(self, *, child_facts: list[dict] | None = None) -> Iterator[dict]:
-        """v4 events; older versions are migrated in memory (nothing is written)."""
-        if self.version == CURRENT_VERSION:
-            return self.stored_events()
-        if self.version > CURRENT_VERSION:
-            raise UnsupportedVersion(
-                f"format v{self.version} is newer than v{CURRENT_VERSION}: dsh refuses to interpret it", path=self.path, loc=self.header_loc
-            )
-        header, events = self.migrated(child_facts=child_facts)
-        return events
+    def _migration_header(self) -> dict:
+        """The stored header as the migration chain receives it (completed for snapshot fixtures)."""
+        if self._mig_header is None:
+            header = self.header if self.header is not None else self._synthetic_header()
+            self._mig_header = self._complete_snapshot_header(header) if self.snapshot else header
+        return self._mig_header
 
-    def v4_records(self, *, child_facts: list[dict] | None = None) -> Iterator[tuple[dict, bytes | None]]:
-        """(v4 event, original line bytes or None): untouched v4 lines keep their exact bytes."""
-        if self.version == CURRENT_VERSION:
-            return ((r.event, r.raw) for r in self.records())
-        return ((ev, None) for ev in self.events(child_facts=child_facts))
-
-    def v4_header(self, *, child_facts: list[dict] | None = None) -> dict | None:
-        """The header in v4 form (header-only migration for older logs; no body read)."""
-        if self.header is None or self.version == CURRENT_VERSION:
-            return self.header
-        from .migrate.chain import header_only
-
-        snapshot = self.is_snapshot()
-        header = self._complete_snapshot_header(self.header) if snapshot else self.header
-        try:
-            return header_only(header, projection=snapshot)
-        except DshlogError as exc:
-            raise exc.with_context(path=self.path, loc=self.header_loc)
-
-    def migrated(self, *, child_facts: list[dict] | None = None, compact: bool = True) -> tuple[dict, Iterator[dict]]:
-        """(v4 header, v4 events) for an older log, migrated in memory.
-
-        ``compact`` feeds each v0/v1 packed row to the chain as one compact run, as
-        dsh does (a packed row holds tens of deltas); ``compact=False`` feeds
-        the fully expanded events instead.  Both give the same events and errors.
-        """
-        try:
-            from .migrate.chain import migrate_stream
-        except ImportError:
-            raise UnsupportedVersion(
-                f"format v{self.version} logs are not yet supported by this command (migration is not available)",
-                path=self.path,
-            ) from None
-        snapshot = self.is_snapshot()
-        header = self.header if self.header is not None else self._synthetic_header()
-        if snapshot:
-            header = self._complete_snapshot_header(header)
-        if child_facts is None:
-            child_facts = self.discover_children()
-        try:
-            body = self.compact_events() if compact else self.stored_events()
-            return migrate_stream(header, body, child_facts=child_facts, projection=snapshot)
-        except DshlogError as exc:
-            raise exc.with_context(path=self.path)
-
-    def compact_events(self) -> Iterator[Any]:
-        """Stored events with each v0/v1 packed row kept as one :class:`~dshlog.formats.PackedRun`.
-
-        For consumers that can take a run whole (the migration chain, the summary
-        counters): a v0 log then costs one object per packed row, not three dicts per delta.
-        """
-        from itertools import chain
-        from operator import itemgetter
-
-        # set when reading starts, so that a body never read this way still decodes expanded
-        self.decoder.compact = self.version <= 1
-        yield from chain.from_iterable(map(itemgetter(0), self._rows()))
-
-    def is_snapshot(self) -> bool:
+    @property
+    def snapshot(self) -> bool:
         """A dsh test snapshot: rows without seq/time, or ``{{...}}`` placeholders standing in for values.
 
         Such files are normalised copies of real logs; rules that only their
@@ -533,7 +506,7 @@ class SessionLog:
         """
         if self._snapshot is None:
             sample = (self.header_raw or b"") + (self._sample(1 << 20) if self.info.container != Container.BEHAVIOR_JSON else b"")
-            self._snapshot = self.is_projection_hint() or placeholder_bytes_search(sample) or (
+            self._snapshot = self.projection or placeholder_bytes_search(sample) or (
                 self.header is not None and any(is_placeholder(v) for v in self.header.values())
             )
         return self._snapshot
@@ -550,7 +523,7 @@ class SessionLog:
         if not missing:
             return header
         self.notes.add(
-            Note("snapshot-header", f"snapshot header lacks {', '.join(missing)}; assuming {', '.join(f'{k}={v}' for k, v in missing.items())}", self.header_loc)
+            Problem("snapshot-header", f"snapshot header lacks {', '.join(missing)}; assuming {', '.join(f'{k}={v}' for k, v in missing.items())}", Severity.WARNING, loc=self.header_loc)
         )
         out = {"type": header.get("type", "session")}
         if "version" in missing:
@@ -559,10 +532,8 @@ class SessionLog:
         out.update(missing)
         return out
 
-    def is_projection_hint(self) -> bool:
-        """Whether the body is a projection, known before the body is read (peeks at the first row)."""
-        if self.decoder.projection is not None:
-            return self.decoder.projection
+    def _peek_projection(self) -> bool:
+        """Whether the body is a projection, before it is read (peeks at the first row)."""
         if self._consumed:
             return False
         if self._pushback:
@@ -597,19 +568,14 @@ class SessionLog:
         h["delegationDepth"] = 0
         return h
 
-    def discover_children(self) -> list[dict]:
+    def _discover_children(self) -> list[dict]:
         """Child facts for v3->v4 catalog completion (FORMAT.md 4.5.7), or [] with a note."""
         if self.version >= CURRENT_VERSION:
             return []
         root = persistence_root(self.path)
         if root is not None:
-            try:
-                from .migrate.children import discover_child_facts
-
-                return discover_child_facts(root, self.session_id or "", open_header=_open_header, open_events=_open_events)
-            except ImportError:
-                pass
-        self.notes.add(Note("children", "no persistence root around this file: assuming the session has no child sessions", severity="info"))
+            return discover_child_facts(root, self.session_id or "", open_header=_open_header, open_events=_open_events)
+        self.notes.add(Problem("children", "no persistence root around this file: assuming the session has no child sessions", Severity.INFO))
         return []
 
     def close(self) -> None:
@@ -645,6 +611,64 @@ def _open_header(path: Path) -> dict | None:
         return None
 
 
+class V4View:
+    """The v4 events of a session log, as dsh holds them after opening it.
+
+    A v4 log is its stored events; an older one is migrated in memory, once, as
+    it is iterated (nothing is written).  ``header`` is the v4 header, derived
+    from the stored header alone.  After iteration ``inherited_cut`` is the
+    inherited event count the chain reported (``None`` for a v4 log).
+    """
+
+    def __init__(self, log: SessionLog, child_facts: list[dict] | None, runs: bool = True) -> None:
+        self._log = log
+        self._child_facts = child_facts
+        self._runs = runs
+        self._header: dict | None = None
+        self._migrated: MigratedEvents | None = None
+        self.inherited_cut: int | None = None
+
+    @property
+    def header(self) -> dict | None:
+        """The v4 physical header (``None`` for an input without one); reads no body."""
+        log = self._log
+        if self._header is None and log.header is not None:
+            if log.version == CURRENT_VERSION:
+                self._header = log.header
+            else:
+                try:
+                    self._header = header_only(log._migration_header(), projection=log.snapshot)
+                except DshlogError as exc:
+                    raise exc.with_context(path=log.path, loc=log.header_loc)
+        return self._header
+
+    def _events(self) -> Iterator[dict]:
+        log = self._log
+        if log.version == CURRENT_VERSION:
+            for events, _obj, _raw, _loc in log._rows(runs=False):
+                yield from events
+            return
+        facts = self._child_facts if self._child_facts is not None else log._discover_children()
+        try:
+            body = log.stored_runs() if self._runs else (r.event for r in log.stored())
+            header, events = migrate_stream(log._migration_header(), body, child_facts=facts, projection=log.snapshot)
+            self._header = header
+            self._migrated = events
+            yield from events
+        except DshlogError as exc:
+            raise exc.with_context(path=log.path)
+        self.inherited_cut = events.inherited_cut
+
+    def __iter__(self) -> Iterator[dict]:
+        return self._events()
+
+    def records(self) -> Iterator[tuple[dict, bytes | None]]:
+        """(v4 event, original line bytes or ``None``): untouched v4 lines keep their exact bytes."""
+        if self._log.version == CURRENT_VERSION:
+            return ((r.event, r.raw) for r in self._log.stored())
+        return ((ev, None) for ev in self._events())
+
+
 class _ChildView:
     """A child session's v4 events (read once, the file closed at the end).
 
@@ -658,7 +682,7 @@ class _ChildView:
 
     def __iter__(self) -> Iterator[dict]:
         with SessionLog(str(self.path), strict=False) as s:
-            events = s.events(child_facts=[])
+            events = s.v4(child_facts=[])
             yield from events
             self.inherited_cut = getattr(events, "inherited_cut", None)
 

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from . import forked
-from .errors import CorruptLog, IOFailure, Location, UnsupportedVersion, UsageError
-from .protocol.jsjson import JsonError, loads
-from .protocol.layout import choose_generation
-from .protocol.zstd import ZSTD_MAGIC, FrameWalker
+from .. import forked
+from ..errors import CorruptLog, IOFailure, Location, UnsupportedVersion, UsageError
+from ..protocol.jsjson import JsonError, loads
+from ..protocol.layout import choose_generation
+from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
 
 CHUNK = 1 << 20
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 from ..errors import DshlogError
 from ..protocol.layout import choose_generation
-from .v3_v4 import child_catalog_fact
+from ..migrate.v3_v4 import child_catalog_fact
 
 
 def _generation(session_dir: Path) -> Path | None:

@@ -21,10 +21,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
-from .errors import DshlogError, IOFailure, UsageError
-from .protocol import layout
-from .protocol.jsjson import JsonError, loads
-from .protocol.layout import (
+from ..errors import DshlogError, IOFailure, UsageError
+from ..protocol import layout
+from ..protocol.jsjson import JsonError, loads
+from ..protocol.layout import (
     NO_CWD,
     decode_segment,
     encode_segment,
@@ -33,8 +33,8 @@ from .protocol.layout import (
     project_key,
     session_dir,
 )
-from .protocol.zstd import ZSTD_MAGIC
-from .source import SourceInfo, iter_lines, iter_zstd_lines, select_generation
+from ..protocol.zstd import ZSTD_MAGIC
+from .container import SourceInfo, iter_lines, iter_zstd_lines, select_generation
 
 _HEADER_MAX = 1 << 20  # a header line longer than this is not a dsh header
 
@@ -323,7 +323,7 @@ def parse_since(text: str, *, now: float | None = None) -> int:
 
 def message_texts(path: Path) -> Iterator[str]:
     """Text of every user and assistant message in a generation, streamed (only those lines are parsed)."""
-    from .render import message_text
+    from ..render import message_text
 
     for raw in raw_lines(path):
         if b"user/message" not in raw and b"assistant/message" not in raw:
