@@ -158,7 +158,7 @@ def events(
     Example: dshlog events session.v4.jsonl --type 'tool/*' --turn 2
     """
     from .protocol.jsjson import dumps
-    from .render import describe, surface_marker
+    from .output.render import describe, surface_marker
 
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
@@ -217,8 +217,8 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
 
     Example: dshlog info session.v4.jsonl --json | jq .summary.tokens
     """
-    from .render import human_bytes, table
-    from .summary import summarize
+    from .output.render import human_bytes, table
+    from .model.summary import summarize
 
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
@@ -280,7 +280,7 @@ def validate(
 
     Example: dshlog validate ~/.dsh/sessions/*/*/
     """
-    from .validation import validate_log
+    from .ops.validate import validate_log
 
     worst = ExitCode.OK
     reports = []
@@ -325,7 +325,7 @@ def surface(
 
     Example: dshlog surface session.v4.jsonl --at 15
     """
-    from .surface import fold
+    from .check.surface import fold
 
     log = _open(file, select=select, format_version=format_version)
     with log:
@@ -337,7 +337,9 @@ def surface(
             from .errors import UsageError
 
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
-        nodes = state.node_info()
+        from .output.text import preview
+
+        nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in state.node_info()]
         derived = state.messages()
         roles = [m.get("role") for m in derived]
         if json_:
@@ -351,7 +353,7 @@ def surface(
                 doc["messages"] = derived
             _json(doc)
             return
-        from .render import table
+        from .output.render import table
 
         table(None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
         print(f"nodes: {[n['seq'] for n in nodes]}")
@@ -378,7 +380,7 @@ def rebuild(
 
     Example: dshlog rebuild session.v4.jsonl --request 3 --messages-only
     """
-    from .requests import rebuild as rebuild_request
+    from .model.requests import rebuild as rebuild_request
 
     log = _open(file, select=select, format_version=format_version)
     with log:
@@ -405,7 +407,7 @@ def requests(
 
     Example: dshlog requests session.v4.jsonl --json | jq '.requests[] | select(.extends == false)'
     """
-    from .requests import iter_requests
+    from .model.requests import iter_requests
 
     log = _open(file, select=select, format_version=format_version)
 
@@ -429,7 +431,7 @@ def requests(
             out.write(b"\n]}\n")
             out.flush()
             return
-        from .render import table
+        from .output.render import table
 
         table(
             None,
@@ -507,7 +509,7 @@ def repair(
     Example: dshlog repair session.v4.jsonl && dshlog repair session.v4.jsonl --write
     """
     from .errors import UsageError
-    from .repair import plan_repair, repair_copy, repair_in_place
+    from .model.repair import plan_repair, repair_copy, repair_in_place
 
     if write and out:
         raise UsageError("choose either --write (in place) or -o OUT (a repaired copy)")
@@ -519,7 +521,7 @@ def repair(
 
         result = repair_copy(file, Path(out), select=select, format_version=format_version)
     else:
-        from .repair import RepairResult
+        from .model.repair import RepairResult
 
         result = RepairResult(plan_repair(file, select=select, format_version=format_version))
     plan = result.plan
@@ -583,7 +585,7 @@ def fork(
     Example: dshlog fork session.v4.jsonl --at 15 -o child/
     """
     from .errors import UsageError
-    from .fork import write_fork
+    from .model.fork import write_fork
 
     if at is not None and at_turn is not None:
         raise UsageError("choose either --at SEQ or --at-turn N")
@@ -613,7 +615,7 @@ def migrate(
 
     Example: dshlog migrate --recursive ~/.dsh/sessions --check || dshlog migrate --recursive ~/.dsh/sessions
     """
-    from .migrate.publish import find_sessions, migrate_session
+    from .ops.migrate import find_sessions, migrate_session
 
     import os
 
@@ -625,7 +627,7 @@ def migrate(
     if len(sources) > 1 and sys.stderr.isatty() and not json_:
         from rich.progress import Progress
 
-        from .render import console
+        from .output.render import console
 
         progress = Progress(console=console(stderr=True), transient=True)
         task = progress.add_task("migrating", total=len(sources))
@@ -685,8 +687,9 @@ def ls_(
     import os
     from pathlib import Path
 
-    from .render import human_bytes, table
-    from .read.store import default_root, grep_session, iso_ms, list_sessions, parse_since, project_key, sort_entries
+    from .output.render import human_bytes, table
+    from .ops.sessions import grep_session
+    from .read.store import default_root, iso_ms, list_sessions, parse_since, project_key, sort_entries
 
     root_p = Path(root) if root is not None else default_root()
     project = project_key(os.path.abspath(cwd)) if cwd is not None else None
@@ -737,9 +740,9 @@ def stats(
 
     Example: dshlog stats ~/.dsh/sessions/--home-ann-p--/*/ --json | jq .total.tokensByModel
     """
-    from .render import table
-    from .stats import human_duration, session_stats, total_stats
-    from .summary import summarize
+    from .output.render import table
+    from .model.stats import human_duration, session_stats, total_stats
+    from .model.summary import summarize
 
     sessions = []
     for f in files or [None]:
@@ -777,7 +780,7 @@ def stats(
 def _event_line(ev: dict, raw: bytes | None, json_: bool) -> bytes:
     """One event the way ``events`` prints it (``--json``: its exact line when there is one)."""
     from .protocol.jsjson import dumps
-    from .render import describe, surface_marker
+    from .output.render import describe, surface_marker
 
     if json_:
         return (raw if raw is not None else dumps(ev)) + b"\n"
@@ -897,8 +900,8 @@ def show(
     """
     import os
 
-    from .render import console, use_color
-    from .transcript import plain_lines, rich_renderable, transcript
+    from .output.render import console, use_color
+    from .model.transcript import plain_lines, rich_renderable, transcript
 
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
@@ -947,9 +950,9 @@ def export(
     from pathlib import Path
 
     from .errors import UsageError
-    from .export import FORMATS
-    from .export import export as write_export
-    from .transcript import session_facts
+    from .output.export import FORMATS
+    from .output.export import export as write_export
+    from .model.transcript import session_facts
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
@@ -960,7 +963,7 @@ def export(
             if out is None:
                 write_export(log.v4(), facts, fmt, sys.stdout.buffer.write, full=full, redact=redact)
             else:
-                from .atomic import publish_no_overwrite, stage_file, temp_affixes
+                from .write.atomic import publish_no_overwrite, stage_file, temp_affixes
 
                 target = Path(out)
                 if target.is_dir():
@@ -989,7 +992,7 @@ def diff(
 
     Example: dshlog diff session.v4.jsonl --request 5 --request 6
     """
-    from .diff import diff_lines, diff_requests, requests_at
+    from .model.diff import diff_lines, diff_requests, requests_at
     from .errors import UsageError
 
     if len(files) == 1:

@@ -126,7 +126,7 @@ def lock_held_elsewhere(session_dir: Path):
     import sys
 
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from dshlog.lock import session_lock\n"
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from dshlog.write.lock import session_lock\n"
          "with session_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)", str(session_dir)],
         stdout=subprocess.PIPE,
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dshlog.atomic import (
+from dshlog.write.atomic import (
     append_durably,
     cleanup_leftovers,
     is_leftover,
@@ -148,7 +148,7 @@ FSIZE_CHILD = textwrap.dedent(
     """
     import json, resource, signal, sys
     from pathlib import Path
-    from dshlog.atomic import append_durably, publish_no_overwrite, stage_file, temp_affixes
+    from dshlog.write.atomic import append_durably, publish_no_overwrite, stage_file, temp_affixes
     from dshlog.errors import IOFailure
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed
     resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))

@@ -13,7 +13,7 @@ import pytest
 from conftest import load_bench_script
 from dshlog.read.session import open_session
 from dshlog.read.container import SourceInfo, iter_zstd_lines
-from dshlog.validation import validate_log
+from dshlog.ops.validate import validate_log
 
 
 @pytest.fixture(scope="module")

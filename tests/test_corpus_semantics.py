@@ -17,14 +17,14 @@ import pytest
 
 from conftest import CORPUS, corpus_files, requires_corpus
 from dshlog.errors import DshlogError
-from dshlog.fork import build_fork_seed, child_header
+from dshlog.model.fork import build_fork_seed, child_header
 from dshlog.protocol.jsjson import dumps
-from dshlog.messages import derive
-from dshlog.repair import open_compaction_of, open_turn_closers
-from dshlog.requests import iter_requests, rebuild
+from dshlog.model.messages import derive
+from dshlog.model.repair import open_compaction_of, open_turn_closers
+from dshlog.model.requests import iter_requests, rebuild
 from dshlog.read.session import open_session
-from dshlog.surface import fold
-from dshlog.validate import Validator
+from dshlog.check.surface import fold
+from dshlog.check.validate import Validator
 
 
 def load(path):
@@ -150,8 +150,8 @@ def _version_of(path):
 @requires_corpus
 @pytest.mark.parametrize("path", HISTORICAL, ids=[str(p.relative_to(CORPUS)) for p in HISTORICAL])
 def test_every_historical_file_migrates_or_is_refused_as_dsh_refuses(path, tmp_path):
-    from dshlog.migrate.publish import migrate_session
-    from dshlog.validation import validate_log
+    from dshlog.ops.migrate import migrate_session
+    from dshlog.ops.validate import validate_log
 
     version, has_header, container = _version_of(path)
     if version is None or version >= 4 or not has_header or container != "jsonl":
@@ -189,7 +189,7 @@ def test_forked_read_back_decides_as_the_in_process_one(path, tmp_path, monkeypa
     import os
 
     from dshlog import forked
-    from dshlog.migrate import publish
+    from dshlog.ops import migrate as publish
 
     version, has_header, container = _version_of(path)
     if version is None or version >= 4 or not has_header or container != "jsonl":

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import dshlog.lock as lock_mod
+import dshlog.write.lock as lock_mod
 
 try:
     import fcntl as real_fcntl
 except ImportError:  # pragma: no cover
     real_fcntl = None  # type: ignore[assignment]
 from dshlog.errors import LockHeld
-from dshlog.lock import LOCK_FILENAME, acquire_session_lock, decode_segment, find_holder, session_lock
+from dshlog.write.lock import LOCK_FILENAME, acquire_session_lock, decode_segment, find_holder, session_lock
 
 pytestmark = pytest.mark.skipif(lock_mod.fcntl is None, reason="session.lock uses POSIX flock")
 

@@ -12,7 +12,7 @@ import zstandard
 
 from conftest import CORPUS, FIXTURES, lock_held_elsewhere, requires_corpus, run_cli
 from dshlog.errors import ExitCode
-from dshlog.migrate import publish
+from dshlog.ops import migrate as publish
 from dshlog.read.session import open_session
 
 TEXT_TURN = FIXTURES / "v0" / "text-turn" / "session.jsonl"
@@ -109,7 +109,7 @@ def test_refused_while_lock_is_held(tmp_path, capsysbinary):
 
 def test_existing_successor_is_never_overwritten(tmp_path, monkeypatch):
     d = session_dir(tmp_path)
-    from dshlog import atomic
+    from dshlog.write import atomic
 
     real = atomic.publish_no_overwrite
 

@@ -11,7 +11,7 @@ import zstandard
 from conftest import FIXTURES, GOLDEN, lock_held_elsewhere, run_cli
 from dshlog.errors import ExitCode
 from dshlog.protocol.jsjson import dumps
-from dshlog.messages import derive
+from dshlog.model.messages import derive
 from dshlog.read.session import open_session
 
 CRASH = FIXTURES / "v4" / "crash" / "session.v4.jsonl"
@@ -54,7 +54,7 @@ def test_repair_write_appends_exactly_dsh_closers(tmp_path, capsysbinary):
     assert data.startswith(before)
     assert data[len(before):] == b"".join(dumps(e) + b"\n" for e in golden("crash-closers.json"))
     with open_session(p) as s:
-        from dshlog.surface import fold
+        from dshlog.check.surface import fold
 
         st = fold(s.v4())
     assert [m["role"] for m in st.messages()] == ["system", "user", "assistant", "tool", "tool"]

@@ -251,14 +251,14 @@ def test_forked_decoder_stops_and_is_reaped_when_the_reader_stops(tmp_path):
 def test_forked_decoder_does_not_keep_the_parents_lock(tmp_path):
     """The worker closes every inherited descriptor but its input and pipe: a lock the
     reader holds is free as soon as the reader releases it, mid-decode."""
-    from dshlog.lock import session_lock
+    from dshlog.write.lock import session_lock
     from dshlog.read.container import SourceInfo, iter_zstd_lines
 
     data, _ = _many_frames(n=20_000, per=5)
     p = tmp_path / "session.v4.jsonl.zstd"
     p.write_bytes(data)
     probe = (
-        "import sys; from pathlib import Path; from dshlog.lock import session_lock\n"
+        "import sys; from pathlib import Path; from dshlog.write.lock import session_lock\n"
         "with session_lock(Path(sys.argv[1])):\n    print('acquired')"
     )
     with open(p, "rb") as fh:

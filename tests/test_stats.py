@@ -9,8 +9,8 @@ import pytest
 
 from conftest import CORPUS, FIXTURES, GOLDEN, corpus_files, corpus_ids, requires_corpus, run_cli
 from dshlog.errors import ExitCode
-from dshlog.stats import session_stats, total_stats
-from dshlog.summary import summarize
+from dshlog.model.stats import session_stats, total_stats
+from dshlog.model.summary import summarize
 
 LOOP = GOLDEN / "loop-events.json"
 
@@ -147,7 +147,7 @@ def test_summary_of_whole_packed_rows_equals_the_expanded_one():
     """`info`/`stats` read v0/v1 packed rows whole; the counts must equal those of the expanded events."""
     from dshlog.errors import DshlogError
     from dshlog.read.session import open_session
-    from dshlog.summary import summarize
+    from dshlog.model.summary import summarize
 
     checked = 0
     for path in _all_logs():

@@ -1,4 +1,4 @@
-"""Transcript items (``dshlog.transcript``) and the ``show`` command."""
+"""Transcript items (``dshlog.model.transcript``) and the ``show`` command."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import FIXTURES, GOLDEN, corpus_files, corpus_ids, ev, jsonl, requires_corpus, run_cli, v4_header
-from dshlog import transcript as tr
+from dshlog.model import transcript as tr
 from dshlog.read.session import open_session
 
 LOOP = GOLDEN / "loop-events.json"

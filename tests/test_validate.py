@@ -13,7 +13,7 @@ from dshlog.protocol import vocabulary as vocab
 from dshlog.check.header import validate_header
 from dshlog.protocol.values import MAX_SAFE_INTEGER
 from conftest import read_log
-from dshlog.validate import Problem, Validator, validate_events
+from dshlog.check.validate import Problem, Validator, validate_events
 
 from conftest import CORPUS, GOLDEN  # noqa: E402  (GOLDEN: the seed's logs in fixtures/golden)
 
@@ -302,7 +302,7 @@ def test_developer_message_rules(loop: list[dict]) -> None:
 
 
 def test_surface_problems_are_reported(loop: list[dict]) -> None:
-    pytest.importorskip("dshlog.surface")
+    pytest.importorskip("dshlog.check.surface")
     loop[5] = {k: v for k, v in loop[5].items() if k != "surfaceOp"}
     loop[7] = {**loop[7], "surfaceOp": "append"}
     found = errors(loop)
@@ -311,7 +311,7 @@ def test_surface_problems_are_reported(loop: list[dict]) -> None:
 
 
 def test_surface_replace_over_head_is_refused(loop: list[dict]) -> None:
-    pytest.importorskip("dshlog.surface")
+    pytest.importorskip("dshlog.check.surface")
     loop.append(
         ev(
             "user/message",
@@ -526,7 +526,7 @@ def test_corpus_v4_has_no_unexpected_problems(path: Path) -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from dshlog.validate import _stream_passes  # noqa: E402
+from dshlog.check.validate import _stream_passes  # noqa: E402
 
 _SAFE = MAX_SAFE_INTEGER
 _scalar = st.one_of(
@@ -629,8 +629,8 @@ def test_fast_paths_report_exactly_what_the_straightforward_checks_report(path: 
     fold's skipped data rules finds the same problems, in the same order, as without them."""
     import random
 
-    from dshlog import validate as validate_mod
-    from dshlog.surface import SurfaceFold
+    from dshlog.check import validate as validate_mod
+    from dshlog.check.surface import SurfaceFold
 
     header, events = load_projection(path)
     mutated = _mutate(events, random.Random(seed))

@@ -321,31 +321,6 @@ def parse_since(text: str, *, now: float | None = None) -> int:
     return int(dt.timestamp() * 1000)
 
 
-def message_texts(path: Path) -> Iterator[str]:
-    """Text of every user and assistant message in a generation, streamed (only those lines are parsed)."""
-    from ..render import message_text
-
-    for raw in raw_lines(path):
-        if b"user/message" not in raw and b"assistant/message" not in raw:
-            continue
-        obj = _loads(raw)
-        if not isinstance(obj, dict) or obj.get("type") not in ("user/message", "assistant/message"):
-            continue
-        data = obj.get("data")
-        if not isinstance(data, dict):
-            continue
-        msg = data.get("message") if isinstance(data.get("message"), dict) else data
-        text = message_text(msg, tool_calls=False)
-        if text:
-            yield text
-
-
-def grep_session(path: Path, needle: str) -> bool:
-    """Whether any user/assistant message text contains ``needle`` (case-insensitive)."""
-    n = needle.casefold()
-    return any(n in t.casefold() for t in message_texts(path))
-
-
 # ----------------------------------------------------------------------------- resolution
 
 
@@ -447,10 +422,8 @@ __all__ = [
     "decode_segment",
     "default_root",
     "encode_segment",
-    "grep_session",
     "iso_ms",
     "list_sessions",
-    "message_texts",
     "most_recent",
     "parse_since",
     "project_key",

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from .errors import CorruptLog
-from .protocol.jsjson import UNDEFINED, js_string
-from .protocol.texts import (
+from ..errors import CorruptLog
+from ..protocol.jsjson import UNDEFINED, js_string
+from ..protocol.texts import (
     CLOSER_CAUSES,
     CLOSER_ERROR,
     CLOSER_TEXT,
@@ -330,7 +330,7 @@ class RepairResult:
 
 def plan_repair(target: str, *, select: str | None = None, format_version: int | None = None) -> RepairPlan:
     """Read a log (any version, migrated in memory) and compute its interrupted-turn closers."""
-    from .read.session import open_session
+    from ..read.session import open_session
 
     with open_session(target, select=select, format_version=format_version) as log:
         state = TailState()
@@ -365,9 +365,9 @@ def _same_bytes(path: Path, data: bytes) -> bool:
 
 def repair_copy(target: str, out: Path, *, select: str | None = None, format_version: int | None = None) -> RepairResult:
     """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched."""
-    from .atomic import publish_no_overwrite, stage_file, temp_affixes
-    from .read.session import open_session
-    from .writer import LogWriter
+    from ..write.atomic import publish_no_overwrite, stage_file, temp_affixes
+    from ..read.session import open_session
+    from ..write.writer import LogWriter
 
     out = Path(out)
     compressed = out.name.endswith(".zstd")
@@ -401,16 +401,16 @@ def repair_in_place(target: str) -> RepairResult:
     reading it back, and swapped in atomically, so a crash at any point leaves
     either the untouched log or the fully repaired one.
     """
-    from .atomic import publish_no_overwrite, replace_atomically, stage_file, temp_affixes
-    from .errors import Refused, UsageError
-    from .lock import session_lock
-    from .read.session import open_session
-    from .read.container import Container
-    from .writer import frame
+    from ..write.atomic import publish_no_overwrite, replace_atomically, stage_file, temp_affixes
+    from ..errors import Refused, UsageError
+    from ..write.lock import session_lock
+    from ..read.session import open_session
+    from ..read.container import Container
+    from ..write.writer import frame
 
     if target == "-":
         raise UsageError("repair --write needs a file, not standard input (use -o OUT)")
-    from .read.container import resolve_path
+    from ..read.container import resolve_path
 
     if not resolve_path(target).is_file():  # a pipe would be drained by the probe below
         raise UsageError("repair --write needs a regular file, not a pipe or device (use -o OUT)", path=target)
@@ -423,7 +423,7 @@ def repair_in_place(target: str) -> RepairResult:
     if container not in (Container.JSONL, Container.ZSTD):
         raise UsageError(f"repair --write needs a session generation file, not a {container} input (use -o OUT)", path=str(path))
     with session_lock(path.parent, session_id=sid):
-        from .atomic import cleanup_leftovers
+        from ..write.atomic import cleanup_leftovers
 
         cleanup_leftovers(path.parent)  # temps of a killed earlier run; the lock proves they are dead
         before = _identity(path)
@@ -472,7 +472,7 @@ def repair_in_place(target: str) -> RepairResult:
                         break
                     staged.write(chunk)
                     remaining -= len(chunk)
-            from .protocol.jsjson import dumps
+            from ..protocol.jsjson import dumps
 
             batch = b"".join(torn_frame_lines) + b"".join(dumps(c) + b"\n" for c in closers)
             staged.write(frame(batch) if container == Container.ZSTD else batch)

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .errors import IOFailure, LockHeld, UsageError
-from .protocol.layout import LOCK_FILENAME, decode_segment
-from .protocol.texts import already_owned
+from ..errors import IOFailure, LockHeld, UsageError
+from ..protocol.layout import LOCK_FILENAME, decode_segment
+from ..protocol.texts import already_owned
 
 try:  # POSIX only; dsh itself uses a kernel semaphore on Windows.
     import fcntl

@@ -7,7 +7,7 @@ and where a compaction summary took the place of earlier history.  This module
 does that reading once, in a single pass that never holds more than the current
 surface's seq list and a few per-step counters, and yields small dataclass
 items.  Renderers (plain text and Rich here, Markdown/HTML/JSON in
-:mod:`dshlog.export`) only format items; they never look at events.
+:mod:`dshlog.output.export`) only format items; they never look at events.
 
 The reader is deliberately lenient: test-snapshot projections (no real seq or
 time), legacy data shapes that survived migration and half-written tails are

@@ -22,11 +22,10 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
 
 from dshlog.errors import CorruptLog, UnsupportedVersion
-from dshlog.messages import derive_message, preview
 from dshlog.protocol.jsjson import UNDEFINED, js_string, json_equal, key_bytes
 from dshlog.protocol.values import is_count
 from dshlog.protocol.vocabulary import MESSAGE_PROJECTION_TYPES, ROLE_OF_TYPE, SETTLEMENT_TYPES, V4_TYPES, message_of
@@ -39,6 +38,38 @@ RECENT_REPLACEMENTS = 8
 
 class SurfaceError(CorruptLog):
     """A surface fold rule failed; ``message`` is dsh's raw fold text."""
+
+
+# --------------------------------------------------------------------------- derivation (SEMANTICS §3)
+
+# Types whose empty-content message stays a node but derives nothing.
+_EMPTY_YIELDS_NOTHING = frozenset({"system/message", "developer/message", "assistant/message"})
+
+
+def derive_message(event_type: str, data: Any, projected: Mapping[str, Any] | None = None) -> dict | None:
+    """The message one surface node contributes, or ``None`` (SEMANTICS §3 step 2).
+
+    ``projected`` is the node's entry from a message projection (``image/offload``);
+    it wins even when its content is empty, because a projection only rewrites
+    content of a message that already reached the model.
+    """
+    if projected is not None:
+        return cast("dict[str, Any]", projected)
+    if event_type == "user/message":
+        return data if isinstance(data, dict) else None
+    if event_type in _EMPTY_YIELDS_NOTHING:
+        message = message_of(event_type, data)
+        if not isinstance(message, dict):
+            return None
+        content = message.get("content")
+        if isinstance(content, list) and len(content) == 0:
+            return None
+        return message
+    if event_type == "tool/result":
+        message = message_of(event_type, data)
+        return message if isinstance(message, dict) else None
+    return None
+
 
 
 # --------------------------------------------------------------------------- value helpers
@@ -344,7 +375,7 @@ class SurfaceFold:
         return list(self._derived)
 
     def node_info(self) -> list[dict]:
-        """One display record per current node: seq, type, role, id, empty, preview."""
+        """One record per current node: seq, type, role, id, empty, and its current message."""
         out: list[dict] = []
         for seq in self.nodes:
             node = self._node[seq]
@@ -358,7 +389,7 @@ class SurfaceFold:
                     "role": message.get("role") if isinstance(message, dict) else None,
                     "id": message.get("id") if isinstance(message, dict) else None,
                     "empty": derived is None,
-                    "preview": preview(message),
+                    "message": message,
                 }
             )
         return out

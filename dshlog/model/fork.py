@@ -10,7 +10,7 @@ inherited events are yielded as they arrive (the very input objects, so a caller
 that pairs events with their raw rows can copy the original bytes), new events
 follow.  Because the boundary can only be proven to exist once the stream reaches
 it, a validation error may surface after some prefix events were yielded: write
-into a staged temporary file (:mod:`dshlog.atomic`) and publish only on success.
+into a staged temporary file (:mod:`dshlog.write.atomic`) and publish only on success.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .errors import CorruptLog, UsageError
-from .protocol.jsjson import js_string
-from .protocol.values import is_count, safe_int
-from .protocol.vocabulary import CURRENT_VERSION
+from ..errors import CorruptLog, UsageError
+from ..protocol.jsjson import js_string
+from ..protocol.values import is_count, safe_int
+from ..protocol.vocabulary import CURRENT_VERSION
 from .repair import TailState
 
 FORK_VERSION = CURRENT_VERSION
@@ -283,14 +283,14 @@ def write_fork(
     import time
     import uuid
 
-    from .atomic import cleanup_leftovers, publish_no_overwrite, stage_file, temp_affixes
-    from .read.session import open_session
-    from .writer import LogWriter
+    from ..write.atomic import cleanup_leftovers, publish_no_overwrite, stage_file, temp_affixes
+    from ..read.session import open_session
+    from ..write.writer import LogWriter
 
     def _open():
         return open_session(target, select=select, format_version=format_version)
 
-    from .read.container import resolve_path
+    from ..read.container import resolve_path
 
     if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)
         raise UsageError("fork needs a regular file, not standard input or a pipe; save the stream to a file first", path=target)
@@ -306,7 +306,7 @@ def write_fork(
         try:
             out.mkdir(mode=0o700, exist_ok=True)
         except OSError as exc:
-            from .atomic import io_failure
+            from ..write.atomic import io_failure
 
             raise io_failure(exc, out, "create the output directory") from exc
         out = out / ("session.v4.jsonl.zstd" if compressed else "session.v4.jsonl")

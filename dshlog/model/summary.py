@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, Iterable
 
-from .protocol.packed import PackedRun
+from ..protocol.packed import PackedRun
 
 USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
 

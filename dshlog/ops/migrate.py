@@ -161,8 +161,8 @@ def _clean_after_publication(d: Path, out: Outcome) -> None:
     lock is taken only when such a leftover exists, and a held lock means its
     holder may still be using them, so they are left alone.
     """
-    from ..atomic import cleanup_leftovers, is_leftover
-    from ..lock import session_lock
+    from ..write.atomic import cleanup_leftovers, is_leftover
+    from ..write.lock import session_lock
 
     try:
         if not any(is_leftover(n) for n in os.listdir(d)):
@@ -175,11 +175,11 @@ def _clean_after_publication(d: Path, out: Outcome) -> None:
 
 
 def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> None:
-    from ..atomic import cleanup_leftovers, migration_affixes, publish_no_overwrite, stage_file
-    from ..lock import session_lock
+    from ..write.atomic import cleanup_leftovers, migration_affixes, publish_no_overwrite, stage_file
+    from ..write.lock import session_lock
     from ..read.session import open_session
-    from ..validate import Validator
-    from ..writer import LogWriter
+    from ..check.validate import Validator
+    from ..write.writer import LogWriter
 
     compressed = source.name.endswith(".zstd")
     d = source.parent

@@ -20,10 +20,10 @@ import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .protocol.jsjson import dumps as _dumps
+from ..protocol.jsjson import dumps as _dumps
 
 from dshlog.errors import CorruptLog, UsageError
-from dshlog.surface import SETTLEMENT_TYPES, HeaderTools, SurfaceFold, json_equal
+from dshlog.check.surface import SETTLEMENT_TYPES, HeaderTools, SurfaceFold, json_equal
 
 # Reasons a request may not extend its predecessor, most specific first.
 REASON_COMPACTION = "compaction replace"

@@ -1,6 +1,6 @@
 """Whole-log validation report: framing, rows, migration and v4 rules together.
 
-:mod:`dshlog.validate` holds the event rules of a released dsh reader; this module
+:mod:`dshlog.check.validate` holds the event rules of a released dsh reader; this module
 drives them over one input and gathers *every* problem (the reader runs in its
 lenient mode so one bad row does not hide the next), so ``dshlog validate`` can
 list them all with their locations and pick an exit code.
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DshlogError, ExitCode, UnsupportedVersion
-from .protocol.packed import PackedRun
-from .protocol.vocabulary import CURRENT_VERSION
+from ..errors import DshlogError, ExitCode, UnsupportedVersion
+from ..protocol.packed import PackedRun
+from ..protocol.vocabulary import CURRENT_VERSION
 
 MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
 
@@ -88,7 +88,7 @@ def _from_error(report: Report, exc: DshlogError) -> None:
 
 def _rules(header: dict | None, projection: bool):
     """The v4 rule engine for one file."""
-    from .validate import Validator
+    from ..check.validate import Validator
 
     return Validator(header, projection=projection)
 
@@ -104,7 +104,7 @@ def _feed_rules(report: Report, rules: Any, events) -> None:
 
 def validate_log(target: str, *, select: str | None = None, format_version: int | None = None) -> Report:
     """Check one input completely; never raises for problems in the log itself."""
-    from .read.session import open_session
+    from ..read.session import open_session
 
     report = Report(path=target)
     try:

@@ -6,7 +6,7 @@ SEMANTICS §1) as independent checks that report and carry on.  State is bounded
 the open turn/step with its advertised tool calls, retry chains, command ids,
 PTC dispatch digests, the tool names of request headers, the seqs a title may
 cite — never the events themselves.  The surface fold is delegated to
-:class:`dshlog.surface.SurfaceFold`, which holds only the current model view.
+:class:`dshlog.check.surface.SurfaceFold`, which holds only the current model view.
 
 Some rules reach back over the whole log (a title may cite any earlier human
 message, a retry id or PTC call id is unique for the whole session), so that
@@ -119,7 +119,7 @@ def _shared_data_rules() -> Any:
     global _SHARED_RULES
     if _SHARED_RULES is False:
         try:
-            from dshlog.surface import check_event_data
+            from dshlog.check.surface import check_event_data
         except ImportError:  # pragma: no cover - the fold ships with the package
             _SHARED_RULES = None
         else:
@@ -313,7 +313,7 @@ class Validator:
         if surface:
             try:
                 from dshlog.errors import DshlogError
-                from dshlog.surface import SurfaceFold
+                from dshlog.check.surface import SurfaceFold
             except ImportError:  # pragma: no cover - the fold ships with the package
                 self._fold = None
             else:

@@ -4,12 +4,12 @@ A provider's prompt cache only helps while each request starts with the
 previous request's messages byte for byte.  When it does not (compaction, a
 rewritten system prompt, a revised user message), the question is *what*
 changed and *where*: this module compares two rebuilt requests
-(:mod:`dshlog.requests`) field by field and message by message, comparing
+(:mod:`dshlog.model.requests`) field by field and message by message, comparing
 messages in dsh's own compact JSON (:func:`dshlog.jsjson.dumps`) so "equal"
 means exactly what the provider saw.
 
 Both requests of one log are built in a single pass (:func:`requests_at`);
-requests from two files are built by two :func:`dshlog.requests.rebuild` calls.
+requests from two files are built by two :func:`dshlog.model.requests.rebuild` calls.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from difflib import SequenceMatcher
 from typing import Any
 
-from .errors import UsageError
-from .protocol.jsjson import dumps
-from .messages import preview
+from ..errors import UsageError
+from ..protocol.jsjson import dumps
+from ..output.text import preview
 from .requests import RequestBuilder
 
 # Request keys that are not part of the header config.
@@ -79,7 +79,7 @@ def _tools(a: Any, b: Any) -> dict[str, list[str]]:
 
 
 def diff_requests(a: dict, b: dict) -> dict[str, Any]:
-    """Differences from request ``a`` to request ``b`` (both as :func:`dshlog.requests.rebuild` returns them).
+    """Differences from request ``a`` to request ``b`` (both as :func:`dshlog.model.requests.rebuild` returns them).
 
     ``prefixBrokenAt`` is the first message index where ``b`` stops repeating
     ``a`` byte for byte (``None`` when every message of ``a`` starts ``b``).

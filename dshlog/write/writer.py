@@ -15,7 +15,7 @@ import hashlib
 from typing import Any, Callable
 
 from .atomic import StagedFile
-from .protocol.jsjson import dumps
+from ..protocol.jsjson import dumps
 
 FLUSH_AT = 1 << 20
 

@@ -10,9 +10,9 @@ import os
 import sys
 from typing import Any, Iterable, Sequence
 
-from .protocol.jsjson import stringify as js_quote
-from .protocol.vocabulary import ROLE_OF_TYPE
-from .protocol.vocabulary import message_of as vocab_message_of
+from ..protocol.jsjson import stringify as js_quote
+from ..protocol.vocabulary import ROLE_OF_TYPE
+from ..protocol.vocabulary import message_of as vocab_message_of
 
 def message_of(ev: dict) -> dict | None:
     """The message object an event carries (see :func:`dshlog.protocol.vocabulary.message_of`)."""

@@ -1,6 +1,6 @@
 """Usage statistics per session and across sessions (``dshlog stats``).
 
-Built on :class:`dshlog.summary.Summary`, which reads events of any stored
+Built on :class:`dshlog.model.summary.Summary`, which reads events of any stored
 version in one pass; this module only shapes the counters and adds them up.
 """
 

@@ -22,8 +22,8 @@ import secrets
 from pathlib import Path
 from typing import Callable
 
-from .errors import IOFailure, Refused
-from .protocol.layout import is_staging_name, staging_affixes
+from ..errors import IOFailure, Refused
+from ..protocol.layout import is_staging_name, staging_affixes
 
 try:  # POSIX only
     import fcntl

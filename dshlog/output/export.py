@@ -1,6 +1,6 @@
 """Writers that turn a transcript into something to share: Markdown, HTML, JSON.
 
-All three stream: they receive display items from :mod:`dshlog.transcript` one
+All three stream: they receive display items from :mod:`dshlog.model.transcript` one
 at a time and write as they go, so exporting a long session never holds it in
 memory (the JSON writer keeps one turn's items at a time).
 
@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .errors import UsageError
-from .transcript import (
+from ..errors import UsageError
+from ..model.transcript import (
     AssistantText,
     Failure,
     Item,
@@ -80,7 +80,7 @@ def _facts(session: dict[str, Any]) -> list[tuple[str, str]]:
         elif isinstance(value, str):
             text = value
         else:
-            from .protocol.jsjson import dumps
+            from ..protocol.jsjson import dumps
 
             text = dumps(value).decode("utf-8", "replace")
         out.append((key, text))
@@ -349,7 +349,7 @@ class JsonWriter(Writer):
         self._count = 0
 
     def _dump(self, obj: Any) -> bytes:
-        from .protocol.jsjson import dumps
+        from ..protocol.jsjson import dumps
 
         return dumps(obj)
 
@@ -396,9 +396,9 @@ def export(
 ) -> dict[str, Any]:
     """Write the transcript of ``events`` in ``fmt`` through ``write``; returns the summary.
 
-    ``session`` holds the header facts (:func:`dshlog.transcript.session_facts`).
+    ``session`` holds the header facts (:func:`dshlog.model.transcript.session_facts`).
     With ``redact`` every string, the header facts included, is masked
-    (:func:`dshlog.redact.redact`) before it is trimmed or written.
+    (:func:`dshlog.output.redact.redact`) before it is trimmed or written.
     """
     if fmt not in WRITERS:
         raise UsageError(f"unknown export format {fmt!r} (choose {', '.join(FORMATS)})")
@@ -407,7 +407,7 @@ def export(
         from .redact import redact as fn
 
         session = {k: fn(v) if isinstance(v, str) else v for k, v in session.items()}
-    from .transcript import FULL, Limits
+    from ..model.transcript import FULL, Limits
 
     reader = TranscriptReader(limits=FULL if full else Limits(), redact=fn)
     writer = WRITERS[fmt](write)

@@ -1,0 +1,1 @@
+"""Renderers: plain text, terminal, Markdown, HTML and JSON, with every label defined once."""
