@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from ..protocol.values import is_count
 from ..protocol.vocabulary import RETIRED_HEADER_KEYS, header_key_order, header_optional_keys, header_required_keys
+from ..protocol.jsjson import stringify
 
 __all__ = ["CwdPlatform", "is_absolute_cwd", "validate_header"]
 
@@ -63,7 +64,7 @@ def validate_header(
     if header.get("type") != "session":
         problems.append(f'{tag} type must be "session"')
     if stored != version:
-        problems.append(f"expected format v{version} header (found version {stored!r})")
+        problems.append(f"expected format v{version} header (found version {stringify(stored)})")
 
     if RETIRED_HEADER_KEYS & header.keys():
         problems.append("session header uses retired policy baseline fields")

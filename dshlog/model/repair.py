@@ -233,7 +233,7 @@ def _compact(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _next_seq(last_seq: Any) -> int:
     if isinstance(last_seq, bool) or not isinstance(last_seq, (int, float)):
-        raise CorruptLog(f"last event has no numeric seq (got {last_seq!r})")
+        raise CorruptLog(f"last event has no numeric seq (got {js_string(last_seq)})")
     return int(last_seq) + 1
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from .values import MAX_SAFE_INTEGER, is_count, is_safe_integer, safe_int
 from .vocabulary import PACKED_TYPES
+from .jsjson import stringify
 
 __all__ = ["PackedRun", "expand_packed", "expand_seq_refs"]
 
@@ -29,7 +30,7 @@ def expand_seq_refs(value: list, seq: int) -> list[int]:
     for m in value:
         if type(m) is list:
             if len(m) != 2 or not is_count(m[0]) or not is_count(m[1]) or m[0] > m[1]:
-                raise ValueError(f"malformed sourceEventSeqs range {m!r}")
+                raise ValueError(f"malformed sourceEventSeqs range {stringify(m)}")
             ranged = True
             out.extend(range(safe_int(m[0]), safe_int(m[1]) + 1))
             if len(out) > max(seq, 0) + 1:

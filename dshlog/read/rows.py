@@ -20,6 +20,7 @@ from ..errors import CorruptLog, Location
 from ..protocol.packed import PackedRun, expand_packed, expand_seq_refs
 from ..protocol.values import MAX_SAFE_INTEGER, is_count, is_safe_integer, safe_int
 from ..protocol.vocabulary import CURRENT_VERSION, ENVELOPE_KEYS, PACKED_KEYS, PACKED_TYPES, PROJECTED_PACKED_KEYS
+from ..protocol.jsjson import stringify
 
 
 @dataclass
@@ -140,13 +141,13 @@ class RowDecoder:
             ev = obj
             seq = obj.get("seq")
             if not is_count(seq):
-                self._problem(f"event seq must be a non-negative safe integer, got {seq!r}", loc, code="envelope")
+                self._problem(f"event seq must be a non-negative safe integer, got {stringify(seq)}", loc, code="envelope")
                 seq = self.next_seq
                 ev["seq"] = seq
             elif type(seq) is not int:
                 seq = ev["seq"] = safe_int(seq)  # 1.0 is the integer 1 to dsh
             if not is_safe_integer(obj.get("time")):
-                self._problem(f"event time must be a safe integer, got {obj.get('time')!r}", loc, seq=seq, code="envelope")
+                self._problem(f"event time must be a safe integer, got {stringify(obj.get('time'))}", loc, seq=seq, code="envelope")
             if seq != self.next_seq:
                 self._gap(seq, loc)
         if "data" not in ev:

@@ -29,7 +29,7 @@ from ..errors import CorruptLog, DshlogError, Location, UnsupportedVersion, Usag
 from ..check.problems import Problem, Problems, Severity
 from ..protocol.packed import PackedRun
 from .rows import RowDecoder
-from ..protocol.jsjson import JsonError, dumps, loads
+from ..protocol.jsjson import JsonError, dumps, loads, stringify
 from ..protocol.layout import parse_generation, persistence_root
 from ..protocol.texts import newer_version
 from ..protocol.values import is_count, is_placeholder, placeholder_bytes_search
@@ -344,7 +344,7 @@ class SessionLog:
             self.notes.add(Problem("header", f"header lacks version; reading as v{guess} (a test-support fixture: dsh itself refuses such a header)", Severity.WARNING, loc=self.header_loc))
             return guess
         if not is_count(v):
-            raise CorruptLog(f"session header version must be a non-negative safe integer, got {v!r}", path=self.path, loc=self.header_loc)
+            raise CorruptLog(f"session header version must be a non-negative safe integer, got {stringify(v)}", path=self.path, loc=self.header_loc)
         if v > CURRENT_VERSION:
             msg = newer_version(h.get("id"), v, CURRENT_VERSION)
             if self.strict:
