@@ -12,94 +12,21 @@ from typing import Any, Final
 
 from ..protocol.jsjson import dumps, stringify
 from ..protocol.values import is_count, is_placeholder
+from ..protocol.vocabulary import (
+    COMPACT_RENAMES,
+    RELEASED_V0_PAYLOADS,
+    SURFACE_TYPES_V0,
+    V0_V1_COMPACTION_STEP_TYPES,
+    V0_V1_EARLY_STEP_TYPES,
+)
 from ._common import SeqStrings, StageRefusal, record
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v0-to-v1"
 
-#: Released-v0 payload members per event type: (required, optional).  Protocol facts.
-RELEASED_V0_PAYLOADS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
-    "agent-preset/selected": (("agentPreset",), ()),
-    "agent/inbox/spliced": (("target", "start", "inserted"), ("removedCount", "outcome")),
-    "approval/asked": (("id", "toolName"), ("callId", "reason")),
-    "approval/decided": (("id", "outcome"), ()),
-    "approval/policy": (("policy",), ("source",)),
-    "assistant/chunk": (("turn", "step", "chunk"), ()),
-    "assistant/message": (("turn", "step", "message"), ("usage", "interrupted")),
-    "command/done": (("commandId", "kind"), ("text", "sourceEventSeq")),
-    "command/run": (("commandId", "name", "source"), ("args",)),
-    "compaction/end": (("compactionId", "turn"), ("sourceCommandId", "error")),
-    "compaction/prune": (("shadowedRange", "shadowedSeqs", "shadowedTokenCount"), ()),
-    "compaction/start": (("compactionId", "turn"), ("sourceCommandId",)),
-    "compaction/summary": (
-        ("compactionId", "summary", "shadowedRange", "shadowedSeqs", "shadowedTokenCount", "provider", "model"),
-        ("sourceCommandId", "maxTokens", "usage", "rawOutput", "llmStreamCall"),
-    ),
-    "feedback/record": (("text",), ()),
-    "goal/change": (
-        ("kind", "version", "operation"),
-        ("goal", "roundsStarted", "createdAt", "updatedAt", "cleared", "clearedAt"),
-    ),
-    "hook/invoked": (("turn", "point", "dialect", "handlerId"), ("matcher",)),
-    "hook/result": (("turn", "point", "handlerId", "decision", "durationMs"), ("exitCode", "stderrSummary")),
-    "llm/retry": (
-        ("retryId", "turn", "step", "provider", "mode", "policyKey", "retry", "delayMs", "failure"),
-        ("maxRetries",),
-    ),
-    "llm/retry-started": (("retryId", "turn", "step", "retry"), ()),
-    "model/selection": (("provider", "model"), ("reasoningEffort",)),
-    "permission/preset": (("preset",), ()),
-    "plan/mode": (("active",), ()),
-    "request/context": (("provider", "model"), ("contextWindow",)),
-    "request/header": (("header", "reason"), ("startsSeries",)),
-    "sandbox/mode": (("mode",), ("source",)),
-    "schedule/change": (("version", "operation"), ("schedule", "id", "acceptedAt")),
-    "session-log-deepseek/delivery-accepted": (("sessionId", "throughSeq"), ()),
-    "session/end-seed": ((), ()),
-    "session/title": (("title", "messageSeqs", "source"), ()),
-    "session/title-llm-request": (
-        ("titleProvider", "messageSeqs", "route", "system", "messages", "maxTokens"),
-        (),
-    ),
-    "step/end": (("turn", "step"), ()),
-    "step/start": (("turn", "step"), ()),
-    "subagent/descriptor": (
-        ("mode", "version", "provider"),
-        ("label", "agentProvider", "agentModel", "agentReasoningEffort", "persona", "toolFilter"),
-    ),
-    "subagent/model-selection-policy": (("allowedModels",), ()),
-    "team/member": (("version", "teamId", "member"), ()),
-    "team/message/delivered": (("version", "teamId", "messageId", "targetId"), ()),
-    "team/message/queued": (("version", "teamId", "message"), ()),
-    "team/task": (("version", "teamId", "task"), ()),
-    "todo/write": (("todos",), ()),
-    "tool-workflow/agent-end": (("runId", "seq", "outcome"), ()),
-    "tool-workflow/agent-start": (("runId", "seq", "label", "childId"), ("phase",)),
-    "tool-workflow/run-end": (("runId", "stopReason"), ()),
-    "tool-workflow/run-start": (("runId", "name"), ()),
-    "tool/call": (("turn", "step", "callId", "name", "arguments"), ()),
-    "tool/code-dispatch": (("rootCallId", "parentCallId", "subCallId", "name", "arguments", "isError", "content"), ()),
-    "tool/code-dispatch-start": (("rootCallId", "parentCallId", "subCallId", "name", "arguments"), ()),
-    "tool/result": (("turn", "step", "message"), ("error", "meta")),
-    "turn/end": (("turn", "reason"), ()),
-    "turn/start": (("turn",), ()),
-    "user/message": (("role", "id", "content", "source"), ()),
-    "web/deepseek-search-llm-request": (("endpoint", "apiVersion", "body"), ()),
-}
 
-SURFACE_V0: Final = frozenset({"user/message", "assistant/message", "tool/result"})
-_COMPACT_RENAMES: Final = {
-    "compact/start": "compaction/start",
-    "compact/summary": "compaction/summary",
-    "compact/end": "compaction/end",
-    "compact/prune": "compaction/prune",
-}
 _LEGACY_SOURCE_KEY: Final = "provenance"
 #: Envelope members an ``assistant/chunk`` may carry (check_v01_event's rule for non-surface events).
 _CHUNK_ENVELOPE: Final = frozenset(("type", "seq", "time", "data", "ignorable"))
-#: Types the first five normalisations act on, and the types the compaction-id step looks at.
-_EARLY_STEP_TYPES: Final = frozenset(("turn/start", "turn/end", "request/header", "steering/message", "llm/retry"))
-_COMPACTION_STEP_TYPES: Final = frozenset(("session/end-seed", "compaction/start", "compaction/summary",
-                                           "compaction/end", "user/message"))
 
 
 def _keys(obj: dict[str, Any], required: tuple[str, ...], optional: tuple[str, ...], label: str) -> None:
@@ -136,7 +63,7 @@ def check_v01_event(event: dict[str, Any], version: int, *, projection: bool = F
                 seq=seq,
             )
         raise StageRefusal(f"format v1 contains unknown event type {stringify(str(type_))} at seq {seq}", seq=seq)
-    surface = type_ in SURFACE_V0
+    surface = type_ in SURFACE_TYPES_V0
     for key in event:
         if key in ("type", "seq", "time", "data", "ignorable"):
             continue
@@ -199,8 +126,8 @@ class V0ToV1:
             # so this is check_v01_event's whole verdict on a chunk
             return [ev]
         seq = ev.get("seq")
-        if t in _COMPACT_RENAMES:
-            ev = {**ev, "type": _COMPACT_RENAMES[t]}
+        if t in COMPACT_RENAMES:
+            ev = {**ev, "type": COMPACT_RENAMES[t]}
             t = ev["type"]
         if t in ("request/header-delta", "mode/set"):
             raise StageRefusal(f"session {stringify(self._sid)} contains unsupported legacy {t} event at seq {seq}",
@@ -228,16 +155,16 @@ class V0ToV1:
     def _normalise(self, ev: dict[str, Any]) -> dict[str, Any]:
         # each step acts only on its own types; skipping the others by type is the same
         # result without seven calls per event (only _steering changes the type)
-        if ev["type"] in _EARLY_STEP_TYPES:
+        if ev["type"] in V0_V1_EARLY_STEP_TYPES:
             ev = self._turn_start(ev)
             ev = self._turn_end(ev)
             ev = self._request_header(ev)
             ev = self._steering(ev)
             ev = self._retry(ev)
         t = ev["type"]
-        if t in _COMPACTION_STEP_TYPES:
+        if t in V0_V1_COMPACTION_STEP_TYPES:
             ev = self._compaction(ev)
-        if t in SURFACE_V0:
+        if t in SURFACE_TYPES_V0:
             ev = self._message(ev)
         return ev
 
@@ -394,7 +321,7 @@ class V0ToV1:
     def _message(self, ev: dict[str, Any]) -> dict[str, Any]:
         t = ev["type"]
         seq = ev.get("seq")
-        if t not in SURFACE_V0:
+        if t not in SURFACE_TYPES_V0:
             return ev
         data = _obj(ev.get("data"), f"{t} {seq} data")
         legacy_id = f"legacy-message:{self._sid}:{seq}"
@@ -434,7 +361,7 @@ class V0ToV1:
 
     def _remember_id(self, ev: dict[str, Any]) -> None:
         t = ev.get("type")
-        if t not in SURFACE_V0:
+        if t not in SURFACE_TYPES_V0:
             return
         data = record(ev.get("data"))
         message = data if t == "user/message" else record(data.get("message"))

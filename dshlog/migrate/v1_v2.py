@@ -16,13 +16,13 @@ from itertools import chain
 from typing import Any, Final
 
 from ..protocol.values import is_count
+from ..protocol.vocabulary import V1_V2_SETTLING_TYPES
 from ._common import CONSUMED, SeqMap, StageRefusal, record
 from .streams import StreamBuilder
 from .v0_v1 import check_v01_event
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v1-to-v2"
 
-_SETTLING: Final = frozenset({"turn/end", "step/end", "llm/retry", "llm/retry-started"})
 _HEADER_ORDER: Final = ("type", "version", "id", "createdAt", "cwd", "parentSession", "isSeeded", "origin",
                         "delegationDepth", "agentPreset")
 
@@ -113,7 +113,7 @@ class V1ToV2:
         elif t == "assistant/message":
             self._message(event, data, out)
         else:
-            if t in _SETTLING:
+            if t in V1_V2_SETTLING_TYPES:
                 self._settle(out)
             if t == "turn/start":
                 self._turn_start(event, data, out)

@@ -14,17 +14,13 @@ from typing import Any, Final
 
 from ..protocol.jsjson import dumps
 from ..protocol.values import is_count
-from ..protocol.vocabulary import V2_TYPES
+from ..protocol.vocabulary import CODE_DISPATCH_RENAMES, PTC_DISPATCH_TYPES, SURFACE_TYPES_V0, V2_TYPES
 from ._common import SeqMap, StageRefusal, record
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v2-to-v3"
 SYSTEM_PROMPT_PLUGIN: Final = "@deepseek-ai/dsh-system-prompt"
 SYNTHETIC_PREFIX: Final = "v2-to-v3-system-"
 
-_SURFACE: Final = frozenset({"user/message", "assistant/message", "tool/result"})
-_PTC_RENAMES: Final = {"tool/code-dispatch-start": "tool/ptc-dispatch-start",
-                       "tool/code-dispatch": "tool/ptc-dispatch"}
-_ADMITTED: Final = V2_TYPES | {"feedback/message-put", "feedback/message-delete"}
 
 
 def synthetic_id(session_id: Any, anchor_seq: int, anchor_type: str) -> str:
@@ -87,7 +83,7 @@ class V2ToV3:
         data = record(event.get("data"))
         self._watch_ids(t, data)
 
-        if t in _SURFACE and not self._seen_step:
+        if t in SURFACE_TYPES_V0 and not self._seen_step:
             raise StageRefusal("format v2 surface before first step cannot acquire a system head without "
                                "changing chronology", seq=seq)
         if t == "request/header":
@@ -122,9 +118,9 @@ class V2ToV3:
     def _admit(self, event: dict[str, Any]) -> None:
         t = event.get("type")
         seq = event.get("seq")
-        if t in ("tool/ptc-dispatch-start", "tool/ptc-dispatch") or t not in _ADMITTED:
+        if t in PTC_DISPATCH_TYPES or t not in V2_TYPES:
             raise StageRefusal(f"format v2 to v3 cannot safely transform unclassified event {t}", seq=seq)
-        surface = t in _SURFACE
+        surface = t in SURFACE_TYPES_V0
         for k in event:
             if k in ("type", "seq", "time", "data", "ignorable"):
                 continue
@@ -199,8 +195,8 @@ class V2ToV3:
     def _transform(self, event: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
         t = event["type"]
         ev = event
-        if t in _PTC_RENAMES:
-            ev = {**ev, "type": _PTC_RENAMES[t]}
+        if t in CODE_DISPATCH_RENAMES:
+            ev = {**ev, "type": CODE_DISPATCH_RENAMES[t]}
         elif t == "request/header" and isinstance(data.get("header"), dict):
             header = {k: v for k, v in data["header"].items()
                       if not (k == "system" or (k == "tools" and v == [])

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from ..protocol.jsjson import js_string, stringify
 from ..protocol.values import is_count
-from ..protocol.vocabulary import V3_TYPES
+from ..protocol.vocabulary import V3_TYPES, WRAPPED_MESSAGE_TYPES
 from ._common import SeqMap, StageRefusal, record
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v3-to-v4"
@@ -43,7 +43,6 @@ _SAME_NAME: Final = frozenset({
     "dsh-session-title-llm",
 })
 _BLOCK_KINDS: Final = frozenset({"text", "reasoning", "image", "file", "tool-call", "tool-result"})
-_MESSAGE_EVENTS: Final = frozenset({"system/message", "assistant/message", "tool/result", "developer/message"})
 
 
 def producer_kind(plugin: str, role: Any) -> str:
@@ -420,7 +419,7 @@ class V3ToV4:
         if t == "user/message":
             m = _message(data, seq)
             return ev if m is data else {**ev, "data": m}
-        if t in _MESSAGE_EVENTS:
+        if t in WRAPPED_MESSAGE_TYPES:
             if not isinstance(data.get("message"), dict):
                 raise StageRefusal(f"{t} requires a message", seq=seq)
             m = _message(data["message"], seq)
@@ -450,7 +449,7 @@ class V3ToV4:
         d = data
         if t == "user/message":
             d = _tag_message(data, seq)
-        elif t in _MESSAGE_EVENTS and isinstance(data.get("message"), dict):
+        elif t in WRAPPED_MESSAGE_TYPES and isinstance(data.get("message"), dict):
             m = _tag_message(data["message"], seq)
             if m is not data["message"]:
                 d = {**data, "message": m}

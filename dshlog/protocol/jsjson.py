@@ -55,15 +55,20 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
+
+from .values import MAX_SAFE_INTEGER
 
 __all__ = [
     "UNDEFINED",
     "JsonError",
     "dumps",
     "dumps_pretty",
+    "iter_array",
+    "top_level_keys",
     "format_number",
     "has_negative_zero",
     "js_string",
@@ -338,7 +343,7 @@ def _probe_orjson() -> tuple[re.Pattern[bytes], ...]:
     for exp in range(-12, 26):
         base = 10.0**exp
         probes += [base, -base, base * 1.5, base * 9.999999, base * 1.0000000000000002]
-    probes += [float(2**53), float(2**53 + 2), 123.456, 0.1, 1 / 3]
+    probes += [float(MAX_SAFE_INTEGER + 1), float(MAX_SAFE_INTEGER + 3), 123.456, 0.1, 1 / 3]
     for x in probes:
         text = orjson.dumps(x)
         flagged = any(p.search(text) is not None for p in _NARROW_FLOAT_PATTERNS)
@@ -656,6 +661,187 @@ def loads(data: bytes | bytearray | memoryview | str, *, lossless: bool = False)
     if lossless and has_negative_zero(data if not isinstance(data, (bytearray, memoryview)) else bytes(data)):
         raise JsonError("lossless", "-0 is not losslessly serialisable")
     return value
+
+
+# --------------------------------------------------------------------------------------
+# Reading a JSON document as a stream of values
+# --------------------------------------------------------------------------------------
+
+# Inside a container: a maximal run of anything but brackets, whole strings included (so a
+# bracket inside a string never ends the run), matched in one call; possessive, no backtracking.
+_RUN = re.compile(rb'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+")*+', re.S)
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.S)
+_SCALAR_END = re.compile(rb'[\s,:\]}]')
+_SPACE = b" \t\r\n"
+_READ_SIZE = 1 << 20
+
+
+class _Scanner:
+    """A JSON document read in chunks: just enough structure to cut it into values."""
+
+    __slots__ = ("_read", "buf", "pos", "eof", "base")
+
+    def __init__(self, read: Callable[[int], bytes]) -> None:
+        self._read = read
+        self.buf = bytearray()
+        self.pos = 0
+        self.eof = False
+        self.base = 0  # document offset of buf[0]
+
+    def _more(self) -> bool:
+        if self.eof:
+            return False
+        chunk = self._read(_READ_SIZE)
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf += chunk
+        return True
+
+    def peek(self) -> int | None:
+        """The next byte that is not white space (``None`` at the end), without taking it."""
+        buf = self.buf
+        while True:
+            while self.pos < len(buf) and buf[self.pos] in _SPACE:
+                self.pos += 1
+            if self.pos < len(buf):
+                return buf[self.pos]
+            if not self._more():
+                return None
+
+    def take(self, expected: bytes) -> int:
+        """Take the next non-space byte, which must be one of ``expected``."""
+        c = self.peek()
+        if c is None or c not in expected:
+            where = self.base + self.pos
+            found = "the end of the document" if c is None else repr(chr(c))
+            raise JsonError("syntax", f"expected {' or '.join(repr(chr(e)) for e in expected)} at byte {where}, found {found}")
+        self.pos += 1
+        return c
+
+    def value(self) -> Any:
+        """Parse the whole value that starts here (object, array, string or scalar) with :func:`loads`."""
+        c = self.peek()
+        if c is None:
+            raise JsonError("syntax", "unexpected end of the document")
+        buf = self.buf
+        start = self.pos
+        if c not in (0x5B, 0x7B, 0x22):  # a scalar ends at the next structural byte
+            while True:
+                m = _SCALAR_END.search(buf, start)
+                if m is not None:
+                    return self._finish(start, m.start())
+                if not self._more():
+                    return self._finish(start, len(buf))
+        if c == 0x22:
+            while True:
+                m = _STRING.match(buf, start)
+                if m is not None:
+                    return self._finish(start, m.end())
+                if not self._more():
+                    raise JsonError("syntax", "unterminated string in the document")
+        depth = 0
+        i = start
+        while True:
+            i = _RUN.match(buf, i).end()  # type: ignore[union-attr] # it matches the empty run too
+            if i == len(buf):
+                if not self._more():
+                    raise JsonError("syntax", "unexpected end of the document")
+                continue
+            c = buf[i]
+            if c == 0x22:  # a string cut short by the end of the buffer
+                if not self._more():
+                    raise JsonError("syntax", "unterminated string in the document")
+                continue
+            i += 1
+            if c in (0x5B, 0x7B):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise JsonError("depth", f"nested deeper than {MAX_DEPTH} levels")
+            else:
+                depth -= 1
+                if depth == 0:
+                    return self._finish(start, i)
+
+    def _finish(self, start: int, end: int) -> Any:
+        value = loads(memoryview(self.buf)[start:end])
+        self._consume(end)
+        return value
+
+    def _consume(self, end: int) -> None:
+        """Drop what has been read: memory holds one value at a time."""
+        del self.buf[:end]
+        self.base += end
+        self.pos = 0
+
+
+def iter_array(read: Callable[[int], bytes], path: tuple[str, ...] = ()) -> Iterator[Any]:
+    """The elements of the array at ``path`` in a JSON document, each parsed by :func:`loads`.
+
+    ``path`` is the chain of object keys from the top (``()``: the document is the
+    array; ``("events",)``: the array under the top-level key ``events``).  The
+    document is read in chunks through ``read(n)`` and only one element is held at
+    a time, so memory stays bounded by the largest element.  Every other value on
+    the way is parsed and dropped, so the whole document passes the one reader and
+    its admission rules.  A document without that array yields nothing.  A key that
+    occurs twice is walked twice (``JSON.parse`` would keep the last).  Raises
+    :class:`JsonError`.
+    """
+    sc = _Scanner(read)
+    yield from _walk(sc, path)
+    if sc.peek() is not None:
+        raise JsonError("syntax", f"unexpected data after the document at byte {sc.base + sc.pos}")
+
+
+def _walk(sc: _Scanner, path: tuple[str, ...]) -> Iterator[Any]:
+    c = sc.peek()
+    if not path and c == 0x5B:  # the array
+        sc.take(b"[")
+        if sc.peek() == 0x5D:
+            sc.take(b"]")
+            return
+        while True:
+            yield sc.value()
+            if sc.take(b",]") == 0x5D:
+                return
+    if not path or c != 0x7B:
+        sc.value()  # not the shape looked for: checked, then dropped
+        return
+    sc.take(b"{")
+    if sc.peek() == 0x7D:
+        sc.take(b"}")
+        return
+    while True:
+        if sc.peek() != 0x22:
+            sc.take(b'"')  # words the error
+        key = sc.value()
+        sc.take(b":")
+        if key == path[0]:
+            yield from _walk(sc, path[1:])
+        else:
+            sc.value()
+        if sc.take(b",}") == 0x7D:
+            return
+
+
+def top_level_keys(read: Callable[[int], bytes]) -> Iterator[str]:
+    """The keys of a JSON document's top-level object, in order, each value parsed and dropped."""
+    sc = _Scanner(read)
+    if sc.peek() != 0x7B:
+        sc.value()
+        return
+    sc.take(b"{")
+    if sc.peek() == 0x7D:
+        return
+    while True:
+        if sc.peek() != 0x22:
+            sc.take(b'"')
+        key = sc.value()
+        sc.take(b":")
+        yield key
+        sc.value()
+        if sc.take(b",}") == 0x7D:
+            return
 
 
 # --------------------------------------------------------------------------------------

@@ -70,13 +70,88 @@ _COMMON: Final[frozenset[str]] = frozenset(
     }
 )
 
-#: The old names of the nested code-mode dispatch events (renamed by v2→v3).
-CODE_DISPATCH_TYPES: Final[frozenset[str]] = frozenset({"tool/code-dispatch-start", "tool/code-dispatch"})
-#: Their v3+ names.
-PTC_DISPATCH_TYPES: Final[frozenset[str]] = frozenset({"tool/ptc-dispatch-start", "tool/ptc-dispatch"})
+#: Released-v0 payload members per event type: (required, optional).  Protocol facts.
+RELEASED_V0_PAYLOADS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+    "agent-preset/selected": (("agentPreset",), ()),
+    "agent/inbox/spliced": (("target", "start", "inserted"), ("removedCount", "outcome")),
+    "approval/asked": (("id", "toolName"), ("callId", "reason")),
+    "approval/decided": (("id", "outcome"), ()),
+    "approval/policy": (("policy",), ("source",)),
+    "assistant/chunk": (("turn", "step", "chunk"), ()),
+    "assistant/message": (("turn", "step", "message"), ("usage", "interrupted")),
+    "command/done": (("commandId", "kind"), ("text", "sourceEventSeq")),
+    "command/run": (("commandId", "name", "source"), ("args",)),
+    "compaction/end": (("compactionId", "turn"), ("sourceCommandId", "error")),
+    "compaction/prune": (("shadowedRange", "shadowedSeqs", "shadowedTokenCount"), ()),
+    "compaction/start": (("compactionId", "turn"), ("sourceCommandId",)),
+    "compaction/summary": (
+        ("compactionId", "summary", "shadowedRange", "shadowedSeqs", "shadowedTokenCount", "provider", "model"),
+        ("sourceCommandId", "maxTokens", "usage", "rawOutput", "llmStreamCall"),
+    ),
+    "feedback/record": (("text",), ()),
+    "goal/change": (
+        ("kind", "version", "operation"),
+        ("goal", "roundsStarted", "createdAt", "updatedAt", "cleared", "clearedAt"),
+    ),
+    "hook/invoked": (("turn", "point", "dialect", "handlerId"), ("matcher",)),
+    "hook/result": (("turn", "point", "handlerId", "decision", "durationMs"), ("exitCode", "stderrSummary")),
+    "llm/retry": (
+        ("retryId", "turn", "step", "provider", "mode", "policyKey", "retry", "delayMs", "failure"),
+        ("maxRetries",),
+    ),
+    "llm/retry-started": (("retryId", "turn", "step", "retry"), ()),
+    "model/selection": (("provider", "model"), ("reasoningEffort",)),
+    "permission/preset": (("preset",), ()),
+    "plan/mode": (("active",), ()),
+    "request/context": (("provider", "model"), ("contextWindow",)),
+    "request/header": (("header", "reason"), ("startsSeries",)),
+    "sandbox/mode": (("mode",), ("source",)),
+    "schedule/change": (("version", "operation"), ("schedule", "id", "acceptedAt")),
+    "session-log-deepseek/delivery-accepted": (("sessionId", "throughSeq"), ()),
+    "session/end-seed": ((), ()),
+    "session/title": (("title", "messageSeqs", "source"), ()),
+    "session/title-llm-request": (
+        ("titleProvider", "messageSeqs", "route", "system", "messages", "maxTokens"),
+        (),
+    ),
+    "step/end": (("turn", "step"), ()),
+    "step/start": (("turn", "step"), ()),
+    "subagent/descriptor": (
+        ("mode", "version", "provider"),
+        ("label", "agentProvider", "agentModel", "agentReasoningEffort", "persona", "toolFilter"),
+    ),
+    "subagent/model-selection-policy": (("allowedModels",), ()),
+    "team/member": (("version", "teamId", "member"), ()),
+    "team/message/delivered": (("version", "teamId", "messageId", "targetId"), ()),
+    "team/message/queued": (("version", "teamId", "message"), ()),
+    "team/task": (("version", "teamId", "task"), ()),
+    "todo/write": (("todos",), ()),
+    "tool-workflow/agent-end": (("runId", "seq", "outcome"), ()),
+    "tool-workflow/agent-start": (("runId", "seq", "label", "childId"), ("phase",)),
+    "tool-workflow/run-end": (("runId", "stopReason"), ()),
+    "tool-workflow/run-start": (("runId", "name"), ()),
+    "tool/call": (("turn", "step", "callId", "name", "arguments"), ()),
+    "tool/code-dispatch": (("rootCallId", "parentCallId", "subCallId", "name", "arguments", "isError", "content"), ()),
+    "tool/code-dispatch-start": (("rootCallId", "parentCallId", "subCallId", "name", "arguments"), ()),
+    "tool/result": (("turn", "step", "message"), ("error", "meta")),
+    "turn/end": (("turn", "reason"), ()),
+    "turn/start": (("turn",), ()),
+    "user/message": (("role", "id", "content", "source"), ()),
+    "web/deepseek-search-llm-request": (("endpoint", "apiVersion", "body"), ()),
+}
 
-#: Frozen v0/v1 inventory (streaming deltas are top-level ``assistant/chunk`` events).
-V0_TYPES: Final[frozenset[str]] = _COMMON | CODE_DISPATCH_TYPES | {"assistant/chunk"}
+#: The nested code-mode dispatch events, renamed by v2→v3 (old name -> v3+ name).
+CODE_DISPATCH_RENAMES: Final[dict[str, str]] = {
+    "tool/code-dispatch-start": "tool/ptc-dispatch-start",
+    "tool/code-dispatch": "tool/ptc-dispatch",
+}
+#: Their old names, and their v3+ names.
+CODE_DISPATCH_TYPES: Final[frozenset[str]] = frozenset(CODE_DISPATCH_RENAMES)
+PTC_DISPATCH_TYPES: Final[frozenset[str]] = frozenset(CODE_DISPATCH_RENAMES.values())
+
+#: Frozen v0/v1 inventory (streaming deltas are top-level ``assistant/chunk`` events):
+#: the types whose payload members the released v0 codec knows.
+V0_TYPES: Final[frozenset[str]] = frozenset(RELEASED_V0_PAYLOADS)
 V1_TYPES: Final[frozenset[str]] = V0_TYPES
 
 #: Released v2 inventory: chunks folded into settlements, plus the two rating events
@@ -128,14 +203,27 @@ SURFACE_TYPES: Final[dict[int, frozenset[str]]] = {
     4: SURFACE_TYPES_V4,
 }
 
-#: Pre-rename names that only the v0→v1 normaliser accepts, mapped to their new names.
-LEGACY_RENAMES: Final[dict[str, str]] = {
+#: The pre-rename compaction events the v0→v1 normaliser renames.
+COMPACT_RENAMES: Final[dict[str, str]] = {
     "compact/start": "compaction/start",
     "compact/summary": "compaction/summary",
     "compact/end": "compaction/end",
     "compact/prune": "compaction/prune",
-    "steering/message": "user/message",
 }
+#: Pre-rename names that only the v0→v1 normaliser accepts, mapped to their new names.
+LEGACY_RENAMES: Final[dict[str, str]] = {**COMPACT_RENAMES, "steering/message": "user/message"}
+
+# Sets the migration edges dispatch on (each edge's own reading of dsh's code).
+#: v0→v1: the types its first five normalisation steps act on, and the types its
+#: compaction-id step looks at.
+V0_V1_EARLY_STEP_TYPES: Final[frozenset[str]] = frozenset(
+    {"turn/start", "turn/end", "request/header", "steering/message", "llm/retry"}
+)
+V0_V1_COMPACTION_STEP_TYPES: Final[frozenset[str]] = frozenset(
+    {"session/end-seed", "compaction/start", "compaction/summary", "compaction/end", "user/message"}
+)
+#: v1→v2: the events that settle (close) a streaming attempt.
+V1_V2_SETTLING_TYPES: Final[frozenset[str]] = frozenset({"turn/end", "step/end", "llm/retry", "llm/retry-started"})
 
 #: Pre-release names that every edge refuses outright.
 REFUSED_LEGACY_TYPES: Final[frozenset[str]] = frozenset({"mode/set", "request/header-delta"})
@@ -170,6 +258,11 @@ def is_known(type_: str, version: int = CURRENT_VERSION) -> bool:
         return True
     return version <= 1 and type_ in LEGACY_RENAMES
 
+
+#: The message types whose data wraps the message as ``data.message`` (all but ``user/message``).
+WRAPPED_MESSAGE_TYPES: Final[frozenset[str]] = frozenset(
+    {"system/message", "developer/message", "assistant/message", "tool/result"}
+)
 
 #: The five message event types, and the role each one's message must have (SEMANTICS §1.4).
 ROLE_OF_TYPE: Final[dict[str, str]] = {

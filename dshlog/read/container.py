@@ -9,7 +9,8 @@ records and says where each one came from; it never interprets events.
 
 The container is detected by content (magic bytes, first line), never only by
 name, and everything streams: plain files line by line, zstd frames block by
-block, JSON documents through ijson.  Memory stays bounded by the longest line.
+block, JSON documents element by element through the one JSON reader.  Memory
+stays bounded by the longest line (or element).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import IO, Any, Iterator
 
 from .. import forked
 from ..errors import CorruptLog, IOFailure, Location, UnsupportedVersion, UsageError
-from ..protocol.jsjson import JsonError, loads
+from ..protocol.jsjson import JsonError, iter_array, loads
 from ..protocol.layout import choose_generation
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
 
@@ -177,6 +178,25 @@ def _zstd_pieces(fh: IO[bytes], info: SourceInfo) -> Iterator[tuple[int, int, by
     info.frames = walker.frames
 
 
+def zstd_prefix(fh: IO[bytes], path: str, n: int) -> bytes:
+    """Up to ``n`` leading plaintext bytes of a compressed generation (a damaged frame ends it early).
+
+    For content sniffing and header reads: what the frames decode to before the
+    first problem, through the one frame walk.
+    """
+    out: list[bytes] = []
+    size = 0
+    try:
+        for _index, _start, data, _end in FrameWalker(fh.read, path).pieces():
+            out.append(data)
+            size += len(data)
+            if size >= n:
+                break
+    except CorruptLog:
+        pass
+    return b"".join(out)[:n]
+
+
 # One message per piece on the worker's pipe: kind, frame index, frame offset, length,
 # end, and the walk's frame count so far (the serial walk keeps ``info.frames`` current).
 _MSG = struct.Struct("<Bqqqbq")
@@ -318,80 +338,21 @@ def _chain_first(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
 # --------------------------------------------------------------------------- JSON documents
 
 
-MAX_JSON_DEPTH = 2048  # far beyond any event (orjson itself stops at 1024)
-_JSON_TOKENS = re.compile(rb'\\.?|["\[\]{}]', re.DOTALL)
+def iter_json_array(fh: IO[bytes], info: SourceInfo, path: tuple[str, ...] = ()) -> Iterator[Record]:
+    """Elements of a JSON array (the document, or the one under ``path`` such as ``("events",)``), streamed.
 
-
-class DepthGuard:
-    """A read-through wrapper that refuses JSON nested deeper than ``MAX_JSON_DEPTH``.
-
-    ijson keeps one prefix string per open level (``item.item.item...``), so memory
-    grows with the square of the nesting depth: a 100 000-deep document of a few
-    hundred KB needs tens of GB.  Counting brackets outside strings in the bytes
-    ijson is about to see stops such input before the parser does.
+    Each element is parsed by the one JSON reader (:func:`dshlog.protocol.jsjson.iter_array`).
     """
-
-    __slots__ = ("_fh", "_path", "_depth", "_in_str", "_skip")
-
-    def __init__(self, fh: IO[bytes], path: str) -> None:
-        self._fh = fh
-        self._path = path
-        self._depth = 0
-        self._in_str = False
-        self._skip = False  # the previous chunk ended inside an escape
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._fh.read(n)
-        start = 0
-        if self._skip and data:
-            start, self._skip = 1, False
-        depth, in_str = self._depth, self._in_str
-        for m in _JSON_TOKENS.finditer(data, start):
-            t = m.group()
-            c = t[0]
-            if c == 0x5C:  # backslash: an escape inside a string
-                if len(t) == 1:
-                    self._skip = True
-            elif c == 0x22:
-                in_str = not in_str
-            elif in_str:
-                continue
-            elif c in (0x5B, 0x7B):
-                depth += 1
-                if depth > MAX_JSON_DEPTH:
-                    raise CorruptLog(f"JSON document nested deeper than {MAX_JSON_DEPTH} levels", path=self._path)
-            else:
-                depth -= 1
-        self._depth, self._in_str = depth, in_str
-        return data
-
-
-def _ijson_items(fh: IO[bytes], prefix: str, path: str = "") -> Iterator[Any]:
-    import ijson
-
-    return ijson.items(DepthGuard(fh, path), prefix, use_float=True)
-
-
-def iter_json_array(fh: IO[bytes], info: SourceInfo, prefix: str = "item") -> Iterator[Record]:
-    """Elements of a JSON array (``[...]`` or a member such as ``events.item``), streamed."""
-    import ijson
-
     i = 0
     try:
-        for obj in _ijson_items(fh, prefix, info.path):
+        for obj in iter_array(fh.read, path):
             yield Record(None, obj, None, None, index=i)
             i += 1
-    except (ijson.JSONError, UnicodeDecodeError) as exc:  # the C backend raises the latter for bad UTF-8
-        raise CorruptLog(f"invalid JSON document: {' '.join(str(exc).split())}", path=info.path, loc=Location(index=i)) from None
-    except ijson.IncompleteJSONError as exc:  # pragma: no cover - subclass of JSONError in most backends
-        raise CorruptLog(f"truncated JSON document: {exc}", path=info.path, loc=Location(index=i)) from None
+    except JsonError as exc:
+        raise CorruptLog(f"invalid JSON document: {exc.detail}", path=info.path, loc=Location(index=i)) from None
 
 
 # --------------------------------------------------------------------------- detection
-
-
-def _peek(fh: io.BufferedReader, n: int = 4096) -> bytes:
-    return fh.peek(n)[:n]
 
 
 def sniff(head: bytes) -> str:

@@ -29,7 +29,7 @@ from ..errors import CorruptLog, DshlogError, Location, UnsupportedVersion, Usag
 from ..check.problems import Problem, Problems, Severity
 from ..protocol.packed import PackedRun
 from .rows import RowDecoder
-from ..protocol.jsjson import JsonError, dumps, loads, stringify
+from ..protocol.jsjson import JsonError, dumps, iter_array, loads, stringify, top_level_keys
 from ..protocol.layout import parse_generation, persistence_root
 from ..protocol.texts import newer_version
 from ..protocol.values import is_count, is_placeholder, placeholder_bytes_search
@@ -38,7 +38,6 @@ from ..migrate.chain import MigratedEvents, header_only, migrate_stream
 from .children import discover_child_facts
 from .container import (
     Container,
-    DepthGuard,
     Record,
     SourceInfo,
     Torn,
@@ -47,6 +46,7 @@ from .container import (
     iter_lines,
     iter_zstd_lines,
     open_binary,
+    zstd_prefix,
     sniff,
 )
 
@@ -150,20 +150,15 @@ class SessionLog:
     # ------------------------------------------------------------------ opening
 
     def _sniff_document(self, head: bytes) -> str:
-        import ijson
-
         fh = self._rewindable()
         try:
-            for prefix, event, value in ijson.parse(DepthGuard(fh, self.path)):
-                if prefix == "" and event == "map_key":
-                    if value == "events":
-                        return Container.RESULT_JSON
-                    if value == "logs":
-                        return Container.BEHAVIOR_JSON
-                if event == "end_map" and prefix == "":
-                    break
-        except (ijson.JSONError, UnicodeDecodeError) as exc:  # the C backend raises the latter for bad UTF-8
-            raise CorruptLog(f"invalid JSON document: {' '.join(str(exc).split())}", path=self.path) from None
+            for key in top_level_keys(fh.read):
+                if key == "events":
+                    return Container.RESULT_JSON
+                if key == "logs":
+                    return Container.BEHAVIOR_JSON
+        except JsonError as exc:
+            raise CorruptLog(f"invalid JSON document: {exc.detail}", path=self.path) from None
         finally:
             fh.seek(0)
         raise UsageError("JSON document holds neither an event array nor a header line", path=self.path)
@@ -218,7 +213,7 @@ class SessionLog:
             self.notes.add(Problem("no-header", "JSON array of events: no session header", Severity.INFO))
         elif c == Container.RESULT_JSON:
             v = format_version if format_version is not None else _detect_headerless_version(self._sample())
-            self._body = iter_json_array(self._fh, self.info, "events.item")
+            self._body = iter_json_array(self._fh, self.info, ("events",))
             self.version = v
             self.notes.add(Problem("wrapped", "events read from a result.json document (no header)", Severity.INFO))
         elif c == Container.BEHAVIOR_JSON:
@@ -235,29 +230,23 @@ class SessionLog:
         fh = self._rewindable()
         pos = fh.tell()
         if self.info.container == Container.ZSTD:
-            import zstandard
-
             fh.seek(0)
-            try:
-                with zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True, closefd=False) as r:
-                    data = r.read(n)
-            except zstandard.ZstdError:
-                data = b""
+            data = zstd_prefix(fh, self.path, n)
         else:
             data = fh.read(n)
         fh.seek(pos)
         return data
 
     def _open_behavior(self, format_version: int | None) -> None:
-        import ijson
-
         fh = self._rewindable()
         try:
-            logs = list(ijson.items(DepthGuard(fh, self.path), "logs.item", use_float=True))
-        except (ijson.JSONError, UnicodeDecodeError) as exc:
-            raise CorruptLog(f"invalid JSON document: {' '.join(str(exc).split())}", path=self.path) from None
+            logs = list(iter_array(fh.read, ("logs",)))
+        except JsonError as exc:
+            raise CorruptLog(f"invalid JSON document: {exc.detail}", path=self.path) from None
         if not logs:
             raise UsageError("behavior document holds no logs", path=self.path)
+        if not all(isinstance(lg, dict) for lg in logs):
+            raise CorruptLog("behavior document: every entry of logs must be an object", path=self.path)
         names = [str(lg.get("file", i)) for i, lg in enumerate(logs)]
         self.info.wrapped_sessions = names
         idx = 0

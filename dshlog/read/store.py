@@ -36,9 +36,6 @@ from ..protocol.layout import (
 from ..protocol.zstd import ZSTD_MAGIC
 from .container import SourceInfo, iter_lines, iter_zstd_lines, select_generation
 
-_HEADER_MAX = 1 << 20  # a header line longer than this is not a dsh header
-
-
 # ----------------------------------------------------------------------------- naming
 
 
@@ -71,25 +68,15 @@ def raw_lines(path: Path) -> Iterator[bytes]:
 def read_header(path: Path) -> dict | None:
     """The physical header of a generation, reading only its first line (zstd: its first frame)."""
     with _open_raw(path) as fh:
-        if fh.peek(4)[:4] == ZSTD_MAGIC:
-            import zstandard
-
-            try:
-                reader = zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True, closefd=False)
-                buf = b""
-                while b"\n" not in buf and len(buf) < _HEADER_MAX:
-                    piece = reader.read(65536)
-                    if not piece:
-                        break
-                    buf += piece
-            except zstandard.ZstdError:
-                return None
-        else:
-            buf = fh.readline(_HEADER_MAX)
-    nl = buf.find(b"\n")
-    if nl < 0:
+        lines = iter_zstd_lines(fh, SourceInfo(path=str(path), container="jsonl.zstd"), parallel=False) \
+            if fh.peek(4)[:4] == ZSTD_MAGIC else iter_lines(fh, SourceInfo(path=str(path), container="jsonl"))
+        try:
+            first = next(lines, None)
+        except DshlogError:
+            return None
+    if first is None or first.raw is None:
         return None
-    obj = _loads(buf[:nl])
+    obj = _loads(first.raw)
     return obj if isinstance(obj, dict) and obj.get("type") == "session" else None
 
 
