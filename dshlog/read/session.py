@@ -482,8 +482,9 @@ class SessionLog:
     def _migration_header(self) -> dict:
         """The stored header as the migration chain receives it (completed for snapshot fixtures)."""
         if self._mig_header is None:
+            snapshot = self.snapshot  # peeks at the first row: a wrapped stream then knows its session id
             header = self.header if self.header is not None else self._synthetic_header()
-            self._mig_header = self._complete_snapshot_header(header) if self.snapshot else header
+            self._mig_header = self._complete_snapshot_header(header) if snapshot else header
         return self._mig_header
 
     @property
