@@ -258,7 +258,7 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
         echo(f"steps       {s.steps}")
         echo(f"model calls {s.model_calls} ({s.attempts} without surface message, {s.interrupted} interrupted)")
         if s.tokens:
-            echo("tokens      " + ", ".join(f"{k} {v}" for k, v in s.tokens.items()))
+            echo("tokens      " + labels.tokens_text(s.tokens))
         table("events by type", ["type", "count"], sorted(s.by_type.items(), key=lambda kv: (-kv[1], str(kv[0]))), justify={1: "right"})
         _notes(log)
 
@@ -762,7 +762,7 @@ def stats(
         table("tool calls", ["tool", "calls", "errors"], ([n, c["calls"], c["errors"]] for n, c in total["toolCalls"].items()), justify={1: "right", 2: "right"})
     if total["tokensByModel"]:
         keys = sorted({k for u in total["tokensByModel"].values() for k in u})
-        table("tokens by model", ["model", *keys], ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()),
+        table("tokens by model", ["model", *map(labels.token_name, keys)], ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()),
               justify={i + 1: "right" for i in range(len(keys))})
 
 
