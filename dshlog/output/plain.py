@@ -11,7 +11,6 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
-from ..protocol.jsjson import dumps
 from ..model.transcript import (
     AssistantText,
     Failure,
@@ -31,6 +30,7 @@ from ..model.transcript import (
     Usage,
     UserText,
 )
+from ..protocol.jsjson import dumps
 from . import labels as L
 from .renderer import Document, Write
 from .text import preview, sanitize
