@@ -16,6 +16,17 @@ import typer
 
 from . import __version__
 from .errors import DshlogError, ExitCode
+from .model.diff import diff_requests, requests_at
+from .model.transcript import SessionHead, session_facts
+from .output import labels
+from .output.events import event_line
+from .output.export import FORMATS
+from .output.export import export as write_export
+from .output.jsondoc import diff_document
+from .output.plain import PlainRenderer, diff_lines, echo
+from .output.renderer import render
+from .output.terminal import TerminalRenderer, console, on_terminal, table, use_color
+from .output.text import human_bytes, human_duration, local_minutes, preview
 
 app = typer.Typer(
     name="dshlog",
@@ -101,9 +112,9 @@ def _notes(log: Any, quiet: bool = False) -> None:
         if n.severity == "info":
             continue
         where = n.where()
-        print(f"dshlog: {log.path}: {where + ': ' if where else ''}{n.code}: {n.message}", file=sys.stderr)
+        echo(f"dshlog: {log.path}: {where + ': ' if where else ''}{n.code}: {n.message}", sys.stderr)
     for code, extra in log.notes.suppressed().items():
-        print(f"dshlog: {log.path}: {code}: {extra} more not shown", file=sys.stderr)
+        echo(f"dshlog: {log.path}: {code}: {extra} more not shown", sys.stderr)
 
 
 def _resolve(target: str | None) -> str:
@@ -112,7 +123,7 @@ def _resolve(target: str | None) -> str:
 
     r = resolve_session(target)
     if r.chosen:
-        print(f"dshlog: using session {r.session_id} ({r.path})", file=sys.stderr)
+        echo(f"dshlog: using session {r.session_id} ({r.path})", sys.stderr)
     return r.path
 
 
@@ -158,7 +169,6 @@ def events(
     Example: dshlog events session.v4.jsonl --type 'tool/*' --turn 2
     """
     from .protocol.jsjson import dumps
-    from .output.render import describe, surface_marker
 
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
@@ -193,17 +203,7 @@ def events(
                 break
             if type_ and not any(fnmatch.fnmatchcase(str(t), pat) for pat in type_):
                 continue
-            if json_:
-                write((raw if raw is not None else dumps(ev)) + b"\n")
-            else:
-                marker = surface_marker(ev)
-                line = f"{seq} {t}"
-                if marker:
-                    line += f" {marker}"
-                desc = describe(ev)
-                if desc:
-                    line += f" {desc}"
-                write(line.encode("utf-8", "surrogatepass") + b"\n")
+            write(_event_line(ev, raw, json_))
         out.flush()
         _notes(log)
 
@@ -217,7 +217,6 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
 
     Example: dshlog info session.v4.jsonl --json | jq .summary.tokens
     """
-    from .output.render import human_bytes, table
     from .model.summary import summarize
 
     log = _open(file, strict=False, select=select, format_version=format_version)
@@ -242,24 +241,24 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
             _json(doc)
             return
         h = log.header or {}
-        print(f"file        {log.path}")
-        print(f"container   {log.info.container}" + (f", {log.info.frames} frames" if log.info.container == "jsonl.zstd" else ""))
-        print(f"version     v{log.version}" + ("  (test-snapshot projection: no seq/time)" if log.projection else ""))
+        echo(f"file        {log.path}")
+        echo(f"container   {log.info.container}" + (f", {log.info.frames} frames" if log.info.container == "jsonl.zstd" else ""))
+        echo(f"version     v{log.version}" + ("  (test-snapshot projection: no seq/time)" if log.projection else ""))
         if h:
-            print("header      " + ", ".join(f"{k}={v if isinstance(v, str) else _js(v)}" for k, v in h.items() if k != "type"))
+            echo("header      " + ", ".join(f"{k}={v if isinstance(v, str) else _js(v)}" for k, v in h.items() if k != "type"))
         else:
-            print("header      (none)")
-        print(f"size        {human_bytes(log.info.size_on_disk)} on disk, {human_bytes(log.info.decoded_bytes)} decoded")
+            echo("header      (none)")
+        echo(f"size        {human_bytes(log.info.size_on_disk)} on disk, {human_bytes(log.info.decoded_bytes)} decoded")
         if log.info.torn:
-            print(f"torn tail   {log.info.torn.length} bytes ignored")
+            echo(f"torn tail   {log.info.torn.length} bytes ignored")
         if s.title:
-            print(f"title       {s.title}")
-        print(f"events      {s.events}" + (f" (seq {s.first_seq}..{s.last_seq})" if s.events else ""))
-        print(f"turns       {s.turns}" + (" (last turn open)" if s.turns_open else ""))
-        print(f"steps       {s.steps}")
-        print(f"model calls {s.model_calls} ({s.attempts} without surface message, {s.interrupted} interrupted)")
+            echo(f"title       {s.title}")
+        echo(f"events      {s.events}" + (f" (seq {s.first_seq}..{s.last_seq})" if s.events else ""))
+        echo(f"turns       {s.turns}" + (" (last turn open)" if s.turns_open else ""))
+        echo(f"steps       {s.steps}")
+        echo(f"model calls {s.model_calls} ({s.attempts} without surface message, {s.interrupted} interrupted)")
         if s.tokens:
-            print("tokens      " + ", ".join(f"{k} {v}" for k, v in s.tokens.items()))
+            echo("tokens      " + labels.tokens_text(s.tokens))
         table("events by type", ["type", "count"], sorted(s.by_type.items(), key=lambda kv: (-kv[1], str(kv[0]))), justify={1: "right"})
         _notes(log)
 
@@ -290,10 +289,10 @@ def validate(
         worst = max(worst, report.exit_code)
         if not json_:
             for p in report.problems:
-                print(f"{report.path}: {p.where + ': ' if p.where else ''}{p.severity}: {p.code}: {p.message}")
+                echo(f"{report.path}: {p.where + ': ' if p.where else ''}{p.severity}: {p.code}: {p.message}")
             status = "ok" if report.exit_code == ExitCode.OK else ("unsupported" if report.exit_code == ExitCode.UNSUPPORTED else "damaged")
-            print(f"{report.path}: {status} (v{report.version if report.version is not None else '?'}, {report.events} events, "
-                  f"{report.count('error')} errors, {report.count('warning')} warnings)", file=sys.stderr)
+            echo(f"{report.path}: {status} (v{report.version if report.version is not None else '?'}, {report.events} events, "
+                 f"{report.count('error')} errors, {report.count('warning')} warnings)", sys.stderr)
     if json_:
         _json({"shape": JSON_SHAPE, "files": [r.as_dict() for r in reports]})
     raise typer.Exit(int(worst))
@@ -337,8 +336,6 @@ def surface(
             from .errors import UsageError
 
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
-        from .output.text import preview
-
         nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in state.node_info()]
         derived = state.messages()
         roles = [m.get("role") for m in derived]
@@ -353,13 +350,11 @@ def surface(
                 doc["messages"] = derived
             _json(doc)
             return
-        from .output.render import table
-
         table(None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
-        print(f"nodes: {[n['seq'] for n in nodes]}")
-        print(f"roles: {', '.join(str(r) for r in roles)}")
+        echo(f"nodes: {[n['seq'] for n in nodes]}")
+        echo(f"roles: {', '.join(str(r) for r in roles)}")
         for r in state.replacements:
-            print(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
+            echo(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
         _notes(log)
 
 
@@ -431,16 +426,14 @@ def requests(
             out.write(b"\n]}\n")
             out.flush()
             return
-        from .output.render import table
-
         table(
             None,
-            ["#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", "in", "out"],
+            ["#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", labels.token_name("inputTokens"), labels.token_name("outputTokens")],
             (
                 [
                     r.number,
                     r.seq,
-                    r.kind.split("/")[1] + (" (interrupted)" if r.interrupted else ""),
+                    r.kind.split("/")[1] + (f" ({labels.INTERRUPTED})" if r.interrupted else ""),
                     f"{r.turn}.{r.step}",
                     r.message_count,
                     "-" if r.extends is None else ("yes" if r.extends else "no"),
@@ -545,23 +538,23 @@ def repair(
     else:
         rep = plan.report
         if plan.healthy:
-            print(f"{plan.path}: healthy: the last turn is closed ({plan.event_count} events)" + (f"; a torn tail of {plan.torn_bytes} bytes is ignored" if plan.torn_bytes else ""))
+            echo(f"{plan.path}: healthy: the last turn is closed ({plan.event_count} events)" + (f"; a torn tail of {plan.torn_bytes} bytes is ignored" if plan.torn_bytes else ""))
         else:
             pend = ", ".join(f"{c.call_id} ({'started' if c.started else 'not started'})" for c in rep.pending) or "none"
-            print(f"{plan.path}: open tail: turn {rep.open_turn}" + (f", step {rep.open_step}" if rep.open_step is not None else "") + f"; unanswered tool calls: {pend}")
+            echo(f"{plan.path}: open tail: turn {rep.open_turn}" + (f", step {rep.open_step}" if rep.open_step is not None else "") + f"; unanswered tool calls: {pend}")
             if plan.torn_bytes:
-                print(f"torn tail: {plan.torn_bytes} bytes after the last complete line")
+                echo(f"torn tail: {plan.torn_bytes} bytes after the last complete line")
             for w in plan.warnings:
-                print(f"dshlog: warning: {w}", file=sys.stderr)
-            print(("appended:" if result.written else "would append:"))
+                echo(f"dshlog: warning: {w}", sys.stderr)
+            echo(("appended:" if result.written else "would append:"))
             for line in _closer_lines(plan.closers):
-                print(f"  {line}")
+                echo(f"  {line}")
             if result.written:
-                print(f"written: {result.written}" + (" (in place)" if result.in_place else ""), file=sys.stderr)
+                echo(f"written: {result.written}" + (" (in place)" if result.in_place else ""), sys.stderr)
             if result.sidecar:
-                print(f"torn bytes kept in {result.sidecar}", file=sys.stderr)
+                echo(f"torn bytes kept in {result.sidecar}", sys.stderr)
             elif not write and not out:
-                print("nothing written; use --write to repair in place or -o OUT for a repaired copy", file=sys.stderr)
+                echo("nothing written; use --write to repair in place or -o OUT for a repaired copy", sys.stderr)
     if check and not plan.healthy:
         raise typer.Exit(int(ExitCode.PENDING))
 
@@ -594,10 +587,10 @@ def fork(
     if json_:
         _json({"shape": JSON_SHAPE, **result})
         return
-    print(f"{result['path']}: child {result['childId']} of {result['parentId']}: {result['events']} events "
-          f"(parent prefix 0..{result['at']}, marker at {result['at'] + 1}, {len(result['closers'])} closers)")
+    echo(f"{result['path']}: child {result['childId']} of {result['parentId']}: {result['events']} events "
+         f"(parent prefix 0..{result['at']}, marker at {result['at'] + 1}, {len(result['closers'])} closers)")
     for line in _closer_lines(result["closers"]):
-        print(f"  {line}")
+        echo(f"  {line}")
 
 
 @app.command()
@@ -625,9 +618,7 @@ def migrate(
     outcomes = []
     progress = None
     if len(sources) > 1 and sys.stderr.isatty() and not json_:
-        from rich.progress import Progress
-
-        from .output.render import console
+        from rich.progress import Progress  # lazy: heavy, only for a progress bar on a terminal
 
         progress = Progress(console=console(stderr=True), transient=True)
         task = progress.add_task("migrating", total=len(sources))
@@ -640,13 +631,13 @@ def migrate(
                 progress.advance(task)
             if not json_:
                 if o.status == "failed":
-                    print(f"dshlog: {o.error}", file=sys.stderr)
+                    echo(f"dshlog: {o.error}", sys.stderr)
                 elif o.status == "migrated":
-                    print(f"migrated {o.source} -> {o.target} ({o.events} events)")
+                    echo(f"migrated {o.source} -> {o.target} ({o.events} events)")
                 elif o.status == "would-migrate":
-                    print(f"would publish {o.target} ({o.events} events, from v{o.version})")
+                    echo(f"would publish {o.target} ({o.events} events, from v{o.version})")
                 elif o.status == "needed":
-                    print(f"needs migration: {o.source} (v{o.version})")
+                    echo(f"needs migration: {o.source} (v{o.version})")
     finally:
         if progress is not None:
             progress.stop()
@@ -687,9 +678,8 @@ def ls_(
     import os
     from pathlib import Path
 
-    from .output.render import human_bytes, table
     from .ops.sessions import grep_session
-    from .read.store import default_root, iso_ms, list_sessions, parse_since, project_key, sort_entries
+    from .read.store import default_root, list_sessions, parse_since, project_key, sort_entries
 
     root_p = Path(root) if root is not None else default_root()
     project = project_key(os.path.abspath(cwd)) if cwd is not None else None
@@ -706,7 +696,7 @@ def ls_(
         return
     for e in entries:
         if e.error:
-            print(f"dshlog: {e.dir}: {e.error}", file=sys.stderr)
+            echo(f"dshlog: {e.dir}: {e.error}", sys.stderr)
 
     def links(e: Any) -> str:
         bits = []
@@ -720,7 +710,7 @@ def ls_(
         None,
         ["id", "title", "cwd", "generation", "size", "turns", "last activity", "links"],
         (
-            [e.id, e.title or "", e.cwd or "", f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, iso_ms(e.last_activity), links(e)]
+            [e.id, e.title or "", e.cwd or "", f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, local_minutes(e.last_activity), links(e)]
             for e in entries
         ),
         justify={4: "right", 5: "right"},
@@ -740,8 +730,7 @@ def stats(
 
     Example: dshlog stats ~/.dsh/sessions/--home-ann-p--/*/ --json | jq .total.tokensByModel
     """
-    from .output.render import table
-    from .model.stats import human_duration, session_stats, total_stats
+    from .model.stats import session_stats, total_stats
     from .model.summary import summarize
 
     sessions = []
@@ -767,31 +756,23 @@ def stats(
     rows = [row(str(s["id"] or s["path"]), s) for s in sessions]
     if len(sessions) > 1:
         rows.append(row("total", total))
-    table(None, ["session", "turns", "steps", "calls", "retries", "cancelled", "tools", "in", "out", "time"], rows,
+    table(None, ["session", "turns", "steps", "calls", "retries", "cancelled", "tools", labels.token_name("inputTokens"), labels.token_name("outputTokens"), "time"], rows,
           justify={i: "right" for i in range(1, 10)})
     if total["toolCalls"]:
         table("tool calls", ["tool", "calls", "errors"], ([n, c["calls"], c["errors"]] for n, c in total["toolCalls"].items()), justify={1: "right", 2: "right"})
     if total["tokensByModel"]:
         keys = sorted({k for u in total["tokensByModel"].values() for k in u})
-        table("tokens by model", ["model", *keys], ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()),
+        table("tokens by model", ["model", *map(labels.token_name, keys)], ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()),
               justify={i + 1: "right" for i in range(len(keys))})
 
 
 def _event_line(ev: dict, raw: bytes | None, json_: bool) -> bytes:
     """One event the way ``events`` prints it (``--json``: its exact line when there is one)."""
     from .protocol.jsjson import dumps
-    from .output.render import describe, surface_marker
 
     if json_:
         return (raw if raw is not None else dumps(ev)) + b"\n"
-    line = f"{ev.get('seq')} {ev.get('type')}"
-    marker = surface_marker(ev)
-    if marker:
-        line += f" {marker}"
-    desc = describe(ev)
-    if desc:
-        line += f" {desc}"
-    return line.encode("utf-8", "surrogatepass") + b"\n"
+    return event_line(ev)
 
 
 @app.command()
@@ -858,7 +839,7 @@ def tail(
         try:
             obj = loads(raw)
         except JsonError:
-            print(f"dshlog: {path}: line {state['line']}: unparsable committed line skipped", file=sys.stderr)
+            echo(f"dshlog: {path}: line {state['line']}: unparsable committed line skipped", sys.stderr)
             return []
         evs = decoder.decode(obj, Location(line=state["line"]))
         return [_event_line(ev, raw if len(evs) == 1 and ev is obj else None, json_) for ev in evs]
@@ -900,31 +881,20 @@ def show(
     """
     import os
 
-    from .output.render import console, use_color
-    from .model.transcript import plain_lines, rich_renderable, transcript
-
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
-        head = f"session {log.session_id or '?'} (v{log.version}{', projection' if log.projection else ''}) {log.path}"
+        head = SessionHead(log.session_id, log.version, log.path, log.projection)
         try:
-            items = transcript(log.v4(), full=full)
-            if sys.stdout.isatty() or os.environ.get("FORCE_COLOR"):
+            if on_terminal():
                 con = console()
                 if sys.stdout.isatty() and not no_pager:
                     os.environ.setdefault("LESS", "-FRX")  # colours through less; quit at once when it fits
                     with con.pager(styles=use_color()):
-                        con.print(head, style="bold")
-                        for item in items:
-                            con.print(rich_renderable(item, reasoning=reasoning))
+                        render(log.v4(), head, TerminalRenderer(con, reasoning=reasoning), full=full)
                 else:
-                    con.print(head, style="bold")
-                    for item in items:
-                        con.print(rich_renderable(item, reasoning=reasoning))
+                    render(log.v4(), head, TerminalRenderer(con, reasoning=reasoning), full=full)
             else:
-                write = sys.stdout.buffer.write
-                write(head.encode("utf-8", "replace") + b"\n")
-                for item in items:
-                    write(("\n".join(plain_lines(item, reasoning=reasoning)) + "\n").encode("utf-8", "replace"))
+                render(log.v4(), head, PlainRenderer(sys.stdout.buffer.write, reasoning=reasoning), full=full)
         except DshlogError as exc:
             raise _located(log, exc)
         _notes(log)
@@ -950,18 +920,16 @@ def export(
     from pathlib import Path
 
     from .errors import UsageError
-    from .output.export import FORMATS
-    from .output.export import export as write_export
-    from .model.transcript import session_facts
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
         facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
+        head = SessionHead(log.session_id, log.version, log.path, log.projection, facts)
         try:
             if out is None:
-                write_export(log.v4(), facts, fmt, sys.stdout.buffer.write, full=full, redact=redact)
+                write_export(log.v4(), head, fmt, sys.stdout.buffer.write, full=full, redact=redact)
             else:
                 from .write.atomic import publish_no_overwrite, stage_file, temp_affixes
 
@@ -969,12 +937,12 @@ def export(
                 if target.is_dir():
                     raise UsageError(f"{out} is a directory; give a file name for -o", path=out)
                 with stage_file(target.parent, *temp_affixes(target)) as staged:
-                    write_export(log.v4(), facts, fmt, staged.write, full=full, redact=redact)
+                    write_export(log.v4(), head, fmt, staged.write, full=full, redact=redact)
                     umask = os.umask(0o22)
                     os.umask(umask)
                     os.chmod(staged.path, 0o666 & ~umask)  # a file to share: usual permissions, not the staging 0600
                     publish_no_overwrite(staged, target)
-                print(f"written: {target}", file=sys.stderr)
+                echo(f"written: {target}", sys.stderr)
         except DshlogError as exc:
             raise _located(log, exc)
         _notes(log)
@@ -992,7 +960,6 @@ def diff(
 
     Example: dshlog diff session.v4.jsonl --request 5 --request 6
     """
-    from .model.diff import diff_lines, diff_requests, requests_at
     from .errors import UsageError
 
     if len(files) == 1:
@@ -1026,10 +993,10 @@ def diff(
         raise UsageError("give one FILE with two --request options, or two files")
     d = diff_requests(req_a, req_b)
     if json_:
-        _json({"shape": JSON_SHAPE, "a": label_a, "b": label_b, **d})
+        _json({"shape": JSON_SHAPE, **diff_document(d, label_a, label_b)})
         return
     for line in diff_lines(d, label_a, label_b):
-        print(line)
+        echo(line)
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -1061,7 +1028,7 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        print(f"dshlog: {exc.one_line()}", file=sys.stderr)
+        echo(f"dshlog: {exc.one_line()}", sys.stderr)
         code = exc.exit_code
     except BrokenPipeError:
         # the reader of our stdout went away (| head): not an error
@@ -1077,7 +1044,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug: one line unless --debug
         if debug:
             raise
-        print(f"dshlog: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", file=sys.stderr)
+        echo(f"dshlog: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", sys.stderr)
         code = ExitCode.INTERNAL
     sys.stdout.flush() if not sys.stdout.closed else None
     sys.exit(int(code or 0))

@@ -8,6 +8,10 @@ changed and *where*: this module compares two rebuilt requests
 messages in dsh's own compact JSON (:func:`dshlog.jsjson.dumps`) so "equal"
 means exactly what the provider saw.
 
+The result names each message that changed by its index, id and role and
+carries the message itself; previews and wording are the renderers' part
+(:func:`dshlog.output.plain.diff_lines`, :func:`dshlog.output.jsondoc.diff_document`).
+
 Both requests of one log are built in a single pass (:func:`requests_at`);
 requests from two files are built by two :func:`dshlog.model.requests.rebuild` calls.
 """
@@ -20,7 +24,6 @@ from typing import Any
 
 from ..errors import UsageError
 from ..protocol.jsjson import dumps
-from ..output.text import preview
 from .requests import RequestBuilder
 
 # Request keys that are not part of the header config.
@@ -49,8 +52,9 @@ def requests_at(events: Iterable[dict], numbers: list[int], *, session_id: str |
 
 
 def _describe(index: int, message: Any) -> dict[str, Any]:
+    """One message of a request, by position, id and role, with the message itself."""
     m = message if isinstance(message, dict) else {}
-    return {"index": index, "id": m.get("id"), "role": m.get("role"), "preview": preview(m)}
+    return {"index": index, "id": m.get("id"), "role": m.get("role"), "message": m}
 
 
 def _changed_keys(a: dict, b: dict) -> dict[str, list[str]]:
@@ -140,43 +144,3 @@ def diff_requests(a: dict, b: dict) -> dict[str, Any]:
         "toolHistoryChanged": history_changed,
         "sessionIdChanged": a.get("sessionId") != b.get("sessionId"),
     }
-
-
-def diff_lines(d: dict[str, Any], label_a: str, label_b: str) -> list[str]:
-    """The diff for people, one fact per line."""
-    msgs = d["messages"]
-    out = [f"{label_a}: {msgs['before']} messages", f"{label_b}: {msgs['after']} messages"]
-    if d["identical"]:
-        out.append("identical: the two requests are byte for byte the same")
-        return out
-    if d["prefixIntact"]:
-        out.append(f"prefix intact: {label_b} starts with all {msgs['before']} messages of {label_a}, byte for byte")
-    else:
-        out.append(f"prefix broken at message {d['prefixBrokenAt']} ({d['commonPrefix']} leading messages identical)")
-    cfg = d["config"]
-    for key in cfg["added"] + cfg["removed"] + cfg["changed"]:
-        v = cfg["values"][key]
-        out.append(f"config {key}: {_short(v['before'])} -> {_short(v['after'])}")
-    for what in ("added", "removed", "changed"):
-        if d["tools"][what]:
-            out.append(f"tools {what}: {', '.join(d['tools'][what])}")
-    if d["toolHistoryChanged"]:
-        out.append("toolHistory changed")
-    if d["sessionIdChanged"]:
-        out.append("sessionId changed")
-    for r in msgs["replaced"]:
-        b, a = r["before"], r["after"]
-        same = " (same id, content changed)" if r["sameId"] else ""
-        out.append(f"~ replaced [{b['index']}] {b['role']} {b['id']} -> [{a['index']}] {a['role']} {a['id']}{same}: {a['preview']}")
-    for m in msgs["removed"]:
-        out.append(f"- removed  [{m['index']}] {m['role']} {m['id']}: {m['preview']}")
-    for m in msgs["added"]:
-        out.append(f"+ added    [{m['index']}] {m['role']} {m['id']}: {m['preview']}")
-    return out
-
-
-def _short(v: Any, width: int = 60) -> str:
-    if v is None:
-        return "(absent)"
-    s = dumps(v).decode("utf-8", "replace")
-    return s if len(s) <= width else s[: width - 1] + "…"

@@ -65,17 +65,3 @@ def total_stats(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
 def _add(into: dict[str, int], usage: dict[str, int]) -> None:
     for k, v in usage.items():
         into[k] = into.get(k, 0) + v
-
-
-def human_duration(ms: int) -> str:
-    """``1h 02m``, ``3m 07s``, ``850 ms``: durations for people."""
-    if ms < 1000:
-        return f"{ms} ms"
-    s = ms // 1000
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    if h:
-        return f"{h}h {m:02d}m"
-    if m:
-        return f"{m}m {sec:02d}s"
-    return f"{ms / 1000:.1f} s"

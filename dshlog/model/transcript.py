@@ -6,8 +6,15 @@ what came back, where a call failed and was retried, where the user cancelled,
 and where a compaction summary took the place of earlier history.  This module
 does that reading once, in a single pass that never holds more than the current
 surface's seq list and a few per-step counters, and yields small dataclass
-items.  Renderers (plain text and Rich here, Markdown/HTML/JSON in
-:mod:`dshlog.output.export`) only format items; they never look at events.
+items.  The renderers (:mod:`dshlog.output`: plain text, terminal, Markdown,
+HTML, JSON) only format items; they never look at events, and this module
+never formats for a target: the words and marks a person reads are theirs.
+
+What is decided here is what a reader is shown at all: the text of each message
+(by the one extractor, :mod:`dshlog.model.content`), tool arguments in JS's own
+JSON (:mod:`dshlog.protocol.jsjson`: what dsh would print, never Python's
+``1e-07``), how much long text is kept (:class:`Limits`), and the masking of
+secrets before anything is cut (``redact``).
 
 The reader is deliberately lenient: test-snapshot projections (no real seq or
 time), legacy data shapes that survived migration and half-written tails are
@@ -17,10 +24,12 @@ displayed as well as possible instead of refused; checking a log is the job of
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
+
+from ..protocol.jsjson import JsonError, dumps_pretty, loads
+from .content import TRANSCRIPT, content_text
 
 # --------------------------------------------------------------------------- limits and trimming
 
@@ -233,6 +242,33 @@ def map_text(item: Item, fn: Callable[[str], str]) -> Item:
     return replace(item, **{f.name: conv(getattr(item, f.name)) for f in fields(item) if f.name != "seq"})
 
 
+@dataclass(frozen=True, slots=True)
+class SessionHead:
+    """What a transcript starts with: where the log is, and the header facts a reader cares about.
+
+    ``facts`` is :func:`session_facts` (exports print it; ``show`` prints one line
+    from the other fields).
+    """
+
+    session_id: str | None
+    version: int | None
+    path: str
+    projection: bool = False
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """What a transcript ends with: the session title, turns read, tokens summed over every model call."""
+
+    title: str | None
+    turns: int
+    tokens: dict[str, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "turns": self.turns, "tokens": dict(self.tokens)}
+
+
 # --------------------------------------------------------------------------- reading helpers
 
 
@@ -248,23 +284,6 @@ def _blocks(content: Any) -> list[dict]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
-def content_text(content: Any) -> str:
-    """Visible text of a content array: text blocks, nested tool-result content, placeholders for media."""
-    parts: list[str] = []
-    for b in _blocks(content):
-        t = b.get("type")
-        if t == "text" and isinstance(b.get("text"), str):
-            parts.append(b["text"])
-        elif t == "tool-result":
-            parts.append(content_text(b.get("content")))
-        elif t == "image":
-            parts.append("[image offloaded]" if b.get("offloaded") is True else "[image]")
-        elif t == "file":
-            att = _dict(b.get("attachment"))
-            parts.append(f"[file {att.get('name') or att.get('filename') or ''}]".replace(" ]", "]"))
-    return "\n".join(p for p in parts if p != "") if len(parts) > 1 else "".join(parts)
 
 
 def _message(etype: str, data: Any) -> dict:
@@ -306,18 +325,38 @@ def _stream_usage(stream: Any) -> dict | None:
     return last
 
 
+def _one_line(pretty: str) -> str:
+    """``JSON.stringify(v, null, 2)`` text folded onto one line, ``{"a": 1, "b": [2, 3]}``.
+
+    Strings never hold a raw newline in JSON, so every line break is structural:
+    after a comma it becomes one space, elsewhere nothing.
+    """
+    out: list[str] = []
+    for line in pretty.split("\n"):
+        if out and out[-1].endswith(","):
+            out.append(" ")
+        out.append(line.lstrip(" "))
+    return "".join(out)
+
+
 def pretty_arguments(raw: Any) -> str:
-    """A tool call's argument string for reading: JSON on one line when short, indented when long."""
+    """A tool call's argument string for reading: JSON on one line when short, indented when long.
+
+    Parsed and written by the project's JSON owner, so numbers read as JS writes
+    them (``1e-7``, not ``1e-07``) and what JSON cannot hold (``NaN``, ``1e400``)
+    is shown exactly as the model wrote it instead of being "fixed".
+    """
     if not isinstance(raw, str):
-        return json.dumps(raw, ensure_ascii=False, indent=2) if raw is not None else ""
+        return dumps_pretty(raw).decode("utf-8") if raw is not None else ""
     s = raw.strip()
     if s.startswith(("{", "[")):
         try:
-            value = json.loads(s)
-        except ValueError:
-            return raw  # half-written (max-tokens, cancelled): show as written
-        one_line = json.dumps(value, ensure_ascii=False)
-        return one_line if len(one_line) <= 100 and "\\n" not in one_line else json.dumps(value, ensure_ascii=False, indent=2)
+            value = loads(s)
+        except JsonError:
+            return raw  # half-written (max-tokens, cancelled) or not JSON: show as written
+        pretty = dumps_pretty(value).decode("utf-8")
+        one_line = _one_line(pretty)
+        return one_line if len(one_line) <= 100 and "\\n" not in one_line else pretty
     return raw
 
 
@@ -439,6 +478,10 @@ class TranscriptReader:
         self._settlements_in_step += 1
         self._retry_logged = False
 
+    def totals(self) -> Totals:
+        """Title, turns and tokens of what has been read so far (complete once :meth:`read` is exhausted)."""
+        return Totals(self.title, self.turns, dict(self.tokens))
+
     # -- the pass
     def read(self, events: Iterable[dict]) -> Iterator[Item]:
         last_seq: int | None = None
@@ -492,7 +535,7 @@ class TranscriptReader:
             yield from self._usage_flush(seq)
         elif t == "system/message":
             op, shadowed, _, _ = self._surface(ev, seq)
-            text = content_text(_message(t, data).get("content"))
+            text = content_text(_message(t, data).get("content"), TRANSCRIPT)
             if op == "replace":
                 change = "replaced" if text else "cleared"
             elif not self._system_seen:
@@ -507,7 +550,7 @@ class TranscriptReader:
             msg = _message(t, data)
             added = [str(b.get("toolName")) for b in _blocks(msg.get("content")) if b.get("type") == "tool-addition"]
             removed = [str(b.get("toolName")) for b in _blocks(msg.get("content")) if b.get("type") == "tool-removal"]
-            text = content_text(msg.get("content"))
+            text = content_text(msg.get("content"), TRANSCRIPT)
             if added or removed:
                 yield ToolChange(seq, added=added, removed=removed)
             if text:
@@ -516,7 +559,7 @@ class TranscriptReader:
             op, shadowed, start, end = self._surface(ev, seq)
             msg = _message(t, data)
             src = _dict(msg.get("source")).get("kind")
-            text = self._text(content_text(msg.get("content")))
+            text = self._text(content_text(msg.get("content"), TRANSCRIPT))
             if op == "replace":
                 reason = "compaction" if src == "compact-checkpoint" else "revision"
                 yield Replacement(seq, reason=reason, replaced=shadowed, start=start, end=end, text=text)
@@ -535,20 +578,21 @@ class TranscriptReader:
             usage = d.get("usage") if isinstance(d.get("usage"), dict) else _stream_usage(d.get("stream"))
             self._add_usage(usage)
             interrupted = d.get("interrupted") is True
-            text_parts: list[str] = []
+            run: list[dict] = []  # the blocks since the last tool call: one text item
             for b in _blocks(msg.get("content")):
                 bt = b.get("type")
-                if bt == "reasoning" and isinstance(b.get("text"), str) and b["text"].strip():
-                    yield Reasoning(seq, text=self._text(b["text"]))
-                elif bt == "text" and isinstance(b.get("text"), str):
-                    text_parts.append(b["text"])
+                if bt == "reasoning":
+                    if isinstance(b.get("text"), str) and b["text"].strip():
+                        yield Reasoning(seq, text=self._text(b["text"]))
                 elif bt == "tool-call":
-                    if text_parts:
-                        yield AssistantText(seq, text=self._text("".join(text_parts)), interrupted=interrupted, model=model)
-                        text_parts = []
+                    if run:
+                        yield AssistantText(seq, text=self._text(content_text(run, TRANSCRIPT)), interrupted=interrupted, model=model)
+                        run = []
                     yield self._call(seq, b.get("id"), b.get("name"), b.get("arguments"))
-            if text_parts or interrupted:
-                yield AssistantText(seq, text=self._text("".join(text_parts)), interrupted=interrupted, model=model)
+                elif bt == "text" and isinstance(b.get("text"), str) or bt in ("image", "file"):
+                    run.append(b)
+            if run or interrupted:
+                yield AssistantText(seq, text=self._text(content_text(run, TRANSCRIPT)), interrupted=interrupted, model=model)
             self._failed_since_settlement = False
         elif t == "assistant/attempt":
             yield from self._settled(seq, d.get("turn"), d.get("step"))
@@ -585,7 +629,7 @@ class TranscriptReader:
                     is_error = is_error or b.get("isError") is True
             err = _dict(d.get("error"))
             code = err.get("code") if isinstance(err.get("code"), str) else None
-            kept, cl, cc = self._trimmed(content_text(content))
+            kept, cl, cc = self._trimmed(content_text(content, TRANSCRIPT))
             name = self._call_names.get(str(call_id))
             if op == "replace":
                 yield Replacement(seq, reason="tool-result-rewrite", replaced=shadowed, start=start, end=end, text=kept)
@@ -643,164 +687,3 @@ def session_facts(header: dict | None, *, path: str | None = None, version: int 
     if path is not None:
         out["file"] = path
     return out
-
-
-# --------------------------------------------------------------------------- plain-text and Rich display
-
-
-def cut_note(cut_lines: int, cut_chars: int, hint: str = "") -> str:
-    """``… 12 more lines (3456 characters) not shown``."""
-    what = f"{cut_lines} more line{'s' if cut_lines != 1 else ''} ({cut_chars} characters)" if cut_lines else f"{cut_chars} more characters"
-    return f"… {what} not shown{hint}"
-
-
-def _indent(text: str, prefix: str) -> list[str]:
-    return [prefix + line if line else prefix.rstrip() for line in text.split("\n")]
-
-
-def tokens_text(tokens: dict[str, int]) -> str:
-    names = {"inputTokens": "in", "outputTokens": "out", "cacheReadTokens": "cache read", "cacheWriteTokens": "cache write", "reasoningTokens": "reasoning"}
-    return ", ".join(f"{names.get(k, k)} {v}" for k, v in tokens.items())
-
-
-def failure_text(item: Failure) -> str:
-    what = {"error": "model call failed", "aborted": "model call cancelled", "no-output": "model call produced nothing"}[item.outcome]
-    detail = item.message + (f" ({item.code})" if item.code else "")
-    return f"{what}: {detail}" if detail.strip() else what
-
-
-def retry_text(item: Retry) -> str:
-    if not item.logged:
-        return f"retry {item.number}: the call was made again"
-    of = f"/{item.max_retries}" if item.max_retries is not None else ""
-    why = f" after {item.code}" if item.code else ""
-    delay = f", waited {item.delay_ms} ms" if item.delay_ms is not None else ""
-    return f"retry {item.number}{of}{why}{delay}" + (f": {item.message}" if item.message else "")
-
-
-def replacement_title(item: Replacement) -> str:
-    seqs = ", ".join(map(str, item.replaced)) if item.replaced else f"{item.start}..{item.end}"
-    label = {"compaction": "compaction summary", "revision": "revised message", "tool-result-rewrite": "tool result rewritten"}.get(item.reason, item.reason)
-    return f"{label} (seq {item.seq}) replaces seqs {seqs}"
-
-
-def plain_lines(item: Item, *, reasoning: bool = False) -> list[str]:
-    """Plain-text lines of one item (what ``show`` prints when piped)."""
-    if isinstance(item, TurnStart):
-        return ["", f"=== turn {item.turn} ".ljust(60, "=")]
-    if isinstance(item, TurnEnd):
-        return [f"--- turn {item.turn} {item.label}"]
-    if isinstance(item, SystemPrompt):
-        head = {"set": "system prompt", "replaced": "system prompt changed", "appended": "system prompt added", "cleared": "system prompt cleared"}[item.change]
-        out = [f"[{head}]"] + (_indent(item.text, "  | ") if item.text else ["  (empty)"])
-        if item.cut_chars:
-            out.append("  " + cut_note(item.cut_lines, item.cut_chars, " (--full)"))
-        return out
-    if isinstance(item, UserText):
-        tag = "user" if item.source in (None, "user") else f"user ({item.source})"
-        return [f"{tag}:"] + _indent(item.text, "  ")
-    if isinstance(item, AssistantText):
-        out = ["assistant:"] + (_indent(item.text, "  ") if item.text else [])
-        if item.interrupted:
-            out.append("  [interrupted: the user cancelled while the model was answering]")
-        return out
-    if isinstance(item, Reasoning):
-        if not reasoning:
-            n = item.text.count("\n") + 1
-            return [f"  (reasoning, {n} line{'s' if n != 1 else ''}; --reasoning to show)"]
-        return ["  reasoning:"] + _indent(item.text, "  ~ ")
-    if isinstance(item, ToolCall):
-        out = [f"  -> {item.name} [{item.call_id}]"] + _indent(item.arguments, "     ")
-        if item.cut_chars:
-            out.append("     " + cut_note(item.cut_lines, item.cut_chars, " (--full)"))
-        return out
-    if isinstance(item, ToolResult):
-        status = f" ERROR {item.error_code or ''}".rstrip() if item.is_error else ""
-        out = [f"  <- {item.name or 'result'} [{item.call_id}]{status}"] + _indent(item.output, "     ")
-        if item.cut_chars:
-            out.append("     " + cut_note(item.cut_lines, item.cut_chars, " (--full)"))
-        return out
-    if isinstance(item, Failure):
-        return [f"  ! {failure_text(item)}"]
-    if isinstance(item, Retry):
-        return [f"  ~ {retry_text(item)}"]
-    if isinstance(item, Replacement):
-        return [f"[{replacement_title(item)}]"] + _indent(item.text, "  | ")
-    if isinstance(item, ToolChange):
-        bits = ([f"+{n}" for n in item.added]) + ([f"-{n}" for n in item.removed])
-        return [f"  [tools {' '.join(bits)}]"]
-    if isinstance(item, Usage):
-        return [f"  (step {item.step} tokens: {tokens_text(item.tokens)})"]
-    if isinstance(item, Note):
-        return [f"  * {item.text}"]
-    return []
-
-
-def rich_renderable(item: Item, *, reasoning: bool = False) -> Any:
-    """A Rich renderable for one item (``show`` on a terminal)."""
-    from rich.padding import Padding
-    from rich.panel import Panel
-    from rich.rule import Rule
-    from rich.text import Text
-
-    def body(text: str, style: str = "") -> Text:
-        return Text(text, style=style)
-
-    if isinstance(item, TurnStart):
-        return Rule(Text(f"turn {item.turn}", style="bold"), style="cyan")
-    if isinstance(item, TurnEnd):
-        style = {"completed": "green", "aborted": "yellow", "error": "red", "max-tokens": "yellow", "open": "red"}.get(item.outcome, "magenta")
-        return Text(f"└ turn {item.turn} {item.label}", style=style)
-    if isinstance(item, SystemPrompt):
-        head = {"set": "system prompt", "replaced": "system prompt changed", "appended": "system prompt added", "cleared": "system prompt cleared"}[item.change]
-        t = body(item.text or "(empty)", "dim")
-        if item.cut_chars:
-            t.append("\n" + cut_note(item.cut_lines, item.cut_chars, " (--full)"), style="italic dim")
-        return Panel(t, title=head, title_align="left", border_style="blue")
-    if isinstance(item, UserText):
-        tag = "user" if item.source in (None, "user") else f"user · {item.source}"
-        t = Text()
-        t.append(f"{tag}\n", style="bold green")
-        t.append(item.text)
-        return t
-    if isinstance(item, AssistantText):
-        t = Text()
-        t.append("assistant" + (f" · {item.model}" if item.model else "") + "\n", style="bold magenta")
-        t.append(item.text)
-        if item.interrupted:
-            t.append("\n■ interrupted: the user cancelled while the model was answering", style="yellow")
-        return t
-    if isinstance(item, Reasoning):
-        if not reasoning:
-            n = item.text.count("\n") + 1
-            return Text(f"  ▸ reasoning ({n} line{'s' if n != 1 else ''}; --reasoning to show)", style="dim italic")
-        return Padding(Text(item.text, style="dim italic"), (0, 0, 0, 2))
-    if isinstance(item, ToolCall):
-        t = Text()
-        t.append(f"→ {item.name} ", style="bold cyan")
-        t.append(f"[{item.call_id}]\n", style="dim")
-        t.append(item.arguments)
-        if item.cut_chars:
-            t.append("\n" + cut_note(item.cut_lines, item.cut_chars, " (--full)"), style="italic dim")
-        return Padding(t, (0, 0, 0, 2))
-    if isinstance(item, ToolResult):
-        t = Text()
-        t.append(f"← {item.name or 'result'} ", style="bold red" if item.is_error else "bold cyan")
-        t.append(f"[{item.call_id}]" + (f" error {item.error_code or ''}".rstrip() if item.is_error else "") + "\n", style="dim")
-        t.append(item.output)
-        if item.cut_chars:
-            t.append("\n" + cut_note(item.cut_lines, item.cut_chars, " (--full)"), style="italic dim")
-        return Padding(Panel(t, border_style="red" if item.is_error else "bright_black"), (0, 0, 0, 2))
-    if isinstance(item, Failure):
-        return Text(f"  ✗ {failure_text(item)}", style="red")
-    if isinstance(item, Retry):
-        return Text(f"  ↻ {retry_text(item)}", style="yellow")
-    if isinstance(item, Replacement):
-        return Panel(body(item.text), title=replacement_title(item), title_align="left", border_style="yellow")
-    if isinstance(item, ToolChange):
-        return Text("  tools " + " ".join([f"+{n}" for n in item.added] + [f"-{n}" for n in item.removed]), style="blue")
-    if isinstance(item, Usage):
-        return Text(f"  step {item.step} tokens: {tokens_text(item.tokens)}", style="dim")
-    if isinstance(item, Note):
-        return Text(f"  • {item.text}", style="dim")
-    return Text("")

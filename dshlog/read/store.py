@@ -17,7 +17,7 @@ import os
 import re
 import time as _time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
@@ -381,13 +381,6 @@ def resolve_target(arg: str | None, *, root: Path | str | None = None, cwd: str 
     return resolve_session(arg, root=root, cwd=cwd).path
 
 
-def iso_ms(ms: int | None) -> str:
-    """Local ``YYYY-MM-DD HH:MM`` for epoch ms (``-`` when unknown)."""
-    if not ms:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M")
-
-
 def sort_entries(entries: Iterable[SessionEntry], key: str, *, reverse: bool = False) -> list[SessionEntry]:
     """``--sort time|size|id|turns``; time/size/turns list the largest (most recent) first."""
     keys = {
@@ -409,7 +402,6 @@ __all__ = [
     "decode_segment",
     "default_root",
     "encode_segment",
-    "iso_ms",
     "list_sessions",
     "most_recent",
     "parse_since",
