@@ -291,8 +291,9 @@ def test_migrate_cleans_temp_left_after_publication(tmp_path: Path) -> None:
     assert not stale.exists()
 
 
-def test_fork_cleans_its_own_stale_temp_but_not_a_live_one(tmp_path: Path) -> None:
-    """A dead fork's temp is removed; a temp whose writer is alive (holds its flock) is kept."""
+def test_fork_cleans_stale_temps_but_not_a_live_one(tmp_path: Path) -> None:
+    """Dead temps of any writer are removed; a temp whose writer is alive (holds its flock) is kept,
+    and so is a dsh migration name, which only a holder of that session's lock may take for dead."""
     import fcntl
 
     parent = Path(__file__).resolve().parents[1] / "fixtures" / "v4" / "loop" / "session.v4.jsonl"
@@ -302,13 +303,16 @@ def test_fork_cleans_its_own_stale_temp_but_not_a_live_one(tmp_path: Path) -> No
     stale.write_bytes(b"partial")
     live = out / ".child.jsonl.dshlog-fedcba9876543210.tmp"
     live.write_bytes(b"being written")
-    other = out / ".unrelated.jsonl.dshlog-0123456789abcdef.tmp"
+    other = out / ".unrelated.jsonl.dshlog-0123456789abcdef.tmp"  # a killed repair -o or export -o
     other.write_bytes(b"someone else's")
+    migration = out / "session.migration.0123456789abcdef.jsonl.tmp"
+    migration.write_bytes(b"dsh's, unlocked")
     fd = os.open(live, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         p = run("fork", str(parent), "-o", str(out / "child.jsonl"))
         assert p.returncode == 0, p.stderr
-        assert not stale.exists() and live.exists() and other.exists()
+        assert not stale.exists() and not other.exists()
+        assert live.exists() and migration.exists()
     finally:
         os.close(fd)
