@@ -31,11 +31,11 @@ def export_to_file(
     target = Path(out)
     if target.is_dir():
         raise UsageError(f"{out} is a directory; give a file name for -o", path=out)
-    source = Path(log.path)
+    source = Path(log.path) if log.target != "-" else None  # standard input has no identity to check
     pub = Publication(
         target,
         lock=output_lock(target),
-        source=source if source.is_file() else None,
+        source=source if source is not None and source.is_file() else None,
         owner=Ownership.shared(),
         changed="the log changed while it was exported; nothing was written",
     )
