@@ -1,7 +1,7 @@
 """Crash safety: ``kill -9`` of the writing commands at random points, on real files.
 
 Each trial copies a pristine session, starts ``dshlog migrate`` / ``repair --write``
-/ ``fork`` on a multi-MB generated log in a child process, sends SIGKILL after a
+/ ``fork`` / ``repair -o`` / ``export -o`` on a multi-MB generated log in a child process, sends SIGKILL after a
 random delay (anywhere from start-up to past the end of an uninterrupted run, so
 most kills land while the successor is being staged), then checks what is left:
 
@@ -146,6 +146,29 @@ def _fork_rerun(case: Case, d: Path, outcome: str) -> None:
     assert leftovers(d / "out") == [], "the next run did not clean the leftovers"
 
 
+# ----------------------------------------------------------------------------- repair -o and export -o
+
+
+def _output_check(case: Case, d: Path, rc: int | None) -> str:
+    """A copy out of the parent (repair -o, export -o): the parent intact, the output absent or complete."""
+    assert (d / "parent" / "session.v4.jsonl").read_bytes() == case.expected["source"], "parent changed"
+    out = d / "out"
+    final = out / case.expected["output-name"].decode()
+    names = set(os.listdir(out)) - {final.name}
+    assert names <= set(leftovers(out)), f"unexpected files {names}"
+    if final.exists():
+        assert final.read_bytes() == case.expected["output"], "partial output visible"
+        return "published" + ("+temp" if names else "")
+    return "staging" if names else "no-trace"
+
+
+def _output_rerun(case: Case, d: Path, outcome: str) -> None:
+    p = subprocess.run(dshlog_cmd(*case.args(d)), capture_output=True, timeout=120)
+    assert p.returncode == (5 if outcome.startswith("published") else 0), p.stderr  # never overwrites
+    assert (d / "out" / case.expected["output-name"].decode()).read_bytes() == case.expected["output"]
+    assert leftovers(d / "out") == [], "the next run did not clean the leftovers"
+
+
 # ----------------------------------------------------------------------------- building the cases
 
 
@@ -199,6 +222,23 @@ def _build_cases(base: Path, size: str) -> dict[str, Case]:
     assert p.returncode == 0, p.stderr
     case.expected = {"source": crash[: -len(torn)], "child": (ref / "out" / "child.v4.jsonl").read_bytes()}
     cases["fork"] = case
+
+    for label, out_name, argv in (
+        ("repair-o", "repaired.jsonl", ["repair"]),
+        ("export", "export.html", ["export", "-f", "html"]),
+    ):
+        def out_args(d: Path, argv: list[str] = argv, out_name: str = out_name) -> list[str]:
+            return [*argv, str(d / "parent" / "session.v4.jsonl"), "-o", str(d / "out" / out_name)]
+
+        case = Case(label, pristine, out_args, _output_check, _output_rerun)
+        ref = _copy(pristine, base / f"ref-{label}")
+        t0 = time.monotonic()
+        p = run(*case.args(ref))
+        case.duration = time.monotonic() - t0
+        assert p.returncode == 0, p.stderr
+        case.expected = {"source": crash[: -len(torn)], "output-name": out_name.encode(),
+                         "output": (ref / "out" / out_name).read_bytes()}
+        cases[label] = case
     return cases
 
 
@@ -243,7 +283,7 @@ def _run_kill_trials(tmp_path_factory: pytest.TempPathFactory, is_stress: bool, 
                            **{k: v for k, v in counts.items() if k not in ("killed", "finished")})
 
 
-ALL = ("migrate", "migrate-zstd", "repair", "fork")
+ALL = ("migrate", "migrate-zstd", "repair", "fork", "repair-o", "export")
 
 
 def test_kill9_writers_leave_source_intact_and_next_run_recovers(tmp_path_factory: pytest.TempPathFactory) -> None:
