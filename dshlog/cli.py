@@ -502,7 +502,7 @@ def repair(
     Example: dshlog repair session.v4.jsonl && dshlog repair session.v4.jsonl --write
     """
     from .errors import UsageError
-    from .model.repair import plan_repair, repair_copy, repair_in_place
+    from .ops.repair import RepairResult, plan_repair, repair_copy, repair_in_place
 
     if write and out:
         raise UsageError("choose either --write (in place) or -o OUT (a repaired copy)")
@@ -514,8 +514,6 @@ def repair(
 
         result = repair_copy(file, Path(out), select=select, format_version=format_version)
     else:
-        from .model.repair import RepairResult
-
         result = RepairResult(plan_repair(file, select=select, format_version=format_version))
     plan = result.plan
     if json_:
@@ -551,6 +549,8 @@ def repair(
                 echo(f"  {line}")
             if result.written:
                 echo(f"written: {result.written}" + (" (in place)" if result.in_place else ""), sys.stderr)
+            for w in result.warnings:
+                echo(f"dshlog: warning: {w}", sys.stderr)
             if result.sidecar:
                 echo(f"torn bytes kept in {result.sidecar}", sys.stderr)
             elif not write and not out:
@@ -578,7 +578,7 @@ def fork(
     Example: dshlog fork session.v4.jsonl --at 15 -o child/
     """
     from .errors import UsageError
-    from .model.fork import write_fork
+    from .ops.fork import write_fork
 
     if at is not None and at_turn is not None:
         raise UsageError("choose either --at SEQ or --at-turn N")
@@ -587,6 +587,8 @@ def fork(
     if json_:
         _json({"shape": JSON_SHAPE, **result})
         return
+    for w in result.get("warnings", []):
+        echo(f"dshlog: warning: {w}", sys.stderr)
     echo(f"{result['path']}: child {result['childId']} of {result['parentId']}: {result['events']} events "
          f"(parent prefix 0..{result['at']}, marker at {result['at'] + 1}, {len(result['closers'])} closers)")
     for line in _closer_lines(result["closers"]):
@@ -638,6 +640,8 @@ def migrate(
                     echo(f"would publish {o.target} ({o.events} events, from v{o.version})")
                 elif o.status == "needed":
                     echo(f"needs migration: {o.source} (v{o.version})")
+                for w in o.warnings:
+                    echo(f"dshlog: warning: {w}", sys.stderr)
     finally:
         if progress is not None:
             progress.stop()
@@ -917,9 +921,9 @@ def export(
     Example: dshlog export session.v4.jsonl --format html --redact -o session.html
     """
     import os
-    from pathlib import Path
 
     from .errors import UsageError
+    from .ops.export import export_to_file
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
@@ -931,17 +935,9 @@ def export(
             if out is None:
                 write_export(log.v4(), head, fmt, sys.stdout.buffer.write, full=full, redact=redact)
             else:
-                from .write.atomic import publish_no_overwrite, stage_file, temp_affixes
-
-                target = Path(out)
-                if target.is_dir():
-                    raise UsageError(f"{out} is a directory; give a file name for -o", path=out)
-                with stage_file(target.parent, *temp_affixes(target)) as staged:
-                    write_export(log.v4(), head, fmt, staged.write, full=full, redact=redact)
-                    umask = os.umask(0o22)
-                    os.umask(umask)
-                    os.chmod(staged.path, 0o666 & ~umask)  # a file to share: usual permissions, not the staging 0600
-                    publish_no_overwrite(staged, target)
+                target, warnings = export_to_file(log, head, fmt, out, full=full, redact=redact)
+                for w in warnings:
+                    echo(f"dshlog: warning: {w}", sys.stderr)
                 echo(f"written: {target}", sys.stderr)
         except DshlogError as exc:
             raise _located(log, exc)

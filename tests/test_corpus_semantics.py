@@ -190,12 +190,13 @@ def test_forked_read_back_decides_as_the_in_process_one(path, tmp_path, monkeypa
 
     from dshlog import forked
     from dshlog.ops import migrate as publish
+    from dshlog.write import verify
 
     version, has_header, container = _version_of(path)
     if version is None or version >= 4 or not has_header or container != "jsonl":
         pytest.skip("not a historical session generation with a header")
     name = "session.jsonl" if version == 0 else f"session.v{version}.jsonl"
-    monkeypatch.setattr(publish, "FORK_MIN_BYTES", 0)  # corpus files are small
+    monkeypatch.setattr(verify, "FORK_MIN_BYTES", 0)  # corpus files are small
     results = []
     for fork in (True, False):
         monkeypatch.setattr(forked, "PARALLEL", fork)

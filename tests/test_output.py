@@ -111,7 +111,7 @@ def write_session(root: Path, sid: str, cwd: str, title: str, text: str) -> Path
         v4_header(id=sid, cwd=cwd),
         ev(0, "turn/start", {"turn": 1}),
         ev(1, "step/start", {"turn": 1, "step": 1}),
-        ev(2, "session/title", {"title": title}),
+        ev(2, "session/title", {"title": title, "messageSeqs": [], "source": {"kind": "user"}}),
         ev(3, "user/message", {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}, "role": "user", "id": "u3"}, surfaceOp="append"),
         ev(4, "assistant/message", {"turn": 1, "step": 1, "message": msg("assistant", 4), "stream": [], "usage": {"inputTokens": 1, "outputTokens": 1}}, surfaceOp="append"),
         ev(5, "step/end", {"turn": 1, "step": 1}),

@@ -6,6 +6,7 @@ import hashlib
 import json
 import shutil
 
+import pytest
 import zstandard
 
 from conftest import FIXTURES, GOLDEN, lock_held_elsewhere, run_cli
@@ -172,3 +173,65 @@ def test_fork_at_turn_and_zstd_parent(tmp_path, capsysbinary):
     doc = json.loads(out)
     assert doc["at"] == 24 and doc["path"].endswith("session.v4.jsonl.zstd")
     assert len(events_of(doc["path"])) == 26
+
+
+def _breaks_a_v4_rule(tmp_path):
+    """A log the strict reader accepts but dsh's v4 rules reject (a step/start naming the wrong turn)."""
+    data = CRASH.read_bytes()
+    bad = data.replace(b'"type":"step/start","seq":3,"time":1792499131142,"data":{"turn":1,', b'"type":"step/start","seq":3,"time":1792499131142,"data":{"turn":7,', 1)
+    assert bad != data
+    p = tmp_path / "src" / "session.v4.jsonl"
+    p.parent.mkdir()
+    p.write_bytes(bad)
+    return p
+
+
+def test_repair_copy_and_fork_refuse_an_output_that_breaks_a_v4_rule(tmp_path, capsysbinary):
+    """Both used to publish a log that `validate` rejects; now the read-back refuses it (exit 5)."""
+    src = _breaks_a_v4_rule(tmp_path)
+    code, out_, _ = run_cli(capsysbinary, "validate", str(src))
+    assert code == ExitCode.CORRUPT and b"step/start does not match the open turn" in out_
+    out = tmp_path / "out"
+    out.mkdir()
+    for argv, name, subject in (
+        (["repair", str(src), "-o", str(out / "r.jsonl")], "r.jsonl", b"repaired copy does not verify at seq 3"),
+        (["fork", str(src), "-o", str(out / "c.jsonl")], "c.jsonl", b"fork child does not verify at seq 3"),
+    ):
+        code, _, err = run_cli(capsysbinary, *argv)
+        assert code == ExitCode.CONFLICT, err
+        assert subject in err and str(out / name).encode() in err and b".tmp" not in err, err
+    assert list(out.iterdir()) == []
+
+
+def test_repair_outputs_refuse_a_tail_inside_an_open_compaction(tmp_path, capsysbinary):
+    """dsh's closers end only the turn and its reader then refuses that turn/end: repair shows the
+    closers with a warning, but publishes no such log (neither -o nor --write)."""
+    lines = LOOP.read_bytes().splitlines(keepends=True)
+    turn3 = next(i for i, ln in enumerate(lines) if b'"type":"turn/start"' in ln and b'"turn":3' in ln)
+    seq = turn3  # line i holds seq i-1; the next seqs continue the log
+    opened = lines[: turn3 + 1] + [
+        b'{"type":"compaction/start","seq":%d,"time":1792499042300,"data":{"turn":3,"compactionId":"c-1","trigger":"manual"}}\n' % seq
+    ]
+    p = tmp_path / "session.v4.jsonl"
+    p.write_bytes(b"".join(opened))
+    code, out, err = run_cli(capsysbinary, "repair", str(p))
+    if b"compaction transaction" not in err:
+        pytest.skip(f"the hand-made compaction/start is not one the reader accepts: {err!r}")
+    before = p.read_bytes()
+    code, _, err = run_cli(capsysbinary, "repair", str(p), "-o", str(tmp_path / "r.jsonl"))
+    assert code == ExitCode.CONFLICT and b"crosses an open compaction" in err, err
+    code, _, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    assert code == ExitCode.CONFLICT and b"crosses an open compaction" in err, err
+    assert p.read_bytes() == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["session.lock", "session.v4.jsonl"]
+
+
+def test_fork_of_an_empty_parent_lists_no_closer(tmp_path, capsysbinary):
+    """The seed of an empty parent is its marker alone; the marker used to be reported as a closer."""
+    parent = tmp_path / "session.v4.jsonl"
+    parent.write_bytes(LOOP.read_bytes().splitlines(keepends=True)[0])
+    code, out, err = run_cli(capsysbinary, "fork", str(parent), "-o", str(tmp_path / "c.jsonl"), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["closers"] == [] and doc["events"] == 1 and doc["at"] == -1
+    assert [e["type"] for e in events_of(tmp_path / "c.jsonl")] == ["session/end-seed"]

@@ -10,15 +10,13 @@ inherited events are yielded as they arrive (the very input objects, so a caller
 that pairs events with their raw rows can copy the original bytes), new events
 follow.  Because the boundary can only be proven to exist once the stream reaches
 it, a validation error may surface after some prefix events were yielded: write
-into a staged temporary file (:mod:`dshlog.write.atomic`) and publish only on success.
+into a staged temporary file and publish only on success (:mod:`dshlog.ops.fork`).
 """
 
 from __future__ import annotations
 
 import time as _time
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..errors import CorruptLog, UsageError
@@ -256,95 +254,3 @@ __all__ = [
     "fork_seed",
     "seed_marker",
 ]
-
-
-# --------------------------------------------------------------------------- writing a child log
-
-
-def write_fork(
-    target: str,
-    out: Path | str,
-    *,
-    at: int | None = None,
-    turn: int | None = None,
-    child_id: str | None = None,
-    created_at: int | None = None,
-    select: str | None = None,
-    format_version: int | None = None,
-) -> dict[str, Any]:
-    """Write the child of a fork as a new v4 log at ``out``; the parent is only read.
-
-    ``out`` is a file path, or a directory (existing, or named with a trailing
-    slash) in which ``session.v4.jsonl[.zstd]`` is created.  The child keeps the
-    parent's container (plain or zstd).  Prefix events read from a v4 parent are
-    copied as their original bytes.  The file is staged and published without
-    overwriting, so a failure (or an invalid boundary found late) leaves nothing.
-    """
-    import time
-    import uuid
-
-    from ..write.atomic import cleanup_leftovers, publish_no_overwrite, stage_file, temp_affixes
-    from ..read.session import open_session
-    from ..write.writer import LogWriter
-
-    def _open():
-        return open_session(target, select=select, format_version=format_version)
-
-    from ..read.container import resolve_path
-
-    if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)
-        raise UsageError("fork needs a regular file, not standard input or a pipe; save the stream to a file first", path=target)
-    with _open() as probe:
-        parent_header = probe.v4().header or {"type": "session", "id": probe.session_id or "unknown"}
-        compressed = probe.info.container == "jsonl.zstd"
-        parent_id = parent_header.get("id") or "unknown"
-        if turn is not None:
-            at = at_turn(probe.v4(), turn, session_id=str(parent_id))
-    as_dir = str(out).endswith(("/", os.sep))
-    out = Path(out)
-    if out.is_dir() or as_dir:
-        try:
-            out.mkdir(mode=0o700, exist_ok=True)
-        except OSError as exc:
-            from ..write.atomic import io_failure
-
-            raise io_failure(exc, out, "create the output directory") from exc
-        out = out / ("session.v4.jsonl.zstd" if compressed else "session.v4.jsonl")
-    elif not out.parent.is_dir():
-        raise UsageError(f"directory {out.parent} does not exist", path=str(out))
-    new_id = child_id or str(uuid.uuid4())
-    created = created_at if created_at is not None else int(time.time() * 1000)
-    header = child_header(parent_header, new_id=new_id, created_at=created)
-    with _open() as log:
-        raws: dict[int, bytes] = {}
-
-        def events() -> Iterator[dict]:
-            for ev, raw in log.v4().records():
-                if raw is not None:
-                    raws[id(ev)] = raw
-                yield ev
-
-        prefix, suffix = temp_affixes(out)
-        # temps a killed earlier fork to this name left behind (live writers hold a flock and are kept)
-        cleanup_leftovers(out.parent, keep=lambda p: not p.name.startswith(prefix))
-        with stage_file(out.parent, prefix, suffix) as staged:
-            w = LogWriter(staged, compressed=compressed, projection=log.projection)
-            w.header(header)
-            plan: list[ForkPlan] = []
-            closers: list[dict] = []
-            for ev in build_fork_seed(events(), at, session_id=str(parent_id), now_ms=created, plan=plan):
-                if plan:  # the plan is recorded after the marker, before the closers
-                    closers.append(ev)
-                w.event(ev, raws.pop(id(ev), None))
-            w.close()
-            boundary = plan[0].boundary if plan else None
-            publish_no_overwrite(staged, out)
-    return {
-        "path": str(out),
-        "childId": new_id,
-        "parentId": parent_id,
-        "at": boundary if boundary is not None else -1,
-        "events": w.events,
-        "closers": closers,
-        "header": header,
-    }

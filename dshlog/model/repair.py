@@ -14,9 +14,7 @@ clock is read), which keeps repair deterministic and byte-identical to dsh.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import CorruptLog
@@ -266,18 +264,20 @@ __all__ = [
     "PendingCall",
     "TOOL_NOT_STARTED",
     "TOOL_OUTCOME_UNKNOWN",
+    "RepairPlan",
     "TailReport",
     "TailState",
     "interrupted_turn_closers",
+    "open_compaction_of",
     "open_turn_closers",
     "scan_tail",
 ]
 
 
-# --------------------------------------------------------------------------- repairing a file
+# --------------------------------------------------------------------------- the plan of a repair
 #
-# The closers above are pure.  What follows applies them to a log on disk: plan
-# (read-only), write a repaired copy, or repair in place under ``session.lock``.
+# What ``dshlog repair`` reports; reading the log and writing the repaired one is
+# :mod:`dshlog.ops.repair`'s.
 
 
 @dataclass
@@ -318,182 +318,3 @@ def open_compaction_of(events: Iterable[dict]) -> int | None:
         elif t in ("compaction/end", "session/end-seed"):
             open_seq = None
     return open_seq
-
-
-@dataclass
-class RepairResult:
-    plan: RepairPlan
-    written: str | None = None  # the file that now holds the repaired log
-    sidecar: str | None = None  # where the cut torn bytes were kept
-    in_place: bool = False
-
-
-def plan_repair(target: str, *, select: str | None = None, format_version: int | None = None) -> RepairPlan:
-    """Read a log (any version, migrated in memory) and compute its interrupted-turn closers."""
-    from ..read.session import open_session
-
-    with open_session(target, select=select, format_version=format_version) as log:
-        state = TailState()
-        n = 0
-        comp: int | None = None
-        for ev in log.v4():
-            state.feed(ev)
-            t = ev.get("type")
-            if t == "compaction/start":
-                comp = ev.get("seq")
-            elif t in ("compaction/end", "session/end-seed"):
-                comp = None
-            n += 1
-        torn = log.info.torn.length if log.info.torn else 0
-        return RepairPlan(log.path, log.version, log.info.container, state.report(), state.closers("interrupted"), torn, n, comp)
-
-
-def _identity(path: Path) -> tuple[int, int, int, int]:
-    st = os.stat(path)
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _same_bytes(path: Path, data: bytes) -> bool:
-    """True when ``path`` is a regular file holding exactly ``data``."""
-    try:
-        if not path.is_file() or path.is_symlink() or path.stat().st_size != len(data):
-            return False
-        return path.read_bytes() == data
-    except OSError:
-        return False
-
-
-def repair_copy(target: str, out: Path, *, select: str | None = None, format_version: int | None = None) -> RepairResult:
-    """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched."""
-    from ..write.atomic import publish_no_overwrite, stage_file, temp_affixes
-    from ..read.session import open_session
-    from ..write.writer import LogWriter
-
-    out = Path(out)
-    compressed = out.name.endswith(".zstd")
-    with open_session(target, select=select, format_version=format_version) as log:
-        header = log.v4().header
-        prefix, suffix = temp_affixes(out)
-        with stage_file(out.parent, prefix, suffix) as staged:
-            w = LogWriter(staged, compressed=compressed)
-            if header is not None:
-                w.header(log.header_raw if log.version == 4 and log.header_raw is not None else header)
-            state = TailState()
-            n = 0
-            for ev, raw in log.v4().records():
-                state.feed(ev)
-                w.event(ev, raw)
-                n += 1
-            closers = state.closers("interrupted")
-            for c in closers:
-                w.event(c)
-            w.close()
-            publish_no_overwrite(staged, out)
-        plan = RepairPlan(log.path, log.version, log.info.container, state.report(), closers, log.info.torn.length if log.info.torn else 0, n)
-    return RepairResult(plan, written=str(out))
-
-
-def repair_in_place(target: str) -> RepairResult:
-    """Close an interrupted tail in the log file itself, under ``session.lock``.
-
-    The torn final line (or torn zstd frame) is cut first and its bytes are kept in
-    a sidecar file next to the log; the repaired log is staged in full, verified by
-    reading it back, and swapped in atomically, so a crash at any point leaves
-    either the untouched log or the fully repaired one.
-    """
-    from ..write.atomic import publish_no_overwrite, replace_atomically, stage_file, temp_affixes
-    from ..errors import Refused, UsageError
-    from ..write.lock import session_lock
-    from ..read.session import open_session
-    from ..read.container import Container
-    from ..write.writer import frame
-
-    if target == "-":
-        raise UsageError("repair --write needs a file, not standard input (use -o OUT)")
-    from ..read.container import resolve_path
-
-    if not resolve_path(target).is_file():  # a pipe would be drained by the probe below
-        raise UsageError("repair --write needs a regular file, not a pipe or device (use -o OUT)", path=target)
-    with open_session(target) as probe:
-        path = Path(probe.path)
-        version, container = probe.version, probe.info.container
-        sid = probe.session_id
-    if version != 4:
-        raise UsageError(f"repair --write rewrites only v4 logs; this log is v{version}: run `dshlog migrate` first, or use -o OUT for a repaired v4 copy", path=str(path))
-    if container not in (Container.JSONL, Container.ZSTD):
-        raise UsageError(f"repair --write needs a session generation file, not a {container} input (use -o OUT)", path=str(path))
-    with session_lock(path.parent, session_id=sid):
-        from ..write.atomic import cleanup_leftovers
-
-        cleanup_leftovers(path.parent)  # temps of a killed earlier run; the lock proves they are dead
-        before = _identity(path)
-        with open_session(str(path)) as log:
-            state = TailState()
-            n = 0
-            torn_frame_lines: list[bytes] = []
-            torn = None
-            records = log.stored()
-            for r in records:
-                state.feed(r.event)
-                n += 1
-            torn = log.info.torn
-            if torn is not None and torn.frame is not None:
-                pass
-            closers = state.closers("interrupted")
-            plan = RepairPlan(str(path), version, container, state.report(), closers, torn.length if torn else 0, n)
-        if not closers:
-            return RepairResult(plan)
-        # where the committed bytes end (file offset)
-        size = before[2]
-        if torn is None:
-            cut = size
-        elif container == Container.JSONL:
-            cut = torn.offset
-        else:
-            cut = torn.frame_offset if torn.frame_offset is not None else size
-        sidecar = None
-        if cut < size:
-            with open(path, "rb") as fh:
-                fh.seek(cut)
-                torn_raw = fh.read()
-            side = path.with_name(f"{path.name}.torn-{before[3] // 1_000_000}")
-            sidecar = str(side)
-            if container == Container.ZSTD:
-                # complete lines recovered from the torn frame go into the new frame, as dsh does
-                with open_session(str(path)) as log2:
-                    torn_frame_lines = [r.raw + b"\n" for r in log2.stored() if r.loc.frame == torn.frame and r.raw is not None]
-        prefix, suffix = temp_affixes(path)
-        with stage_file(path.parent, prefix, suffix) as staged:
-            with open(path, "rb") as fh:
-                remaining = cut
-                while remaining:
-                    chunk = fh.read(min(remaining, 1 << 20))
-                    if not chunk:
-                        break
-                    staged.write(chunk)
-                    remaining -= len(chunk)
-            from ..protocol.jsjson import dumps
-
-            batch = b"".join(torn_frame_lines) + b"".join(dumps(c) + b"\n" for c in closers)
-            staged.write(frame(batch) if container == Container.ZSTD else batch)
-            staged.sync_and_close()
-            # verify: the staged log reads strictly, holds every event plus the closers, and is balanced
-            with open_session(str(staged.path)) as check:
-                st2 = TailState()
-                m = 0
-                for ev in check.v4():
-                    st2.feed(ev)
-                    m += 1
-            if m != n + len(closers) or st2.closers("interrupted"):
-                raise Refused("repaired log did not verify; the original is untouched", path=str(path))
-            if _identity(path) != before:
-                raise Refused("the log changed while it was being repaired; nothing was written", path=str(path))
-            os.chmod(staged.path, os.stat(path).st_mode & 0o7777)  # the log keeps its permissions
-            # the torn bytes are kept only once the repaired log is ready (a failed staging leaves nothing)
-            if sidecar is not None and not _same_bytes(side, torn_raw):  # identical: a killed earlier run kept it
-                p2, s2 = temp_affixes(side)
-                with stage_file(path.parent, p2, s2) as st:
-                    st.write(torn_raw)
-                    publish_no_overwrite(st, side)
-            replace_atomically(staged, path)
-    return RepairResult(plan, written=str(path), sidecar=sidecar, in_place=True)

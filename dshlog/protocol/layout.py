@@ -33,6 +33,7 @@ __all__ = [
     "encode_segment",
     "generation_name",
     "is_project_dir",
+    "is_migration_staging_name",
     "is_staging_name",
     "parse_generation",
     "persistence_root",
@@ -239,3 +240,9 @@ def staging_affixes(final_name: str, *, migration: bool = False) -> tuple[str, s
 def is_staging_name(name: str) -> bool:
     """Whether a name is one a writer (this project's or dsh's migration) stages files under."""
     return any(p.match(name) for p in _STAGING)
+
+
+def is_migration_staging_name(name: str) -> bool:
+    """Whether a name is dsh's migration staging name, which dsh writes holding ``session.lock``
+    but without marking the file itself: only a holder of that lock may take it for a leftover."""
+    return _STAGING[1].match(name) is not None

@@ -10,7 +10,8 @@ truncation to the previous length.
 
 Temporary names are recognisable (``.<final name>.dshlog-<16 hex>.tmp``, or dsh's
 ``session.migration.<16 hex>.jsonl[.zstd].tmp`` for migrations) so that a later
-run can remove what a killed run left behind.  Every ``OSError`` is reported as
+run of any writer can remove what a killed run left behind.  These are the
+primitives; :mod:`dshlog.write.transaction` puts them together for every writer.  Every ``OSError`` is reported as
 :class:`IOFailure` with the path and a one-line reason.
 """
 
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import IOFailure, Refused
-from ..protocol.layout import is_staging_name, staging_affixes
+from ..protocol.layout import is_migration_staging_name, is_staging_name, staging_affixes
 
 try:  # POSIX only
     import fcntl
@@ -103,6 +104,12 @@ class StagedFile:
     def closed(self) -> bool:
         return self._fd is None
 
+    def fileno(self) -> int:
+        """The open descriptor (owner and mode are applied through it, never through the name)."""
+        if self._fd is None:
+            raise ValueError("staged file is closed")
+        return self._fd
+
     def write(self, data: bytes) -> None:
         """Append ``data``; on failure the temporary file is discarded and IOFailure raised."""
         if self._fd is None:
@@ -156,10 +163,14 @@ class StagedFile:
 
 
 def stage_file(directory: Path, prefix: str, suffix: str = ".tmp") -> StagedFile:
-    """Create ``directory/<prefix><16 hex><suffix>`` exclusively, mode 0600.
+    """Create ``directory/<prefix><16 hex><suffix>`` exclusively, mode 0600, holding its ``flock``.
 
     ``prefix``/``suffix`` come from :func:`temp_affixes` or
     :func:`migration_affixes`, so the name is recognisable as a leftover later.
+    The file is returned only once this process holds its ``flock`` and the name
+    still refers to the inode it created: between the exclusive create and the
+    lock, another run's :func:`cleanup_leftovers` may take the new file for a
+    dead one, and then a fresh name is tried.
     """
     directory = Path(directory)
     last_exc: OSError | None = None
@@ -176,41 +187,57 @@ def stage_file(directory: Path, prefix: str, suffix: str = ".tmp") -> StagedFile
             os.fchmod(fd, 0o600)  # a restrictive umask could only lower it; make it exact
         except OSError:
             pass
-        _mark_in_use(fd)
-        return StagedFile(path, fd)
+        if _mark_in_use(fd, path):
+            return StagedFile(path, fd)
+        os.close(fd)  # a cleaner holds it or removed it already; the name is the cleaner's to drop
+        last_exc = FileExistsError(errno.EEXIST, "the new temporary file was taken for a leftover")
     assert last_exc is not None
     raise io_failure(last_exc, directory, "create a unique temporary file")
 
 
-def _mark_in_use(fd: int) -> None:
+def _mark_in_use(fd: int, path: Path) -> bool:
     """Hold a ``flock`` on a temp file while it is written: a live writer's file is never a leftover.
 
     The kernel drops the lock when the process dies (even by SIGKILL), which is
-    exactly when the file becomes a leftover that :func:`cleanup_leftovers` may remove.
+    exactly when the file becomes a leftover that :func:`cleanup_leftovers` may
+    remove.  False when someone else holds the lock or the name no longer refers
+    to ``fd``'s inode (a cleaner removed it before this process locked it).
     """
     if fcntl is None:  # pragma: no cover
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        pass
-
-
-def _in_use(path: Path) -> bool:
-    """True when a live process still holds the temp file's ``flock`` (see :func:`_mark_in_use`)."""
-    if fcntl is None:  # pragma: no cover
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return False
+        return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
-        return exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES)
-    finally:
-        os.close(fd)
-    return False
+        if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+            return False
+        return True  # a filesystem without flock: nothing to mark with
+    try:
+        held, current = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (current.st_dev, current.st_ino)
+
+
+def _lock_if_dead(path: Path) -> int | None:
+    """A descriptor holding the ``flock`` of a temp file no live process holds; None when one does.
+
+    The caller removes the name while it holds this lock, so a writer that
+    created the file a moment ago and locks it now finds either the lock taken
+    or the name gone (see :func:`_mark_in_use`), never a file removed under it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    if fcntl is None:  # pragma: no cover
+        return fd
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+            os.close(fd)
+            return None
+    return fd
 
 
 def _finish(temp: StagedFile | Path) -> Path:
@@ -237,11 +264,17 @@ def _quiet_unlink(path: Path) -> None:
         pass
 
 
-def publish_no_overwrite(temp: StagedFile | Path, final: Path) -> Path:
+def taken_message(final: Path) -> str:
+    """The refusal for a final name that is taken (by a file, a directory or a symlink)."""
+    return f"refusing to overwrite existing file {final}"
+
+
+def publish_no_overwrite(temp: StagedFile | Path, final: Path, *, taken: str | None = None) -> Path:
     """Make ``temp`` visible as ``final`` only if ``final`` does not exist yet.
 
     fsync file, ``link(temp, final)``, fsync the directory, unlink ``temp``.  An
-    existing ``final`` is never touched: :class:`Refused` names it.  On any failure
+    existing ``final`` is never touched (a symlink there is not followed):
+    :class:`Refused` names it, in the words ``taken`` when given.  On any failure
     the temporary file is removed and ``final`` is either absent or complete.
     """
     final = Path(final)
@@ -250,7 +283,7 @@ def publish_no_overwrite(temp: StagedFile | Path, final: Path) -> Path:
         os.link(path, final)
     except FileExistsError:
         _quiet_unlink(path)
-        raise Refused(f"refusing to overwrite existing file {final}", path=str(final)) from None
+        raise Refused(taken or taken_message(final), path=str(final)) from None
     except OSError as exc:
         _quiet_unlink(path)
         raise io_failure(exc, final, "publish the new file") from exc
@@ -316,14 +349,23 @@ def append_durably(path: Path, data: bytes) -> int:
         os.close(fd)
 
 
-def cleanup_leftovers(directory: Path, *, keep: Callable[[Path], bool] | None = None) -> list[Path]:
-    """Remove temporary files an interrupted run left in ``directory``; return them.
+def cleanup_leftovers(
+    directory: Path,
+    *,
+    keep: Callable[[Path], bool] | None = None,
+    session_locked: bool = True,
+    problems: list[str] | None = None,
+) -> list[Path]:
+    """Remove temporary files interrupted runs of any writer left in ``directory``; return them.
 
-    Call it while holding ``session.lock``: a dsh migration stages under the same
-    ``session.migration.*`` names while it holds that lock, so the lock is what
-    proves nobody is still writing them.  Files staged by a live dshlog process
-    are skipped (they carry a ``flock``), so a directory without a session lock
-    (a fork target) can be cleaned too.  ``keep`` can exempt paths.
+    dshlog's own staged files carry a ``flock`` while their writer lives, so one
+    that nobody holds is a dead run's and goes, wherever it is.  dsh stages a
+    migration under ``session.migration.*`` without such a mark, holding
+    ``session.lock`` instead: those names are removed only when the caller holds
+    that directory's ``session.lock`` (``session_locked``).  ``keep`` can exempt
+    paths.  A leftover that cannot be removed (a sticky directory, another
+    owner's file) is named in ``problems`` when given, and otherwise raises
+    :class:`IOFailure`.
     """
     directory = Path(directory)
     removed: list[Path] = []
@@ -334,20 +376,31 @@ def cleanup_leftovers(directory: Path, *, keep: Callable[[Path], bool] | None = 
     for entry in entries:
         if not is_leftover(entry.name):
             continue
+        if not session_locked and is_migration_staging_name(entry.name):
+            continue
         path = Path(entry.path)
         try:
             if not entry.is_file(follow_symlinks=False):
                 continue
         except OSError:
             continue
-        if (keep is not None and keep(path)) or _in_use(path):
+        if keep is not None and keep(path):
+            continue
+        fd = _lock_if_dead(path)
+        if fd is None:
             continue
         try:
             os.unlink(path)
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise io_failure(exc, path, "remove a leftover temporary file") from exc
+            failure = io_failure(exc, path, "remove a leftover temporary file")
+            if problems is None:
+                raise failure from exc
+            problems.append(f"{failure.message}: {path}")
+            continue
+        finally:
+            os.close(fd)
         removed.append(path)
     if removed:
         fsync_dir(directory)
@@ -365,5 +418,6 @@ __all__ = [
     "publish_no_overwrite",
     "replace_atomically",
     "stage_file",
+    "taken_message",
     "temp_affixes",
 ]

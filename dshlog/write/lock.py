@@ -10,18 +10,25 @@ the locked inode must still be the file at the path (a racing creator may have
 replaced it), retried up to three times; releasing is closing the descriptor and
 the file is never deleted (later lockers compare against its stable inode).
 Readers never lock.
+
+Added here: ``session.lock`` is opened with ``O_NOFOLLOW`` (and ``O_NONBLOCK``, so
+a FIFO planted there cannot hang the open); a symlink or anything but a regular
+file at that name is refused.  A directory or lock file this process creates can
+be given to the session's owner, so a run as root does not leave a session its
+owner's dsh can no longer lock.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import IOFailure, LockHeld, UsageError
+from ..errors import IOFailure, LockHeld, Refused, UsageError
 from ..protocol.layout import LOCK_FILENAME, decode_segment
 from ..protocol.texts import already_owned
 
@@ -133,14 +140,61 @@ def _io(exc: OSError, path: Path, action: str) -> IOFailure:
     return IOFailure(f"cannot {action}: {reason}", path=str(path))
 
 
-def acquire_session_lock(session_dir: Path, *, session_id: str | None = None) -> SessionLock:
+_OPEN_FLAGS = os.O_WRONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def _give(path: Path, fd: int | None, owner: tuple[int, int] | None) -> None:
+    """Best effort: hand a directory or lock file this process just created to ``owner`` (uid, gid)."""
+    if owner is None:
+        return
+    try:
+        if fd is not None:
+            os.fchown(fd, *owner)
+        else:
+            os.chown(path, *owner, follow_symlinks=False)
+    except OSError:
+        pass  # not root: the creator keeps it, as it would without dshlog
+
+
+def _open_lock_file(path: Path, owner: tuple[int, int] | None) -> int:
+    """Open (creating if absent) the lock file itself: never through a symlink, never a FIFO or device."""
+    try:
+        try:
+            fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            # No O_TRUNC: whatever an older writer left in the file stays untouched.
+            fd = os.open(path, _OPEN_FLAGS)
+        else:
+            _give(path, fd, owner)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Refused(f"{LOCK_FILENAME} is a symbolic link: refusing to lock the session through it", path=str(path)) from None
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise Refused(f"{LOCK_FILENAME} is not a regular file: refusing to lock the session through it", path=str(path)) from None
+        raise _io(exc, path, "open the session lock") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise _io(exc, path, "open the session lock") from exc
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise Refused(f"{LOCK_FILENAME} is not a regular file: refusing to lock the session through it", path=str(path))
+    return fd
+
+
+def acquire_session_lock(
+    session_dir: Path, *, session_id: str | None = None, owner: tuple[int, int] | None = None
+) -> SessionLock:
     """Take ``session_dir/session.lock`` without waiting.
 
     Raises :class:`LockHeld` with dsh's ``SessionAlreadyOwnedError`` text (plus the
-    holder's pid and command line when known) if another descriptor holds it, and
+    holder's pid and command line when known) if another descriptor holds it,
+    :class:`Refused` when the name is a symlink or not a regular file, and
     :class:`IOFailure` when the file cannot be created or locked for another reason.
     ``session_id`` names the session in the message; by default it is decoded from
-    the directory name.
+    the directory name.  ``owner`` (uid, gid) receives the directory and the lock
+    file when this call creates them.
     """
     if fcntl is None:  # pragma: no cover
         raise IOFailure("session locking needs POSIX flock, which this platform lacks", path=str(session_dir))
@@ -148,15 +202,14 @@ def acquire_session_lock(session_dir: Path, *, session_id: str | None = None) ->
     sid = session_id if session_id is not None else _session_name(session_dir)
     path = session_dir / LOCK_FILENAME
     try:
+        existed = session_dir.is_dir()
         session_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise _io(exc, session_dir, "create the session directory") from exc
+    if not existed:
+        _give(session_dir, None, owner)
     for _ in range(_ATTEMPTS):
-        try:
-            # No O_TRUNC: whatever an older writer left in the file stays untouched.
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except OSError as exc:
-            raise _io(exc, path, "open the session lock") from exc
+        fd = _open_lock_file(path, owner)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -166,7 +219,7 @@ def acquire_session_lock(session_dir: Path, *, session_id: str | None = None) ->
                 raise _io(exc, path, "lock the session") from exc
             held = os.fstat(fd)
             try:
-                current = os.stat(path)
+                current = os.lstat(path)
             except FileNotFoundError:
                 current = None
             if current is not None and (current.st_ino, current.st_dev) == (held.st_ino, held.st_dev):
@@ -180,9 +233,11 @@ def acquire_session_lock(session_dir: Path, *, session_id: str | None = None) ->
 
 
 @contextmanager
-def session_lock(session_dir: Path, *, session_id: str | None = None) -> Iterator[SessionLock]:
+def session_lock(
+    session_dir: Path, *, session_id: str | None = None, owner: tuple[int, int] | None = None
+) -> Iterator[SessionLock]:
     """``with session_lock(dir):`` — hold dsh's write lock for the block's duration."""
-    lock = acquire_session_lock(session_dir, session_id=session_id)
+    lock = acquire_session_lock(session_dir, session_id=session_id, owner=owner)
     try:
         yield lock
     finally:

@@ -22,7 +22,7 @@ FLUSH_AT = 1 << 20
 
 def frame(data: bytes) -> bytes:
     """One standalone checksummed zstd frame (an append batch)."""
-    import zstandard
+    import zstandard  # lazy: a heavy import only .zstd output needs
 
     return zstandard.ZstdCompressor(write_checksum=True).compress(data)
 
@@ -100,7 +100,7 @@ class LogWriter:
             self._tee(data)
         if self._compressed:
             if self._cobj is None:
-                import zstandard
+                import zstandard  # lazy: a heavy import only .zstd output needs
 
                 self._cobj = zstandard.ZstdCompressor(write_checksum=True).compressobj()
             out = self._cobj.compress(data)
