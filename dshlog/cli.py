@@ -290,7 +290,8 @@ def validate(
         worst = max(worst, report.exit_code)
         if not json_:
             for p in report.problems:
-                print(f"{report.path}: {p.where + ': ' if p.where else ''}{p.severity}: {p.code}: {p.message}")
+                where = p.where()
+                print(f"{report.path}: {where + ': ' if where else ''}{p.severity}: {p.code}: {p.message}")
             status = "ok" if report.exit_code == ExitCode.OK else ("unsupported" if report.exit_code == ExitCode.UNSUPPORTED else "damaged")
             print(f"{report.path}: {status} (v{report.version if report.version is not None else '?'}, {report.events} events, "
                   f"{report.count('error')} errors, {report.count('warning')} warnings)", file=sys.stderr)
