@@ -1,1 +1,9 @@
-"""Every rule of the format once: header, envelope, data, surface, lifecycle, ownership."""
+"""Every rule of the format once, each family in its own module, written against a reporter.
+
+problems (the one finding type and the reporters), header, envelope, data (event
+data), shapes (message shapes), streams (stream records), surface (the fold),
+ownership (cut, deliveries, catalog), lifecycle (turns, steps, tool calls,
+commands), compaction, retries, titles, ptc; validate composes them all.  A
+strict consumer (the fold, the strict reader) raises at the first problem,
+``validate`` collects them all.
+"""
