@@ -4,7 +4,12 @@ dsh keeps no message array; the model view is folded from the log on demand.
 Each surface event either *appends* its seq or *replaces* a contiguous span of
 current nodes with its own seq.  We reproduce that fold exactly, with dsh's own
 checks in dsh's order and its exact error texts, so a log dsh would refuse is
-refused here with the same words.
+refused here with the same words.  The rules other consumers share (message
+shapes, :mod:`.shapes`; event data, :mod:`.data`) report to raising reporters
+here, so the fold stops at the first problem with the error type its callers
+catch, while ``validate`` runs the same rules and collects every problem.  The
+surface rules themselves (markers, sources, spans, the protected head, tool
+result rewrites, image offloads) are the fold's own.
 
 The fold is incremental and atomic per event (validate everything, then
 mutate), and it keeps only what later steps need: the message payload of each
