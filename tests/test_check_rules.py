@@ -337,3 +337,13 @@ def test_validate_reports_what_used_to_crash_it(tmp_path: Path, capsysbinary: An
     code, out, err = run_cli(capsysbinary, "validate", str(path))
     assert code == 4, (out, err)
     assert text.encode() in out
+
+
+def test_closer_counter_is_a_whole_decimal() -> None:
+    """``interrupted-tool-result-c2-11\\n`` is not dsh's id: its counter must match JS ``/^(0|[1-9]\\d*)$/``."""
+    events = json.loads((GOLDEN / "crash-persisted.json").read_text()) + json.loads((GOLDEN / "crash-closers.json").read_text())
+    assert [p for p in validate_events(HEADER, events) if p.severity == "error"] == []
+    events[11] = copy.deepcopy(events[11])
+    events[11]["data"]["message"]["id"] += "\n"
+    found = [p.message for p in validate_events(HEADER, events) if p.severity == "error"]
+    assert found == ["tool/result c2 is not the exact TOOL_NOT_STARTED repair"]

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 from array import array
 from bisect import bisect_left
 from typing import Any
 
 from ..protocol.jsjson import key_bytes
 
-__all__ = ["attempt_key", "fact_key", "is_record", "nonempty_str", "seq_in", "value_digest", "value_key"]
+__all__ = ["DECIMAL", "attempt_key", "fact_key", "is_record", "nonempty_str", "seq_in", "value_digest", "value_key"]
+
+#: A canonical decimal counter as dsh writes it in closer ids (JS ``/^(0|[1-9]\d*)$/``).
+#: Use ``fullmatch``: a Python ``$`` would also match before a trailing newline.
+DECIMAL = re.compile(r"0|[1-9][0-9]*")
 
 
 def is_record(value: Any) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.values import is_count
-from ..protocol.vocabulary import REQUEST_REASONS, SURFACE_TYPES_V4, TURN_END_KINDS
+from ..protocol.vocabulary import REQUEST_REASONS, SURFACE_TYPES_V4, TOOL_CHANGE_BLOCKS, TURN_END_KINDS
 from .common import is_record, nonempty_str
 from .problems import Problem, Reporter, Severity
 from .shapes import (
@@ -40,11 +40,11 @@ from .streams import check_stream, check_stream_blocks
 
 __all__ = ["check_data", "check_event_data", "check_request_header"]
 
-_TOOL_CHANGES = ("tool-addition", "tool-removal")
-# Types whose non-object data ``check_data`` reports ("<type> requires an object").
+# A tuple: a block's type may be any JSON value, hashable or not.
+_TOOL_CHANGES = tuple(sorted(TOOL_CHANGE_BLOCKS))
+# Types whose non-object data ``check_data`` reports ("<type> requires an object"); a
+# tool/result's is the shared rule's to report.
 _OBJECT_DATA = (SURFACE_TYPES_V4 - {"tool/result"}) | {
-    "system/message",
-    "developer/message",
     "assistant/attempt",
     "turn/start",
     "turn/end",

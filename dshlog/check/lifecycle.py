@@ -12,14 +12,13 @@ describes them as information, not as a problem.
 
 from __future__ import annotations
 
-import re
 from array import array
 from typing import Any
 
 from ..protocol.texts import CLOSER_ERROR, CLOSER_TEXT, TOOL_NOT_STARTED, closer_message_prefix
 from ..protocol.values import MAX_SAFE_INTEGER, is_count
 from ..protocol.vocabulary import PTC_DISPATCH_TYPES
-from .common import nonempty_str, seq_in
+from .common import DECIMAL, nonempty_str, seq_in
 from .compaction import Compactions
 from .problems import Problem, Reporter, Severity
 from .ptc import Dispatches
@@ -30,7 +29,6 @@ __all__ = ["Lifecycle"]
 
 NOT_STARTED_TEXT = CLOSER_TEXT["interrupted"]["notStarted"]
 _NOT_STARTED_ERROR = CLOSER_ERROR[False]
-_DIGITS = re.compile(r"^(0|[1-9][0-9]*)$")
 _STEP_TYPES = frozenset({"system/message", "developer/message", "assistant/attempt"})
 
 
@@ -281,7 +279,7 @@ def _not_started_repair(event: dict, data: dict, message: Any, cid: str) -> bool
     block = content[0] if isinstance(content, list) and content else None
     return (
         mid.startswith(prefix)
-        and bool(_DIGITS.match(suffix))
+        and bool(DECIMAL.fullmatch(suffix))
         and int(suffix) <= MAX_SAFE_INTEGER
         and isinstance(content, list)
         and len(content) == 1

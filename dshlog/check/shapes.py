@@ -17,7 +17,6 @@ text whichever command finds it.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..protocol.jsjson import js_string
@@ -31,7 +30,7 @@ from ..protocol.vocabulary import (
     TOOL_CHANGE_BLOCKS,
     message_of,
 )
-from .common import is_record, nonempty_str
+from .common import DECIMAL, is_record, nonempty_str
 from .problems import Problem, Reporter
 
 __all__ = [
@@ -49,7 +48,6 @@ __all__ = [
 
 _NOT_STARTED_ERROR = CLOSER_ERROR[False]
 _FORKED_PREFIX = closer_message_prefix("forked", "")[:-1]  # "forked-tool-result-"
-_DIGITS = re.compile(r"^(0|[1-9][0-9]*)$")
 
 
 def _seed(etype: str, index: int) -> str:
@@ -355,7 +353,7 @@ def _check_fork_result(event: dict, data: dict, message: dict, index: int, repor
     suffix = mid[len(prefix):] if mid.startswith(prefix) else ""
     op = event.get("surfaceOp")
     replacement = isinstance(op, dict) and op.get("op") == "replace"
-    number = int(suffix) if _DIGITS.match(suffix) else None
+    number = int(suffix) if DECIMAL.fullmatch(suffix) else None
     sources = event.get("sourceEventSeqs")
     content = message.get("content")
     text = content[0] if isinstance(content, list) and len(content) == 1 else None
