@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import GOLDEN, run_cli
-from dshlog.check.common import fact_key, value_digest, value_key
+from dshlog.check.keys import fact_key, value_digest, value_key
 from dshlog.check.data import check_event_data
 from dshlog.check.envelope import check_envelope, well_formed
 from dshlog.check.lifecycle import Lifecycle

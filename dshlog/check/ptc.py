@@ -8,7 +8,8 @@ coordinates (16), settled flag (1).
 
 from __future__ import annotations
 
-from .common import nonempty_str, value_digest
+from .common import nonempty_str
+from .keys import value_digest
 from .problems import Problem, Reporter
 
 __all__ = ["Dispatches"]

@@ -4,7 +4,7 @@ A chain is one (turn, step, provider, policyKey): its retries are numbered 1, 2,
 and share one ``retryId``, which no other chain uses; each ``llm/retry-started``
 pairs exactly one scheduled attempt, at the coordinates it was scheduled for.
 Retry ids and chains are facts of the whole log, so they are kept as 16-byte
-digests (:func:`~dshlog.check.common.fact_key`).
+digests (:func:`~dshlog.check.keys.fact_key`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.values import is_count
-from .common import attempt_key, fact_key, nonempty_str
+from .common import nonempty_str
+from .keys import attempt_key, fact_key
 from .problems import Problem, Reporter
 
 __all__ = ["Retries"]

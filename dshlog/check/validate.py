@@ -5,7 +5,8 @@ dsh stops at the first broken rule; a repair tool needs to see all of them, so
 reporter and carries on:
 
 * :mod:`.header` and :mod:`.envelope` (FORMAT §2.1, §3.1),
-* :mod:`.data` with :mod:`.shapes` and :mod:`.streams` (SEMANTICS §1.4, FORMAT §5.1),
+* :mod:`.data` (dsh's shared event-data rules), :mod:`.admission` (dsh's v4 row
+  admission) with :mod:`.shapes` and :mod:`.streams` (SEMANTICS §1.4, FORMAT §5.1),
 * :mod:`.surface`, the fold itself (SEMANTICS §2), which refuses an event and
   leaves the model view as it stood,
 * :mod:`.ownership` (cut, deliveries, catalog) and :mod:`.lifecycle` with
@@ -27,7 +28,8 @@ from typing import Any
 from ..errors import DshlogError
 from ..protocol import vocabulary as vocab
 from ..protocol.values import has_placeholder
-from .data import check_data, check_event_data
+from .admission import check_data
+from .data import check_event_data
 from .envelope import check_envelope, invalid_envelope, well_formed
 from .header import CwdPlatform, validate_header
 from .lifecycle import Lifecycle
