@@ -112,9 +112,9 @@ def check_system_message(data: dict, index: int, report: Reporter) -> None:
     etype = "system/message"
     _positive_counts("format v4 system/message", data, index, report)
     message = data.get("message")
-    if not check_identified(etype, message, index, report) and not is_record(message):
+    check_identified(etype, message, index, report)
+    if not isinstance(message, dict):
         return
-    assert isinstance(message, dict)
     _check_role_unless_developer(etype, message, index, report)
     check_producer_source(message, index, report)
     source = message.get("source")
@@ -195,9 +195,9 @@ def check_tool_result_message(event: dict, data: dict, index: int, report: Repor
     etype = "tool/result"
     subject = f"format v4 tool/result at seq {index}"
     message = data.get("message")
-    if not check_identified(etype, message, index, report) and not is_record(message):
+    check_identified(etype, message, index, report)
+    if not isinstance(message, dict):
         return
-    assert isinstance(message, dict)
     source = message.get("source")
     tcid = message.get("toolCallId")
     _check_role_unless_developer(etype, message, index, report)

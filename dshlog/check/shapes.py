@@ -124,9 +124,8 @@ def check_message_shape(event: dict, index: int, report: Reporter) -> None:
     if etype == "assistant/attempt":
         return
     message = message_of(etype, data)
-    if not check_identified(etype, message, index, report):
+    if not check_identified(etype, message, index, report) or not isinstance(message, dict):
         return
-    assert isinstance(message, dict)
     if etype != "developer/message" and not check_role(etype, message, index, report):
         return
     source = message.get("source")
