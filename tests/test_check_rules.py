@@ -325,6 +325,8 @@ def test_validate_takes_lone_surrogates_in_ptc_arguments_and_policy_keys(tmp_pat
                                    "data": {"messageSeqs": [20], "messages": ["x"]}}),
          "session/title-llm-request messages do not represent messageSeqs"),
         (lambda ev: ev[5].update(data=5), "user/message requires an object"),
+        (lambda ev: ev.append({"type": "developer/message", "seq": 41, "time": 0, "data": 5, "surfaceOp": "append"}),
+         "developer/message requires an object"),
     ],
 )
 def test_validate_reports_what_used_to_crash_it(tmp_path: Path, capsysbinary: Any, mutate: Any, text: str) -> None:
