@@ -91,8 +91,7 @@ class Validator:
     it; otherwise it is derived from the last ``{inherited:true}`` end-seed.
     ``projection=True`` downgrades deviations explained by dsh's snapshot
     projections (placeholder strings where real values were) to ``warning``
-    problems with code ``projection``.  ``surface=False`` leaves out the fold
-    (and the rules that need the model view).
+    problems with code ``projection``.
     """
 
     def __init__(
@@ -103,7 +102,6 @@ class Validator:
         projection: bool = False,
         known_types: Iterable[str] | None = None,
         cwd_platform: CwdPlatform = "any",
-        surface: bool = True,
     ) -> None:
         self.header = header
         self.projection = projection
@@ -121,12 +119,10 @@ class Validator:
                 self._report.report(Problem("header", text, value=value))
         self.ownership = Ownership(header, inherited_cut, self._report)
 
-        self._fold: SurfaceFold | None = None
-        if surface:
-            # Validation needs only the count of replacements, not their records; the data
-            # rules run here, and only the events that pass them are folded.
-            self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=False)
-            self._fold.check_data = False
+        # Validation needs only the count of replacements, not their records; the data
+        # rules run here, and only the events that pass them are folded.
+        self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=False)
+        self._fold.check_data = False
         self.lifecycle = Lifecycle(self._fold)
 
     # ------------------------------------------------------------------ public API
@@ -176,8 +172,7 @@ class Validator:
 
         data = event["data"]
         data_ok = self._check_data(etype, event, data, idx)
-        fold = self._fold
-        nodes = fold.nodes if fold is not None else []
+        nodes = self._fold.nodes
         before = (len(nodes), nodes[0] if nodes else None)
         surfaced = self._apply_surface(event, idx) if data_ok else self._advance_fold(idx)
         self.lifecycle.check(etype, event, data, idx, before, surfaced, report)
@@ -200,20 +195,16 @@ class Validator:
 
     def _advance_fold(self, idx: int) -> bool:
         """Skip the event's surface effect (it was refused or reported); always ``False``."""
-        if self._fold is not None:
-            self._fold.next_seq = idx + 1
+        self._fold.next_seq = idx + 1
         return False
 
     def _apply_surface(self, event: dict, idx: int) -> bool:
         """Fold the event; a refusal is reported and the event's surface effect skipped."""
-        fold = self._fold
-        if fold is None:
-            return False
         candidate = event
         if event.get("seq") != idx or type(event.get("seq")) is not int:
             candidate = {**event, "seq": idx}  # seq problems are already reported; keep folding
         try:
-            fold.apply(candidate)
+            self._fold.apply(candidate)
         except DshlogError as exc:
             self._report.report(Problem("surface", exc.message, seq=idx))
             return self._advance_fold(idx)
