@@ -289,7 +289,8 @@ def validate(
         worst = max(worst, report.exit_code)
         if not json_:
             for p in report.problems:
-                echo(f"{report.path}: {p.where + ': ' if p.where else ''}{p.severity}: {p.code}: {p.message}")
+                where = p.where()
+                echo(f"{report.path}: {where + ': ' if where else ''}{p.severity}: {p.code}: {p.message}")
             status = "ok" if report.exit_code == ExitCode.OK else ("unsupported" if report.exit_code == ExitCode.UNSUPPORTED else "damaged")
             echo(f"{report.path}: {status} (v{report.version if report.version is not None else '?'}, {report.events} events, "
                  f"{report.count('error')} errors, {report.count('warning')} warnings)", sys.stderr)

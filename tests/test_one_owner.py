@@ -134,13 +134,19 @@ def test_a_v2_subagent_child_gives_its_parent_its_real_mode(tmp_path: Path, caps
 # ------------------------------------------------------------------ 4. String(number)
 
 
-def test_numbers_in_refusals_read_as_javascript_prints_them(tmp_path: Path, capsysbinary: Any) -> None:
-    """``String(1e-5)`` is ``0.00001`` in JavaScript; copies of it once printed ``1e-05``."""
-    log = str(_with_seq(tmp_path, 5, b"1e-5"))
-    for argv in (["surface", log], ["validate", log]):
-        code, out, err = run_cli(capsysbinary, *argv)
-        assert code == 4, argv
-        assert b"0.00001" in out + err and b"1e-05" not in out + err, (argv, out + err)
+def test_numbers_in_closer_ids_read_as_javascript_prints_them(tmp_path: Path, capsysbinary: Any) -> None:
+    """``String(1e-5)`` is ``0.00001`` in JavaScript; copies of it once printed ``1e-05``.
+
+    A tool call whose id is the number 1e-5 gets a synthetic result whose message id
+    spells the id as dsh does (the id is not a valid v4 call id, so only the plan is shown).
+    """
+    crash = (FIXTURES / "v4" / "crash" / "session.v4.jsonl").read_text().replace('"c2"', "0.00001")
+    log = tmp_path / "s" / "session.v4.jsonl"
+    log.parent.mkdir()
+    log.write_text(crash)
+    code, out, err = run_cli(capsysbinary, "repair", "--json", str(log))
+    assert code == 0, err
+    assert b"interrupted-tool-result-0.00001-11" in out and b"1e-05" not in out
 
 
 # ------------------------------------------------------------------ 5. safe integers

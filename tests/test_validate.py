@@ -13,7 +13,8 @@ from dshlog.protocol import vocabulary as vocab
 from dshlog.check.header import validate_header
 from dshlog.protocol.values import MAX_SAFE_INTEGER
 from conftest import read_log
-from dshlog.check.validate import Problem, Validator, validate_events
+from dshlog.check.problems import Problem
+from dshlog.check.validate import Validator, validate_events
 
 from conftest import CORPUS, GOLDEN  # noqa: E402  (GOLDEN: the seed's logs in fixtures/golden)
 
@@ -521,65 +522,8 @@ def test_corpus_v4_has_no_unexpected_problems(path: Path) -> None:
         assert any(p.severity == "error" and p.code in ("header", "message") for p in problems(events, header))
 
 
-# --------------------------------------------------------------------------- stream fast path
-
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-from dshlog.check.validate import _stream_passes  # noqa: E402
-
-_SAFE = MAX_SAFE_INTEGER
-_scalar = st.one_of(
-    st.integers(-2, 2),  # the boundaries of counts
-    st.integers(-_SAFE, _SAFE),
-    st.sampled_from([_SAFE + 1, -_SAFE - 1, 2**63, 1.0, 1.5, -0.0, True, False, None, "1", [], {}]),
-)
-_member = st.one_of(st.text(max_size=3), st.sampled_from([1, None, True, [], {}]))
-
-
-@st.composite
-def _stream_record(draw: Any) -> Any:
-    kind = draw(st.sampled_from(["chunk", "text-chunks", "reasoning-chunks", "tool-call-chunks", "other"]))
-    if kind == "chunk":
-        record: dict[str, Any] = {"type": "chunk", "time": draw(_scalar), "chunk": {"type": "text-delta"}}
-    else:
-        members = draw(st.lists(_member, max_size=4))
-        n = max(len(members) - 1, 0) + draw(st.sampled_from([0, 0, 0, 1, -1]))
-        record = {"type": kind, "time0": draw(_scalar), "index": draw(_scalar), "dt": draw(st.lists(_scalar, min_size=max(n, 0), max_size=max(n, 0)))}
-        if kind == "tool-call-chunks":
-            record["id"] = draw(st.sampled_from(["call-1", "", 7]))
-            if draw(st.booleans()):
-                record["name"] = draw(st.sampled_from(["read", "", None]))
-            record["args"] = members
-        else:
-            record["texts"] = members
-    mutation = draw(st.sampled_from(["none"] * 6 + ["extra", "drop", "chunk", "notdict"]))
-    if mutation == "extra":
-        record["extra"] = 1
-    elif mutation == "drop":
-        record.pop(draw(st.sampled_from(sorted(record))))
-    elif mutation == "chunk" and kind == "chunk":
-        record["chunk"] = draw(st.sampled_from([{}, {"type": 3}, "x", None]))
-    elif mutation == "notdict":
-        return draw(st.sampled_from([None, 3, "chunk", []]))
-    return record
-
-
-@settings(max_examples=600, deadline=None)
-@given(st.lists(_stream_record(), max_size=5))
-def test_stream_fast_path_agrees_with_the_record_checks(stream):
-    """The one-pass proof is only ever used where the per-record checks find nothing, and
-    it is taken for every clean stream of plain ints and strings (else it would be dead)."""
-    v = Validator(None, surface=False)
-    for pos, record in enumerate(stream):
-        v._check_stream_record(record, 5, pos)
-    clean = not v._pending
-    if _stream_passes(stream):
-        assert clean
-    elif clean:
-        # only a JS-legal float (1.0 counts as an integer in JS) may fall back
-        scalars = [r.get(k) for r in stream for k in ("time", "time0", "index")] + [d for r in stream for d in r.get("dt", [])]
-        assert any(type(x) is float for x in scalars), stream
 
 
 # ---------------------------------------------------- fast paths against the straightforward checks
@@ -629,7 +573,7 @@ def test_fast_paths_report_exactly_what_the_straightforward_checks_report(path: 
     fold's skipped data rules finds the same problems, in the same order, as without them."""
     import random
 
-    from dshlog.check import validate as validate_mod
+    from dshlog.check import streams as validate_mod
     from dshlog.check.surface import SurfaceFold
 
     header, events = load_projection(path)

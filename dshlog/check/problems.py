@@ -11,13 +11,13 @@ collects them all, bounded.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
-from ..errors import Location
+from ..errors import DshlogError, Location
 
-__all__ = ["Problem", "Problems", "Reporter", "Severity"]
+__all__ = ["Problem", "Problems", "Raise", "Reporter", "Severity"]
 
 
 class Severity(StrEnum):
@@ -35,16 +35,26 @@ class Severity(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One finding: a stable ``code``, dsh's words where dsh has them, and where it is."""
+    """One finding: a stable ``code``, dsh's words where dsh has them, and where it is.
+
+    ``path`` names the file when nothing finer is known (a file that cannot be
+    opened at all).  ``value`` is the offending value of a rule a snapshot
+    projection may explain (a ``{{placeholder}}`` where dsh wrote a real value):
+    ``validate`` turns such an error into a projection warning, then drops the
+    value, so a kept problem never holds on to a payload.  It takes no part in
+    equality.
+    """
 
     code: str
     message: str
     severity: Severity = Severity.ERROR
     seq: int | None = None
     loc: Location | None = None
+    path: str | None = None
+    value: Any = field(default=None, compare=False, repr=False)
 
     def where(self) -> str:
-        """``line 3, byte 120, seq 2``: whatever is known (empty for log-wide problems)."""
+        """``line 3, byte 120, seq 2``: whatever is known (the path alone when nothing finer is)."""
         bits: list[str] = []
         if self.loc is not None:
             d = self.loc.describe()
@@ -52,6 +62,8 @@ class Problem:
                 bits.append(d)
         if self.seq is not None:
             bits.append(f"seq {self.seq}")
+        if not bits and self.path:
+            return self.path
         return ", ".join(bits)
 
     def with_severity(self, severity: Severity) -> Problem:
@@ -62,9 +74,33 @@ class Problem:
 
 
 class Reporter(Protocol):
-    """Where a rule sends what it finds."""
+    """Where a rule sends what it finds.
+
+    A rule written against a reporter must stay correct whether ``report``
+    returns (``validate`` collects and the rule carries on) or raises (a strict
+    consumer stops at the first problem).
+    """
 
     def report(self, problem: Problem) -> None: ...
+
+
+class Raise:
+    """The strict reporter: the first problem becomes ``error`` (dsh's read refuses the log).
+
+    The fold uses one per error type it owes its callers (``SurfaceError`` for its
+    own and the shared data rules, ``CorruptLog`` for envelopes and message shapes,
+    ``UnsupportedVersion`` for an unknown type), so the texts and types a caller
+    catches do not depend on which module holds the rule.
+    """
+
+    __slots__ = ("error", "path")
+
+    def __init__(self, error: type[DshlogError], *, path: str | None = None) -> None:
+        self.error = error
+        self.path = path
+
+    def report(self, problem: Problem) -> NoReturn:
+        raise self.error(problem.message, path=problem.path or self.path, loc=problem.loc, seq=problem.seq)
 
 
 class Problems:

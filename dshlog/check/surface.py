@@ -4,7 +4,12 @@ dsh keeps no message array; the model view is folded from the log on demand.
 Each surface event either *appends* its seq or *replaces* a contiguous span of
 current nodes with its own seq.  We reproduce that fold exactly, with dsh's own
 checks in dsh's order and its exact error texts, so a log dsh would refuse is
-refused here with the same words.
+refused here with the same words.  The rules other consumers share (message
+shapes, :mod:`.shapes`; event data, :mod:`.data`) report to raising reporters
+here, so the fold stops at the first problem with the error type its callers
+catch, while ``validate`` runs the same rules and collects every problem.  The
+surface rules themselves (markers, sources, spans, the protected head, tool
+result rewrites, image offloads) are the fold's own.
 
 The fold is incremental and atomic per event (validate everything, then
 mutate), and it keeps only what later steps need: the message payload of each
@@ -25,12 +30,26 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from dshlog.errors import CorruptLog, UnsupportedVersion
-from dshlog.protocol.jsjson import UNDEFINED, js_string, json_equal, key_bytes
-from dshlog.protocol.values import is_count
-from dshlog.protocol.vocabulary import MESSAGE_PROJECTION_TYPES, ROLE_OF_TYPE, SETTLEMENT_TYPES, V4_TYPES, message_of
+from ..errors import CorruptLog, UnsupportedVersion
+from ..protocol.jsjson import UNDEFINED, js_string, json_equal, key_bytes
+from ..protocol.values import is_count
+from ..protocol.vocabulary import MESSAGE_PROJECTION_TYPES, SETTLEMENT_TYPES, SURFACE_TYPES_V4, V4_TYPES, message_of
+from .common import is_record
+from .data import check_event_data
+from .envelope import invalid_envelope
+from .problems import Raise
+from .shapes import check_message_shape
 
-SURFACE_TYPES: frozenset[str] = frozenset(ROLE_OF_TYPE)
+__all__ = [
+    "RECENT_REPLACEMENTS",
+    "SETTLEMENT_TYPES",
+    "HeaderTools",
+    "SurfaceError",
+    "SurfaceFold",
+    "derive_message",
+    "fold",
+    "json_equal",
+]
 
 # Replacement records a fold keeps when the caller did not ask for all of them (display only).
 RECENT_REPLACEMENTS = 8
@@ -71,127 +90,10 @@ def derive_message(event_type: str, data: Any, projected: Mapping[str, Any] | No
     return None
 
 
-
-# --------------------------------------------------------------------------- value helpers
-
-
-def _is_record(value: Any) -> bool:
-    return isinstance(value, dict)
-
-
-def _is_nonempty_str(value: Any) -> bool:
-    return isinstance(value, str) and len(value) > 0
-
-
-# --------------------------------------------------------------------------- per-event data rules
-
-
-def check_message_shape(event: dict, index: int) -> None:
-    """Load-time message checks dsh applies to the five message types (SEMANTICS §1.4).
-
-    Derivation hands these objects to the model verbatim, so a log whose
-    message lacks an id, a role, a source or a content array cannot be
-    rebuilt; dsh refuses it when loading, with these texts.
-    """
-    etype = event.get("type")
-    if etype not in SURFACE_TYPES and etype != "assistant/attempt":
-        return
-    subject = f"seed {etype} at index {index}"
-    data = event.get("data")
-    if etype in SETTLEMENT_TYPES:
-        if (
-            not _is_record(data)
-            or not is_count(data.get("turn"))
-            or not is_count(data.get("step"))
-            or not isinstance(data.get("stream"), list)
-        ):
-            # A settlement without its message is reported as missing the message first.
-            if etype == "assistant/message" and not (_is_record(data) and _is_record(data.get("message"))):
-                raise CorruptLog(f"{subject} lacks an identified message", seq=index)
-            raise CorruptLog(f"{subject} has invalid settlement fields", seq=index)
-        if etype == "assistant/attempt":
-            return
-    message = message_of(etype, data)
-    if not _is_record(message) or not _is_nonempty_str(message.get("id")):
-        raise CorruptLog(f"{subject} lacks an identified message", seq=index)
-    role = ROLE_OF_TYPE[etype]
-    if etype != "developer/message" and message.get("role") != role:
-        # developer/message's role is covered by the shared data rule.
-        raise CorruptLog(f'{subject} message must have role "{role}"', seq=index)
-    source = message.get("source")
-    if not _is_record(source) or not _is_nonempty_str(source.get("kind")):
-        raise CorruptLog(f"{subject} message has invalid source", seq=index)
-    if not isinstance(message.get("content"), list):
-        raise CorruptLog(f"{subject} message has invalid content", seq=index)
-    if etype == "system/message" and source.get("kind") != "system-prompt":
-        raise CorruptLog(f"{subject} message must have system-prompt source", seq=index)
-    if etype == "assistant/message" and (
-        source.get("kind") != "model"
-        or not _is_nonempty_str(source.get("provider"))
-        or not _is_nonempty_str(source.get("model"))
-    ):
-        raise CorruptLog(f"{subject} message must have model source", seq=index)
-    if etype == "tool/result":
-        if source.get("kind") != "tool" or not _is_nonempty_str(source.get("callId")):
-            raise CorruptLog(f"{subject} message must have tool source", seq=index)
-        if message.get("toolCallId") != source.get("callId"):
-            raise CorruptLog(f"{subject} message has mismatched tool call ids", seq=index)
-
-
-def check_event_data(event: dict, subject: str) -> None:
-    """Event-data rules shared by dsh's append and load paths (SEMANTICS §1.4).
-
-    Raises :class:`SurfaceError` with ``<subject> <rule>`` texts.
-    """
-    etype = event.get("type")
-    data = event.get("data")
-    seq = event.get("seq") if is_count(event.get("seq")) else None
-    if etype in SURFACE_TYPES and _is_record(data):
-        message = data if etype == "user/message" else data.get("message")
-        if _is_record(message):
-            if (etype == "developer/message") != (message.get("role") == "developer"):
-                raise SurfaceError(f"{subject} developer/message and developer role must occur together", seq=seq)
-            content = message.get("content")
-            if (
-                message.get("role") != "developer"
-                and isinstance(content, list)
-                and any(_is_record(b) and b.get("type") in ("tool-addition", "tool-removal") for b in content)
-            ):
-                raise SurfaceError(f"{subject} tool-change blocks require developer role", seq=seq)
-            if etype == "developer/message" and isinstance(content, list):
-                has_additions = False
-                for block in content:
-                    if not _is_record(block) or block.get("type") not in ("tool-addition", "tool-removal"):
-                        continue
-                    if not _is_nonempty_str(block.get("toolName")):
-                        raise SurfaceError(f"{subject} {block['type']} requires a nonempty toolName", seq=seq)
-                    if block["type"] == "tool-addition":
-                        has_additions = True
-                        if "tool" in block:
-                            raise SurfaceError(f"{subject} tool-addition must omit inline tool definitions", seq=seq)
-                if (not is_count(data.get("headerSeq"))) if has_additions else ("headerSeq" in data):
-                    raise SurfaceError(f"{subject} requires headerSeq exactly when tool additions are present", seq=seq)
-    if etype == "request/header":
-        if not _is_record(data):
-            raise SurfaceError(f"{subject} data must be an object", seq=seq)
-        header = data.get("header")
-        if not _is_record(header):
-            raise SurfaceError(f"{subject} header must be an object", seq=seq)
-        if "system" in header:
-            raise SurfaceError(f"{subject} must omit header.system; use system/message", seq=seq)
-        if isinstance(header.get("tools"), list) and len(header["tools"]) == 0:
-            raise SurfaceError(f"{subject} must omit empty tools", seq=seq)
-        defaults = header.get("adapterDefaults")
-        if _is_record(defaults) and len(defaults) == 0:
-            raise SurfaceError(f"{subject} must omit empty adapterDefaults", seq=seq)
-    elif etype == "tool/result":
-        if not _is_record(data):
-            raise SurfaceError(f"{subject} data must be an object", seq=seq)
-        if "error" not in data:
-            return
-        message = data.get("message")
-        if not _is_record(message) or message.get("isError") is not True:
-            raise SurfaceError(f"{subject} error requires message.isError === true", seq=seq)
+# The fold's strict reporters: the shared rule families report, the fold refuses with
+# the error type its callers catch (CorruptLog for shapes, SurfaceError for data rules).
+_CORRUPT = Raise(CorruptLog)
+_REFUSE = Raise(SurfaceError)
 
 
 # --------------------------------------------------------------------------- the fold
@@ -291,9 +193,9 @@ class SurfaceFold:
         self.strict_unknown = strict_unknown
         self.check_messages = check_messages
         self.keep_replacements = keep_replacements
-        # A caller that has just run check_event_data on the event (the validator) may
-        # switch this off for that event; the check is deterministic, so skipping it
-        # after a pass cannot change the outcome.
+        # A caller that runs check_event_data itself and folds only the events that pass
+        # it (the validator) switches this off; the rules are deterministic, so skipping
+        # them after a pass cannot change the outcome.
         self.check_data = True
         self.nodes: list[int] = []
         # (seq, startSeq, endSeq, shadowed seqs); the seqs in an array, not as int objects.
@@ -322,22 +224,24 @@ class SurfaceFold:
         """Validate ``event`` as the next event of the log, then commit it."""
         index = self.next_seq
         if not isinstance(event, dict):
-            raise CorruptLog(f"seed event at index {index} has an invalid event envelope", seq=index)
+            raise CorruptLog(invalid_envelope(index), seq=index)
         seq = event.get("seq", UNDEFINED)
         if not is_count(seq) or seq != index:
             raise SurfaceError(f"session event seq {js_string(seq)} is not contiguous; expected {index}", seq=index)
         etype = event.get("type")
-        if not isinstance(etype, str) or "data" not in event:
-            raise CorruptLog(f"seed event at index {index} has an invalid event envelope", seq=index)
+        if not isinstance(etype, str):
+            raise CorruptLog(f"{invalid_envelope(index)}: type must be a string", seq=index)
+        if "data" not in event:
+            raise CorruptLog(f"{invalid_envelope(index)}: data is missing", seq=index)
         ignorable = event.get("ignorable") is True
         known = etype in V4_TYPES
         if not known:
             if not ignorable and self.strict_unknown:
                 raise UnsupportedVersion(f'format v4 contains unknown event type "{etype}" at seq {index}', seq=index)
         if self.check_messages:
-            check_message_shape(event, index)
+            check_message_shape(event, index, _CORRUPT)
         if self.check_data:
-            check_event_data(event, f'session event "{etype}" at seq {index}')
+            check_event_data(event, f'session event "{etype}" at seq {index}', _REFUSE)
         commit = self._plan(event, index, etype, known, ignorable)
         commit()
         if not known:
@@ -393,18 +297,6 @@ class SurfaceFold:
                 }
             )
         return out
-
-    def node_type(self, seq: int) -> str | None:
-        """Type of a current node (``None`` when ``seq`` is not on the surface)."""
-        node = self._node.get(seq)
-        return node.type if node is not None else None
-
-    def node_message(self, seq: int) -> Any:
-        """Current (possibly projected) message object of a current node."""
-        if seq in self.projected:
-            return self.projected[seq]
-        node = self._node.get(seq)
-        return node.message() if node is not None else None
 
     # ------------------------------------------------------------------ planning (no mutation)
 
@@ -484,7 +376,7 @@ class SurfaceFold:
 
     def _surface_op(self, event: dict, seq: int, etype: str, known: bool, ignorable: bool) -> Any:
         """Rule A (marker eligibility): the event's op, or ``None`` for log-only."""
-        if etype not in SURFACE_TYPES:
+        if etype not in SURFACE_TYPES_V4:
             if not known and ignorable:
                 return None  # opaque metadata of an unknown ignorable event is never interpreted
             if "surfaceOp" in event:
@@ -579,29 +471,32 @@ class SurfaceFold:
             raise SurfaceError("tool/result surface replacement may change only content", seq=seq)
 
     def _check_developer_header(self, event: dict, seq: int) -> None:
-        """Rule D: tool additions must resolve to complete definitions of an earlier header."""
-        check_event_data(event, f"developer/message at seq {seq}")
+        """Rule D: tool additions must resolve to complete definitions of an earlier header.
+
+        The shared data rules have run by now (here, or in a caller that folds only
+        the events that pass them), so the message's tool-change blocks are sound.
+        """
         data = event["data"]
-        if "headerSeq" not in data:
+        if not is_record(data) or "headerSeq" not in data:
             return
         header_seq = data["headerSeq"]
         if not (is_count(header_seq) and header_seq < seq and header_seq in self._header_tools):
             raise SurfaceError("developer/message headerSeq must reference an earlier request/header", seq=seq)
         tools = self._header_tools[header_seq]
         tools = tools if isinstance(tools, list) else []
-        content = data["message"].get("content") if _is_record(data.get("message")) else None
+        content = data["message"].get("content") if is_record(data.get("message")) else None
         for block in content if isinstance(content, list) else []:
-            if not _is_record(block) or block.get("type") != "tool-addition":
+            if not is_record(block) or block.get("type") != "tool-addition":
                 continue
             name = block.get("toolName")
-            definitions = [t for t in tools if _is_record(t) and t.get("name") == name]
+            definitions = [t for t in tools if is_record(t) and t.get("name") == name]
             if len(definitions) != 1:
                 raise SurfaceError(
                     f'developer/message tool-addition "{name}" must name exactly one tool in headerSeq {js_string(header_seq)}',
                     seq=seq,
                 )
             definition = definitions[0]
-            if not isinstance(definition.get("description"), str) or not _is_record(definition.get("parameters")):
+            if not isinstance(definition.get("description"), str) or not is_record(definition.get("parameters")):
                 raise SurfaceError(
                     f'developer/message tool-addition "{name}" requires a complete tool definition in headerSeq '
                     f"{js_string(header_seq)}",
@@ -614,13 +509,13 @@ class SurfaceFold:
         """``image/offload`` projection: mark selected image occurrences ``offloaded: true``."""
         seq = self.next_seq
         data = event["data"]
-        targets = data.get("targets") if _is_record(data) else None
-        if not _is_record(data) or len(data) != 1 or not isinstance(targets, list) or len(targets) == 0:
+        targets = data.get("targets") if is_record(data) else None
+        if not is_record(data) or len(data) != 1 or not isinstance(targets, list) or len(targets) == 0:
             raise SurfaceError("image/offload: data must contain a nonempty targets array", seq=seq)
         updates: dict[int, dict] = {}
         for target in targets:
             if (
-                not _is_record(target)
+                not is_record(target)
                 or len(target) != 2
                 or not is_count(target.get("seq"))
                 or not isinstance(target.get("imageIndexes"), list)
@@ -657,11 +552,12 @@ def _offload_images(message: dict, indexes: list[int], seq: int) -> dict:
     """
     image_index = 0
     selected = 0
-    content = message.get("content") if isinstance(message.get("content"), list) else []
+    # Not a record only when the caller skipped the shape checks (validate reports it there).
+    content = message.get("content") if is_record(message) and isinstance(message.get("content"), list) else []
     new_content: list[Any] | None = None
     for position, block in enumerate(content):
         projected = block
-        if _is_record(block) and block.get("type") == "image":
+        if is_record(block) and block.get("type") == "image":
             if selected < len(indexes) and image_index == indexes[selected]:
                 if block.get("offloaded") is True:
                     raise SurfaceError(f"image/offload: image index {image_index} is already offloaded", seq=seq)
@@ -679,11 +575,11 @@ def _offload_images(message: dict, indexes: list[int], seq: int) -> dict:
 
 def _blank_content(data: Any) -> Any:
     """``data`` with ``message.content`` set to null (rule E compares everything else)."""
-    if not _is_record(data):
+    if not is_record(data):
         return data
     out = dict(data)
     message = data.get("message")
-    out["message"] = {**message, "content": None} if _is_record(message) else {"content": None}
+    out["message"] = {**message, "content": None} if is_record(message) else {"content": None}
     return out
 
 

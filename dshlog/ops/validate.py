@@ -3,30 +3,28 @@
 :mod:`dshlog.check.validate` holds the event rules of a released dsh reader; this module
 drives them over one input and gathers *every* problem (the reader runs in its
 lenient mode so one bad row does not hide the next), so ``dshlog validate`` can
-list them all with their locations and pick an exit code.
+list them all with their locations and pick an exit code.  Everything it lists
+is a :class:`~dshlog.check.problems.Problem`, whoever found it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..check.problems import Problem, Severity
+from ..check.validate import Validator
 from ..errors import DshlogError, ExitCode, UnsupportedVersion
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
+from ..read.session import open_session
 
 MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
 
-
-@dataclass(slots=True)
-class Finding:
-    code: str
-    message: str
-    severity: str  # error | warning | info
-    where: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "where": self.where, "message": self.message}
+# Relationship problems that cannot be judged on a stream that starts mid-log.
+_PARTIAL = frozenset({"seq-gap", "lifecycle", "delivery", "cut", "surface"})
+# Reader notes that make a (non-snapshot) log damaged.
+_DAMAGING_NOTES = frozenset({"seq-gap", "row", "envelope", "unparsable"})
 
 
 @dataclass
@@ -35,13 +33,13 @@ class Report:
     version: int | None = None
     events: int = 0
     projection: bool = False
-    problems: list[Finding] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     dropped: int = 0
     unsupported: bool = False
 
-    def add(self, f: Finding) -> None:
+    def add(self, problem: Problem) -> None:
         if len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(f)
+            self.problems.append(problem)
         else:
             self.dropped += 1
 
@@ -50,7 +48,7 @@ class Report:
 
     @property
     def exit_code(self) -> ExitCode:
-        errors = [p for p in self.problems if p.severity == "error"]
+        errors = [p for p in self.problems if p.severity == Severity.ERROR]
         if any(p.code == "io" for p in errors):
             return ExitCode.IO  # the file could not be read at all
         if errors and all(p.code in ("unsupported", "refused") for p in errors) and not self.dropped:
@@ -76,36 +74,25 @@ class Report:
 
 
 def _from_error(report: Report, exc: DshlogError) -> None:
-    if isinstance(exc, UnsupportedVersion):
+    """A refusal that stopped the read: one error where it happened (the path when nothing finer is known)."""
+    unsupported = isinstance(exc, UnsupportedVersion)
+    if unsupported:
         report.unsupported = True
-        report.add(Finding(exc.kind, exc.message, "error" if exc.kind == "refused" else "warning", exc.where().split(": ", 1)[-1] if exc.path else exc.where()))
-        if exc.kind != "refused":
-            report.problems[-1].severity = "error"
-            report.problems[-1].code = "unsupported"
-    else:
-        report.add(Finding(exc.kind, exc.message, "error", exc.where().split(": ", 1)[-1] if exc.path else exc.where()))
+    code = "unsupported" if unsupported and exc.kind != "refused" else exc.kind
+    report.add(Problem(code, exc.message, Severity.ERROR, exc.seq, exc.loc, exc.path))
 
 
-def _rules(header: dict | None, projection: bool):
-    """The v4 rule engine for one file."""
-    from ..check.validate import Validator
-
-    return Validator(header, projection=projection)
-
-
-def _feed_rules(report: Report, rules: Any, events) -> None:
+def _feed_rules(report: Report, rules: Validator, events: Any) -> None:
     for ev in events:
         report.events += 1
         for p in rules.feed(ev):
-            report.add(Finding(p.code, p.message, p.severity, f"seq {p.seq}" if p.seq is not None else ""))
+            report.add(p)
     for p in rules.finish():
-        report.add(Finding(p.code, p.message, p.severity, f"seq {p.seq}" if p.seq is not None else ""))
+        report.add(p)
 
 
 def validate_log(target: str, *, select: str | None = None, format_version: int | None = None) -> Report:
     """Check one input completely; never raises for problems in the log itself."""
-    from ..read.session import open_session
-
     report = Report(path=target)
     try:
         log = open_session(target, strict=False, select=select, format_version=format_version)
@@ -115,28 +102,22 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
     report.path = log.path
     report.version = log.version
     with log:
-        rules = None
         try:
             if log.version == CURRENT_VERSION:
                 # one pass: rows (lenient) feed the rules directly
-                recs = log.stored()
-                first = True
-                for r in recs:
-                    if first:
-                        rules = _rules(log.header, log.snapshot)
-                        first = False
+                rules: Validator | None = None
+                header_loc = log.header_loc
+                for r in log.stored():
+                    if rules is None:
+                        rules = Validator(log.header, projection=log.snapshot)
                     report.events += 1
-                    if rules is not None:
-                        for p in rules.feed(r.event):
-                            loc = log.header_loc if p.seq is None and p.code in ("header", "projection") and log.header_loc else r.loc
-                            where = loc.describe()
-                            where = f"{where}, seq {p.seq}" if p.seq is not None else where
-                            report.add(Finding(p.code, p.message, p.severity, where))
+                    for p in rules.feed(r.event):
+                        header_wide = p.seq is None and p.code in ("header", "projection") and header_loc
+                        report.add(replace(p, loc=header_loc if header_wide else r.loc))
                 if rules is None:
-                    rules = _rules(log.header, log.snapshot)
-                if rules is not None:
-                    for p in rules.finish():
-                        report.add(Finding(p.code, p.message, p.severity, f"seq {p.seq}" if p.seq is not None else ""))
+                    rules = Validator(log.header, projection=log.snapshot)
+                for p in rules.finish():
+                    report.add(p)
             else:
                 # row checks only (the v4 rules run on the migrated form below)
                 report.events = sum(e.count if isinstance(e, PackedRun) else 1 for e in log.stored_runs())
@@ -147,24 +128,35 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
         if offset:
             # a wrapped stream that starts mid-log (a subscription opened late): the events before
             # it are missing, so density and cross-event relationships cannot be judged
-            for p in report.problems:
-                if p.severity == "error" and p.code in ("seq-gap", "lifecycle", "delivery", "cut", "surface"):
-                    p.severity = "warning"
-                    p.message = f"partial stream (starts at seq {offset}): {p.message}"
+            report.problems = [
+                replace(p, severity=Severity.WARNING, message=f"partial stream (starts at seq {offset}): {p.message}")
+                if p.severity == Severity.ERROR and p.code in _PARTIAL
+                else p
+                for p in report.problems
+            ]
+        # The reader and the rules share the envelope rule: a row both judged is listed once.
+        judged = {(p.code, p.message) for p in report.problems}
         for n in log.notes:
             if n.code == "unsupported-version":
                 report.unsupported = True
-                report.add(Finding("unsupported", n.message, "warning", n.where()))
+                report.add(replace(n, code="unsupported", severity=Severity.WARNING))
                 continue
-            sev = "info" if n.severity == "info" else ("error" if n.severity == "error" or n.code in ("seq-gap", "row", "envelope", "unparsable") and not log.snapshot else "warning")
-            report.add(Finding(n.code, n.message, sev, n.where()))
+            if (n.code, n.message) in judged:
+                continue
+            if n.severity == Severity.INFO:
+                sev = Severity.INFO
+            elif n.severity == Severity.ERROR or (n.code in _DAMAGING_NOTES and not log.snapshot):
+                sev = Severity.ERROR
+            else:
+                sev = Severity.WARNING
+            report.add(n.with_severity(sev))
     if log.version is not None and log.version < CURRENT_VERSION and not report.count("error") and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
             log2 = open_session(target, strict=False, select=select, format_version=format_version)
             with log2:
                 migrated = log2.v4()
-                rules = _rules(migrated.header if log2.header is not None else None, log2.snapshot)
+                rules = Validator(migrated.header if log2.header is not None else None, projection=log2.snapshot)
                 n_before = report.events
                 _feed_rules(report, rules, migrated)
                 report.events = n_before

@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..check.envelope import check_envelope, well_formed
 from ..check.problems import Problem, Problems, Severity
 from ..errors import CorruptLog, Location
 from ..protocol.packed import PackedRun, expand_packed, expand_seq_refs
-from ..protocol.values import MAX_SAFE_INTEGER, is_count, is_safe_integer, safe_int
-from ..protocol.vocabulary import CURRENT_VERSION, ENVELOPE_KEYS, PACKED_KEYS, PACKED_TYPES, PROJECTED_PACKED_KEYS
-from ..protocol.jsjson import stringify
+from ..protocol.values import is_count, is_safe_integer, safe_int
+from ..protocol.vocabulary import PACKED_KEYS, PACKED_TYPES, PROJECTED_PACKED_KEYS
 
 
 @dataclass
@@ -109,51 +109,38 @@ class RowDecoder:
         msg = f"seq gap in committed region at line {loc.line} (expected {self.next_seq}, got {got})" if loc.line else f"seq gap (expected {self.next_seq}, got {got})"
         self._problem(msg, loc, seq=got, code="seq-gap")
 
+    def report(self, problem: Problem) -> None:
+        """The decoder as the envelope rule's reporter: strict refuses, lenient notes."""
+        if self.strict:
+            raise CorruptLog(problem.message, path=self.path, loc=problem.loc, seq=problem.seq)
+        self.notes.add(problem.with_severity(Severity.WARNING))
+
     def _event(self, obj: dict, loc: Location) -> dict:
-        if not self.projection:
-            # fast path for the well-formed on-disk row (nearly every row): the same checks
-            # as below, folded into one condition so a valid row costs a handful of lookups
-            seq = obj.get("seq")
-            time = obj.get("time")
-            if (
-                seq == self.next_seq
-                and type(seq) is int
-                and type(time) is int
-                and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
-                and "data" in obj
-                and ENVELOPE_KEYS.issuperset(obj)
-                and obj.get("ignorable", True) is True
-            ):
-                self._expand_refs(obj, seq, loc)
-                self.next_seq = seq + 1
-                return obj
-        extra = [k for k in obj if k not in ENVELOPE_KEYS]
-        if extra:
-            self._problem(f"event has unexpected envelope key(s) {', '.join(extra)}", loc, code="envelope")
+        seq = self.next_seq
+        if not self.projection and well_formed(obj, seq):
+            # the well-formed on-disk row (nearly every row): one condition, no problem objects
+            self._expand_refs(obj, seq, loc)
+            self.next_seq = seq + 1
+            return obj
         if self.projection:
-            seq = self.next_seq
             # restore the envelope in dsh's writer order: type, seq, time, then the rest
             ev: dict[str, Any] = {"type": obj["type"], "seq": seq, "time": 0}
             for k, v in obj.items():
                 if k not in ("type", "seq", "time"):
                     ev[k] = v
+            check_envelope(ev, seq, self, dense=False, loc=loc)
         else:
             ev = obj
-            seq = obj.get("seq")
-            if not is_count(seq):
-                self._problem(f"event seq must be a non-negative safe integer, got {stringify(seq)}", loc, code="envelope")
-                seq = self.next_seq
-                ev["seq"] = seq
-            elif type(seq) is not int:
-                seq = ev["seq"] = safe_int(seq)  # 1.0 is the integer 1 to dsh
-            if not is_safe_integer(obj.get("time")):
-                self._problem(f"event time must be a safe integer, got {stringify(obj.get('time'))}", loc, seq=seq, code="envelope")
-            if seq != self.next_seq:
-                self._gap(seq, loc)
-        if "data" not in ev:
-            self._problem("event lacks data", loc, seq=seq, code="envelope")
-        if "ignorable" in ev and ev["ignorable"] is not True:
-            self._problem("event ignorable must be exactly true when present", loc, seq=seq, code="envelope")
+            check_envelope(obj, seq, self, dense=False, loc=loc)
+            stored = obj.get("seq")
+            if not is_count(stored):
+                ev["seq"] = seq  # reported above; the event takes its position
+            else:
+                if type(stored) is not int:
+                    stored = ev["seq"] = safe_int(stored)  # 1.0 is the integer 1 to dsh
+                if stored != seq:
+                    self._gap(stored, loc)
+                seq = stored
         self._expand_refs(ev, seq, loc)
         self.next_seq = seq + 1
         return ev
