@@ -77,6 +77,36 @@ class _BatchedStdout:
             self._size = 0
 
 
+class _DeferredStdout(_BatchedStdout):
+    """Holds all output (in a temporary file past 16 MiB) until :meth:`release`.
+
+    A view that claims dsh's view prints nothing before dsh's decision on the
+    whole log is known: dsh's read refuses a log as a whole, so the events before
+    a refusal are not a view of anything dsh holds.
+    """
+
+    def __init__(self) -> None:
+        import tempfile
+
+        super().__init__()
+        self._spool = tempfile.SpooledTemporaryFile(max_size=16 << 20)
+
+    def flush(self) -> None:
+        if self._parts:
+            self._spool.write(b"".join(self._parts))
+            self._parts.clear()
+            self._size = 0
+
+    def release(self) -> None:
+        import shutil
+
+        self.flush()
+        self._spool.seek(0)
+        shutil.copyfileobj(self._spool, sys.stdout.buffer, 1 << 20)
+        sys.stdout.buffer.flush()
+        self._spool.close()
+
+
 def _out(data: bytes) -> None:
     sys.stdout.buffer.write(data)
 
@@ -116,16 +146,31 @@ def _resolve(target: str | None) -> str:
     return r.path
 
 
+#: Options of the root callback that commands read (set anew by every invocation).
+_ROOT_OPTIONS: dict[str, Any] = {}
+
+
+def _plugins() -> tuple[str, ...]:
+    """The root's ``--system-prompt-plugin`` names (for every command that migrates a log)."""
+    return tuple(_ROOT_OPTIONS.get("system_prompt_plugins", ()))
+
+
 def _open(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None):
     from .read.session import open_session
 
-    return open_session(_resolve(target), strict=strict, select=select, format_version=format_version)
+    return open_session(_resolve(target), strict=strict, select=select, format_version=format_version,
+                        system_prompt_plugins=_plugins())
 
 
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True)] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show a traceback on errors.")] = False,
+    system_prompt_plugin: Annotated[list[str], typer.Option(
+        "--system-prompt-plugin", metavar="NAME",
+        help="A package name to migrate as dsh's system-prompt producer besides @deepseek-ai/dsh-system-prompt, "
+        "as the fork build that wrote the log does (e.g. @x1a0f3n9/dsh-system-prompt); repeatable. "
+        "Default: upstream dsh's mapping, where any other name becomes a plugin:<name> source.")] = [],
 ) -> None:
     """Inspect and repair DeepSeek Harness session logs from outside dsh.
 
@@ -134,6 +179,7 @@ def _root(
     if version:
         print(f"dshlog {__version__}")
         raise typer.Exit(0)
+    _ROOT_OPTIONS["system_prompt_plugins"] = tuple(system_prompt_plugin)
 
 
 # ----------------------------------------------------------------------------- events
@@ -160,19 +206,21 @@ def events(
     from .protocol.jsjson import dumps
     from .output.render import describe, surface_marker
 
-    log = _open(file, strict=False, select=select, format_version=format_version)
+    # the stored rows are shown as far as they can be read; --v4 is dsh's view, decided as dsh decides
+    log = _open(file, strict=v4, select=select, format_version=format_version)
     with log:
-        if v4:
-            source = ((ev, None) for ev in log.v4())
+        view = log.v4() if v4 else None
+        if view is not None:
+            source = ((ev, None) for ev in view)
         else:
             source = ((r.event, r.raw) for r in log.stored())
-        out = _BatchedStdout()
+        out = _DeferredStdout() if view is not None else _BatchedStdout()
         write = out.write
         if json_ and not (type_ or turn is not None or from_seq is not None or to_seq is not None):
             # the common `events --json | jq` case: no bookkeeping, original bytes where we have them
             for ev, raw in source:
                 write((raw if raw is not None else dumps(ev)) + b"\n")
-            out.flush()
+            _release(out, view)
             _notes(log)
             return
         current_turn = None
@@ -204,8 +252,18 @@ def events(
                 if desc:
                     line += f" {desc}"
                 write(line.encode("utf-8", "surrogatepass") + b"\n")
-        out.flush()
+        _release(out, view)
         _notes(log)
+
+
+def _release(out: _BatchedStdout, view: Any) -> None:
+    """Write out what a command printed; a dsh view first reads the rest of the log (dsh's decision)."""
+    if view is None:
+        out.flush()
+        return
+    view.finish()
+    assert isinstance(out, _DeferredStdout)
+    out.release()
 
 
 # ----------------------------------------------------------------------------- info
@@ -285,7 +343,7 @@ def validate(
     worst = ExitCode.OK
     reports = []
     for f in files or [None]:
-        report = validate_log(_resolve(f), select=select, format_version=format_version)
+        report = validate_log(_resolve(f), select=select, format_version=format_version, system_prompt_plugins=_plugins())
         reports.append(report)
         worst = max(worst, report.exit_code)
         if not json_:
@@ -330,7 +388,8 @@ def surface(
     log = _open(file, select=select, format_version=format_version)
     with log:
         try:
-            state = fold(log.v4(), until_seq=at, strict_unknown=not allow_unknown)
+            with log.v4(allow_unknown=allow_unknown) as view:
+                state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
         if at is not None and state.next_seq <= at:
@@ -385,7 +444,8 @@ def rebuild(
     log = _open(file, select=select, format_version=format_version)
     with log:
         try:
-            req = rebuild_request(log.v4(), request, session_id=log.session_id, strict_unknown=not allow_unknown)
+            with log.v4(allow_unknown=allow_unknown) as view:
+                req = rebuild_request(view, request, session_id=log.session_id, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
         _json(req["messages"] if messages_only else req, pretty=not compact)
@@ -412,8 +472,10 @@ def requests(
     log = _open(file, select=select, format_version=format_version)
 
     def rows():
+        # dsh's decision on the whole log comes before any row is shown
         try:
-            yield from iter_requests(log.v4(), session_id=log.session_id, strict_unknown=not allow_unknown)
+            with log.v4(allow_unknown=allow_unknown) as view:
+                return list(iter_requests(view, session_id=log.session_id, strict_unknown=not allow_unknown))
         except DshlogError as exc:
             raise _located(log, exc)
 
@@ -519,11 +581,11 @@ def repair(
     elif out:
         from pathlib import Path
 
-        result = repair_copy(file, Path(out), select=select, format_version=format_version)
+        result = repair_copy(file, Path(out), select=select, format_version=format_version, system_prompt_plugins=_plugins())
     else:
         from .model.repair import RepairResult
 
-        result = RepairResult(plan_repair(file, select=select, format_version=format_version))
+        result = RepairResult(plan_repair(file, select=select, format_version=format_version, system_prompt_plugins=_plugins()))
     plan = result.plan
     if json_:
         rep = plan.report
@@ -590,7 +652,8 @@ def fork(
     if at is not None and at_turn is not None:
         raise UsageError("choose either --at SEQ or --at-turn N")
     file = _resolve(file)
-    result = write_fork(file, out, at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version)
+    result = write_fork(file, out, at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version,
+                        system_prompt_plugins=_plugins())
     if json_:
         _json({"shape": JSON_SHAPE, **result})
         return
@@ -634,7 +697,8 @@ def migrate(
         progress.start()
     try:
         for src in sources:
-            o = migrate_session(src, check=check, dry_run=dry_run, children="none" if no_children else "auto")
+            o = migrate_session(src, check=check, dry_run=dry_run, children="none" if no_children else "auto",
+                                system_prompt_plugins=_plugins())
             outcomes.append(o)
             if progress is not None:
                 progress.advance(task)
@@ -903,11 +967,12 @@ def show(
     from .output.render import console, use_color
     from .model.transcript import plain_lines, rich_renderable, transcript
 
-    log = _open(file, strict=False, select=select, format_version=format_version)
+    log = _open(file, select=select, format_version=format_version)
     with log:
         head = f"session {log.session_id or '?'} (v{log.version}{', projection' if log.projection else ''}) {log.path}"
         try:
-            items = transcript(log.v4(), full=full)
+            with log.v4() as view:  # dsh's decision on the whole log before anything is shown
+                items = list(transcript(view, full=full))
             if sys.stdout.isatty() or os.environ.get("FORCE_COLOR"):
                 con = console()
                 if sys.stdout.isatty() and not no_pager:
@@ -956,12 +1021,15 @@ def export(
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
-    log = _open(file, strict=False, select=select, format_version=format_version)
+    log = _open(file, select=select, format_version=format_version)
     with log:
         facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
         try:
             if out is None:
-                write_export(log.v4(), facts, fmt, sys.stdout.buffer.write, full=full, redact=redact)
+                deferred = _DeferredStdout()
+                with log.v4() as view:  # dsh's decision on the whole log before anything is written
+                    write_export(view, facts, fmt, deferred.write, full=full, redact=redact)
+                deferred.release()
             else:
                 from .write.atomic import publish_no_overwrite, stage_file, temp_affixes
 
@@ -969,7 +1037,8 @@ def export(
                 if target.is_dir():
                     raise UsageError(f"{out} is a directory; give a file name for -o", path=out)
                 with stage_file(target.parent, *temp_affixes(target)) as staged:
-                    write_export(log.v4(), facts, fmt, staged.write, full=full, redact=redact)
+                    with log.v4() as view:
+                        write_export(view, facts, fmt, staged.write, full=full, redact=redact)
                     umask = os.umask(0o22)
                     os.umask(umask)
                     os.chmod(staged.path, 0o666 & ~umask)  # a file to share: usual permissions, not the staging 0600
@@ -1001,7 +1070,8 @@ def diff(
         log = _open(files[0], select=select, format_version=format_version)
         with log:
             try:
-                built = requests_at(log.v4(), list(request), session_id=log.session_id)
+                with log.v4() as view:
+                    built = requests_at(view, list(request), session_id=log.session_id)
             except DshlogError as exc:
                 raise _located(log, exc)
             req_a, req_b = built[request[0]], built[request[1]]
@@ -1016,7 +1086,8 @@ def diff(
             log = _open(f, select=select, format_version=format_version)
             with log:
                 try:
-                    reqs.append(requests_at(log.v4(), [n], session_id=log.session_id)[n])
+                    with log.v4() as view:
+                        reqs.append(requests_at(view, [n], session_id=log.session_id)[n])
                 except DshlogError as exc:
                     raise _located(log, exc)
                 _notes(log)

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator
 
 from ..errors import CorruptLog, UsageError
 from ..protocol.jsjson import js_string
+from ..protocol.texts import EMPTY_FORK
 from ..protocol.values import is_count, safe_int
 from ..protocol.vocabulary import CURRENT_VERSION
 from .repair import TailState
@@ -271,6 +272,7 @@ def write_fork(
     created_at: int | None = None,
     select: str | None = None,
     format_version: int | None = None,
+    system_prompt_plugins: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Write the child of a fork as a new v4 log at ``out``; the parent is only read.
 
@@ -279,6 +281,8 @@ def write_fork(
     parent's container (plain or zstd).  Prefix events read from a v4 parent are
     copied as their original bytes.  The file is staged and published without
     overwriting, so a failure (or an invalid boundary found late) leaves nothing.
+    A parent without events has no seq to cut at: a usage error (the library's
+    :func:`build_fork_seed` still gives the empty child of an empty seed).
     """
     import time
     import uuid
@@ -288,7 +292,7 @@ def write_fork(
     from ..write.writer import LogWriter
 
     def _open():
-        return open_session(target, select=select, format_version=format_version)
+        return open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins)
 
     from ..read.container import resolve_path
 
@@ -317,9 +321,10 @@ def write_fork(
     header = child_header(parent_header, new_id=new_id, created_at=created)
     with _open() as log:
         raws: dict[int, bytes] = {}
+        view = log.v4()
 
         def events() -> Iterator[dict]:
-            for ev, raw in log.v4().records():
+            for ev, raw in view.records():
                 if raw is not None:
                     raws[id(ev)] = raw
                 yield ev
@@ -337,7 +342,10 @@ def write_fork(
                     closers.append(ev)
                 w.event(ev, raws.pop(id(ev), None))
             w.close()
+            view.finish()  # dsh restores the whole parent before it cuts it: its refusal comes first
             boundary = plan[0].boundary if plan else None
+            if boundary is None:
+                raise UsageError(EMPTY_FORK, path=target)
             publish_no_overwrite(staged, out)
     return {
         "path": str(out),

@@ -328,11 +328,12 @@ class RepairResult:
     in_place: bool = False
 
 
-def plan_repair(target: str, *, select: str | None = None, format_version: int | None = None) -> RepairPlan:
+def plan_repair(target: str, *, select: str | None = None, format_version: int | None = None,
+                system_prompt_plugins: tuple[str, ...] = ()) -> RepairPlan:
     """Read a log (any version, migrated in memory) and compute its interrupted-turn closers."""
     from ..read.session import open_session
 
-    with open_session(target, select=select, format_version=format_version) as log:
+    with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins) as log:
         state = TailState()
         n = 0
         comp: int | None = None
@@ -363,7 +364,8 @@ def _same_bytes(path: Path, data: bytes) -> bool:
         return False
 
 
-def repair_copy(target: str, out: Path, *, select: str | None = None, format_version: int | None = None) -> RepairResult:
+def repair_copy(target: str, out: Path, *, select: str | None = None, format_version: int | None = None,
+                system_prompt_plugins: tuple[str, ...] = ()) -> RepairResult:
     """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched."""
     from ..write.atomic import publish_no_overwrite, stage_file, temp_affixes
     from ..read.session import open_session
@@ -371,7 +373,7 @@ def repair_copy(target: str, out: Path, *, select: str | None = None, format_ver
 
     out = Path(out)
     compressed = out.name.endswith(".zstd")
-    with open_session(target, select=select, format_version=format_version) as log:
+    with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins) as log:
         header = log.v4().header
         prefix, suffix = temp_affixes(out)
         with stage_file(out.parent, prefix, suffix) as staged:
@@ -432,20 +434,25 @@ def repair_in_place(target: str) -> RepairResult:
             n = 0
             torn_frame_lines: list[bytes] = []
             torn = None
-            records = log.stored()
-            for r in records:
-                state.feed(r.event)
+            # dsh's read: rows after a damaged one that no later turn/end commits are not part of
+            # the log, and dsh's write open cuts them before it appends (kept in the sidecar here)
+            for ev, _raw in log.v4().records():
+                state.feed(ev)
                 n += 1
             torn = log.info.torn
-            if torn is not None and torn.frame is not None:
-                pass
+            dropped = log.decoder.issue_loc if log.decoder.issue is not None else None
+            if dropped is not None and container != Container.JSONL:
+                raise Refused(f"rows after the accepted prefix are damaged ({log.decoder.issue.message}); "
+                              "repair --write cuts them only from plain logs (use -o OUT)", path=str(path))
             closers = state.closers("interrupted")
             plan = RepairPlan(str(path), version, container, state.report(), closers, torn.length if torn else 0, n)
         if not closers:
             return RepairResult(plan)
         # where the committed bytes end (file offset)
         size = before[2]
-        if torn is None:
+        if dropped is not None and dropped.offset is not None:
+            cut = dropped.offset
+        elif torn is None:
             cut = size
         elif container == Container.JSONL:
             cut = torn.offset

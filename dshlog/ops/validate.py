@@ -3,7 +3,10 @@
 :mod:`dshlog.check.validate` holds the event rules of a released dsh reader; this module
 drives them over one input and gathers *every* problem (the reader runs in its
 lenient mode so one bad row does not hide the next), so ``dshlog validate`` can
-list them all with their locations and pick an exit code.
+list them all with their locations and pick an exit code.  The verdict also
+holds dsh's own decision: the log is opened once more as dsh opens it (header
+admission, the recovering read, the migration, the v4 restore), and a refusal
+is one more error, in dsh's words.
 """
 
 from __future__ import annotations
@@ -102,8 +105,37 @@ def _feed_rules(report: Report, rules: Any, events) -> None:
         report.add(Finding(p.code, p.message, p.severity, f"seq {p.seq}" if p.seq is not None else ""))
 
 
-def validate_log(target: str, *, select: str | None = None, format_version: int | None = None) -> Report:
-    """Check one input completely; never raises for problems in the log itself."""
+def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, format_version: int | None,
+                 plugins: tuple[str, ...]) -> None:
+    """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
+
+    ``log`` is the lenient reader the listing used.  A header dsh refuses is known
+    from it; a v4 log whose listing found nothing (every rule of dsh's restore ran
+    over rows that all decoded) is one dsh reads, so it is not read again.
+    """
+    from ..read.session import open_session
+
+    decision = getattr(log, "decision", None)
+    if log.version == CURRENT_VERSION and (decision is None or decision.admitted) and not report.count("error") and not report.count("warning"):
+        return
+    try:
+        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins) as log:
+            with log.v4() as view:
+                view.finish()
+    except DshlogError as exc:
+        if any(p.severity == "error" and p.message.endswith(exc.message) for p in report.problems):
+            return  # listed already, as an error
+        # the reader's note on a header dsh refuses becomes this error
+        report.problems = [p for p in report.problems if p.message != f"dsh refuses this header: {exc.message}"]
+        _from_error(report, exc)
+
+
+def validate_log(target: str, *, select: str | None = None, format_version: int | None = None,
+                 system_prompt_plugins: tuple[str, ...] = ()) -> Report:
+    """Check one input completely; never raises for problems in the log itself.
+
+    ``system_prompt_plugins``: as :class:`~dshlog.read.session.SessionLog` takes them.
+    """
     from ..read.session import open_session
 
     report = Report(path=target)
@@ -158,10 +190,12 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
                 continue
             sev = "info" if n.severity == "info" else ("error" if n.severity == "error" or n.code in ("seq-gap", "row", "envelope", "unparsable") and not log.snapshot else "warning")
             report.add(Finding(n.code, n.message, sev, n.where()))
+    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins)
     if log.version is not None and log.version < CURRENT_VERSION and not report.count("error") and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
-            log2 = open_session(target, strict=False, select=select, format_version=format_version)
+            log2 = open_session(target, strict=False, select=select, format_version=format_version,
+                                system_prompt_plugins=system_prompt_plugins)
             with log2:
                 migrated = log2.v4()
                 rules = _rules(migrated.header if log2.header is not None else None, log2.snapshot)
