@@ -377,6 +377,8 @@ def _header_damage(header: dict) -> Iterator[tuple[str, dict]]:
     yield "delegationDepth=1.5", {**header, "delegationDepth": 1.5}
     if "cwd" in header:
         yield "cwd-relative", {**header, "cwd": "relative/dir"}
+        # dsh's test snapshots write a placeholder inside a path (a documented deviation)
+        yield "cwd-placeholder-path", {**header, "cwd": "{{cwd}}/workspace"}
 
 
 def _next_seq(rows: list[dict]) -> int:
@@ -468,8 +470,12 @@ def materialize(inputs: list[Input], workdir: Path) -> None:
 
 
 def canonical_name(version: Any) -> str:
-    """The generation file name dsh gives a log of this header version."""
-    if type(version) is int and version > 0:
+    """The generation file name dsh gives a log of this header version.
+
+    A version that is not a safe integer names no generation (``session.v9007199254740992.jsonl``
+    is not one); such a log is copied as ``session.jsonl``, and its header decides.
+    """
+    if type(version) is int and 0 < version <= 2**53 - 1:
         return f"session.v{version}.jsonl"
     return "session.jsonl"
 
