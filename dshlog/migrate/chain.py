@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..errors import CorruptLog, DshlogError, UnsupportedVersion
 from ..protocol.packed import PackedRun
 from ..check.header import validate_header
-from ..protocol.texts import newer_version
+from ..protocol.texts import FORMAT_VERSION_REFUSAL, newer_version
 from ..protocol.values import has_placeholder, is_count
 from ..protocol.vocabulary import CURRENT_VERSION, header_key_order
 from ._common import Stage, rewrap
@@ -52,7 +52,7 @@ def _stored_version(header: Any) -> int:
         raise CorruptLog("Session header must be a JSON object")
     version = header.get("version")
     if not is_count(version):
-        raise CorruptLog("Session header version must be a non-negative safe integer")
+        raise CorruptLog(FORMAT_VERSION_REFUSAL)
     if version > CURRENT_VERSION:
         raise UnsupportedVersion(newer_version(header.get("id"), int(version), CURRENT_VERSION))
     return int(version)

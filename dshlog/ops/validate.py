@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import DshlogError, ExitCode, UnsupportedVersion
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
+from ..read.session import open_session
 
 MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
 
@@ -113,8 +114,6 @@ def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, form
     from it; a v4 log whose listing found nothing (every rule of dsh's restore ran
     over rows that all decoded) is one dsh reads, so it is not read again.
     """
-    from ..read.session import open_session
-
     decision = getattr(log, "decision", None)
     if log.version == CURRENT_VERSION and (decision is None or decision.admitted) and not report.count("error") and not report.count("warning"):
         return
