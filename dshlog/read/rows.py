@@ -56,8 +56,16 @@ def decode_source_seqs(value: Any, seq: int, version: int) -> list[int]:
     """
     if type(value) is not list:
         raise ValueError("sourceEventSeqs must be an array")
-    if version >= 2 and all(type(m) is int for m in value):  # the common plain list, checked in C
-        if value and (min(value) < 0 or max(value) >= seq or len(set(value)) != len(value)):
+    if not value:
+        return value
+    if set(map(type, value)) == {int}:  # the common plain list, checked in C
+        if version <= 1:  # in dsh's order: each member is checked until the seq bound is reached
+            head = value[:seq]
+            if head and (min(head) < 0 or max(head) > MAX_SAFE_INTEGER):
+                raise ValueError("sourceEventSeqs member must be a non-negative safe integer")
+            if len(value) > seq:
+                raise ValueError("sourceEventSeqs exceeds its event seq")
+        elif min(value) < 0 or max(value) >= seq or len(set(value)) != len(value):
             raise ValueError("sourceEventSeqs ranges must contain unique earlier seqs")
         return value
     out: list[int] = []
