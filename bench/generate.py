@@ -563,8 +563,8 @@ class Builder:
         w.header(self.sid)
         self.event("permission/preset", {"preset": "workspace-write"})
         self.event("sandbox/mode", {"mode": "workspace-write"})
-        self.event("approval/policy", {"policy": "on-request"})
-        self.event("subagent/model-selection-policy", {"allowedModels": [MODEL, "deepseek-v4-pro"]})
+        self.event("approval/policy", {"policy": "ask"})  # a released policy (dsh refuses others)
+        self.event("subagent/model-selection-policy", {"allowedModels": [{"provider": PROVIDER, "model": MODEL}, {"provider": PROVIDER, "model": "deepseek-v4-pro"}]})
         if self.descriptor is not None:
             self.event("subagent/descriptor", self.descriptor)
         w.out.flush()
@@ -605,7 +605,9 @@ class Builder:
                     self.first_user = h
                 ctx = {
                     "content": [{"type": "text", "text": f"Current runtime context.\n\nCurrent working directory: \"{w.cwd}\".\n\nTurn {turn}: " + self.words(30)}],
-                    "source": {"kind": "runtime-context", "form": "snapshot", "sections": [{"name": "working-directory", "version": 1}]},
+                    # snapshot sections as dsh's released payload rules have them: {name, text}
+                    "source": {"kind": "runtime-context", "form": "snapshot",
+                               "sections": [{"name": "working-directory", "text": f"Current working directory: \"{w.cwd}\"."}]},
                     "role": "user",
                     "id": self.uid(),
                 }

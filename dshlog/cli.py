@@ -88,6 +88,36 @@ class _BatchedStdout:
             self._size = 0
 
 
+class _DeferredStdout(_BatchedStdout):
+    """Holds all output (in a temporary file past 16 MiB) until :meth:`release`.
+
+    A view that claims dsh's view prints nothing before dsh's decision on the
+    whole log is known: dsh's read refuses a log as a whole, so the events before
+    a refusal are not a view of anything dsh holds.
+    """
+
+    def __init__(self) -> None:
+        import tempfile
+
+        super().__init__()
+        self._spool = tempfile.SpooledTemporaryFile(max_size=16 << 20)
+
+    def flush(self) -> None:
+        if self._parts:
+            self._spool.write(b"".join(self._parts))
+            self._parts.clear()
+            self._size = 0
+
+    def release(self) -> None:
+        import shutil
+
+        self.flush()
+        self._spool.seek(0)
+        shutil.copyfileobj(self._spool, sys.stdout.buffer, 1 << 20)
+        sys.stdout.buffer.flush()
+        self._spool.close()
+
+
 def _out(data: bytes) -> None:
     sys.stdout.buffer.write(data)
 
@@ -127,16 +157,31 @@ def _resolve(target: str | None) -> str:
     return r.path
 
 
+#: Options of the root callback that commands read (set anew by every invocation).
+_ROOT_OPTIONS: dict[str, Any] = {}
+
+
+def _plugins() -> tuple[str, ...]:
+    """The root's ``--system-prompt-plugin`` names (for every command that migrates a log)."""
+    return tuple(_ROOT_OPTIONS.get("system_prompt_plugins", ()))
+
+
 def _open(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None):
     from .read.session import open_session
 
-    return open_session(_resolve(target), strict=strict, select=select, format_version=format_version)
+    return open_session(_resolve(target), strict=strict, select=select, format_version=format_version,
+                        system_prompt_plugins=_plugins())
 
 
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True)] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show a traceback on errors.")] = False,
+    system_prompt_plugin: Annotated[list[str], typer.Option(
+        "--system-prompt-plugin", metavar="NAME",
+        help="A package name to migrate as dsh's system-prompt producer besides @deepseek-ai/dsh-system-prompt, "
+        "as the fork build that wrote the log does (e.g. @x1a0f3n9/dsh-system-prompt); repeatable. "
+        "Default: upstream dsh's mapping, where any other name becomes a plugin:<name> source.")] = [],
 ) -> None:
     """Inspect and repair DeepSeek Harness session logs from outside dsh.
 
@@ -145,6 +190,7 @@ def _root(
     if version:
         print(f"dshlog {__version__}")
         raise typer.Exit(0)
+    _ROOT_OPTIONS["system_prompt_plugins"] = tuple(system_prompt_plugin)
 
 
 # ----------------------------------------------------------------------------- events
@@ -170,19 +216,21 @@ def events(
     """
     from .protocol.jsjson import dumps
 
-    log = _open(file, strict=False, select=select, format_version=format_version)
+    # the stored rows are shown as far as they can be read; --v4 is dsh's view, decided as dsh decides
+    log = _open(file, strict=v4, select=select, format_version=format_version)
     with log:
-        if v4:
-            source = ((ev, None) for ev in log.v4())
+        view = log.v4() if v4 else None
+        if view is not None:
+            source = ((ev, None) for ev in view)
         else:
             source = ((r.event, r.raw) for r in log.stored())
-        out = _BatchedStdout()
+        out = _DeferredStdout() if view is not None else _BatchedStdout()
         write = out.write
         if json_ and not (type_ or turn is not None or from_seq is not None or to_seq is not None):
             # the common `events --json | jq` case: no bookkeeping, original bytes where we have them
             for ev, raw in source:
                 write((raw if raw is not None else dumps(ev)) + b"\n")
-            out.flush()
+            _release(out, view)
             _notes(log)
             return
         current_turn = None
@@ -204,8 +252,18 @@ def events(
             if type_ and not any(fnmatch.fnmatchcase(str(t), pat) for pat in type_):
                 continue
             write(_event_line(ev, raw, json_))
-        out.flush()
+        _release(out, view)
         _notes(log)
+
+
+def _release(out: _BatchedStdout, view: Any) -> None:
+    """Write out what a command printed; a dsh view first reads the rest of the log (dsh's decision)."""
+    if view is None:
+        out.flush()
+        return
+    view.finish()
+    assert isinstance(out, _DeferredStdout)
+    out.release()
 
 
 # ----------------------------------------------------------------------------- info
@@ -284,7 +342,7 @@ def validate(
     worst = ExitCode.OK
     reports = []
     for f in files or [None]:
-        report = validate_log(_resolve(f), select=select, format_version=format_version)
+        report = validate_log(_resolve(f), select=select, format_version=format_version, system_prompt_plugins=_plugins())
         reports.append(report)
         worst = max(worst, report.exit_code)
         if not json_:
@@ -330,7 +388,8 @@ def surface(
     log = _open(file, select=select, format_version=format_version)
     with log:
         try:
-            state = fold(log.v4(), until_seq=at, strict_unknown=not allow_unknown)
+            with log.v4(allow_unknown=allow_unknown) as view:
+                state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
         if at is not None and state.next_seq <= at:
@@ -381,7 +440,8 @@ def rebuild(
     log = _open(file, select=select, format_version=format_version)
     with log:
         try:
-            req = rebuild_request(log.v4(), request, session_id=log.session_id, strict_unknown=not allow_unknown)
+            with log.v4(allow_unknown=allow_unknown) as view:
+                req = rebuild_request(view, request, session_id=log.session_id, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
         _json(req["messages"] if messages_only else req, pretty=not compact)
@@ -408,8 +468,10 @@ def requests(
     log = _open(file, select=select, format_version=format_version)
 
     def rows():
+        # dsh's decision on the whole log comes before any row is shown
         try:
-            yield from iter_requests(log.v4(), session_id=log.session_id, strict_unknown=not allow_unknown)
+            with log.v4(allow_unknown=allow_unknown) as view:
+                return list(iter_requests(view, session_id=log.session_id, strict_unknown=not allow_unknown))
         except DshlogError as exc:
             raise _located(log, exc)
 
@@ -513,9 +575,9 @@ def repair(
     elif out:
         from pathlib import Path
 
-        result = repair_copy(file, Path(out), select=select, format_version=format_version)
+        result = repair_copy(file, Path(out), select=select, format_version=format_version, system_prompt_plugins=_plugins())
     else:
-        result = RepairResult(plan_repair(file, select=select, format_version=format_version))
+        result = RepairResult(plan_repair(file, select=select, format_version=format_version, system_prompt_plugins=_plugins()))
     plan = result.plan
     if json_:
         rep = plan.report
@@ -584,7 +646,8 @@ def fork(
     if at is not None and at_turn is not None:
         raise UsageError("choose either --at SEQ or --at-turn N")
     file = _resolve(file)
-    result = write_fork(file, out, at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version)
+    result = write_fork(file, out, at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version,
+                        system_prompt_plugins=_plugins())
     if json_:
         _json({"shape": JSON_SHAPE, **result})
         return
@@ -628,7 +691,8 @@ def migrate(
         progress.start()
     try:
         for src in sources:
-            o = migrate_session(src, check=check, dry_run=dry_run, children="none" if no_children else "auto")
+            o = migrate_session(src, check=check, dry_run=dry_run, children="none" if no_children else "auto",
+                                system_prompt_plugins=_plugins())
             outcomes.append(o)
             if progress is not None:
                 progress.advance(task)
@@ -886,7 +950,7 @@ def show(
     """
     import os
 
-    log = _open(file, strict=False, select=select, format_version=format_version)
+    log = _open(file, select=select, format_version=format_version)
     with log:
         head = SessionHead(log.session_id, log.version, log.path, log.projection)
         try:
@@ -928,13 +992,16 @@ def export(
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
-    log = _open(file, strict=False, select=select, format_version=format_version)
+    log = _open(file, select=select, format_version=format_version)
     with log:
         facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
         head = SessionHead(log.session_id, log.version, log.path, log.projection, facts)
         try:
             if out is None:
-                write_export(log.v4(), head, fmt, sys.stdout.buffer.write, full=full, redact=redact)
+                deferred = _DeferredStdout()
+                with log.v4() as view:  # dsh's decision on the whole log before anything is written
+                    write_export(view, head, fmt, deferred.write, full=full, redact=redact)
+                deferred.release()
             else:
                 target, warnings = export_to_file(log, head, fmt, out, full=full, redact=redact)
                 for w in warnings:
@@ -965,7 +1032,8 @@ def diff(
         log = _open(files[0], select=select, format_version=format_version)
         with log:
             try:
-                built = requests_at(log.v4(), list(request), session_id=log.session_id)
+                with log.v4() as view:
+                    built = requests_at(view, list(request), session_id=log.session_id)
             except DshlogError as exc:
                 raise _located(log, exc)
             req_a, req_b = built[request[0]], built[request[1]]
@@ -980,7 +1048,8 @@ def diff(
             log = _open(f, select=select, format_version=format_version)
             with log:
                 try:
-                    reqs.append(requests_at(log.v4(), [n], session_id=log.session_id)[n])
+                    with log.v4() as view:
+                        reqs.append(requests_at(view, [n], session_id=log.session_id)[n])
                 except DshlogError as exc:
                     raise _located(log, exc)
                 _notes(log)

@@ -124,7 +124,8 @@ def _turn(seq: int) -> list[dict]:
 
 
 def _message(seq: int, sources: list[int], turn: int = 1, step: int = 1) -> dict:
-    msg = {"id": f"m{seq}", "role": "assistant", "content": [{"type": "text", "text": "x"}], "source": {"kind": "model"}}
+    msg = {"id": f"m{seq}", "role": "assistant", "content": [{"type": "text", "text": "x"}],
+           "source": {"kind": "model", "provider": "p", "model": "m"}}  # a model source dsh's payload rules accept
     return _ev(seq, "assistant/message", {"turn": turn, "step": step, "message": msg}, surfaceOp="append",
                sourceEventSeqs=sources)
 
@@ -165,7 +166,7 @@ CASES: dict[str, tuple[dict, list[dict]]] = {
     "partial-provenance": (HEADER, [*_turn(0), _packed("text-chunks", 2, 4), _message(6, [2, 3, 4])]),
     # a reference into a run is a reference to a consumed chunk
     "reference-into-run": (HEADER, [*_turn(0), _packed("text-chunks", 2, 4), _ev(6, "step/end", {"turn": 1, "step": 1}),
-                                    _ev(7, "session/title", {"title": "t", "messageSeqs": [4], "source": "llm"})]),
+                                    _ev(7, "session/title", {"title": "t", "messageSeqs": [4], "source": {"kind": "user"}})]),
     # the inherited cut inside a run splits the attempt; at a run's first seq it does not
     "cut-inside-run": (dict(HEADER, seedLength=4), [*_turn(0), _packed("text-chunks", 2, 4),
                                                      _ev(6, "step/end", {"turn": 1, "step": 1})]),
@@ -195,7 +196,7 @@ def test_edge_cases_exercise_merges_and_refusals(tmp_path: Path) -> None:
     assert b'"texts":["m2","m3","m4","m5","m6","m7"]' in joined
     assert b'"name":"bash","args":["m11","m12","m13","m14","m15","m16"]' in joined
     assert b'"id":"c1","args":["m17","m18","m19"]' in joined
-    for case, text in (("partial-provenance", "is not one complete ordered attempt"),
+    for case, text in (("partial-provenance", "are not one complete ordered attempt"),
                        ("reference-into-run", "targets consumed assistant/chunk 4"),
                        ("cut-inside-run", "splits one Assistant attempt")):
         header, rows = CASES[case]

@@ -134,19 +134,18 @@ def test_a_v2_subagent_child_gives_its_parent_its_real_mode(tmp_path: Path, caps
 # ------------------------------------------------------------------ 4. String(number)
 
 
-def test_numbers_in_closer_ids_read_as_javascript_prints_them(tmp_path: Path, capsysbinary: Any) -> None:
-    """``String(1e-5)`` is ``0.00001`` in JavaScript; copies of it once printed ``1e-05``.
+def test_numbers_read_as_javascript_prints_them(tmp_path: Path, capsysbinary: Any) -> None:
+    """``1e-5`` is ``0.00001`` in JavaScript; copies of ``String(number)`` once printed ``1e-05``.
 
-    A tool call whose id is the number 1e-5 gets a synthetic result whose message id
-    spells the id as dsh does (the id is not a valid v4 call id, so only the plan is shown).
+    Tool arguments are shown as dsh's JSON (``JSON.stringify`` of the parsed value).
     """
-    crash = (FIXTURES / "v4" / "crash" / "session.v4.jsonl").read_text().replace('"c2"', "0.00001")
+    loop = LOOP.read_text().replace('{\\"text\\":\\"one\\"}', '{\\"text\\":\\"one\\",\\"n\\":0.00001}')
     log = tmp_path / "s" / "session.v4.jsonl"
     log.parent.mkdir()
-    log.write_text(crash)
-    code, out, err = run_cli(capsysbinary, "repair", "--json", str(log))
+    log.write_text(loop)
+    code, out, err = run_cli(capsysbinary, "show", str(log))
     assert code == 0, err
-    assert b"interrupted-tool-result-0.00001-11" in out and b"1e-05" not in out
+    assert b'"n": 0.00001' in out and b"1e-05" not in out
 
 
 # ------------------------------------------------------------------ 5. safe integers

@@ -156,11 +156,14 @@ def test_markup_looking_text_in_the_transcript_items(capsysbinary, monkeypatch, 
     terminal(monkeypatch)
     events = [
         ev(0, "turn/start", {"turn": 1}),
-        ev(1, "system/message", {"turn": 1, "step": 1, "message": {"role": "system", "content": [{"type": "text", "text": "[/system]"}], "source": {"kind": "system-prompt"}, "id": "s1"}}, surfaceOp="append"),
-        ev(2, "assistant/message", {"turn": 1, "step": 1, "message": {"role": "assistant", "content": [{"type": "reasoning", "text": "[/reason]"}, {"type": "text", "text": "[/text]"}, {"type": "tool-call", "id": "[/id]", "name": "[/name]", "arguments": "[/args]"}], "source": {"kind": "model", "provider": "[/p]", "model": "m"}, "id": "a2"}, "stream": []}, surfaceOp="append"),
-        ev(3, "tool/result", {"turn": 1, "step": 1, "message": {"role": "tool", "source": {"kind": "tool", "callId": "[/id]"}, "toolCallId": "[/id]", "content": [{"type": "text", "text": "[/out]"}], "isError": True, "id": "r3"}, "error": {"code": "[/code]"}}, surfaceOp="append"),
-        ev(4, "todo/write", {"todos": [{"status": "[/st]", "content": "[/todo]"}]}),
-        ev(5, "turn/end", {"turn": 1, "reason": {"kind": "error", "error": {"message": "[/err]", "code": "X"}}}),
+        ev(1, "step/start", {"turn": 1, "step": 1}),
+        ev(2, "system/message", {"turn": 1, "step": 1, "message": {"role": "system", "content": [{"type": "text", "text": "[/system]"}], "source": {"kind": "system-prompt"}, "id": "s1"}}, surfaceOp="append"),
+        ev(3, "assistant/message", {"turn": 1, "step": 1, "message": {"role": "assistant", "content": [{"type": "reasoning", "text": "[/reason]"}, {"type": "text", "text": "[/text]"}, {"type": "tool-call", "id": "[/id]", "name": "[/name]", "arguments": "[/args]"}], "source": {"kind": "model", "provider": "[/p]", "model": "m"}, "id": "a2"}, "stream": []}, surfaceOp="append"),
+        ev(4, "tool/call", {"turn": 1, "step": 1, "callId": "[/id]", "name": "[/name]", "arguments": "[/args]"}),
+        ev(5, "tool/result", {"turn": 1, "step": 1, "message": {"role": "tool", "source": {"kind": "tool", "callId": "[/id]"}, "toolCallId": "[/id]", "content": [{"type": "text", "text": "[/out]"}], "isError": True, "id": "r3"}, "error": {"code": "[/code]"}}, surfaceOp="append"),
+        ev(6, "step/end", {"turn": 1, "step": 1}),
+        ev(7, "todo/write", {"todos": [{"status": "[/st]", "content": "[/todo]"}]}),
+        ev(8, "turn/end", {"turn": 1, "reason": {"kind": "error", "error": {"message": "[/err]", "code": "X"}}}),
     ]
     f = tmp_path / "session.v4.jsonl"
     f.write_bytes(jsonl(v4_header(id="[/sid]"), *events))

@@ -186,21 +186,37 @@ def _breaks_a_v4_rule(tmp_path):
     return p
 
 
-def test_repair_copy_and_fork_refuse_an_output_that_breaks_a_v4_rule(tmp_path, capsysbinary):
-    """Both used to publish a log that `validate` rejects; now the read-back refuses it (exit 5)."""
+def test_repair_copy_and_fork_refuse_a_source_that_breaks_a_v4_rule(tmp_path, capsysbinary):
+    """Both used to publish a log that `validate` rejects. They now read the source as dsh
+    restores it, so such a source is refused up front as corrupt, naming it and the seq,
+    and nothing is published."""
     src = _breaks_a_v4_rule(tmp_path)
     code, out_, _ = run_cli(capsysbinary, "validate", str(src))
     assert code == ExitCode.CORRUPT and b"step/start does not match the open turn" in out_
     out = tmp_path / "out"
     out.mkdir()
-    for argv, name, subject in (
-        (["repair", str(src), "-o", str(out / "r.jsonl")], "r.jsonl", b"repaired copy does not verify at seq 3"),
-        (["fork", str(src), "-o", str(out / "c.jsonl")], "c.jsonl", b"fork child does not verify at seq 3"),
-    ):
+    for argv in (["repair", str(src), "-o", str(out / "r.jsonl")], ["fork", str(src), "-o", str(out / "c.jsonl")]):
         code, _, err = run_cli(capsysbinary, *argv)
-        assert code == ExitCode.CONFLICT, err
-        assert subject in err and str(out / name).encode() in err and b".tmp" not in err, err
+        assert code == ExitCode.CORRUPT, err
+        assert str(src).encode() in err and b"seq 3: step/start does not match the open turn" in err, err
+        assert err.count(b"\n") == 1, err
     assert list(out.iterdir()) == []
+
+
+def test_the_read_back_refuses_a_staged_log_that_breaks_a_v4_rule(tmp_path):
+    """The last line of defence for every writer: a staged file the strict reader decodes but
+    dsh's rules reject never passes verification (and names the seq)."""
+    from dshlog.errors import Refused
+    from dshlog.write.verify import ReadBack
+
+    staged = _breaks_a_v4_rule(tmp_path)
+    n = len(staged.read_bytes().splitlines()) - 1
+    with ReadBack(staged, None, compressed=False, snapshot=False, subject="repaired copy", stream=False) as rb:
+        with pytest.raises(Refused, match="repaired copy does not verify at seq 3"):
+            rb.verify(staged, events=n, plain=None)
+    good = CRASH
+    with ReadBack(good, None, compressed=False, snapshot=False, subject="copy", stream=False) as rb:
+        rb.verify(good, events=len(good.read_bytes().splitlines()) - 1, plain=None)
 
 
 def test_repair_outputs_refuse_a_tail_inside_an_open_compaction(tmp_path, capsysbinary):
@@ -226,12 +242,23 @@ def test_repair_outputs_refuse_a_tail_inside_an_open_compaction(tmp_path, capsys
     assert sorted(x.name for x in tmp_path.iterdir()) == ["session.lock", "session.v4.jsonl"]
 
 
-def test_fork_of_an_empty_parent_lists_no_closer(tmp_path, capsysbinary):
-    """The seed of an empty parent is its marker alone; the marker used to be reported as a closer."""
+def test_fork_of_an_empty_parent_is_refused_as_dsh_refuses_it(tmp_path, capsysbinary):
+    """dsh's fork seed needs an existing boundary seq, so a parent without events cannot be
+    forked (it used to give a child whose only event was timed by the wall clock)."""
     parent = tmp_path / "session.v4.jsonl"
     parent.write_bytes(LOOP.read_bytes().splitlines(keepends=True)[0])
     code, out, err = run_cli(capsysbinary, "fork", str(parent), "-o", str(tmp_path / "c.jsonl"), "--json")
-    assert code == 0, err
-    doc = json.loads(out)
-    assert doc["closers"] == [] and doc["events"] == 1 and doc["at"] == -1
-    assert [e["type"] for e in events_of(tmp_path / "c.jsonl")] == ["session/end-seed"]
+    assert code == ExitCode.USAGE, err
+    assert out == b"" and b"there is no seq to fork at" in err and str(parent).encode() in err
+    assert not (tmp_path / "c.jsonl").exists()
+
+
+def test_the_seed_of_an_empty_seed_is_its_marker_alone_and_lists_no_closer():
+    """The library keeps dsh's child constructor: an empty seed gets only the marker; the
+    marker used to be reported as a closer."""
+    from dshlog.model.fork import ForkPlan, build_fork_seed
+
+    plan: list[ForkPlan] = []
+    seed = list(build_fork_seed([], session_id="s", now_ms=5, plan=plan))
+    assert [e["type"] for e in seed] == ["session/end-seed"] and seed[0]["time"] == 5
+    assert plan and not plan[0].closers

@@ -209,10 +209,12 @@ def test_show_force_color_uses_rich(capsysbinary, monkeypatch) -> None:
 
 def test_show_reasoning_flag(tmp_path, capsysbinary, monkeypatch) -> None:
     monkeypatch.delenv("FORCE_COLOR", raising=False)
-    events = [
+    events = [  # an assistant message inside its step: dsh's restore refuses one outside
         ev(0, "turn/start", {"turn": 1}),
-        ev(1, "assistant/message", {"turn": 1, "step": 1, "message": {"role": "assistant", "content": [{"type": "reasoning", "text": "deep thought"}, {"type": "text", "text": "42"}], "source": {"kind": "model", "provider": "p", "model": "m"}, "id": "a"}, "stream": []}, surfaceOp="append"),
-        ev(2, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+        ev(1, "step/start", {"turn": 1, "step": 1}),
+        ev(2, "assistant/message", {"turn": 1, "step": 1, "message": {"role": "assistant", "content": [{"type": "reasoning", "text": "deep thought"}, {"type": "text", "text": "42"}], "source": {"kind": "model", "provider": "p", "model": "m"}, "id": "a"}, "stream": []}, surfaceOp="append"),
+        ev(3, "step/end", {"turn": 1, "step": 1}),
+        ev(4, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
     ]
     f = tmp_path / "session.v4.jsonl"
     f.write_bytes(jsonl(v4_header(), *events))

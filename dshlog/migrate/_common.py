@@ -22,6 +22,7 @@ __all__ = [
     "SeqMap",
     "SeqStrings",
     "StageRefusal",
+    "UnsupportedStageRefusal",
     "CONSUMED",
     "record",
 ]
@@ -34,9 +35,18 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 
 class StageRefusal(MigrationRefused):
-    """A refusal raised inside one edge; the chain prefixes it with the edge name.
+    """A plain format error raised inside one edge (dsh's ``SessionFormatError``).
 
-    Edge unit tests can read ``message`` to compare the bare dsh detail text.
+    The chain prefixes it with the edge name (:func:`rewrap`).  Edge unit tests can
+    read ``message`` to compare the bare dsh detail text.
+    """
+
+
+class UnsupportedStageRefusal(StageRefusal):
+    """An edge's refusal that dsh throws as ``SessionFormatUnsupportedMigrationError``.
+
+    dsh's chain passes such an error through unchanged (``throwUnsupportedRefusal``):
+    its text is the edge's own, without the edge prefix.
     """
 
 
@@ -119,9 +129,16 @@ class SeqMap:
         return CONSUMED if t == CONSUMED else t + (source - self._src[i])
 
 
-def rewrap(err: DshlogError, name: str, version: int, seq: int | None = None) -> MigrationRefused:
-    """dsh's chain text: ``<edge> refuses this format vN Session: <detail>``."""
-    out = MigrationRefused(edge_refusal(name, version, "Session", err.message), path=err.path, loc=err.loc,
+def rewrap(err: DshlogError, name: str, version: int, seq: int | None = None, subject: str = "Session") -> MigrationRefused:
+    """dsh's chain text ``<edge> refuses this format vN <subject>: <detail>`` for a plain format error.
+
+    An :class:`UnsupportedStageRefusal` passes through with its own text (only the
+    seq is filled in when the edge did not know it), as dsh's chain passes it.
+    """
+    if isinstance(err, UnsupportedStageRefusal):
+        err.with_context(seq=seq)
+        return err
+    out = MigrationRefused(edge_refusal(name, version, subject, err.message), path=err.path, loc=err.loc,
                            seq=err.seq if err.seq is not None else seq)
     return out
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..protocol.jsjson import dumps, stringify
-from ..protocol.values import is_count, is_placeholder
+from ..protocol.jsjson import dumps, js_string, stringify
+from ..protocol.values import is_count
 from ..protocol.vocabulary import (
     COMPACT_RENAMES,
     RELEASED_V0_PAYLOADS,
@@ -19,7 +19,8 @@ from ..protocol.vocabulary import (
     V0_V1_COMPACTION_STEP_TYPES,
     V0_V1_EARLY_STEP_TYPES,
 )
-from ._common import SeqStrings, StageRefusal, record
+from ._common import SeqStrings, StageRefusal, UnsupportedStageRefusal, record
+from .payload import assert_payload_semantics
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v0-to-v1"
 
@@ -49,20 +50,20 @@ def _obj(value: Any, label: str) -> dict[str, Any]:
 def check_v01_event(event: dict[str, Any], version: int, *, projection: bool = False) -> None:
     """Frozen released v0/v1 checks shared by the v0→v1 and v1→v2 stages.
 
-    Type inventory (refused even when ignorable), envelope members and exact
-    top-level payload members; nested payload rules are not transcribed
-    (FORMAT §8 item 3).  ``assistant/chunk`` payloads are deferred like dsh does.
+    Type inventory (refused even when ignorable), envelope members, exact
+    top-level payload members, then dsh's payload semantics
+    (:mod:`~dshlog.migrate.payload`).  ``assistant/chunk`` payloads are deferred like dsh does.
     """
     type_ = event.get("type")
     seq = event.get("seq")
     if type_ not in RELEASED_V0_PAYLOADS:
         if version == 0:
-            raise StageRefusal(
+            raise UnsupportedStageRefusal(
                 f"format v0 contains unknown historical event type {stringify(str(type_))} at seq {seq}; "
                 "migration refuses unknown historical events even when ignorable",
                 seq=seq,
             )
-        raise StageRefusal(f"format v1 contains unknown event type {stringify(str(type_))} at seq {seq}", seq=seq)
+        raise UnsupportedStageRefusal(f"format v1 contains unknown event type {stringify(str(type_))} at seq {seq}", seq=seq)
     surface = type_ in SURFACE_TYPES_V0
     for key in event:
         if key in ("type", "seq", "time", "data", "ignorable"):
@@ -73,18 +74,18 @@ def check_v01_event(event: dict[str, Any], version: int, *, projection: bool = F
     if type_ == "assistant/chunk":
         return
     data = _obj(event.get("data"), f"{type_} {seq} data")
+    if type_ == "subagent/descriptor" and not (is_count(data.get("version")) and data["version"] == 3):
+        if not is_count(data.get("version")):
+            raise StageRefusal(f"{type_} {seq} version must be a non-negative safe integer", seq=seq)
+        if version == 0:
+            raise UnsupportedStageRefusal(f"{type_} {seq} uses unsupported descriptor version {js_string(data['version'])}",
+                                          seq=seq)
+        return  # a v1 descriptor of another version: dsh checks nothing more
     required, optional = RELEASED_V0_PAYLOADS[type_]
     if type_ == "session-log-deepseek/delivery-accepted" and version >= 1:
         optional = optional + ("sessionFormatVersion",)
     _keys(data, required, optional, f"{type_} {seq} data")
-    if type_ == "subagent/descriptor" and version == 0 and data.get("version") != 3:
-        raise StageRefusal(f"{type_} {seq} uses unsupported descriptor version {dumps(data.get('version')).decode()}",
-                           seq=seq)
-    if type_ == "request/header":
-        header = _obj(data.get("header"), f"request/header {seq} header")
-        tools = header.get("tools")
-        if "tools" in header and not isinstance(tools, list) and not (projection and is_placeholder(tools)):
-            raise StageRefusal(f"request/header {seq} header tools must be an array", seq=seq)
+    assert_payload_semantics(event, version, projection=projection)
 
 
 class V0ToV1:
@@ -130,10 +131,10 @@ class V0ToV1:
             ev = {**ev, "type": COMPACT_RENAMES[t]}
             t = ev["type"]
         if t in ("request/header-delta", "mode/set"):
-            raise StageRefusal(f"session {stringify(self._sid)} contains unsupported legacy {t} event at seq {seq}",
+            raise UnsupportedStageRefusal(f"session {stringify(self._sid)} contains unsupported legacy {t} event at seq {seq}",
                                seq=seq)
         if t == "request/header" and record(ev.get("data")).get("reason") == "fallback":
-            raise StageRefusal(
+            raise UnsupportedStageRefusal(
                 f'session {stringify(self._sid)} contains unsupported request/header reason "fallback" at seq {seq}',
                 seq=seq)
         if t != "assistant/chunk" and t in RELEASED_V0_PAYLOADS or t == "steering/message":

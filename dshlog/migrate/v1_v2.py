@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from ..protocol.values import is_count
 from ..protocol.vocabulary import V1_V2_SETTLING_TYPES
-from ._common import CONSUMED, SeqMap, StageRefusal, record
+from ._common import CONSUMED, SeqMap, StageRefusal, UnsupportedStageRefusal, record
 from .streams import StreamBuilder
 from .v0_v1 import check_v01_event
 
@@ -206,7 +206,7 @@ class V1ToV2:
         stream: list[dict[str, Any]] = []
         if isinstance(sources, list) and sources:
             if p is None or p.turn != turn or p.step != step or [*chain.from_iterable(p.seqs)] != sources:
-                raise StageRefusal(f"assistant/message {seq} chunk provenance is not one complete ordered attempt",
+                raise UnsupportedStageRefusal(f"assistant/message {seq} chunk references are not one complete ordered attempt",
                                    seq=seq)
             stream = p.stream.records
             self._pending = None
@@ -215,7 +215,7 @@ class V1ToV2:
             self._settle(out)
         else:
             if p is not None and p.turn == turn and p.step == step:
-                raise StageRefusal(f"assistant/message {seq} does not cite its complete v1 chunk attempt", seq=seq)
+                raise UnsupportedStageRefusal(f"assistant/message {seq} does not cite its complete v1 chunk attempt", seq=seq)
             self._settle(out)
         msg = {k: v for k, v in event.items() if k != "sourceEventSeqs"}
         new_data = dict(data)
@@ -254,7 +254,7 @@ class V1ToV2:
                 self._out(None, {"type": "turn/end", "seq": -1, "time": event.get("time"),
                                  "data": {"turn": self._open_turn, "reason": {"kind": "interrupted"}}}, out)
             else:
-                raise StageRefusal(f"turn/start {event['seq']} does not close the prior turn", seq=event["seq"])
+                raise UnsupportedStageRefusal(f"turn/start {event['seq']} does not close the prior turn", seq=event["seq"])
         self._open_turn = turn
 
     def _cross_cut(self, event: dict[str, Any], out: list[dict[str, Any]]) -> dict[str, Any]:
@@ -267,7 +267,7 @@ class V1ToV2:
                 event["type"] == "assistant/message" and same and isinstance(event.get("sourceEventSeqs"), list)
                 and bool(event["sourceEventSeqs"]))
             if splits:
-                raise StageRefusal(f"inherited Session cut {self._cut_src} splits one Assistant attempt")
+                raise UnsupportedStageRefusal(f"inherited Session cut {self._cut_src} splits one Assistant attempt")
             self._settle(out)
         self._cut_done = True
         self.cut = self._next
@@ -282,7 +282,7 @@ class V1ToV2:
             return
         if self._parent and self._seeded and event["seq"] < self._cut_src:
             return
-        raise StageRefusal("current-generation delivery marker names the wrong Session", seq=event["seq"])
+        raise UnsupportedStageRefusal("current-generation delivery marker names the wrong Session", seq=event["seq"])
 
     # renumbering ----------------------------------------------------------------------
     def _emit(self, src: int | None, ev: dict[str, Any], out: list[dict[str, Any]]) -> None:
@@ -295,7 +295,7 @@ class V1ToV2:
     def _one(self, value: Any, label: str) -> int:
         mapped = self._map.get(value) if isinstance(value, int) and not isinstance(value, bool) else None
         if mapped is None or mapped == CONSUMED:
-            raise StageRefusal(f"{label} targets consumed assistant/chunk {value}")
+            raise UnsupportedStageRefusal(f"{label} targets consumed assistant/chunk {value}")
         return mapped
 
     def _remap(self, ev: dict[str, Any], target: int, src: int | None) -> dict[str, Any]:

@@ -42,7 +42,8 @@ def export_to_file(
     )
     with pub:
         staged = pub.stage()
-        render_export(log.v4(), head, fmt, staged.write, full=full, redact=redact)
+        with log.v4() as view:  # dsh's decision on the whole log before the file appears
+            render_export(view, head, fmt, staged.write, full=full, redact=redact)
         pub.publish()
     return target, pub.warnings
 

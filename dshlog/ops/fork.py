@@ -23,6 +23,7 @@ from ..model.fork import ForkPlan, at_turn, build_fork_seed, child_header
 from ..protocol.layout import generation_name
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.container import resolve_path
+from ..protocol.texts import EMPTY_FORK
 from ..read.session import open_session
 from ..write.transaction import Ownership, Publication, make_directory, output_lock
 from ..write.verify import ReadBack
@@ -39,6 +40,7 @@ def write_fork(
     created_at: int | None = None,
     select: str | None = None,
     format_version: int | None = None,
+    system_prompt_plugins: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Write the child of a fork as a new v4 log at ``out``; the parent is only read.
 
@@ -47,10 +49,12 @@ def write_fork(
     parent's container (plain or zstd).  Prefix events read from a v4 parent are
     copied as their original bytes.  The file is staged and published without
     overwriting, so a failure (or an invalid boundary found late) leaves nothing.
+    A parent without events has no seq to cut at: a usage error (the library's
+    :func:`build_fork_seed` still gives the empty child of an empty seed).
     """
 
     def _open():
-        return open_session(target, select=select, format_version=format_version)
+        return open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins)
 
     if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)
         raise UsageError("fork needs a regular file, not standard input or a pipe; save the stream to a file first", path=target)
@@ -82,9 +86,10 @@ def write_fork(
         staged = pub.stage()
         with _open() as log:
             raws: dict[int, bytes] = {}
+            view = log.v4()
 
             def events() -> Iterator[dict]:
-                for ev, raw in log.v4().records():
+                for ev, raw in view.records():
                     if raw is not None:
                         raws[id(ev)] = raw
                     yield ev
@@ -102,7 +107,10 @@ def write_fork(
                         closers.append(ev)
                     w.event(ev, raws.pop(id(ev), None))
                 size, digest = w.close()
+                view.finish()  # dsh restores the whole parent before it cuts it: its refusal comes first
                 boundary = plan[0].boundary if plan else None
+                if boundary is None:
+                    raise UsageError(EMPTY_FORK, path=target)
                 pub.publish(lambda path: check.verify(path, events=w.events, plain=(size, digest)))
     result: dict[str, Any] = {
         "path": str(out),

@@ -94,8 +94,13 @@ def _child_facts(log: Any, children: str) -> list[dict]:
     return discover_child_facts(root, log.session_id or "", open_header=_open_header, open_events=_open_events)
 
 
-def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False, children: str = "auto") -> Outcome:
-    """Migrate one session generation (see module docstring); never raises for the session's own problems."""
+def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False, children: str = "auto",
+                    system_prompt_plugins: tuple[str, ...] = ()) -> Outcome:
+    """Migrate one session generation (see module docstring); never raises for the session's own problems.
+
+    ``system_prompt_plugins``: more package names the v3->v4 edge takes for dsh's
+    system-prompt producer (``--system-prompt-plugin``); the outcome notes them.
+    """
     out = Outcome(source=str(source), status="failed")
     try:
         _require_regular(source)
@@ -106,7 +111,7 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
                 out.notes.append(f"{chosen.name} is the generation dsh reads in this directory")
                 source = chosen
                 out.source = str(source)
-        with open_session(str(source)) as log:
+        with open_session(str(source), system_prompt_plugins=system_prompt_plugins) as log:
             out.version = log.version
             if log.version >= CURRENT_VERSION:
                 out.status = "current"
@@ -122,11 +127,13 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
                 out.exit_code = ExitCode.PENDING
                 return out
             facts = _child_facts(log, children)
+            if system_prompt_plugins:  # the report says which rule produced the successor
+                out.notes.append("system-prompt producers besides upstream's: " + ", ".join(system_prompt_plugins))
             if dry_run:
                 out.events = sum(1 for _ in log.v4(child_facts=facts))
                 out.status = "would-migrate"
                 return out
-        _publish(source, target, facts, out)
+        _publish(source, target, facts, out, system_prompt_plugins)
         out.status = "migrated"
     except DshlogError as exc:
         out.status = "failed"
@@ -160,7 +167,7 @@ def _clean_after_publication(d: Path, out: Outcome) -> None:
         return  # best effort: the session itself is fine
 
 
-def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> None:
+def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system_prompt_plugins: tuple[str, ...] = ()) -> None:
     """Stream the migrated events into the one publication transaction (see the module docstring)."""
     compressed = source.name.endswith(".zstd")
     with open_session(str(source)) as probe:
@@ -180,7 +187,7 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome) -> Non
         out.notes.extend(pub.notes)  # leftovers of an interrupted earlier run
         staged = pub.stage()
         assert pub.before is not None
-        with open_session(str(source)) as log:
+        with open_session(str(source), system_prompt_plugins=system_prompt_plugins) as log:
             view = log.v4(child_facts=facts)
             header, events = view.header, iter(view)
             if log.projection:

@@ -56,9 +56,10 @@ class _Balanced:
             raise Refused(f"{self._subject} does not verify: its last turn is still open", path=self._path)
 
 
-def plan_repair(target: str, *, select: str | None = None, format_version: int | None = None) -> RepairPlan:
+def plan_repair(target: str, *, select: str | None = None, format_version: int | None = None,
+                system_prompt_plugins: tuple[str, ...] = ()) -> RepairPlan:
     """Read a log (any version, migrated in memory) and compute its interrupted-turn closers."""
-    with open_session(target, select=select, format_version=format_version) as log:
+    with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins) as log:
         state = TailState()
         n = 0
         comp: int | None = None
@@ -85,7 +86,8 @@ def _regular_source(target: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def repair_copy(target: str, out: Path, *, select: str | None = None, format_version: int | None = None) -> RepairResult:
+def repair_copy(target: str, out: Path, *, select: str | None = None, format_version: int | None = None,
+                system_prompt_plugins: tuple[str, ...] = ()) -> RepairResult:
     """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched."""
     out = Path(out)
     compressed = out.name.endswith(".zstd")
@@ -99,7 +101,7 @@ def repair_copy(target: str, out: Path, *, select: str | None = None, format_ver
     )
     with pub:
         staged = pub.stage()
-        with open_session(target, select=select, format_version=format_version) as log:
+        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins) as log:
             header = log.v4().header
             size_hint = pub.before.size if pub.before is not None else 0
             subject = "repaired copy"
@@ -169,10 +171,16 @@ def repair_in_place(target: str) -> RepairResult:
         with open_session(str(path)) as log:
             state = TailState()
             n = 0
-            for r in log.stored():
-                state.feed(r.event)
+            # dsh's read: rows after a damaged one that no later turn/end commits are not part of
+            # the log, and dsh's write open cuts them before it appends (kept in the sidecar here)
+            for ev, _raw in log.v4().records():
+                state.feed(ev)
                 n += 1
             torn = log.info.torn
+            dropped = log.decoder.issue_loc if log.decoder.issue is not None else None
+            if dropped is not None and container != Container.JSONL:
+                raise Refused(f"rows after the accepted prefix are damaged ({log.decoder.issue.message}); "
+                              "repair --write cuts them only from plain logs (use -o OUT)", path=str(path))
             header, snapshot = log.header, log.snapshot
             closers = state.closers("interrupted")
             plan = RepairPlan(str(path), version, container, state.report(), closers, torn.length if torn else 0, n)
@@ -180,7 +188,9 @@ def repair_in_place(target: str) -> RepairResult:
             return RepairResult(plan, warnings=pub.warnings)
         # where the committed bytes end (file offset)
         size = before.size
-        if torn is None:
+        if dropped is not None and dropped.offset is not None:
+            cut = dropped.offset
+        elif torn is None:
             cut = size
         elif container == Container.JSONL:
             cut = torn.offset

@@ -4,7 +4,10 @@
 drives them over one input and gathers *every* problem (the reader runs in its
 lenient mode so one bad row does not hide the next), so ``dshlog validate`` can
 list them all with their locations and pick an exit code.  Everything it lists
-is a :class:`~dshlog.check.problems.Problem`, whoever found it.
+is a :class:`~dshlog.check.problems.Problem`, whoever found it.  The verdict also
+holds dsh's own decision: the log is opened once more as dsh opens it (header
+admission, the recovering read, the migration, the v4 restore), and a refusal
+is one more error, in dsh's words.
 """
 
 from __future__ import annotations
@@ -91,8 +94,35 @@ def _feed_rules(report: Report, rules: Validator, events: Any) -> None:
         report.add(p)
 
 
-def validate_log(target: str, *, select: str | None = None, format_version: int | None = None) -> Report:
-    """Check one input completely; never raises for problems in the log itself."""
+def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, format_version: int | None,
+                 plugins: tuple[str, ...]) -> None:
+    """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
+
+    ``log`` is the lenient reader the listing used.  A header dsh refuses is known
+    from it; a v4 log whose listing found nothing (every rule of dsh's restore ran
+    over rows that all decoded) is one dsh reads, so it is not read again.
+    """
+    decision = getattr(log, "decision", None)
+    if log.version == CURRENT_VERSION and (decision is None or decision.admitted) and not report.count("error") and not report.count("warning"):
+        return
+    try:
+        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins) as log:
+            with log.v4() as view:
+                view.finish()
+    except DshlogError as exc:
+        if any(p.severity == "error" and p.message.endswith(exc.message) for p in report.problems):
+            return  # listed already, as an error
+        # the reader's note on a header dsh refuses becomes this error
+        report.problems = [p for p in report.problems if p.message != f"dsh refuses this header: {exc.message}"]
+        _from_error(report, exc)
+
+
+def validate_log(target: str, *, select: str | None = None, format_version: int | None = None,
+                 system_prompt_plugins: tuple[str, ...] = ()) -> Report:
+    """Check one input completely; never raises for problems in the log itself.
+
+    ``system_prompt_plugins``: as :class:`~dshlog.read.session.SessionLog` takes them.
+    """
     report = Report(path=target)
     try:
         log = open_session(target, strict=False, select=select, format_version=format_version)
@@ -150,10 +180,12 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
             else:
                 sev = Severity.WARNING
             report.add(n.with_severity(sev))
+    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins)
     if log.version is not None and log.version < CURRENT_VERSION and not report.count("error") and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
-            log2 = open_session(target, strict=False, select=select, format_version=format_version)
+            log2 = open_session(target, strict=False, select=select, format_version=format_version,
+                                system_prompt_plugins=system_prompt_plugins)
             with log2:
                 migrated = log2.v4()
                 rules = Validator(migrated.header if log2.header is not None else None, projection=log2.snapshot)

@@ -230,6 +230,12 @@ REFUSED_LEGACY_TYPES: Final[frozenset[str]] = frozenset({"mode/set", "request/he
 
 #: Prefix the v3→v4 edge puts in front of unknown ignorable historical types.
 PLUGIN_PREFIX: Final[str] = "plugin:"
+#: The package name of dsh's system-prompt producer in v0..v3 logs.  Upstream's v2->v3
+#: edge stamps it on the system messages it generates, and upstream's v3->v4 edge turns
+#: it (and only it) into ``system-prompt`` / ``runtime-context``; a fork build's own
+#: edges do the same with its own spelling (``@x1a0f3n9/dsh-system-prompt``...), which
+#: upstream turns into ``plugin:<name>`` (README: migrate, ``--system-prompt-plugin``).
+SYSTEM_PROMPT_PLUGIN: Final[str] = "@deepseek-ai/dsh-system-prompt"
 
 CURRENT_VERSION: Final[int] = 4
 
@@ -356,6 +362,20 @@ def header_required_keys(version: int) -> frozenset[str]:
 
 def header_optional_keys(version: int) -> frozenset[str]:
     return frozenset(k[:-1] for k in header_key_order(version) if k.endswith("?"))
+
+
+def header_required_order(version: int) -> tuple[str, ...]:
+    """Required physical header keys in writer order: dsh's codecs name the first one missing."""
+    return tuple(k for k in header_key_order(version) if not k.endswith("?"))
+
+
+def logical_header_keys() -> tuple[tuple[str, ...], frozenset[str]]:
+    """(required in order, optional) keys of the logical header every codec decodes to.
+
+    The v2 physical header without ``type``: v0/v1's ``seedLength`` becomes ``isSeeded``.
+    """
+    order = [k for k in _ORDER_V2 if k != "type"]
+    return tuple(k for k in order if not k.endswith("?")), frozenset(k[:-1] for k in order if k.endswith("?"))
 
 
 RETIRED_HEADER_KEYS: Final[frozenset[str]] = frozenset({"sandboxMode", "approvalPolicy"})

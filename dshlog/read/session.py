@@ -25,17 +25,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from ..errors import CorruptLog, DshlogError, Location, UnsupportedVersion, UsageError
+from ..errors import CorruptLog, DshlogError, Location, MigrationRefused, UnsupportedVersion, UsageError
 from ..check.problems import Problem, Problems, Severity
+from ..check.validate import Validator
 from ..protocol.packed import PackedRun
 from .rows import RowDecoder
-from ..protocol.jsjson import JsonError, dumps, iter_array, loads, stringify, top_level_keys
+from ..protocol.jsjson import JsonError, dumps, iter_array, loads, top_level_keys
 from ..protocol.layout import parse_generation, persistence_root
-from ..protocol.texts import newer_version
-from ..protocol.values import is_count, is_placeholder, placeholder_bytes_search
+from ..protocol.texts import FORMAT_VERSION_REFUSAL, newer_version, transformed_artifact_refusal
+from ..protocol.values import is_count, is_placeholder, placeholder_bytes_search, safe_int
 from ..protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES
 from ..migrate.chain import MigratedEvents, header_only, migrate_stream
 from .children import discover_child_facts
+from .header import HeaderDecision, read_header
 from .container import (
     Container,
     Record,
@@ -99,6 +101,15 @@ def _detect_headerless_version(sample: bytes) -> int:
     return CURRENT_VERSION
 
 
+def _damaged_header(obj: dict) -> bool:
+    """A first line that lacks ``type`` but has header members is a damaged header, not an event.
+
+    dsh reads line 1 as the header whatever it holds; only an input whose first row
+    is an event (it has ``seq``/``data``) is a header-less stream.
+    """
+    return "type" not in obj and "seq" not in obj and "data" not in obj and any(k in obj for k in ("version", "id", "createdAt"))
+
+
 def _june_prerelease(sample: bytes) -> bool:
     """Header ``version:1`` written by the June 2026 pre-release writer (NOTES.md 2)."""
     if b'"sourceEventSeqs":[[' in sample or b'-chunks"' in sample:
@@ -117,15 +128,28 @@ class SessionLog:
         select: str | None = None,
         format_version: int | None = None,
         stream: IO[bytes] | None = None,
+        system_prompt_plugins: tuple[str, ...] | list[str] = (),
     ) -> None:
         """``stream``: read this already open buffered binary stream (``target`` is then only
-        the name shown in messages), e.g. bytes arriving through a pipe."""
+        the name shown in messages), e.g. bytes arriving through a pipe.
+
+        ``strict``: decide as dsh does: the header is admitted (or refused) here, with
+        dsh's texts, before any row is read; the v4 view reads rows as dsh's
+        recovering read does and restores the v4 artifact as dsh does.  When false,
+        the log is shown as far as it can be read, with notes.
+        ``system_prompt_plugins``: package names the v3->v4 edge takes for
+        dsh's system-prompt producer besides upstream's own (a fork build's name).
+        """
         self.target = target
         self.strict = strict
         self.select = select
         self.notes = Problems()
         self._consumed = False
         self._snapshot: bool | None = None
+        #: dsh's decision on the header line (``None`` for an input without one)
+        self.decision: HeaderDecision | None = None
+        #: extra system-prompt plugin package names for the v3->v4 edge (README: migrate)
+        self.system_prompt_plugins: tuple[str, ...] = tuple(system_prompt_plugins)
         self._mig_header: dict | None = None
         fh, path, size = (stream, target, None) if stream is not None else open_binary(target)
         self.path = path
@@ -184,7 +208,7 @@ class SessionLog:
             if first is None:
                 raise CorruptLog("empty or header-less session log", path=path, loc=Location(line=1, offset=0))
             obj = _parse(first.raw or b"", path, first.loc(), "header")
-            if isinstance(obj, dict) and obj.get("type") == "session":
+            if isinstance(obj, dict) and (obj.get("type") == "session" or _damaged_header(obj)):
                 self.header, self.header_raw, self.header_loc = obj, first.raw, first.loc()
                 self._body = lines
                 if c == Container.JSONL and first.raw is not None and first.offset is not None:
@@ -324,6 +348,16 @@ class SessionLog:
             return format_version
         if h is None:
             return _detect_headerless_version(sample if sample else self._sample())
+        decision = self.decision = read_header(h)
+        if self.strict:
+            if not decision.admitted:
+                raise decision.refusal(path=self.path, loc=self.header_loc)
+            v = decision.stored_version
+            assert v is not None
+            self._check_name(v)
+            return v
+        if not decision.admitted and decision.stored_version is not None and decision.stored_version <= CURRENT_VERSION:
+            self.notes.add(Problem("header", f"dsh refuses this header: {decision.reason}", Severity.WARNING, loc=self.header_loc))
         v = h.get("version")
         named = parse_generation(os.path.basename(self.path)) if self.info.container in (Container.JSONL, Container.ZSTD) else None
         name_v = named.version if named is not None else None
@@ -333,25 +367,29 @@ class SessionLog:
             self.notes.add(Problem("header", f"header lacks version; reading as v{guess} (a test-support fixture: dsh itself refuses such a header)", Severity.WARNING, loc=self.header_loc))
             return guess
         if not is_count(v):
-            raise CorruptLog(f"session header version must be a non-negative safe integer, got {stringify(v)}", path=self.path, loc=self.header_loc)
+            raise CorruptLog(FORMAT_VERSION_REFUSAL, path=self.path, loc=self.header_loc)
+        v = safe_int(v)
         if v > CURRENT_VERSION:
-            msg = newer_version(h.get("id"), v, CURRENT_VERSION)
-            if self.strict:
-                raise UnsupportedVersion(msg, path=self.path, loc=self.header_loc)
             # lenient readers (events, info, validate) still show the rows, read with the v4 row codec
-            self.notes.add(Problem("unsupported-version", msg, Severity.ERROR, loc=self.header_loc))
+            self.notes.add(Problem("unsupported-version", decision.reason or "", Severity.ERROR, loc=self.header_loc))
             return v
         if v == 1 and _june_prerelease(self._sample(1 << 20)):
             self.notes.add(
                 Problem("prerelease", "header version 1 written by the June 2026 pre-release writer; read as v0 (its counter was reset)", Severity.WARNING, loc=self.header_loc)
             )
             return 0
+        self._check_name(v)
+        return v
+
+    def _check_name(self, v: int) -> None:
+        """The persistence layer's rule: a canonical file name names its header's version."""
+        named = parse_generation(os.path.basename(self.path)) if self.info.container in (Container.JSONL, Container.ZSTD) else None
+        name_v = named.version if named is not None else None
         if name_v is not None and name_v != v and not (name_v == 0 and self.path.endswith((".expected.jsonl", ".golden.jsonl"))):
             msg = f"resolved JSONL source filename identifies v{name_v}, but its header identifies v{v}"
             if self.strict:
                 raise CorruptLog(msg, path=self.path, loc=self.header_loc)
             self.notes.add(Problem("header", msg, Severity.WARNING, loc=self.header_loc))
-        return v
 
     # ------------------------------------------------------------------ reading
 
@@ -380,6 +418,18 @@ class SessionLog:
         if t is not None and t.length:
             where = f"frame {t.frame}" if t.frame is not None else f"byte {t.offset}"
             self.notes.add(Problem("torn-tail", f"torn tail ignored: {t.length} bytes after the last complete line ({where})", Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
+        dec = self.decoder
+        if dec.recoverable:
+            if dec.issue is not None:
+                self.notes.add(Problem(
+                    "recovered-tail",
+                    f"the log ends before this row: {dec.issue.message} (dsh's read drops it and the {dec.dropped} rows after it; "
+                    "no later turn/end commits them)",
+                    Severity.WARNING, loc=dec.issue_loc))
+            h = self.header or {}
+            seeded = h.get("isSeeded") if self.version >= 2 and isinstance(h.get("isSeeded"), bool) else None
+            seed = h.get("seedLength") if self.version <= 1 and self.header is not None else None
+            dec.finish(seeded=seeded, seed_length=safe_int(seed) if is_count(seed) else None)
 
     def _plain_rows(self, line_no: int, offset: int) -> Iterator[tuple[list[dict], Any, bytes | None, Location]]:
         """The rest of a plain JSONL body, read from the file directly.
@@ -447,7 +497,7 @@ class SessionLog:
         for events, _obj, _raw, _loc in self._rows(runs=self.version <= 1):
             yield from events
 
-    def v4(self, *, child_facts: list[dict] | None = None, runs: bool = True) -> "V4View":
+    def v4(self, *, child_facts: list[dict] | None = None, runs: bool = True, allow_unknown: bool = False) -> "V4View":
         """The v4 view: what dsh holds after opening the log (older logs migrated in memory).
 
         Nothing is read until the view is iterated; its :attr:`V4View.header` needs
@@ -455,11 +505,13 @@ class SessionLog:
         needs (default: discovered in the persistence root around the file).
         ``runs=False`` feeds the chain every packed row expanded, the straightforward
         path the compact one (each row one :class:`PackedRun`, as dsh passes it) must
-        equal; it exists for the tests that prove that.
+        equal; it exists for the tests that prove that.  ``allow_unknown``: the
+        restore lets unknown event types without ``ignorable`` pass (``--allow-unknown``;
+        dsh refuses them).
         """
         if self.version > CURRENT_VERSION:
             raise UnsupportedVersion(newer_version(self.session_id, self.version, CURRENT_VERSION), path=self.path, loc=self.header_loc)
-        return V4View(self, child_facts, runs)
+        return V4View(self, child_facts, runs, allow_unknown=allow_unknown)
 
     @property
     def projection(self) -> bool:
@@ -481,6 +533,8 @@ class SessionLog:
 
     def _migration_header(self) -> dict:
         """The stored header as the migration chain receives it (completed for snapshot fixtures)."""
+        if self._mig_header is None and self.strict and self.decision is not None:
+            self._mig_header = self.header  # admitted as it is: dsh completes nothing
         if self._mig_header is None:
             snapshot = self.snapshot  # peeks at the first row: a wrapped stream then knows its session id
             header = self.header if self.header is not None else self._synthetic_header()
@@ -601,6 +655,22 @@ def _open_header(path: Path) -> dict | None:
         return None
 
 
+#: Problem codes of the Validator by the pass of dsh's v4 restore that finds them:
+#: dsh checks every event's own shape first (``restoreReleasedV4Artifact``'s loop),
+#: then the inherited cut, then the relationships between events, and reports the
+#: first failure of the earliest pass.
+_RESTORE_PASS = {"unsupported": 0, "retired": 0, "envelope": 0, "seq-gap": 0, "message": 0, "stream": 0, "cut": 1}
+
+
+def _restore_rank(problem: Any) -> int:
+    return _RESTORE_PASS.get(problem.code, 2)
+
+
+def _restore_unsupported(problem: Any) -> bool:
+    """Whether dsh throws this restore refusal as ``SessionFormatUnsupportedMigrationError``."""
+    return problem.code == "unsupported" or problem.message.startswith("format v4 rejects retired event type")
+
+
 class V4View:
     """The v4 events of a session log, as dsh holds them after opening it.
 
@@ -608,15 +678,29 @@ class V4View:
     it is iterated (nothing is written).  ``header`` is the v4 header, derived
     from the stored header alone.  After iteration ``inherited_cut`` is the
     inherited event count the chain reported (``None`` for a v4 log).
+
+    Of a strict log it is dsh's view: rows are read as dsh's recovering read
+    reads them, and the v4 artifact is restored as dsh restores it (every
+    event's shape, the inherited cut, the relationships, run through
+    :class:`~dshlog.check.validate.Validator`); a refusal is raised, with dsh's
+    text, when the last event has gone by.  A consumer that stops early, or that
+    fails on its own, asks :meth:`finish` (or uses the view as a context manager,
+    which does) whether dsh would refuse the log: dsh's refusal then wins.
     """
 
-    def __init__(self, log: SessionLog, child_facts: list[dict] | None, runs: bool = True) -> None:
+    def __init__(self, log: SessionLog, child_facts: list[dict] | None, runs: bool = True, *, allow_unknown: bool = False) -> None:
         self._log = log
+        self._allow_unknown = allow_unknown
         self._child_facts = child_facts
         self._runs = runs
         self._header: dict | None = None
         self._migrated: MigratedEvents | None = None
+        self._gen: Iterator[tuple[dict, bytes | None]] | None = None
         self.inherited_cut: int | None = None
+        #: dsh's view: recoverable rows and the v4 restore (a strict log)
+        self.dsh = log.strict
+        if self.dsh:
+            log.decoder.recoverable = True
 
     @property
     def header(self) -> dict | None:
@@ -625,6 +709,8 @@ class V4View:
         if self._header is None and log.header is not None:
             if log.version == CURRENT_VERSION:
                 self._header = log.header
+            elif self.dsh and log.decision is not None and log.decision.header is not None:
+                self._header = log.decision.header
             else:
                 try:
                     self._header = header_only(log._migration_header(), projection=log.snapshot)
@@ -632,31 +718,92 @@ class V4View:
                     raise exc.with_context(path=log.path, loc=log.header_loc)
         return self._header
 
-    def _events(self) -> Iterator[dict]:
+    def _source(self) -> Iterator[tuple[dict, bytes | None]]:
+        """(v4 event, its stored line when the line is exactly the event)."""
         log = self._log
         if log.version == CURRENT_VERSION:
-            for events, _obj, _raw, _loc in log._rows(runs=False):
-                yield from events
+            for r in log.stored():
+                yield r.event, r.raw
             return
         facts = self._child_facts if self._child_facts is not None else log._discover_children()
         try:
             body = log.stored_runs() if self._runs else (r.event for r in log.stored())
-            header, events = migrate_stream(log._migration_header(), body, child_facts=facts, projection=log.snapshot)
+            header, events = migrate_stream(log._migration_header(), body, child_facts=facts, projection=log.snapshot,
+                                            system_prompt_plugins=log.system_prompt_plugins)
             self._header = header
             self._migrated = events
-            yield from events
+            for ev in events:
+                yield ev, None
         except DshlogError as exc:
             raise exc.with_context(path=log.path)
         self.inherited_cut = events.inherited_cut
 
+    def _restored(self) -> Iterator[tuple[dict, bytes | None]]:
+        """The source, with dsh's v4 restore over it (dsh's view only)."""
+        pairs = self._source()
+        if not self.dsh:
+            yield from pairs
+            return
+        log = self._log
+        rules = Validator(self.header, projection=log.snapshot)
+        first: Any = None
+        for pair in pairs:
+            problems = rules.feed(pair[0])
+            if problems:
+                first = self._first(first, problems)
+            yield pair
+        first = self._first(first, rules.finish())
+        if first is not None:
+            raise self._refusal(first)
+
+    def _first(self, first: Any, problems: list) -> Any:
+        for p in problems:
+            if p.severity != "error" or (self._allow_unknown and p.code == "unsupported"):
+                continue
+            if first is None or _restore_rank(p) < _restore_rank(first):
+                first = p
+        return first
+
+    def _refusal(self, problem: Any) -> DshlogError:
+        """dsh's refusal of the restored artifact: a migrated one is wrapped in the chain's words."""
+        log = self._log
+        seq = problem.seq
+        if _restore_unsupported(problem):
+            cls = MigrationRefused if log.version < CURRENT_VERSION else UnsupportedVersion
+            return cls(problem.message, path=log.path, seq=seq)
+        if log.version < CURRENT_VERSION:
+            return MigrationRefused(transformed_artifact_refusal(log.version, CURRENT_VERSION, problem.message), path=log.path, seq=seq)
+        return CorruptLog(problem.message, path=log.path, seq=seq)
+
+    def _stream(self) -> Iterator[tuple[dict, bytes | None]]:
+        if self._gen is None:
+            self._gen = self._restored()
+        return self._gen
+
     def __iter__(self) -> Iterator[dict]:
-        return self._events()
+        return (ev for ev, _raw in self._stream())
 
     def records(self) -> Iterator[tuple[dict, bytes | None]]:
         """(v4 event, original line bytes or ``None``): untouched v4 lines keep their exact bytes."""
-        if self._log.version == CURRENT_VERSION:
-            return ((r.event, r.raw) for r in self._log.stored())
-        return ((ev, None) for ev in self._events())
+        return self._stream()
+
+    def finish(self) -> None:
+        """Read what is left of the log (keeping nothing): raises dsh's refusal, if dsh refuses it."""
+        for _ in self._stream():
+            pass
+
+    def __enter__(self) -> "V4View":
+        return self
+
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+        """A view used up, or abandoned by a consumer that failed: dsh's decision on the whole log first."""
+        if kind is None:
+            self.finish()
+        elif isinstance(error, DshlogError):
+            try:
+                self.finish()
+            except DshlogError as refusal:
+                raise refusal from error
 
 
 class _ChildView:
