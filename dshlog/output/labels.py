@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..model.transcript import Failure, Replacement, Retry, ToolChange
+from ..protocol.vocabulary import CURRENT_VERSION
 
 # --------------------------------------------------------------------------- marks
 
@@ -157,3 +158,46 @@ def totals_text(turns: int, tokens: Mapping[str, int], title: str | None = None)
     if tokens:
         bits.append("tokens: " + tokens_text(tokens))
     return "; ".join(bits)
+
+
+# --------------------------------------------------------------------------- a session's facts for people
+
+#: The header keys an export shows, in human words (``isSeeded`` and the stored version are said in a sentence).
+FACT_LABELS: Mapping[str, str] = {
+    "id": "session",
+    "cwd": "project",
+    "createdAt": "created",
+    "parentSession": "parent session",
+    "origin": "started by",
+    "agentPreset": "agent preset",
+    "delegationDepth": "subagent depth",
+    "file": "file",
+}
+FACT_MODELS = "models"
+FACT_ACTIVE = "active"
+FACT_DURATION = "duration"
+FACT_TURNS = "turns"
+FACT_TOKENS = "tokens"
+FACT_FORMAT = "stored as"
+FACT_CHILDREN = "subagents"
+SEEDED = "seeded from its parent session (the parent's history is inherited)"
+
+#: The HTML page's filters: the class an item carries, and what the switch says.
+FILTERS: Mapping[str, str] = {
+    "reasoning": "reasoning",
+    "call": "tool calls",
+    "result": "tool results",
+    "system": "system",
+    "retry": "retries and failures",
+}
+SEARCH = "search"
+CONTENTS = "turns"
+STORE_TITLE = "dsh sessions"
+NO_PROMPT = "(no prompt)"
+
+
+def stored_format(stored: object) -> str:
+    """``format v0, shown as v4``: how the file is stored, and that it is read in the current format."""
+    if type(stored) is not int:
+        return f"format v{CURRENT_VERSION}"
+    return f"format v{stored}" + (f", shown as v{CURRENT_VERSION}" if stored != CURRENT_VERSION else "")
