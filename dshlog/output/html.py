@@ -53,9 +53,9 @@ from ..protocol.jsjson import format_number
 from . import labels as L
 from .renderer import Document, Write
 from .richtext import code_css, highlight, markdown_html
-from .text import human_duration, sanitize, utc_seconds
+from .text import human_bytes, human_duration, sanitize, utc_seconds
 
-__all__ = ["CSP", "SCRIPT", "HtmlRenderer", "PageLinks", "page_head", "page_title"]
+__all__ = ["CSP", "SCRIPT", "HtmlRenderer", "IndexRow", "PageLinks", "page_head", "page_title", "store_index"]
 
 _CSS = """
 :root{color-scheme:light dark;--bg:#fbfbfa;--fg:#1d1f21;--dim:#6a6f75;--line:#d9dcdf;--user:#e8f3ea;--asst:#f0ecf7;
@@ -68,7 +68,7 @@ body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-appl
 .page{max-width:1240px;margin:0 auto;padding:24px 20px 48px;display:grid;grid-template-columns:minmax(0,1fr);gap:0 28px}
 @media (min-width:1100px){.page{grid-template-columns:250px minmax(0,1fr)}nav.toc{position:sticky;top:12px;max-height:calc(100vh - 24px);overflow:auto}
 header,footer{grid-column:1/-1}}
-main{min-width:0}
+main{min-width:0}.page.index{display:block}
 h1{font-size:1.4em;margin:0 0 10px;overflow-wrap:anywhere}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0 0 14px;color:var(--dim);font-size:.9em}
 dl.facts dt{font-weight:600}dl.facts dd{margin:0;overflow-wrap:anywhere}
@@ -221,6 +221,7 @@ class HtmlRenderer(Document):
         self._models: list[str] = []
         self._first_prompt: str | None = None
         self._anchors = 0
+        self.name: str | None = None  # the page's title, once written (a store's index lists it)
 
     def body(self, text: str) -> None:
         self._spool.write(sanitize(text).encode("utf-8"))
@@ -394,6 +395,7 @@ class HtmlRenderer(Document):
         self._close_section()
         head = self._head or SessionHead(None, None, "")
         name = page_title(totals.title, self._first_prompt, head.facts.get("id", head.session_id))
+        self.name = name
         facts = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in self._facts(head, totals))
         back = f"<p class=\"note\"><a href=\"{_e(self._links.index)}\">← {_e(L.STORE_TITLE)}</a></p>" if self._links.index else ""
         self.out(
@@ -410,6 +412,44 @@ class HtmlRenderer(Document):
             f"</main>\n<footer>{_e(L.totals_text(totals.turns, totals.tokens, totals.title))}</footer>\n</div>\n"
             f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRow:
+    """One session on a store's index page; ``depth`` > 0 for a subagent under its parent."""
+
+    name: str
+    session_id: str | None
+    href: str | None  # None when the page could not be written
+    project: str | None
+    last_activity: int | None
+    size: int | None
+    turns: int
+    depth: int = 0
+    error: str | None = None
+
+
+def store_index(rows: list[IndexRow], *, root: str) -> str:
+    """A store's ``index.html``: every session, most recent first, subagents under their parent."""
+    body = []
+    for r in rows:
+        name = f"<a href=\"{_e(r.href)}\">{_e(r.name)}</a>" if r.href else _e(r.name)
+        if r.error:
+            name += f"<div class=\"cut\">{_e(r.error)}</div>"
+        cls = " class=\"child\"" if r.depth else ""
+        body.append(
+            f"<tr{cls}><td>{'↳ ' * min(r.depth, 1)}{name}<div class=\"id\">{_e(r.session_id or '')}</div></td><td>{_e(r.project or '')}</td>"
+            f"<td class=\"n\">{_e(utc_seconds(r.last_activity) or '-')}</td><td class=\"n\">{_number(r.turns)}</td><td class=\"n\">{_e(human_bytes(r.size))}</td></tr>"
+        )
+    head = "".join(f"<th>{_e(L.capital(h))}</th>" for h in L.INDEX_COLUMNS)
+    return sanitize(
+        page_head(L.STORE_TITLE)
+        + f"<body>\n<div class=\"page index\">\n<header><h1>{_e(L.capital(L.STORE_TITLE))}</h1>"
+        + f"<dl class=\"facts\"><dt>{_e(L.capital(L.STORE_ROOT))}</dt><dd>{_e(root)}</dd><dt>{_e(L.capital(L.FACT_SESSIONS))}</dt><dd>{_number(len(rows))}</dd></dl></header>\n"
+        + f"<main><table class=\"sessions\"><thead><tr>{head}</tr></thead><tbody>\n"
+        + "\n".join(body)
+        + "\n</tbody></table></main>\n</div>\n</body>\n</html>\n"
+    )
 
 
 class _Sink:

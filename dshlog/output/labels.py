@@ -193,6 +193,9 @@ FILTERS: Mapping[str, str] = {
 SEARCH = "search"
 CONTENTS = "turns"
 STORE_TITLE = "dsh sessions"
+STORE_ROOT = "root"
+FACT_SESSIONS = "sessions"
+INDEX_COLUMNS = ("session", "project", "last activity", "turns", "size")
 NO_PROMPT = "(no prompt)"
 
 
