@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import FIXTURES, load_bench_script
 from rich.console import Console
 
 pytest.importorskip("textual")
 
-from textual.widgets import DataTable, Input, Static  # noqa: E402
+from textual.widgets import DataTable, Input, Static
 
-from dshlog.browse.app import BrowseApp, SessionList, SessionView, TextScreen  # noqa: E402
+from dshlog.browse.app import BrowseApp, SessionList, SessionView, TextScreen
 
 LOOP_V4 = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 V0_TEXT_TURN = FIXTURES / "v0" / "text-turn" / "session.jsonl"

@@ -15,7 +15,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from cdp import Browser, find_browser
 from conftest import FIXTURES, run_cli
 

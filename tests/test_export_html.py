@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+
 from conftest import FIXTURES, ev, run_cli, v4_header
 
 from dshlog.model.transcript import SessionHead, session_facts
@@ -108,7 +109,7 @@ def test_untitled_page_is_named_by_its_first_prompt_and_says_its_format(capsysbi
 
 def test_contents_by_turn_flag_problems() -> None:
     page = page_of()
-    toc = re.search(r'<nav class="toc">(.*?)</nav>', page, re.S).group(1)
+    toc = re.search(r'<nav class="toc">(.*?)</nav>', page, re.DOTALL).group(1)
     items = re.findall(r'<li><a href="#(turn-\d+)">(.*?)</a>(.*?)</li>', toc)
     assert [(a, t) for a, t, _ in items] == [("turn-1", "1 · Please *fix* `main.py`"), ("turn-2", "2 · run the tests")]
     assert items[0][2] == "" and "error: bash" in items[1][2]

@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import load_bench_script
 
 from dshlog.errors import Refused

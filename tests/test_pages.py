@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import FIXTURES, ev, jsonl, v4_header
 
 from dshlog.read.pages import DAMAGED, open_index

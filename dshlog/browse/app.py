@@ -28,7 +28,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
 from ..errors import DshlogError
-from ..model.transcript import Item, TurnStart
+from ..model.transcript import Item
 from ..output.html import page_title
 from ..output.terminal import renderable
 from ..output.text import human_bytes, local_minutes, sanitize
@@ -49,7 +49,7 @@ from .model import (
     turn_items,
 )
 
-__all__ = ["BrowseApp", "PAGE"]
+__all__ = ["PAGE", "BrowseApp"]
 
 PAGE = 100  # rows of the events table shown at once (each row parses its event)
 SORTS = ("time", "size", "turns", "id")

@@ -12,6 +12,7 @@ import fnmatch
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..check.surface import fold
 from ..errors import UsageError
@@ -240,8 +241,8 @@ def request_diff(ix: EventIndex, number: int) -> list[str]:
     return diff_lines(diff_requests(built[number - 1], built[number]), a, b)
 
 
-def describe_request(r: RequestInfo) -> tuple[str, ...]:
-    """One row of the requests table."""
+def describe_request(r: Any) -> tuple[str, ...]:
+    """One row of the requests table (``r`` is a :class:`RequestInfo`, whose fields are packed properties)."""
     return (
         str(r.number),
         str(r.seq),

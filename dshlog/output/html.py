@@ -12,6 +12,11 @@ off, links ``rel=noopener``, code highlighted); tool arguments and output stay
 preformatted.  Every text is sanitised (control characters become visible
 escapes, as on a terminal) and HTML-escaped.
 
+Each turn is laid out only when it scrolls into view (``content-visibility:
+auto``): without it a 10,000-message page took tens of seconds to open, as every
+step of parsing laid out everything parsed before; the browser's own find and the
+page's search still see every turn.
+
 The header says what a person asks first (title or first prompt, project,
 models, dates, duration, tokens) and the table of contents lists every turn
 with its problems; both are known only once the whole log has been read, so the
@@ -82,7 +87,8 @@ display:flex;flex-wrap:wrap;gap:6px 14px;align-items:center;font-size:.88em}
 #tools input[type=search]{font:inherit;padding:2px 6px;min-width:14em;border:1px solid var(--line);border-radius:4px;background:var(--bg);color:var(--fg)}
 #tools button{font:inherit;padding:1px 8px}#hits{color:var(--dim)}
 mark{background:var(--hit);color:inherit}mark.current{outline:2px solid var(--accent)}
-section.turn{border-top:2px solid var(--line);padding-top:8px;margin-top:22px;scroll-margin-top:48px}
+section.turn{border-top:2px solid var(--line);padding-top:8px;margin-top:22px;scroll-margin-top:48px;
+content-visibility:auto;contain-intrinsic-size:auto 800px}
 h2{font-size:1.05em;margin:4px 0 12px;color:var(--accent)}h2 .when{color:var(--dim);font-weight:normal;font-size:.85em}
 .msg{border-radius:8px;padding:8px 12px;margin:8px 0;border:1px solid var(--line)}
 .msg .who{font-size:.78em;font-weight:700;text-transform:uppercase;letter-spacing:.04em;color:var(--dim);margin-bottom:2px}
@@ -248,7 +254,7 @@ class HtmlRenderer(Document):
         if self._turns:
             self._turns[-1].problems.append(text)
 
-    def item(self, item: Item) -> None:  # noqa: C901 - one branch per item kind
+    def item(self, item: Item) -> None:
         o = self.body
         seq = f" data-seq=\"{item.seq}\"" if item.seq is not None else ""
         if isinstance(item, TurnStart):

@@ -255,7 +255,7 @@ class EventIndex:
             except OSError:
                 pass
 
-    def __enter__(self) -> "EventIndex":
+    def __enter__(self) -> EventIndex:
         return self
 
     def __exit__(self, *exc: object) -> None:
