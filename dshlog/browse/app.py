@@ -545,6 +545,9 @@ class BrowseApp(App[None]):
     CSS = """
     #session-title, #list-title { height: auto; padding: 0 1; background: $boost; }
     #turn-title, #events-title, #requests-title { height: auto; color: $text-muted; padding: 0 1; }
+    #tabs { height: 1fr; }
+    #tabs ContentSwitcher { height: 1fr; }
+    TabPane { height: 1fr; }
     #turn { height: 1fr; }
     .item { margin: 0 1 1 1; }
     .hit { background: $warning 20%; }
