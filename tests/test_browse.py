@@ -207,3 +207,17 @@ def test_session_list_filter_sort_open_and_back(root) -> None:
     assert opened == entries[-1].id and back
     for r, e in zip(listed, entries):
         assert r[1] == " ".join((e.title or e.first_prompt or "").split())[:70] and r[3] == str(e.turns)
+
+
+def test_find_a_turns_tool_error_in_a_long_session(long_session) -> None:
+    """The issue's bar: turn 37's (or the next failing turn's) tool error, found without raw JSON."""
+    path, turn, tool, first_line = long_session
+
+    async def steps(pilot, app):
+        assert len(app.screen.ix) >= 5000
+        await pilot.press("g", *str(turn), "enter")
+        return text_of(app, "#turn-title"), conversation(app)
+
+    title, conv = run(BrowseApp(target=str(path)), steps)
+    assert title.startswith(f"turn {turn} ") and f"✗ error: {tool}" in title
+    assert f"← {tool}" in conv and " error" in conv and first_line[:40] in conv

@@ -150,3 +150,26 @@ def test_the_checks_see_console_errors_and_requests(browser, tmp_path) -> None:
     b.open(page.resolve().as_uri())
     assert b.problems(), "a blocked inline script is a console error"
     assert "http://127.0.0.1:9/x.png" in b.requests()
+
+
+def test_find_a_turns_tool_error_in_a_long_session(browser, long_session, tmp_path, capsysbinary) -> None:
+    """The issue's bar: the contents flag the failing turn; one click shows its error, unfolded."""
+    path, turn, tool, first_line = long_session
+    b = browser
+    seconds = b.open(_export(capsysbinary, tmp_path, path).resolve().as_uri())
+    entry = b.js(
+        "Array.from(document.querySelectorAll('nav.toc li')).findIndex(function(li){"
+        f"return li.querySelector('a').textContent.indexOf({f'{turn} · '!r})===0}})"
+    )
+    assert entry >= 0
+    flag = b.js(f"document.querySelectorAll('nav.toc li')[{entry}].querySelector('.flag').title")
+    assert f"error: {tool}" in flag
+    b.click(f"nav.toc li:nth-child({entry + 1}) a")
+    anchor = b.js("location.hash").lstrip("#")
+    shown = b.js(
+        f"Array.from(document.getElementById({anchor!r}).querySelectorAll('.tool.result.is-error details'))"
+        ".filter(function(d){return d.open&&d.getBoundingClientRect().height>0}).map(function(d){return d.textContent})"
+    )
+    assert any(first_line[:40] in t for t in shown), shown
+    assert b.problems() == []
+    print(f"{len(path.read_bytes().splitlines())} events: page loaded in {seconds:.2f} s")

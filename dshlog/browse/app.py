@@ -29,6 +29,7 @@ from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, Tab
 
 from ..errors import DshlogError
 from ..model.transcript import Item
+from ..output import labels as L
 from ..output.html import page_title
 from ..output.terminal import renderable
 from ..output.text import human_bytes, local_minutes, sanitize
@@ -317,7 +318,11 @@ class SessionView(Screen[None]):
         box.mount_all(widgets)
         number = self.ix.turns[self.ordinal - 1][1] if self.ordinal else None
         where = f"turn {number}" if number is not None else "before the first turn"
-        self.query_one("#turn-title", Static).update(_t(f"{where}  ({self.ordinal} of {len(self.ix.turns)}; ] next, [ previous, g jump)"))
+        title = Text(sanitize(f"{where}  ({self.ordinal} of {len(self.ix.turns)}; ] next, [ previous, g jump)"))
+        problems = [p for p in map(L.problem_text, items) if p is not None]
+        if problems:
+            title.append(sanitize(f"  {L.FAILURE.symbol} {'; '.join(problems)}"), style="bold red")
+        self.query_one("#turn-title", Static).update(title)
         target = None
         if seq is not None:
             for k, s in enumerate(self.item_seqs):

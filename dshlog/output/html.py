@@ -257,6 +257,9 @@ class HtmlRenderer(Document):
     def item(self, item: Item) -> None:
         o = self.body
         seq = f" data-seq=\"{item.seq}\"" if item.seq is not None else ""
+        problem = L.problem_text(item)
+        if problem is not None:
+            self._problem(problem)
         if isinstance(item, TurnStart):
             self._close_section()
             self._anchors += 1
@@ -269,8 +272,6 @@ class HtmlRenderer(Document):
             return
         self._open_section()
         if isinstance(item, TurnEnd):
-            if item.outcome not in ("completed", "forked"):
-                self._problem(item.label)
             o(f"<p class=\"end {_e(item.outcome)}\"{seq}>{L.capital(L.TURN)} {_e(item.turn)} {_e(item.label)}</p>\n")
             self._close_section()
         elif isinstance(item, SystemPrompt):
@@ -312,8 +313,6 @@ class HtmlRenderer(Document):
         elif isinstance(item, ToolResult):
             err = " is-error" if item.is_error else ""
             status = f"{L.SOURCE_JOIN}{L.ERROR} {item.error_code or ''}".rstrip() if item.is_error else ""
-            if item.is_error:
-                self._problem(f"{L.ERROR}: {item.name or L.RESULT_WORD}")
             n = _lines(item.output) + item.cut_lines
             opened = " open" if n <= 6 or item.is_error else ""
             o(
@@ -322,7 +321,6 @@ class HtmlRenderer(Document):
                 f"<pre>{_e(item.output)}</pre>{self._cut(item)}</details></div>\n"
             )
         elif isinstance(item, Failure):
-            self._problem(L.failure_text(item))
             o(f"<div class=\"mark failure\" data-f=\"retry\"{seq}>{L.FAILURE.symbol} {_e(L.failure_text(item))}</div>\n")
         elif isinstance(item, Retry):
             o(f"<div class=\"mark retry\" data-f=\"retry\"{seq}>{L.RETRY.symbol} {_e(L.retry_text(item))}</div>\n")

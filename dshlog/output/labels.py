@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..model.transcript import Failure, Replacement, Retry, ToolChange
+from ..model.transcript import Failure, Item, Replacement, Retry, ToolChange, ToolResult, TurnEnd
 from ..protocol.vocabulary import CURRENT_VERSION
 
 # --------------------------------------------------------------------------- marks
@@ -204,3 +204,18 @@ def stored_format(stored: object) -> str:
     if type(stored) is not int:
         return f"format v{CURRENT_VERSION}"
     return f"format v{stored}" + (f", shown as v{CURRENT_VERSION}" if stored != CURRENT_VERSION else "")
+
+
+def problem_text(item: Item) -> str | None:
+    """What went wrong at ``item``, for a turn's list of problems (``None`` when nothing did).
+
+    A failed tool, a model call that produced nothing, a turn that did not complete:
+    what a person scanning a long session looks for first.
+    """
+    if isinstance(item, ToolResult) and item.is_error:
+        return f"{ERROR}: {item.name or RESULT_WORD}" + (f" ({item.error_code})" if item.error_code else "")
+    if isinstance(item, Failure):
+        return failure_text(item)
+    if isinstance(item, TurnEnd) and item.outcome not in ("completed", "forked"):
+        return item.label
+    return None
