@@ -17,7 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..model.transcript import Failure, Item, Replacement, Retry, ToolChange, ToolResult, TurnEnd
+from ..model.transcript import (
+    Failure,
+    Item,
+    Replacement,
+    Retry,
+    ToolChange,
+    ToolResult,
+    TurnEnd,
+)
 from ..protocol.vocabulary import CURRENT_VERSION
 
 # --------------------------------------------------------------------------- marks
