@@ -11,7 +11,7 @@ import sys
 
 def main() -> None:
     if sys.argv[1:] == ["--version"]:
-        from . import __version__
+        from ._version import __version__
 
         print(f"dshlog {__version__}")
         return
