@@ -36,12 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, lock_held_elsewhere, run_cli
+from test_reliability_support import assert_clean_failure, dshlog_cmd, leftovers, run
+
 from dshlog.errors import ExitCode, IOFailure
 from dshlog.ops.rescue import rescue_session
 from dshlog.write import atomic, transaction
-from test_reliability_support import assert_clean_failure, dshlog_cmd, leftovers, run
 
 V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 CRASH = FIXTURES / "v4" / "crash" / "session.v4.jsonl"
@@ -573,7 +573,7 @@ def rescue_scene(base: Path) -> tuple[Path, Path, bytes]:
 
 def _rescue(src: Path, step: str | None = None) -> subprocess.CompletedProcess[bytes]:
     code = RESCUE_KILLER if step is not None else RESCUE_KILLER.replace("step = sys.argv[1]", "step = None")
-    return subprocess.run([sys.executable, "-c", code, step or "-", str(src)], capture_output=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code, step or "-", str(src)], capture_output=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")
