@@ -221,3 +221,10 @@ def test_find_a_turns_tool_error_in_a_long_session(long_session) -> None:
     title, conv = run(BrowseApp(target=str(path)), steps)
     assert title.startswith(f"turn {turn} ") and f"✗ error: {tool}" in title
     assert f"← {tool}" in conv and " error" in conv and first_line[:40] in conv
+
+
+def test_the_command_needs_a_terminal(capsysbinary) -> None:
+    from conftest import run_cli
+
+    code, out, err = run_cli(capsysbinary, "browse", str(LOOP_V4))
+    assert code == 2 and out == b"" and b"browse needs a terminal" in err

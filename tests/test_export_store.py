@@ -69,3 +69,32 @@ def test_never_overwrites(root, tmp_path) -> None:
     with pytest.raises(Refused):
         export_store(root, str(out))
     assert (out / INDEX).read_text() == "mine" and sorted(p.name for p in out.iterdir()) == [INDEX]
+
+
+def test_cli_exports_a_root(root, tmp_path, capsysbinary) -> None:
+    from conftest import run_cli
+
+    out = tmp_path / "site"
+    code, stdout, err = run_cli(capsysbinary, "export", str(root), "--format", "html", "-o", str(out))
+    assert code == 0, err
+    assert stdout == b"" and f"written: {out / INDEX} (12 session pages)".encode() in err
+    assert len(list(out.glob("*.html"))) == 13
+    # a root needs html and a directory
+    for args in (["-f", "md", "-o", str(tmp_path / "x")], ["-f", "html"]):
+        code, _, err = run_cli(capsysbinary, "export", str(root), *args)
+        assert code == 2 and b"persistence root" in err
+
+
+def test_cli_says_which_sessions_failed(root, tmp_path, capsysbinary) -> None:
+    import shutil
+
+    from conftest import run_cli
+
+    copy = tmp_path / "root"
+    shutil.copytree(root, copy)
+    victim = sort_entries(list_sessions(copy), "time")[0]
+    assert victim.path is not None
+    victim.path.write_bytes(victim.path.read_bytes().split(b"\n")[0] + b'\n{"type":"turn/start","seq":0,"time":1,"data":{"turn":"x"}}\n')
+    code, _, err = run_cli(capsysbinary, "export", str(copy), "-f", "html", "-o", str(tmp_path / "site"))
+    assert code == 4 and f"{victim.id}: not exported:".encode() in err and b"1 of 12 sessions could not be exported" in err
+    assert (tmp_path / "site" / INDEX).is_file()

@@ -570,11 +570,14 @@ class BrowseApp(App[None]):
         Binding("question_mark", "help", "help"),
     ]
 
-    def __init__(self, *, root: Path | None = None, target: str | None = None, tmpdir: str | None = None) -> None:
+    def __init__(
+        self, *, root: Path | None = None, target: str | None = None, tmpdir: str | None = None, system_prompt_plugins: tuple[str, ...] = ()
+    ) -> None:
         super().__init__()
         self.root = root
         self.target = target
         self.tmpdir = tmpdir
+        self.plugins = system_prompt_plugins
         self.index: EventIndex | None = None
 
     def on_mount(self) -> None:
@@ -585,7 +588,7 @@ class BrowseApp(App[None]):
 
     def open_session(self, target: str) -> None:
         try:
-            ix = open_index(target, tmpdir=self.tmpdir)
+            ix = open_index(target, tmpdir=self.tmpdir, system_prompt_plugins=self.plugins)
         except DshlogError as exc:
             self.notify(exc.one_line(), severity="error", timeout=8)
             return

@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "show": "show",
     "export": "export",
     "diff": "diff",
+    "browse": "browse",
 }
 
 #: Settings every command module's own Typer shares with the root.

@@ -279,9 +279,12 @@ def _plain_v4(path: Path) -> bool:
     return isinstance(head, dict) and head.get("type") == "session" and head.get("version") == CURRENT_VERSION
 
 
-def open_index(target: str, *, tmpdir: str | None = None) -> EventIndex:
-    """An index over the log at ``target`` (file or session directory); older or packed logs are converted first."""
-    with open_session(target) as log:
+def open_index(target: str, *, tmpdir: str | None = None, system_prompt_plugins: tuple[str, ...] = ()) -> EventIndex:
+    """An index over the log at ``target`` (file or session directory); older or packed logs are converted first.
+
+    ``system_prompt_plugins``: as for :func:`~dshlog.read.session.open_session`, for the migration of an older log.
+    """
+    with open_session(target, system_prompt_plugins=system_prompt_plugins) as log:
         path = Path(log.path)
         if path.is_file() and _plain_v4(path) and not log.projection:
             return EventIndex(path, source=log.path, stored_version=log.version)
