@@ -10,7 +10,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES
 
 LOOP_V4 = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
