@@ -24,7 +24,7 @@ __all__ = ["Hit", "Query", "Searcher"]
 
 #: What ``--role`` may name: the roles of dsh's surface messages.
 ROLES = tuple(sorted(set(ROLE_OF_TYPE.values())))
-#: The kinds of piece a hit reports (``field``): where in a message the text was.
+#: The kinds of piece a hit reports (``field``): where in a message the text was (a tool's text is its ``output``).
 FIELDS = {"text": "text", "reasoning": "reasoning", "tool-call": "arguments", "tool-result": "output"}
 
 
@@ -126,9 +126,10 @@ class Searcher:
             piece_role = "tool" if kind == "tool-result" else role  # a v0..v3 tool result rides in a user message
             if q.roles and piece_role not in q.roles:
                 continue
+            fld = "output" if piece_role == "tool" and kind in ("text", "tool-result") else FIELDS.get(kind, kind)
             for start, end in self._spans(text):
                 self.found += 1
-                yield Hit(seq, in_turn, str(t), piece_role, FIELDS.get(kind, kind), start, text[start:end],
+                yield Hit(seq, in_turn, str(t), piece_role, fld, start, text[start:end],
                           text[max(0, start - ctx):start], text[end:end + ctx])
                 if q.first_only:
                     return
