@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE))
 import generate  # noqa: E402  (the bench generator beside this file)
 
 JOB = r"""
-import json, resource, sys, time
+import json, os, resource, sys, time
 from datetime import timezone
 from dshlog.executor import InProcess, ProcessPool
 from dshlog.model.search import Query
@@ -31,6 +31,7 @@ from dshlog.ops.report import store_sessions, usage_report
 from dshlog.ops.search import search
 what, root, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 t0 = time.perf_counter()
+c0 = os.times()
 ex = InProcess() if jobs == 1 else ProcessPool(jobs)
 with ex:
     files = store_sessions([root])
@@ -40,8 +41,10 @@ with ex:
     else:
         n = sum(len(r.hits) for r in search(files, Query(sys.argv[4], ignore_case=True), executor=ex))
 dt = time.perf_counter() - t0
+c1 = os.times()
+cpu = (c1.user - c0.user) + (c1.system - c0.system) + (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
 rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-print(json.dumps({"seconds": dt, "rssKiB": rss, "n": n, "files": len(files)}))
+print(json.dumps({"seconds": dt, "cpu": cpu, "rssKiB": rss, "n": n, "files": len(files)}))
 """
 
 
@@ -67,16 +70,18 @@ def main(argv: list[str] | None = None) -> int:
     manifest = generate.generate_many(a.out, a.count, a.seed)
     paths = generate.many_paths(a.out, a.count, a.seed)
     size = sum(s["bytes"] for s in manifest["sessions"])
-    print(f"{len(manifest['sessions'])} sessions, {size / 1e6:.1f} MB plain; {time.strftime('%Y-%m-%d')}\n")
-    print("| command | root | -j 1 | -j 2 | speed-up | peak RSS (-j 1 / -j 2, per process) |")
-    print("|---|---|---:|---:|---:|---:|")
+    load = os.getloadavg()[0]
+    print(f"{len(manifest['sessions'])} sessions, {size / 1e6:.1f} MB plain; {os.cpu_count()} cores, load average {load:.1f}\n")
+    print("| command | root | -j 1 wall | -j 2 wall | speed-up | CPU s (-j 1 / -j 2) | peak RSS per process |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for what, label in (("report", "report --by day"), ("search", f"search -i {manifest['marker']}")):
         for enc in ("plain", "zstd"):
             one = measure(what, paths[enc], 1, a.repeat, manifest["marker"])
             two = measure(what, paths[enc], 2, a.repeat, manifest["marker"])
             assert one["n"] == two["n"], (one, two)
             print(f"| {label} | {enc} | {one['seconds']:.2f} s | {two['seconds']:.2f} s | "
-                  f"{one['seconds'] / two['seconds']:.2f}x | {one['rssKiB'] // 1024} / {two['rssKiB'] // 1024} MB |")
+                  f"{one['seconds'] / two['seconds']:.2f}x | {one['cpu']:.2f} / {two['cpu']:.2f} | "
+                  f"{one['rssKiB'] // 1024} / {two['rssKiB'] // 1024} MB |")
     return 0
 
 
