@@ -20,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import generate  # noqa: E402  (the bench generator beside this file)
+import generate
 
 JOB = r"""
 import json, os, resource, sys, time
