@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "export": "export",
     "diff": "diff",
     "browse": "browse",
+    "rescue": "rescue",
 }
 
 #: Settings every command module's own Typer shares with the root.
