@@ -153,6 +153,11 @@ class Browser:
         start = time.monotonic()
         self.call("Page.navigate", url=url)
         self.wait_for("Page.loadEventFired")
+        # the first page's (about:blank) load event can arrive late: wait for this document's own
+        deadline = time.monotonic() + 60
+        while self.js("document.readyState + ' ' + location.href") != f"complete {url}":
+            assert time.monotonic() < deadline, f"{url} did not finish loading"
+            time.sleep(0.05)
         return time.monotonic() - start
 
     def js(self, expression: str) -> Any:
