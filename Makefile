@@ -42,7 +42,8 @@ stress: $(STAMP)
 	$(PY) bench/stress.py
 
 fuzz: $(STAMP)
-	$(PY) bench/fuzz.py --seconds $${FUZZ_SECONDS:-300} --report bench/out/fuzz.jsonl
+	$(PY) bench/fuzz.py --seconds $${FUZZ_SECONDS:-300} --huge-line-mb $${FUZZ_HUGE_MB:-8} --bomb-mb $${FUZZ_BOMB_MB:-256} \
+		--report bench/out/fuzz.jsonl
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -1427,6 +1427,7 @@ COMMANDS: list[Command] = [
 # Strict commands that stop reading once they have what they need.
 STOPS_EARLY = ("rebuild -r 1", "rebuild -r last", "diff")
 
+_STAGED = re.compile(r"^\..+\.dshlog-[0-9a-f]{16}\.tmp$|^session\.migration\.[0-9a-f]{16}\.jsonl(\.zstd)?\.tmp$")
 _HEADER_LINE = re.compile(rb'^(?:\xef\xbb\xbf)?\{"type"\s*:\s*"session"')
 _SETTLED = re.compile(rb'"type"\s*:\s*"assistant/(?:message|attempt)"')
 _SEQ = re.compile(rb'"seq"\s*:')
@@ -1590,8 +1591,10 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
                     os.unlink(indir / extra)
         produced = sorted(os.listdir(outdir))
         ok = run.code == 0
-        if not ok and produced:
-            add("output-despite-error", cmd.label, f"exit {run.code} but left {produced}")
+        # a command we killed (hang) may leave its staging file, as any kill -9 may; a later run cleans it up
+        left = [p for p in produced if not (run.hung and _STAGED.match(p))]
+        if not ok and left:
+            add("output-despite-error", cmd.label, f"exit {run.code} but left {left}")
         written: list[Path] = []
         if ok and cmd.out and o.exists() and cmd.label in ("fork --at", "repair -o"):
             written.append(o)
