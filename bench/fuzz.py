@@ -1541,6 +1541,7 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
             local["{root}"] = str(root)
         argv = [local.get(a, a) for a in cmd.argv]
         copy_before = _listing(copy_dir) if copy_dir is not None else None
+        pending_debug: Failure | None = None
         run = run_isolated(argv, work=work, cwd=d, tty=cmd.tty)
         stats.runs += 1
         stats.peak_rss[cmd.label] = max(stats.peak_rss.get(cmd.label, 0), run.maxrss)
@@ -1558,11 +1559,11 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
         elif run.code == 1:
             if b"Traceback" in err:
                 sig = traceback_signature(err)
-            elif PARAMS.debug_reruns:
-                sig = _debug_signature(argv, work, d, cmd.tty, stats)
             else:
                 sig = f"{_internal_line(err) or '?'} (no --debug re-run)"
             add("exit-1", cmd.label, f"{err.decode('utf-8', 'replace').strip()[-400:]}", sig)
+            if PARAMS.debug_reruns and b"Traceback" not in err:
+                pending_debug = failures[-1]
         elif run.code not in ALLOWED:
             add("bad-exit", cmd.label, f"exit {run.code}: {err.decode('utf-8', 'replace').strip()[-400:]}",
                 f"exit {run.code}: {traceback_signature(err) if b'Traceback' in err else ''}")
@@ -1627,6 +1628,16 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
                     shutil.rmtree(outdir / p)
                 else:
                     os.unlink(outdir / p)
+        if pending_debug is not None:  # the same command again, from the same state, with --debug
+            if copy_dir is not None and copy_file is not None:
+                for x in os.listdir(copy_dir):
+                    with contextlib.suppress(OSError):
+                        os.unlink(copy_dir / x)
+                copy_file.write_bytes(data)
+            pending_debug.signature = _debug_signature(argv, work, d, cmd.tty, stats)
+            for x in os.listdir(outdir):
+                with contextlib.suppress(OSError):
+                    os.unlink(outdir / x)
         if copy_dir is not None:
             shutil.rmtree(copy_dir.parent if cmd.copy == "m" else copy_dir, ignore_errors=True)
     if f.read_bytes() != data:
@@ -1656,10 +1667,12 @@ def _debug_signature(argv: list[str], work: Path, cwd: Path, tty: bool, stats: S
     """Re-run with --debug (which re-raises) to learn where an internal error came from."""
     run = run_isolated(["--debug", *argv], work=work, cwd=cwd, tty=tty)
     stats.extra_runs += 1
+    with open(run.err, "rb") as fh:
+        head = fh.read(4096)
     err = _tail(run.err, 20000)
-    if b"Traceback" in err:
+    if b"Traceback" in head or b"Traceback" in err:
         return traceback_signature(err)
-    return "?"
+    return "? (--debug printed no traceback)"
 
 
 # ----------------------------------------------------------------------------- the run
