@@ -1240,7 +1240,8 @@ def _pump(master: int, out_fd: int) -> bool:
 OUTCOMES = ["exit-1", "bad-exit", "traceback", "signal", "hang", "output-despite-error", "input-modified",
             "files-beside-input", "control-chars", "markup-interpreted", "unreadable-output", "invalid-output",
             "accepted-corrupt", "container-disagreement"]
-NOTES = ["bidi-in-output", "surrogate-in-output"]  # counted and reported, not failures
+NOTES = ["bidi-in-output", "surrogate-in-output", "control-chars-in-export", "bidi-in-output-in-export",
+         "surrogate-in-output-in-export"]  # counted and reported, not failures
 
 
 @dataclass
@@ -1570,15 +1571,17 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
         if b"Traceback (most recent call last)" in err:
             add("traceback", cmd.label, err.decode("utf-8", "replace").strip().splitlines()[-1][:300], traceback_signature(err))
         # what reached a person
-        found = scan_output(run.err, tty=False, markup=False)
+        seen = [("stderr", scan_output(run.err, tty=False, markup=False))]
         if cmd.human:
-            for k, v in scan_output(run.out, tty=cmd.tty, markup=markup).items():
-                found.setdefault(k, f"stdout: {v}")
-        for k, v in found.items():
-            if k in NOTES:
-                stats.notes[f"{k} / {cmd.label}"] += 1
-            else:
-                add(k, cmd.label, v, f"{k}: {v.split(' in ')[0]}")
+            seen.append(("stdout", scan_output(run.out, tty=cmd.tty, markup=markup)))
+        if run.code == 0 and cmd.out == ".md" and o.exists():  # a Markdown file is read in a terminal too
+            seen.append(("md file", {f"{k}-in-export": v for k, v in scan_output(o, tty=False, markup=False).items()}))
+        for stream, found in seen:
+            for k, v in found.items():
+                if k in NOTES:
+                    stats.notes[f"{k} / {cmd.label}"] += 1
+                else:
+                    add(k, cmd.label, f"{stream}: {v}", f"{k}: {stream}: {v.split(' in ')[0]}")
         # the input, and what appeared beside it
         now = _listing(indir)
         if now.get(name) != in_listing.get(name) or (now.get(name) and f.read_bytes() != data):
