@@ -1595,8 +1595,10 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
                     os.unlink(indir / extra)
         produced = sorted(os.listdir(outdir))
         ok = run.code == 0
-        # a command we killed (hang) may leave its staging file, as any kill -9 may; a later run cleans it up
-        left = [p for p in produced if not (run.hung and _STAGED.match(p))]
+        # a command that was killed (our timeout, or the signal counted above) may leave its staging file, as any
+        # kill -9 may; a later run cleans it up
+        killed = run.hung or run.signal is not None
+        left = [p for p in produced if not (killed and _STAGED.match(p))]
         if not ok and left:
             add("output-despite-error", cmd.label, f"exit {run.code} but left {left}")
         written: list[Path] = []
