@@ -170,8 +170,12 @@ def _walk(obj: Any, limit: int = 4000) -> Iterator[tuple[tuple, Any]]:
 
 
 def _get(obj: Any, path: tuple) -> Any:
+    """The value at ``path`` (``None`` where a mutator is about to add the key)."""
     for k in path:
-        obj = obj[k]
+        try:
+            obj = obj[k]
+        except (KeyError, IndexError, TypeError):
+            return None
     return obj
 
 
@@ -1725,7 +1729,7 @@ def main(argv: list[str] | None = None) -> int:
     names = [c for c in a.classes.split(",") if c] or list(MUTATORS)
     fail_dir = ROOT / "bench" / "out" / "fuzz"
     stats = Stats()
-    failing = 0
+    failing = mutator_errors = 0
     by_mut: Counter = Counter()
     fail_by_mut: Counter = Counter()
     started = time.monotonic()
@@ -1735,7 +1739,12 @@ def main(argv: list[str] | None = None) -> int:
         ops = [(rng.choice(names), rng.randrange(2**32)) for _ in range(rng.randint(1, 3))]
         for op, _ in ops:
             by_mut[op] += 1
-        data = mutate(plain[i][0], plain[i][1], ops, others)
+        try:
+            data = mutate(plain[i][0], plain[i][1], ops, others)
+        except Exception as exc:  # a bug of the fuzzer itself: say so, and go on with the run
+            mutator_errors += 1
+            print(f"MUTATOR ERROR {seeds[i].name} {ops}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
         name = input_name(seeds[i].name, ops)
         found = check_input(data, name, work, stats)
         if found:
@@ -1758,6 +1767,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"FAIL {name} {ops}: {len(found)} checks, first: {str(found[0])[:600]}", file=sys.stderr)
     counts = {"test": "fuzz (bench/fuzz.py)", "seed": a.seed, "seconds": round(time.monotonic() - started), "seeds": len(seeds),
               "hugeLineMiB": a.huge_line_mb, "bombMiB": a.bomb_mb, "memLimitGiB": a.mem_gb, "failingInputs": failing,
+              "mutatorErrors": mutator_errors,
               **stats.as_dict(), "mutations": dict(by_mut), "failingInputsByMutator": dict(fail_by_mut),
               "signatures": {k: {**v, "commands": sorted(v["commands"]), "classes": dict(v["classes"])}
                              for k, v in sorted(stats.signatures.items(), key=lambda kv: -kv[1]["count"])}}

@@ -116,6 +116,18 @@ def test_unmutated_seeds_end_cleanly_all() -> None:
     _unmutated(1)
 
 
+def test_every_mutator_runs_on_every_kind_of_seed() -> None:
+    """The mutators themselves never raise, whatever the seed (a fixture, a corpus file, a JSON document)."""
+    import random
+
+    picked = [i for i, p in enumerate(SEEDS) if ROOT in p.parents or i % 15 == 0]
+    for name in sorted(FUZZ.MUTATORS):
+        for i in picked:
+            for k in range(3):
+                s = random.Random(f"{name}{i}.{k}").randrange(2**32)
+                FUZZ.mutate(PLAIN[i][0], PLAIN[i][1], [(name, s)], OTHERS)
+
+
 # ----------------------------------------------------------------------------- found by the fuzzer
 
 
