@@ -1118,11 +1118,23 @@ class _Server:
         with contextlib.suppress(Exception):
             assert self.proc.stdin is not None
             self.proc.stdin.close()
+        try:
             self.proc.wait(10)
+        except Exception:  # noqa: BLE001 - a server that does not leave is killed
+            self.proc.kill()
+            self.proc.wait()
 
 
 _SERVER: _Server | None = None
 _IN_SERVER = False
+
+
+def stop_server() -> None:
+    """End the command server (it is started again on demand); a caller that checks for child processes needs it gone."""
+    global _SERVER
+    if _SERVER is not None:
+        _SERVER.close()
+        _SERVER = None
 
 
 def serve() -> None:

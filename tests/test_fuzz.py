@@ -44,6 +44,14 @@ PLAIN = [FUZZ.decoded(p) for p in SEEDS]
 OTHERS = [p for p, _ in PLAIN]
 WORK = Path(tempfile.mkdtemp(prefix="dshlog-test-fuzz-"))
 
+@pytest.fixture(autouse=True, scope="module")
+def _command_server():
+    """The fuzzer forks every command from a small server process; it must not outlive this module
+    (other tests check that dshlog leaves no child process behind)."""
+    yield
+    FUZZ.stop_server()
+
+
 ops_strategy = st.lists(
     st.tuples(st.sampled_from(sorted(FUZZ.MUTATORS)), st.integers(0, 2**32 - 1)), min_size=1, max_size=4
 )
