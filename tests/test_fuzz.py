@@ -68,8 +68,12 @@ def _check(index: int, ops: list[tuple[str, int]]) -> None:
     assert not failures, f"{SEEDS[index].name} {ops}:\n" + "\n".join(map(str, failures))
 
 
+# Shrinking re-runs some thirty commands per step: the failing example is reported as found, unshrunk.
+NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
+
+
 @pytest.mark.skipif(not SEEDS, reason="no corpus or fixtures to mutate")
-@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
 @given(index=st.integers(0, max(0, len(SEEDS) - 1)), ops=ops_strategy)
 def test_mutated_logs_end_cleanly(index: int, ops: list[tuple[str, int]]) -> None:
     _check(index, ops)
@@ -77,8 +81,7 @@ def test_mutated_logs_end_cleanly(index: int, ops: list[tuple[str, int]]) -> Non
 
 @pytest.mark.skipif(not SEEDS, reason="no corpus or fixtures to mutate")
 @pytest.mark.parametrize("cls", sorted(FUZZ.MUTATORS))
-@settings(max_examples=1, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
-          phases=[Phase.explicit, Phase.generate])  # no shrinking: one example per class keeps CI bounded
+@settings(max_examples=1, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
 @given(index=st.integers(0, max(0, len(SEEDS) - 1)), seed=st.integers(0, 2**32 - 1),
        extra=st.lists(st.tuples(st.sampled_from(sorted(FUZZ.MUTATORS)), st.integers(0, 2**32 - 1)), max_size=1))
 def test_every_mutation_class(cls: str, index: int, seed: int, extra: list[tuple[str, int]]) -> None:
