@@ -221,7 +221,7 @@ def _parsed(data: bytes) -> tuple[list[bytes], list[Any]]:
 
 
 # Positions a mutator aims at, by the key that holds the value.  "type"/"id"/... are the
-# string positions the review named; "seq"/"time"/... the numeric ones.
+# string positions hostile text is put in; "seq"/"time"/... the numeric ones.
 _TEXT_KEYS = ("text", "content", "reasoning", "output", "summary", "prompt", "instructions")
 _TOOL_KEYS = ("name", "toolName", "tool")
 _COUNT_SUFFIXES = ("Count", "count", "Tokens", "tokens")
@@ -417,7 +417,7 @@ def m_splice(data: bytes, r: random.Random, others: list[bytes] | None = None) -
     return b"".join(ls)
 
 
-# ----------------------------------------------------------------------------- value mutators (the review's classes)
+# ----------------------------------------------------------------------------- hostile values, framing, huge lines
 
 
 def _nest(shape: str, k: int) -> bytes:
@@ -883,8 +883,8 @@ MUTATORS: dict[str, Callable[..., Any]] = {
 }
 # Mutators of the zstd container: they work on the frames (a plain seed is framed first), after the plaintext ones.
 CONTAINER = frozenset(k for k in MUTATORS if k.startswith("zstd_"))
-# The classes the first version of the fuzzer did not generate.
-REVIEW_CLASSES = [k for k in MUTATORS if k not in ("flip", "truncate", "duplicate", "drop", "reorder", "retype", "garbage", "splice")]
+# The classes beyond the structural ones.
+HOSTILE_CLASSES = [k for k in MUTATORS if k not in ("flip", "truncate", "duplicate", "drop", "reorder", "retype", "garbage", "splice")]
 
 
 def decoded(path: Path) -> tuple[bytes, bool]:
