@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench stress fuzz clean
+.PHONY: demo test fidelity bench stress fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# agreement with dsh's own code (the differential suite's comparisons), into docs/fidelity.md
+fidelity: $(STAMP)
+	$(PY) tests/system/oracle_report.py --update docs/fidelity.md
 
 bench: $(STAMP)
 	$(PY) bench/run.py

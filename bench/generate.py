@@ -1,6 +1,9 @@
 """Deterministic generator of large, realistic, *valid* dsh session logs for benchmarks.
 
     python bench/generate.py --size 120M [--format v4|v0|both] [--seed 7] [--out bench/data]
+    python bench/generate.py --size 120M --no-compaction           # the surface grows for the whole log
+    python bench/generate.py --size 120M --huge-tool-result [20M,35M,50M]
+    python bench/generate.py --many-small [1000]                   # a root of many small sessions
 
 Real session logs are test snapshots of a few KB; measuring a reader on them says
 nothing about a 500 MB log of a week-long session.  This script builds such logs
@@ -21,16 +24,28 @@ checksummed frame per append batch.  Files are placed in dsh's directory layout
 (``<root>/<projectKey(cwd)>/<id>/session...``) so directory-level commands work;
 plain and compressed copies live in separate roots, as dsh requires.
 
+Shapes beyond that default (see :class:`Shape`): ``--no-compaction`` never compacts, so
+the surface, the model's view, keeps every message of the log, as a long session on a
+large context window does; ``--huge-tool-result`` places a few tool outputs of the given
+sizes (each exactly that many bytes of text) at even shares of the conversation.
+``--many-small`` writes a persistence root of many small sessions instead
+(:func:`generate_many`): v0 and v4 mixed, several projects and weeks, titles, a few
+subagent children.
+
 Everything derives from ``random.Random(seed)`` and a fixed clock, so the same
-arguments always produce the same bytes.
+arguments always produce the same bytes; the default shape writes the bytes it wrote
+before the other shapes existed.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
+import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +54,7 @@ import zstandard
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "data"
+HUGE_DEFAULT = "20M,35M,50M"
 CWD = "/home/ann/bench"
 PROJECT = "--home-ann-bench--"  # projectKey(CWD), FORMAT.md 1.1
 PROVIDER, MODEL = "deepseek-official", "deepseek-v4-flash"
@@ -100,11 +116,66 @@ def parse_size(text: str) -> int:
     return int(float(t[:-1] if mult > 1 else t) * mult)
 
 
-def session_paths(out: Path, size_label: str, version: int, seed: int) -> dict[str, Path]:
-    """Where the plain and zstd generations of one (size, version) live."""
-    sid = f"bench-{size_label.lower()}-v{version}-s{seed}"
+def size_label(n: int) -> str:
+    """20971520 -> "20M" (whole K/M/G where exact, else bytes)."""
+    for suffix, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= mult and n % mult == 0:
+            return f"{n // mult}{suffix}"
+    return str(n)
+
+
+def project_key(cwd: str) -> str:
+    """dsh's project directory name for a header ``cwd`` (FORMAT.md 1.1), per UTF-16 code unit."""
+    units = cwd.encode("utf-16-le", "surrogatepass")
+    out: list[str] = []
+    prev_sep = False
+    for i in range(0, len(units), 2):
+        u = units[i] | (units[i + 1] << 8)
+        if chr(u) in "/\\:":
+            if not prev_sep:
+                out.append("-")
+            prev_sep = True
+            continue
+        prev_sep = False
+        c = chr(u)
+        out.append(c if c.isascii() and (c.isalnum() or c in "._-") else f"~{u:04X}")
+    slug = "".join(out).lstrip("-") or "root"
+    return f"--{slug[:251]}--"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What kind of long session a generated log models (beyond its size and format).
+
+    * the default (round one): compactions every few dozen steps, so the surface stays small;
+    * ``compaction=False``: never compacted, so the surface (the model's view) grows for the
+      whole log, as in a long session on a model with a large context window;
+    * ``huge``: a few tool outputs of these sizes (a `cat` of a generated file, a build log).
+    """
+
+    compaction: bool = True
+    huge: tuple[int, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """Directory and id infix; empty for the default shape, whose paths predate shapes."""
+        parts = ([] if self.compaction else ["nocompact"]) + (["huge" + "-".join(size_label(n) for n in self.huge)] if self.huge else [])
+        return "-".join(parts)
+
+    @property
+    def name(self) -> str:
+        return self.label or "default"
+
+
+DEFAULT_SHAPE = Shape()
+
+
+def session_paths(out: Path, size_label: str, version: int, seed: int, shape: Shape = DEFAULT_SHAPE) -> dict[str, Path]:
+    """Where the plain and zstd generations of one (size, version, shape) live."""
+    infix = f"-{shape.label}" if shape.label else ""
+    sid = f"bench-{size_label.lower()}{infix.lower()}-v{version}-s{seed}"
     name = "session.v4.jsonl" if version == 4 else "session.jsonl"
-    base = out / size_label.upper()
+    base = out / (size_label.upper() + infix)
     return {
         "plain": base / f"v{version}" / "plain" / PROJECT / sid / name,
         "zstd": base / f"v{version}" / "zstd" / PROJECT / sid / (name + ".zstd"),
@@ -150,11 +221,26 @@ class Writer:
 
     version = 4
 
-    def __init__(self, out: _Out, rng: random.Random) -> None:
+    def __init__(self, out: _Out, rng: random.Random, cwd: str = CWD, created: int = T0 - 1000, parent: str | None = None) -> None:
         self.out = out
         self.rng = rng
+        self.cwd = cwd
+        self.created = created
+        self.parent = parent  # a subagent child names its parent session (origin "subagent", depth 1)
         self.seq = 0
         self.seqs: dict[int, int] = {}  # handle -> seq, for referable events only
+
+    def _header(self, sid: str) -> dict[str, Any]:
+        """Header keys in dsh's order (FORMAT.md 2): type, version, id, createdAt, cwd, parentSession?, isSeeded (v2+), origin?, delegationDepth."""
+        h: dict[str, Any] = {"type": "session", "version": self.version, "id": sid, "createdAt": self.created, "cwd": self.cwd}
+        if self.parent is not None:
+            h["parentSession"] = self.parent
+        if self.version >= 2:
+            h["isSeeded"] = False
+        if self.parent is not None:
+            h["origin"] = "subagent"
+        h["delegationDepth"] = 0 if self.parent is None else 1
+        return h
 
     def _row(self, type_: str, time: int, data: Any, handle: int | None = None, extra: dict | None = None) -> int:
         seq = self.seq
@@ -168,7 +254,7 @@ class Writer:
         return seq
 
     def header(self, sid: str) -> None:
-        self.out.line({"type": "session", "version": 4, "id": sid, "createdAt": T0 - 1000, "cwd": CWD, "isSeeded": False, "delegationDepth": 0})
+        self.out.line(self._header(sid))
         self.out.flush()
 
     def event(self, type_: str, time: int, data: Any, handle: int | None = None) -> None:
@@ -217,7 +303,7 @@ class Writer:
 
     def tool_result(self, time: int, turn: int, step: int, call_id: str, content: list, is_error: bool, msg_id: str, handle: int, call_handle: int) -> None:
         msg = {"role": "tool", "source": {"kind": "tool", "callId": call_id}, "toolCallId": call_id, "content": content, "isError": is_error, "id": msg_id}
-        data = {"turn": turn, "step": step, "message": msg, "meta": {"cwd": CWD}}
+        data = {"turn": turn, "step": step, "message": msg, "meta": {"cwd": self.cwd}}
         self._row("tool/result", time, data, handle, self.surface("append", [call_handle]))
 
     def catalog(self, time: int, data: dict) -> None:
@@ -228,10 +314,6 @@ class WriterV0(Writer):
     """v0 physical form: chunk rows (packed per append batch), v0 message shapes."""
 
     version = 0
-
-    def header(self, sid: str) -> None:
-        self.out.line({"type": "session", "version": 0, "id": sid, "createdAt": T0 - 1000, "cwd": CWD, "delegationDepth": 0})
-        self.out.flush()
 
     def surface(self, op: str | tuple[int, int], refs: list[int] | None) -> dict:
         extra = super().surface(op, refs)
@@ -352,15 +434,52 @@ def pack_stream(chunks: list[tuple[int, dict]]) -> list[dict]:
 
 
 class Builder:
-    """The seeded session model.  Drives a :class:`Writer`; tracks the surface by handle."""
+    """The seeded session model.  Drives a :class:`Writer`; tracks the surface by handle.
 
-    def __init__(self, seed: int, writer: Writer, target: int, sid: str, rare: float = 1.0) -> None:
+    The defaults are the round-one shape, and must keep writing the same bytes for the
+    same seed: every option below only draws from the random stream when it is set.
+    """
+
+    def __init__(
+        self,
+        seed: int,
+        writer: Writer,
+        target: int,
+        sid: str,
+        rare: float = 1.0,
+        *,
+        compaction: bool = True,
+        huge: tuple[int, ...] = (),
+        children: int | None = None,
+        descriptor: dict | None = None,
+        title: str = "fallback",
+        marker: str | None = None,
+        max_steps: int = 12,
+    ) -> None:
         self.rng = random.Random(seed)
         self.rare = rare  # multiplier for rare shapes (retries, cancels, compactions); tests raise it
         self.w = writer
         self.target = target
         self.sid = sid
-        self.now = T0
+        self.now = writer.created + 1000
+        self.compaction = compaction  # False: the surface only ever grows (a long session never compacted)
+        # Huge tool outputs: each is placed once the conversation (the bytes that are not huge
+        # outputs) has reached its share of the budget, so the file ends near the target size.
+        self.huge = list(huge)
+        self.huge_bytes = 0
+        budget = max(target - sum(huge), target // 8)
+        self.huge_at = [budget * (i + 1) // (len(huge) + 1) for i in range(len(huge))]
+        self.budget = budget if huge else target
+        self.huge_results: list[int] = []  # the sizes placed, in order (tests read them)
+        # children=None: the round-one catalog entries naming children that do not exist.
+        # children=N: up to N real subagent children; an `agent` call spawns one and is
+        # recorded (v4: subagent/catalog), the caller writes the child sessions.
+        self.want_children = children
+        self.spawned: list[dict] = []  # {"id", "createdAt", "label"} of each spawned child
+        self.descriptor = descriptor  # a child's own subagent/descriptor data
+        self.title = title  # fallback | provider | user | none
+        self.marker = marker  # a word planted in the first user message (for `ls --grep`)
+        self.max_steps = max_steps  # caps the 2-12 steps of a turn (short sessions), draws nothing
         self.handles = 0
         self.surface: list[int] = []  # surface nodes after the system head, by handle
         self.children = 0
@@ -413,33 +532,63 @@ class Builder:
     def event(self, type_: str, data: Any, handle: int | None = None) -> None:
         self.w.event(type_, self.tick(0, 3), data, handle)
 
+    def write_title(self, ask: dict) -> None:
+        """The session title after the first request: dsh's fallback, a model's, a user's, or none."""
+        w = self.w
+        if self.title == "none":
+            return
+        source: dict[str, Any]
+        if self.title == "fallback":
+            title = " ".join(ask["content"][0]["text"].split()[:5])
+            seqs, source = [w.seqs[self.first_user]], {"kind": "fallback"}
+        elif self.title == "provider":
+            title = self.words(self.rng.randint(2, 6)).capitalize()
+            seqs, source = [w.seqs[self.first_user]], {"kind": "provider", "provider": PROVIDER, "model": {"provider": PROVIDER, "model": MODEL}}
+        else:  # a title the user typed cites no message
+            title = self.words(self.rng.randint(1, 4)).title()
+            seqs, source = [], {"kind": "user"}
+        w.event("session/title", self.tick(0, 2), {"title": title, "messageSeqs": seqs, "source": source})
+
+    def huge_text(self, size: int) -> str:
+        """A tool output of exactly ``size`` bytes (ASCII): numbered code lines, as a huge `cat` prints."""
+        lines = self.rng.choices(CODE_LINES, k=size // 32 + 1)
+        text = "\n".join(f"{i:>7}  {line}" for i, line in enumerate(lines, 1))
+        while len(text) < size:
+            text += "\n" + "\n".join(lines)
+        return text[:size]
+
     # -- session
     def run(self) -> None:
         w = self.w
         w.header(self.sid)
         self.event("permission/preset", {"preset": "workspace-write"})
         self.event("sandbox/mode", {"mode": "workspace-write"})
-        self.event("approval/policy", {"policy": "on-request"})
-        self.event("subagent/model-selection-policy", {"allowedModels": [MODEL, "deepseek-v4-pro"]})
+        self.event("approval/policy", {"policy": "ask"})  # a released policy (dsh refuses others)
+        self.event("subagent/model-selection-policy", {"allowedModels": [{"provider": PROVIDER, "model": MODEL}, {"provider": PROVIDER, "model": "deepseek-v4-pro"}]})
+        if self.descriptor is not None:
+            self.event("subagent/descriptor", self.descriptor)
         w.out.flush()
         turn = 0
-        while w.out.bytes < self.target or turn == 0:
+        while w.out.bytes - self.huge_bytes < self.budget or turn == 0 or self.huge or len(self.spawned) < (self.want_children or 0):
             turn += 1
             self.turn(turn)
         w.out.close()
 
     def turn(self, turn: int) -> None:
         rng, w = self.rng, self.w
-        ask = {"content": [{"type": "text", "text": self.prose(rng.randint(10, 120))}], "source": {"kind": "user"}, "role": "user", "id": self.uid()}
+        text = self.prose(rng.randint(10, 120))
+        if self.marker and turn == 1:
+            text += f" Keep an eye on the {self.marker} module."
+        ask = {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}, "role": "user", "id": self.uid()}
         self.event("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [ask]})
         self.event("turn/start", {"turn": turn})
         self.event("agent/inbox/spliced", {"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []})
         w.out.flush()
         turn_mark = len(self.surface)
         cancel = turn > 1 and rng.random() < 0.04 * self.rare
-        n_steps = rng.randint(2, 12)
+        n_steps = min(rng.randint(2, 12), self.max_steps)
         for step in range(1, n_steps + 1):
-            if step > 1 and turn_mark > 6 and rng.random() < 0.02 * self.rare:
+            if self.compaction and step > 1 and turn_mark > 6 and rng.random() < 0.02 * self.rare:
                 self.compact(turn, turn_mark)
                 turn_mark = len(self.surface)
                 self.series = True
@@ -455,8 +604,10 @@ class Builder:
                 if turn == 1:
                     self.first_user = h
                 ctx = {
-                    "content": [{"type": "text", "text": f"Current runtime context.\n\nCurrent working directory: \"{CWD}\".\n\nTurn {turn}: " + self.words(30)}],
-                    "source": {"kind": "runtime-context", "form": "snapshot", "sections": [{"name": "working-directory", "version": 1}]},
+                    "content": [{"type": "text", "text": f"Current runtime context.\n\nCurrent working directory: \"{w.cwd}\".\n\nTurn {turn}: " + self.words(30)}],
+                    # snapshot sections as dsh's released payload rules have them: {name, text}
+                    "source": {"kind": "runtime-context", "form": "snapshot",
+                               "sections": [{"name": "working-directory", "text": f"Current working directory: \"{w.cwd}\"."}]},
                     "role": "user",
                     "id": self.uid(),
                 }
@@ -466,8 +617,7 @@ class Builder:
             if turn == 1 and step == 1:
                 w.request_header(self.tick(0, 2), "initial")
                 self.event("request/context", {"provider": PROVIDER, "model": MODEL, "contextWindow": 128000})
-                title = " ".join(ask["content"][0]["text"].split()[:5])
-                w.event("session/title", self.tick(0, 2), {"title": title, "messageSeqs": [w.seqs[self.first_user]], "source": {"kind": "fallback"}})
+                self.write_title(ask)
             elif self.series:
                 w.request_header(self.tick(0, 2), "series")
                 self.series = False
@@ -539,6 +689,8 @@ class Builder:
         if tools:
             for _ in range(rng.choices((1, 2, 3, 4), (60, 20, 12, 8))[0]):
                 name = rng.choices(("bash", "read", "grep", "edit", "write", "glob", "todo", "agent"), (30, 30, 12, 12, 6, 5, 3, 2))[0]
+                if not calls and self.want_children and len(self.spawned) < self.want_children and rng.random() < 0.35:
+                    name = "agent"  # a session meant to have children delegates more often
                 call_id = "call_" + f"{rng.getrandbits(96):024x}"
                 if name == "bash":
                     args = {"command": rng.choice(("pytest -q tests", "git status --short", "make build", "ls -la src")) + " " + self.words(2), "description": self.words(5)}
@@ -570,10 +722,16 @@ class Builder:
             ch = self.handle()
             w.event("tool/call", self.tick(0, 3), {"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arg_text}, ch)
             call_handles.append(ch)
-        for (call_id, name, _), ch in zip(calls, call_handles):
+        for (call_id, name, arg_text), ch in zip(calls, call_handles):
             self.tick(5, 4000)
             is_error = rng.random() < 0.07
-            if name in ("read", "grep", "bash"):
+            huge = name in ("read", "grep", "bash") and bool(self.huge) and w.out.bytes - self.huge_bytes >= self.huge_at[0]
+            if huge:
+                size = self.huge.pop(0)
+                self.huge_at.pop(0)
+                text, is_error = self.huge_text(size), False
+                self.huge_results.append(size)
+            elif name in ("read", "grep", "bash"):
                 n = rng.choice((3, 10, 40, 120, 400))
                 text = "\n".join(f"{i + 1:>5}  " + rng.choice(CODE_LINES) for i in range(n))
             else:
@@ -581,14 +739,29 @@ class Builder:
             if is_error:
                 text = "Error: command exited with code 1\n" + text[:2000]
             h = self.handle()
+            before = w.out.bytes
             w.tool_result(self.tick(0, 3), turn, step, call_id, [{"type": "text", "text": text}], is_error, self.uid(), h, ch)
+            if huge:
+                self.huge_bytes += w.out.bytes - before
             self.surface.append(h)
             if name == "agent":
-                self.children += 1
-                w.catalog(self.tick(0, 2), {"version": 0, "childId": f"{self.sid}-child-{self.children}", "childCreatedAt": self.now - 1000, "mode": "one-shot", "label": "subtask " + str(self.children)})
+                self.agent_result(arg_text)
             w.out.flush()
         if rng.random() < 0.03:
             self.event("todo/write", {"todos": [{"content": self.words(6), "status": rng.choice(("pending", "in_progress", "completed"))} for _ in range(rng.randint(1, 6))]})
+
+    def agent_result(self, arg_text: str) -> None:
+        """After an `agent` call's result: the parent's catalog entry for the child (v4 only)."""
+        w = self.w
+        if self.want_children is None:  # round-one shape: entries for children that are not written
+            self.children += 1
+            w.catalog(self.tick(0, 2), {"version": 0, "childId": f"{self.sid}-child-{self.children}", "childCreatedAt": self.now - 1000, "mode": "one-shot", "label": "subtask " + str(self.children)})
+            return
+        if len(self.spawned) >= self.want_children:
+            return  # a subagent whose session is not kept: no catalog entry, no dangling child id
+        child = {"id": self.uid(), "createdAt": self.now - 1000, "label": orjson.loads(arg_text)["label"]}
+        self.spawned.append(child)
+        w.catalog(self.tick(0, 2), {"version": 0, "childId": child["id"], "childCreatedAt": child["createdAt"], "mode": "one-shot", "label": child["label"]})
 
     def retry(self, turn: int, step: int) -> None:
         """A failed model call settled as an attempt, then a scheduled and started retry."""
@@ -665,9 +838,9 @@ class Builder:
 # ----------------------------------------------------------------------------------------- driver
 
 
-def generate(out: Path, size: str, version: int, seed: int = 7, zstd: bool = True, force: bool = False, rare: float = 1.0) -> dict[str, Path]:
-    """Write one (size, version) log and its zstd copy; skip if both already exist."""
-    paths = session_paths(out, size, version, seed)
+def generate(out: Path, size: str, version: int, seed: int = 7, zstd: bool = True, force: bool = False, rare: float = 1.0, shape: Shape = DEFAULT_SHAPE) -> dict[str, Path]:
+    """Write one (size, version, shape) log and its zstd copy; skip if both already exist."""
+    paths = session_paths(out, size, version, seed, shape)
     if not force and paths["plain"].exists() and (not zstd or paths["zstd"].exists()):
         return paths
     for key in ("plain", "zstd"):
@@ -677,11 +850,136 @@ def generate(out: Path, size: str, version: int, seed: int = 7, zstd: bool = Tru
     o = _Out(tmp_plain, tmp_zstd if zstd else None)
     wrng = random.Random(seed * 1000 + version)
     writer: Writer = (Writer if version == 4 else WriterV0)(o, wrng)
-    Builder(seed, writer, parse_size(size), str(paths["id"]), rare).run()
+    Builder(seed, writer, parse_size(size), str(paths["id"]), rare, compaction=shape.compaction, huge=shape.huge).run()
     os.replace(tmp_plain, paths["plain"])
     if zstd:
         os.replace(tmp_zstd, paths["zstd"])
     return paths
+
+
+# Many small sessions: the projects they belong to (one with a space, one non-ASCII, so the
+# project keys escape), weighted as one person's work over a few weeks.
+MANY_PROJECTS = (
+    ("/home/ann/bench", 30),
+    ("/home/ann/web-shop", 25),
+    ("/home/ann/my proj", 15),
+    ("/srv/build/dsh-tools", 12),
+    ("/home/bo/notes", 10),
+    ("/home/ann/日志", 8),
+)
+MANY_DAYS = 21
+MARKER = "pelican"  # planted in a few first user messages; no generated word contains it
+DAY_MS = 86_400_000
+
+
+def many_paths(out: Path, count: int, seed: int) -> dict[str, Path]:
+    """The many-small roots: one per encoding (dsh keeps plain and zstd roots apart), and the manifest."""
+    base = out / f"MANY-{count}-s{seed}"
+    return {"base": base, "plain": base / "plain", "zstd": base / "zstd", "manifest": base / "manifest.json"}
+
+
+def _uuid(rng: random.Random) -> str:
+    h = f"{rng.getrandbits(128):032x}"
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}"
+
+
+def _write_session(base: Path, spec: dict, zstd: bool) -> Builder:
+    """One small session in both roots, at ``<root>/<projectKey(cwd)>/<id>/session...``."""
+    name = "session.v4.jsonl" if spec["version"] == 4 else "session.jsonl"
+    rel = Path(project_key(spec["cwd"])) / spec["id"] / name  # uuids are their own encodeSegment
+    plain = base / "plain" / rel
+    packed = base / "zstd" / (str(rel) + ".zstd")
+    plain.parent.mkdir(parents=True)
+    if zstd:
+        packed.parent.mkdir(parents=True)
+    o = _Out(plain, packed if zstd else None)
+    wrng = random.Random(spec["seed"] * 1000 + spec["version"])
+    writer: Writer = (Writer if spec["version"] == 4 else WriterV0)(o, wrng, cwd=spec["cwd"], created=spec["createdAt"], parent=spec["parent"])
+    descriptor = None
+    if spec["parent"] is not None:
+        descriptor = {"version": 3, "mode": "one-shot", "provider": "spawn", "label": spec["label"]}
+    b = Builder(spec["seed"], writer, spec["target"], spec["id"], children=spec["want_children"], descriptor=descriptor, title=spec["title"], marker=spec["marker"], max_steps=spec["max_steps"])
+    b.run()
+    spec["path"] = str(rel)
+    spec["bytes"] = o.bytes
+    return b
+
+
+def generate_many(out: Path, count: int = 1000, seed: int = 7, zstd: bool = True, force: bool = False) -> dict:
+    """A persistence root of ``count`` small sessions (children included); returns the manifest.
+
+    v0 and v4 sessions are mixed in one root (about a third v0), plain and zstd copies live in
+    two roots of the same layout.  Sessions are spread over several projects and over
+    ``MANY_DAYS`` days; titles vary (dsh's fallback, a model's, a user's, none); a few
+    sessions delegate to subagent children, whose headers name them (``parentSession``,
+    ``origin: subagent``) and whose ``subagent/descriptor`` matches the parent's v4 catalog
+    entry (a v0 parent has none: migrating it discovers the children in the root).  Sizes are
+    log-uniform from a few KB to about 100 KB.  The manifest (``manifest.json`` beside the
+    roots) lists every session, so tests and the runner need not rediscover them.
+    """
+    paths = many_paths(out, count, seed)
+    if not force and paths["manifest"].exists():
+        return orjson.loads(paths["manifest"].read_bytes())
+    tmp = paths["base"].with_name(paths["base"].name + ".part")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    rng = random.Random(seed)
+    start = T0 // DAY_MS * DAY_MS - MANY_DAYS * DAY_MS  # a UTC midnight
+    cwds, weights = zip(*MANY_PROJECTS)
+    sessions: list[dict] = []
+    while len(sessions) < count:
+        room = count - len(sessions) - 1  # children must fit in the count
+        # the second session always delegates and the first is always marked, so that
+        # even a tiny root has a parent, a child and a `--grep` hit
+        wanted = min(room, rng.choice((1, 1, 2, 3))) if rng.random() < 0.05 or len(sessions) == 1 else 0
+        spec = {
+            "id": _uuid(rng),
+            "version": 4 if rng.random() < 0.65 else 0,
+            "cwd": rng.choices(cwds, weights)[0],
+            # working hours, on any day of the span
+            "createdAt": start + rng.randrange(MANY_DAYS) * DAY_MS + rng.randrange(7 * 3_600_000, 20 * 3_600_000),
+            "target": int(math.exp(rng.uniform(math.log(2 << 10), math.log(100 << 10)))),
+            "seed": rng.getrandbits(32),
+            "parent": None,
+            "want_children": wanted,
+            "title": rng.choices(("fallback", "provider", "user", "none"), (70, 15, 5, 10))[0],
+            "marker": MARKER if rng.random() < 0.03 or not sessions else None,
+            "max_steps": rng.choice((2, 3, 4, 6, 12)),
+        }
+        b = _write_session(tmp, spec, zstd)
+        spec["children"] = [c["id"] for c in b.spawned]
+        sessions.append(spec)
+        for child in b.spawned:
+            cspec = {
+                "id": child["id"],
+                "version": spec["version"],  # written by the same dsh as its parent
+                "cwd": spec["cwd"],
+                "createdAt": child["createdAt"],
+                "target": int(math.exp(rng.uniform(math.log(2 << 10), math.log(40 << 10)))),
+                "seed": rng.getrandbits(32),
+                "parent": spec["id"],
+                "label": child["label"],
+                "want_children": 0,
+                "title": "fallback",
+                "marker": None,
+                "max_steps": rng.choice((2, 3, 4)),
+                "children": [],
+            }
+            _write_session(tmp, cspec, zstd)
+            sessions.append(cspec)
+    for s in sessions:
+        for k in ("target", "seed", "want_children", "max_steps"):
+            del s[k]
+    manifest = {"count": count, "seed": seed, "marker": MARKER, "zstd": zstd, "sessions": sessions}
+    (tmp / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    if paths["base"].exists():
+        shutil.rmtree(paths["base"])
+    os.replace(tmp, paths["base"])
+    return manifest
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    return tuple(parse_size(t) for t in text.split(",") if t.strip())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -692,11 +990,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--no-zstd", action="store_true")
     ap.add_argument("--force", action="store_true", help="regenerate even if the files exist")
+    ap.add_argument("--no-compaction", action="store_true", help="never compact: the surface grows for the whole log")
+    ap.add_argument("--huge-tool-result", nargs="?", const=HUGE_DEFAULT, default=None, metavar="SIZES", help=f"a few huge tool outputs, comma-separated sizes (default {HUGE_DEFAULT})")
+    ap.add_argument("--many-small", nargs="?", type=int, const=1000, default=None, metavar="COUNT", help="a root of COUNT small sessions (default 1000) instead of one large log, unless --size is given too")
     a = ap.parse_args(argv)
+    if a.many_small is not None:
+        m = generate_many(a.out, a.many_small, a.seed, zstd=not a.no_zstd, force=a.force)
+        mp = many_paths(a.out, a.many_small, a.seed)
+        total = sum(s["bytes"] for s in m["sessions"])
+        print(f"{mp['base']}: {len(m['sessions'])} sessions, {total:,} B plain", file=sys.stderr)
+        if not a.size:
+            return 0
+    shape = Shape(compaction=not a.no_compaction, huge=_sizes(a.huge_tool_result) if a.huge_tool_result else ())
     versions = {"v4": [4], "v0": [0], "both": [4, 0]}[a.format]
     for size in a.size or ["30M"]:
         for v in versions:
-            p = generate(a.out, size, v, a.seed, zstd=not a.no_zstd, force=a.force)
+            p = generate(a.out, size, v, a.seed, zstd=not a.no_zstd, force=a.force, shape=shape)
             extra = f", {p['zstd'].stat().st_size:,} B zstd" if not a.no_zstd else ""
             print(f"{p['plain']}: {p['plain'].stat().st_size:,} B{extra}", file=sys.stderr)
     return 0

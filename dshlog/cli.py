@@ -1,7 +1,7 @@
 """The ``dshlog`` command line: options in, core calls, rendering out.
 
 No log logic lives here.  Every command opens its input through
-:func:`dshlog.session.open_session`, calls the core, and renders.  Errors from the
+:func:`dshlog.read.session.open_session`, calls the core, and renders.  Errors from the
 core (:class:`dshlog.errors.DshlogError`) are turned into one line on stderr and
 the exit code the error class carries, in exactly one place (:func:`main`).
 """
@@ -16,6 +16,17 @@ import typer
 
 from . import __version__
 from .errors import DshlogError, ExitCode
+from .model.diff import diff_requests, requests_at
+from .model.transcript import SessionHead, session_facts
+from .output import labels
+from .output.events import event_line
+from .output.export import FORMATS
+from .output.export import export as write_export
+from .output.jsondoc import diff_document
+from .output.plain import PlainRenderer, diff_lines, echo
+from .output.renderer import render
+from .output.terminal import TerminalRenderer, console, on_terminal, table, use_color
+from .output.text import human_bytes, human_duration, local_minutes, preview
 
 app = typer.Typer(
     name="dshlog",
@@ -77,20 +88,50 @@ class _BatchedStdout:
             self._size = 0
 
 
+class _DeferredStdout(_BatchedStdout):
+    """Holds all output (in a temporary file past 16 MiB) until :meth:`release`.
+
+    A view that claims dsh's view prints nothing before dsh's decision on the
+    whole log is known: dsh's read refuses a log as a whole, so the events before
+    a refusal are not a view of anything dsh holds.
+    """
+
+    def __init__(self) -> None:
+        import tempfile
+
+        super().__init__()
+        self._spool = tempfile.SpooledTemporaryFile(max_size=16 << 20)
+
+    def flush(self) -> None:
+        if self._parts:
+            self._spool.write(b"".join(self._parts))
+            self._parts.clear()
+            self._size = 0
+
+    def release(self) -> None:
+        import shutil
+
+        self.flush()
+        self._spool.seek(0)
+        shutil.copyfileobj(self._spool, sys.stdout.buffer, 1 << 20)
+        sys.stdout.buffer.flush()
+        self._spool.close()
+
+
 def _out(data: bytes) -> None:
     sys.stdout.buffer.write(data)
 
 
 def _json(obj: Any, pretty: bool = True) -> None:
-    from .jsjson import dumps, dumps_pretty
+    from .protocol.jsjson import dumps, dumps_pretty
 
     _out((dumps_pretty(obj) if pretty else dumps(obj)) + b"\n")
 
 
 def _js(v: Any) -> str:
-    from .jsjson import dumps
+    from .protocol.jsjson import stringify
 
-    return dumps(v).decode("utf-8", "replace")
+    return stringify(v)
 
 
 def _notes(log: Any, quiet: bool = False) -> None:
@@ -101,31 +142,46 @@ def _notes(log: Any, quiet: bool = False) -> None:
         if n.severity == "info":
             continue
         where = n.where()
-        print(f"dshlog: {log.path}: {where + ': ' if where else ''}{n.code}: {n.message}", file=sys.stderr)
+        echo(f"dshlog: {log.path}: {where + ': ' if where else ''}{n.code}: {n.message}", sys.stderr)
     for code, extra in log.notes.suppressed().items():
-        print(f"dshlog: {log.path}: {code}: {extra} more not shown", file=sys.stderr)
+        echo(f"dshlog: {log.path}: {code}: {extra} more not shown", sys.stderr)
 
 
 def _resolve(target: str | None) -> str:
     """A FILE argument as a path: ids and the default session are looked up, and named on stderr."""
-    from .store import resolve_session
+    from .read.store import resolve_session
 
     r = resolve_session(target)
     if r.chosen:
-        print(f"dshlog: using session {r.session_id} ({r.path})", file=sys.stderr)
+        echo(f"dshlog: using session {r.session_id} ({r.path})", sys.stderr)
     return r.path
 
 
-def _open(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None):
-    from .session import open_session
+#: Options of the root callback that commands read (set anew by every invocation).
+_ROOT_OPTIONS: dict[str, Any] = {}
 
-    return open_session(_resolve(target), strict=strict, select=select, format_version=format_version)
+
+def _plugins() -> tuple[str, ...]:
+    """The root's ``--system-prompt-plugin`` names (for every command that migrates a log)."""
+    return tuple(_ROOT_OPTIONS.get("system_prompt_plugins", ()))
+
+
+def _open(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None):
+    from .read.session import open_session
+
+    return open_session(_resolve(target), strict=strict, select=select, format_version=format_version,
+                        system_prompt_plugins=_plugins())
 
 
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True)] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show a traceback on errors.")] = False,
+    system_prompt_plugin: Annotated[list[str], typer.Option(
+        "--system-prompt-plugin", metavar="NAME",
+        help="A package name to migrate as dsh's system-prompt producer besides @deepseek-ai/dsh-system-prompt, "
+        "as the fork build that wrote the log does (e.g. @x1a0f3n9/dsh-system-prompt); repeatable. "
+        "Default: upstream dsh's mapping, where any other name becomes a plugin:<name> source.")] = [],
 ) -> None:
     """Inspect and repair DeepSeek Harness session logs from outside dsh.
 
@@ -134,6 +190,7 @@ def _root(
     if version:
         print(f"dshlog {__version__}")
         raise typer.Exit(0)
+    _ROOT_OPTIONS["system_prompt_plugins"] = tuple(system_prompt_plugin)
 
 
 # ----------------------------------------------------------------------------- events
@@ -157,22 +214,23 @@ def events(
 
     Example: dshlog events session.v4.jsonl --type 'tool/*' --turn 2
     """
-    from .jsjson import dumps
-    from .render import describe, surface_marker
+    from .protocol.jsjson import dumps
 
-    log = _open(file, strict=False, select=select, format_version=format_version)
+    # the stored rows are shown as far as they can be read; --v4 is dsh's view, decided as dsh decides
+    log = _open(file, strict=v4, select=select, format_version=format_version)
     with log:
-        if v4:
-            source = ((ev, None) for ev in log.events())
+        view = log.v4() if v4 else None
+        if view is not None:
+            source = ((ev, None) for ev in view)
         else:
-            source = ((r.event, r.raw) for r in log.records())
-        out = _BatchedStdout()
+            source = ((r.event, r.raw) for r in log.stored())
+        out = _DeferredStdout() if view is not None else _BatchedStdout()
         write = out.write
         if json_ and not (type_ or turn is not None or from_seq is not None or to_seq is not None):
             # the common `events --json | jq` case: no bookkeeping, original bytes where we have them
             for ev, raw in source:
                 write((raw if raw is not None else dumps(ev)) + b"\n")
-            out.flush()
+            _release(out, view)
             _notes(log)
             return
         current_turn = None
@@ -193,19 +251,19 @@ def events(
                 break
             if type_ and not any(fnmatch.fnmatchcase(str(t), pat) for pat in type_):
                 continue
-            if json_:
-                write((raw if raw is not None else dumps(ev)) + b"\n")
-            else:
-                marker = surface_marker(ev)
-                line = f"{seq} {t}"
-                if marker:
-                    line += f" {marker}"
-                desc = describe(ev)
-                if desc:
-                    line += f" {desc}"
-                write(line.encode("utf-8", "surrogatepass") + b"\n")
-        out.flush()
+            write(_event_line(ev, raw, json_))
+        _release(out, view)
         _notes(log)
+
+
+def _release(out: _BatchedStdout, view: Any) -> None:
+    """Write out what a command printed; a dsh view first reads the rest of the log (dsh's decision)."""
+    if view is None:
+        out.flush()
+        return
+    view.finish()
+    assert isinstance(out, _DeferredStdout)
+    out.release()
 
 
 # ----------------------------------------------------------------------------- info
@@ -217,18 +275,17 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
 
     Example: dshlog info session.v4.jsonl --json | jq .summary.tokens
     """
-    from .render import human_bytes, table
-    from .summary import summarize
+    from .model.summary import summarize
 
     log = _open(file, strict=False, select=select, format_version=format_version)
     with log:
-        s = summarize(log.compact_events())
+        s = summarize(log.stored_runs())
         doc = {
             "shape": JSON_SHAPE,
             "path": log.path,
             "container": log.info.container,
             "version": log.version,
-            "projection": log.is_projection,
+            "projection": log.projection,
             "header": log.header,
             "sizeOnDisk": log.info.size_on_disk,
             "decodedBytes": log.info.decoded_bytes,
@@ -242,24 +299,24 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
             _json(doc)
             return
         h = log.header or {}
-        print(f"file        {log.path}")
-        print(f"container   {log.info.container}" + (f", {log.info.frames} frames" if log.info.container == "jsonl.zstd" else ""))
-        print(f"version     v{log.version}" + ("  (test-snapshot projection: no seq/time)" if log.is_projection else ""))
+        echo(f"file        {log.path}")
+        echo(f"container   {log.info.container}" + (f", {log.info.frames} frames" if log.info.container == "jsonl.zstd" else ""))
+        echo(f"version     v{log.version}" + ("  (test-snapshot projection: no seq/time)" if log.projection else ""))
         if h:
-            print("header      " + ", ".join(f"{k}={v if isinstance(v, str) else _js(v)}" for k, v in h.items() if k != "type"))
+            echo("header      " + ", ".join(f"{k}={v if isinstance(v, str) else _js(v)}" for k, v in h.items() if k != "type"))
         else:
-            print("header      (none)")
-        print(f"size        {human_bytes(log.info.size_on_disk)} on disk, {human_bytes(log.info.decoded_bytes)} decoded")
+            echo("header      (none)")
+        echo(f"size        {human_bytes(log.info.size_on_disk)} on disk, {human_bytes(log.info.decoded_bytes)} decoded")
         if log.info.torn:
-            print(f"torn tail   {log.info.torn.length} bytes ignored")
+            echo(f"torn tail   {log.info.torn.length} bytes ignored")
         if s.title:
-            print(f"title       {s.title}")
-        print(f"events      {s.events}" + (f" (seq {s.first_seq}..{s.last_seq})" if s.events else ""))
-        print(f"turns       {s.turns}" + (" (last turn open)" if s.turns_open else ""))
-        print(f"steps       {s.steps}")
-        print(f"model calls {s.model_calls} ({s.attempts} without surface message, {s.interrupted} interrupted)")
+            echo(f"title       {s.title}")
+        echo(f"events      {s.events}" + (f" (seq {s.first_seq}..{s.last_seq})" if s.events else ""))
+        echo(f"turns       {s.turns}" + (" (last turn open)" if s.turns_open else ""))
+        echo(f"steps       {s.steps}")
+        echo(f"model calls {s.model_calls} ({s.attempts} without surface message, {s.interrupted} interrupted)")
         if s.tokens:
-            print("tokens      " + ", ".join(f"{k} {v}" for k, v in s.tokens.items()))
+            echo("tokens      " + labels.tokens_text(s.tokens))
         table("events by type", ["type", "count"], sorted(s.by_type.items(), key=lambda kv: (-kv[1], str(kv[0]))), justify={1: "right"})
         _notes(log)
 
@@ -280,20 +337,21 @@ def validate(
 
     Example: dshlog validate ~/.dsh/sessions/*/*/
     """
-    from .validation import validate_log
+    from .ops.validate import validate_log
 
     worst = ExitCode.OK
     reports = []
     for f in files or [None]:
-        report = validate_log(_resolve(f), select=select, format_version=format_version)
+        report = validate_log(_resolve(f), select=select, format_version=format_version, system_prompt_plugins=_plugins())
         reports.append(report)
         worst = max(worst, report.exit_code)
         if not json_:
             for p in report.problems:
-                print(f"{report.path}: {p.where + ': ' if p.where else ''}{p.severity}: {p.code}: {p.message}")
+                where = p.where()
+                echo(f"{report.path}: {where + ': ' if where else ''}{p.severity}: {p.code}: {p.message}")
             status = "ok" if report.exit_code == ExitCode.OK else ("unsupported" if report.exit_code == ExitCode.UNSUPPORTED else "damaged")
-            print(f"{report.path}: {status} (v{report.version if report.version is not None else '?'}, {report.events} events, "
-                  f"{report.count('error')} errors, {report.count('warning')} warnings)", file=sys.stderr)
+            echo(f"{report.path}: {status} (v{report.version if report.version is not None else '?'}, {report.events} events, "
+                 f"{report.count('error')} errors, {report.count('warning')} warnings)", sys.stderr)
     if json_:
         _json({"shape": JSON_SHAPE, "files": [r.as_dict() for r in reports]})
     raise typer.Exit(int(worst))
@@ -325,19 +383,20 @@ def surface(
 
     Example: dshlog surface session.v4.jsonl --at 15
     """
-    from .surface import fold
+    from .check.surface import fold
 
     log = _open(file, select=select, format_version=format_version)
     with log:
         try:
-            state = fold(log.events(), until_seq=at, strict_unknown=not allow_unknown)
+            with log.v4(allow_unknown=allow_unknown) as view:
+                state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
         if at is not None and state.next_seq <= at:
             from .errors import UsageError
 
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
-        nodes = state.node_info()
+        nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in state.node_info()]
         derived = state.messages()
         roles = [m.get("role") for m in derived]
         if json_:
@@ -351,13 +410,11 @@ def surface(
                 doc["messages"] = derived
             _json(doc)
             return
-        from .render import table
-
         table(None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
-        print(f"nodes: {[n['seq'] for n in nodes]}")
-        print(f"roles: {', '.join(str(r) for r in roles)}")
+        echo(f"nodes: {[n['seq'] for n in nodes]}")
+        echo(f"roles: {', '.join(str(r) for r in roles)}")
         for r in state.replacements:
-            print(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
+            echo(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
         _notes(log)
 
 
@@ -378,12 +435,13 @@ def rebuild(
 
     Example: dshlog rebuild session.v4.jsonl --request 3 --messages-only
     """
-    from .requests import rebuild as rebuild_request
+    from .model.requests import rebuild as rebuild_request
 
     log = _open(file, select=select, format_version=format_version)
     with log:
         try:
-            req = rebuild_request(log.events(), request, session_id=log.session_id, strict_unknown=not allow_unknown)
+            with log.v4(allow_unknown=allow_unknown) as view:
+                req = rebuild_request(view, request, session_id=log.session_id, strict_unknown=not allow_unknown)
         except DshlogError as exc:
             raise _located(log, exc)
         _json(req["messages"] if messages_only else req, pretty=not compact)
@@ -405,20 +463,22 @@ def requests(
 
     Example: dshlog requests session.v4.jsonl --json | jq '.requests[] | select(.extends == false)'
     """
-    from .requests import iter_requests
+    from .model.requests import iter_requests
 
     log = _open(file, select=select, format_version=format_version)
 
     def rows():
+        # dsh's decision on the whole log comes before any row is shown
         try:
-            yield from iter_requests(log.events(), session_id=log.session_id, strict_unknown=not allow_unknown)
+            with log.v4(allow_unknown=allow_unknown) as view:
+                return list(iter_requests(view, session_id=log.session_id, strict_unknown=not allow_unknown))
         except DshlogError as exc:
             raise _located(log, exc)
 
     with log:
         if json_:
             # streamed, one request per line, so memory stays flat however many requests the log holds
-            from .jsjson import dumps
+            from .protocol.jsjson import dumps
 
             out = _BatchedStdout()
             out.write(b'{"shape":%d,"requests":[' % JSON_SHAPE)
@@ -429,16 +489,14 @@ def requests(
             out.write(b"\n]}\n")
             out.flush()
             return
-        from .render import table
-
         table(
             None,
-            ["#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", "in", "out"],
+            ["#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", labels.token_name("inputTokens"), labels.token_name("outputTokens")],
             (
                 [
                     r.number,
                     r.seq,
-                    r.kind.split("/")[1] + (" (interrupted)" if r.interrupted else ""),
+                    r.kind.split("/")[1] + (f" ({labels.INTERRUPTED})" if r.interrupted else ""),
                     f"{r.turn}.{r.step}",
                     r.message_count,
                     "-" if r.extends is None else ("yes" if r.extends else "no"),
@@ -507,7 +565,7 @@ def repair(
     Example: dshlog repair session.v4.jsonl && dshlog repair session.v4.jsonl --write
     """
     from .errors import UsageError
-    from .repair import plan_repair, repair_copy, repair_in_place
+    from .ops.repair import RepairResult, plan_repair, repair_copy, repair_in_place
 
     if write and out:
         raise UsageError("choose either --write (in place) or -o OUT (a repaired copy)")
@@ -517,11 +575,9 @@ def repair(
     elif out:
         from pathlib import Path
 
-        result = repair_copy(file, Path(out), select=select, format_version=format_version)
+        result = repair_copy(file, Path(out), select=select, format_version=format_version, system_prompt_plugins=_plugins())
     else:
-        from .repair import RepairResult
-
-        result = RepairResult(plan_repair(file, select=select, format_version=format_version))
+        result = RepairResult(plan_repair(file, select=select, format_version=format_version, system_prompt_plugins=_plugins()))
     plan = result.plan
     if json_:
         rep = plan.report
@@ -543,23 +599,25 @@ def repair(
     else:
         rep = plan.report
         if plan.healthy:
-            print(f"{plan.path}: healthy: the last turn is closed ({plan.event_count} events)" + (f"; a torn tail of {plan.torn_bytes} bytes is ignored" if plan.torn_bytes else ""))
+            echo(f"{plan.path}: healthy: the last turn is closed ({plan.event_count} events)" + (f"; a torn tail of {plan.torn_bytes} bytes is ignored" if plan.torn_bytes else ""))
         else:
             pend = ", ".join(f"{c.call_id} ({'started' if c.started else 'not started'})" for c in rep.pending) or "none"
-            print(f"{plan.path}: open tail: turn {rep.open_turn}" + (f", step {rep.open_step}" if rep.open_step is not None else "") + f"; unanswered tool calls: {pend}")
+            echo(f"{plan.path}: open tail: turn {rep.open_turn}" + (f", step {rep.open_step}" if rep.open_step is not None else "") + f"; unanswered tool calls: {pend}")
             if plan.torn_bytes:
-                print(f"torn tail: {plan.torn_bytes} bytes after the last complete line")
+                echo(f"torn tail: {plan.torn_bytes} bytes after the last complete line")
             for w in plan.warnings:
-                print(f"dshlog: warning: {w}", file=sys.stderr)
-            print(("appended:" if result.written else "would append:"))
+                echo(f"dshlog: warning: {w}", sys.stderr)
+            echo(("appended:" if result.written else "would append:"))
             for line in _closer_lines(plan.closers):
-                print(f"  {line}")
+                echo(f"  {line}")
             if result.written:
-                print(f"written: {result.written}" + (" (in place)" if result.in_place else ""), file=sys.stderr)
+                echo(f"written: {result.written}" + (" (in place)" if result.in_place else ""), sys.stderr)
+            for w in result.warnings:
+                echo(f"dshlog: warning: {w}", sys.stderr)
             if result.sidecar:
-                print(f"torn bytes kept in {result.sidecar}", file=sys.stderr)
+                echo(f"torn bytes kept in {result.sidecar}", sys.stderr)
             elif not write and not out:
-                print("nothing written; use --write to repair in place or -o OUT for a repaired copy", file=sys.stderr)
+                echo("nothing written; use --write to repair in place or -o OUT for a repaired copy", sys.stderr)
     if check and not plan.healthy:
         raise typer.Exit(int(ExitCode.PENDING))
 
@@ -583,19 +641,22 @@ def fork(
     Example: dshlog fork session.v4.jsonl --at 15 -o child/
     """
     from .errors import UsageError
-    from .fork import write_fork
+    from .ops.fork import write_fork
 
     if at is not None and at_turn is not None:
         raise UsageError("choose either --at SEQ or --at-turn N")
     file = _resolve(file)
-    result = write_fork(file, out, at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version)
+    result = write_fork(file, out, at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version,
+                        system_prompt_plugins=_plugins())
     if json_:
         _json({"shape": JSON_SHAPE, **result})
         return
-    print(f"{result['path']}: child {result['childId']} of {result['parentId']}: {result['events']} events "
-          f"(parent prefix 0..{result['at']}, marker at {result['at'] + 1}, {len(result['closers'])} closers)")
+    for w in result.get("warnings", []):
+        echo(f"dshlog: warning: {w}", sys.stderr)
+    echo(f"{result['path']}: child {result['childId']} of {result['parentId']}: {result['events']} events "
+         f"(parent prefix 0..{result['at']}, marker at {result['at'] + 1}, {len(result['closers'])} closers)")
     for line in _closer_lines(result["closers"]):
-        print(f"  {line}")
+        echo(f"  {line}")
 
 
 @app.command()
@@ -613,7 +674,7 @@ def migrate(
 
     Example: dshlog migrate --recursive ~/.dsh/sessions --check || dshlog migrate --recursive ~/.dsh/sessions
     """
-    from .migrate.publish import find_sessions, migrate_session
+    from .ops.migrate import find_sessions, migrate_session
 
     import os
 
@@ -623,28 +684,29 @@ def migrate(
     outcomes = []
     progress = None
     if len(sources) > 1 and sys.stderr.isatty() and not json_:
-        from rich.progress import Progress
-
-        from .render import console
+        from rich.progress import Progress  # lazy: heavy, only for a progress bar on a terminal
 
         progress = Progress(console=console(stderr=True), transient=True)
         task = progress.add_task("migrating", total=len(sources))
         progress.start()
     try:
         for src in sources:
-            o = migrate_session(src, check=check, dry_run=dry_run, children="none" if no_children else "auto")
+            o = migrate_session(src, check=check, dry_run=dry_run, children="none" if no_children else "auto",
+                                system_prompt_plugins=_plugins())
             outcomes.append(o)
             if progress is not None:
                 progress.advance(task)
             if not json_:
                 if o.status == "failed":
-                    print(f"dshlog: {o.error}", file=sys.stderr)
+                    echo(f"dshlog: {o.error}", sys.stderr)
                 elif o.status == "migrated":
-                    print(f"migrated {o.source} -> {o.target} ({o.events} events)")
+                    echo(f"migrated {o.source} -> {o.target} ({o.events} events)")
                 elif o.status == "would-migrate":
-                    print(f"would publish {o.target} ({o.events} events, from v{o.version})")
+                    echo(f"would publish {o.target} ({o.events} events, from v{o.version})")
                 elif o.status == "needed":
-                    print(f"needs migration: {o.source} (v{o.version})")
+                    echo(f"needs migration: {o.source} (v{o.version})")
+                for w in o.warnings:
+                    echo(f"dshlog: warning: {w}", sys.stderr)
     finally:
         if progress is not None:
             progress.stop()
@@ -685,8 +747,8 @@ def ls_(
     import os
     from pathlib import Path
 
-    from .render import human_bytes, table
-    from .store import default_root, grep_session, iso_ms, list_sessions, parse_since, project_key, sort_entries
+    from .ops.sessions import grep_session
+    from .read.store import default_root, list_sessions, parse_since, project_key, sort_entries
 
     root_p = Path(root) if root is not None else default_root()
     project = project_key(os.path.abspath(cwd)) if cwd is not None else None
@@ -703,7 +765,7 @@ def ls_(
         return
     for e in entries:
         if e.error:
-            print(f"dshlog: {e.dir}: {e.error}", file=sys.stderr)
+            echo(f"dshlog: {e.dir}: {e.error}", sys.stderr)
 
     def links(e: Any) -> str:
         bits = []
@@ -717,7 +779,7 @@ def ls_(
         None,
         ["id", "title", "cwd", "generation", "size", "turns", "last activity", "links"],
         (
-            [e.id, e.title or "", e.cwd or "", f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, iso_ms(e.last_activity), links(e)]
+            [e.id, e.title or "", e.cwd or "", f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, local_minutes(e.last_activity), links(e)]
             for e in entries
         ),
         justify={4: "right", 5: "right"},
@@ -737,16 +799,15 @@ def stats(
 
     Example: dshlog stats ~/.dsh/sessions/--home-ann-p--/*/ --json | jq .total.tokensByModel
     """
-    from .render import table
-    from .stats import human_duration, session_stats, total_stats
-    from .summary import summarize
+    from .model.stats import session_stats, total_stats
+    from .model.summary import summarize
 
     sessions = []
     for f in files or [None]:
         log = _open(f, strict=False, select=select, format_version=format_version)
         with log:
-            s = summarize(log.compact_events())
-            sessions.append({"path": log.path, "id": log.session_id, "version": log.version, "projection": log.is_projection, **session_stats(s, projection=log.is_projection)})
+            s = summarize(log.stored_runs())
+            sessions.append({"path": log.path, "id": log.session_id, "version": log.version, "projection": log.projection, **session_stats(s, projection=log.projection)})
             _notes(log, quiet=json_)
     total = total_stats(sessions)
     if json_:
@@ -764,31 +825,23 @@ def stats(
     rows = [row(str(s["id"] or s["path"]), s) for s in sessions]
     if len(sessions) > 1:
         rows.append(row("total", total))
-    table(None, ["session", "turns", "steps", "calls", "retries", "cancelled", "tools", "in", "out", "time"], rows,
+    table(None, ["session", "turns", "steps", "calls", "retries", "cancelled", "tools", labels.token_name("inputTokens"), labels.token_name("outputTokens"), "time"], rows,
           justify={i: "right" for i in range(1, 10)})
     if total["toolCalls"]:
         table("tool calls", ["tool", "calls", "errors"], ([n, c["calls"], c["errors"]] for n, c in total["toolCalls"].items()), justify={1: "right", 2: "right"})
     if total["tokensByModel"]:
         keys = sorted({k for u in total["tokensByModel"].values() for k in u})
-        table("tokens by model", ["model", *keys], ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()),
+        table("tokens by model", ["model", *map(labels.token_name, keys)], ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()),
               justify={i + 1: "right" for i in range(len(keys))})
 
 
 def _event_line(ev: dict, raw: bytes | None, json_: bool) -> bytes:
     """One event the way ``events`` prints it (``--json``: its exact line when there is one)."""
-    from .jsjson import dumps
-    from .render import describe, surface_marker
+    from .protocol.jsjson import dumps
 
     if json_:
         return (raw if raw is not None else dumps(ev)) + b"\n"
-    line = f"{ev.get('seq')} {ev.get('type')}"
-    marker = surface_marker(ev)
-    if marker:
-        line += f" {marker}"
-    desc = describe(ev)
-    if desc:
-        line += f" {desc}"
-    return line.encode("utf-8", "surrogatepass") + b"\n"
+    return event_line(ev)
 
 
 @app.command()
@@ -817,19 +870,19 @@ def tail(
         log = _open(file, strict=False, format_version=format_version)
         with log:
             last: deque = deque((), maxlen=lines)
-            for r in log.records():
+            for r in log.stored():
                 last.append(_event_line(r.event, r.raw, json_))
             for b in last:
                 write(b)
             _notes(log)
         return
 
-    import orjson
-
     from .errors import Location
-    from .follow import Follower
-    from .formats import Notes, RowDecoder
-    from .session import open_session
+    from .protocol.jsjson import JsonError, loads
+    from .read.follow import Follower
+    from .check.problems import Problems
+    from .read.rows import RowDecoder
+    from .read.session import open_session
 
     target = _resolve(file)
     if target == "-":
@@ -838,7 +891,7 @@ def tail(
         path, version, container = log.path, log.version, log.info.container
     if container not in ("jsonl", "jsonl.zstd"):
         raise UsageError(f"tail -f follows JSONL generations; this input is {container}", path=path)
-    decoder = RowDecoder(version, path, strict=False, notes=Notes())
+    decoder = RowDecoder(version, path, strict=False, notes=Problems())
     fol = Follower(path, poll_interval=interval)
     state = {"header": True, "line": 0}
 
@@ -847,15 +900,15 @@ def tail(
         if state["header"]:
             state["header"] = False
             try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError:
+                obj = loads(raw)
+            except JsonError:
                 obj = None
             if isinstance(obj, dict) and obj.get("type") == "session":
                 return []
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            print(f"dshlog: {path}: line {state['line']}: unparsable committed line skipped", file=sys.stderr)
+            obj = loads(raw)
+        except JsonError:
+            echo(f"dshlog: {path}: line {state['line']}: unparsable committed line skipped", sys.stderr)
             return []
         evs = decoder.decode(obj, Location(line=state["line"]))
         return [_event_line(ev, raw if len(evs) == 1 and ev is obj else None, json_) for ev in evs]
@@ -897,31 +950,20 @@ def show(
     """
     import os
 
-    from .render import console, use_color
-    from .transcript import plain_lines, rich_renderable, transcript
-
-    log = _open(file, strict=False, select=select, format_version=format_version)
+    log = _open(file, select=select, format_version=format_version)
     with log:
-        head = f"session {log.session_id or '?'} (v{log.version}{', projection' if log.is_projection else ''}) {log.path}"
+        head = SessionHead(log.session_id, log.version, log.path, log.projection)
         try:
-            items = transcript(log.events(), full=full)
-            if sys.stdout.isatty() or os.environ.get("FORCE_COLOR"):
+            if on_terminal():
                 con = console()
                 if sys.stdout.isatty() and not no_pager:
                     os.environ.setdefault("LESS", "-FRX")  # colours through less; quit at once when it fits
                     with con.pager(styles=use_color()):
-                        con.print(head, style="bold")
-                        for item in items:
-                            con.print(rich_renderable(item, reasoning=reasoning))
+                        render(log.v4(), head, TerminalRenderer(con, reasoning=reasoning), full=full)
                 else:
-                    con.print(head, style="bold")
-                    for item in items:
-                        con.print(rich_renderable(item, reasoning=reasoning))
+                    render(log.v4(), head, TerminalRenderer(con, reasoning=reasoning), full=full)
             else:
-                write = sys.stdout.buffer.write
-                write(head.encode("utf-8", "replace") + b"\n")
-                for item in items:
-                    write(("\n".join(plain_lines(item, reasoning=reasoning)) + "\n").encode("utf-8", "replace"))
+                render(log.v4(), head, PlainRenderer(sys.stdout.buffer.write, reasoning=reasoning), full=full)
         except DshlogError as exc:
             raise _located(log, exc)
         _notes(log)
@@ -944,34 +986,27 @@ def export(
     Example: dshlog export session.v4.jsonl --format html --redact -o session.html
     """
     import os
-    from pathlib import Path
 
     from .errors import UsageError
-    from .export import FORMATS
-    from .export import export as write_export
-    from .transcript import session_facts
+    from .ops.export import export_to_file
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
-    log = _open(file, strict=False, select=select, format_version=format_version)
+    log = _open(file, select=select, format_version=format_version)
     with log:
-        facts = session_facts(log.v4_header(), path=os.path.basename(log.path), version=log.version)
+        facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
+        head = SessionHead(log.session_id, log.version, log.path, log.projection, facts)
         try:
             if out is None:
-                write_export(log.events(), facts, fmt, sys.stdout.buffer.write, full=full, redact=redact)
+                deferred = _DeferredStdout()
+                with log.v4() as view:  # dsh's decision on the whole log before anything is written
+                    write_export(view, head, fmt, deferred.write, full=full, redact=redact)
+                deferred.release()
             else:
-                from .atomic import publish_no_overwrite, stage_file, temp_affixes
-
-                target = Path(out)
-                if target.is_dir():
-                    raise UsageError(f"{out} is a directory; give a file name for -o", path=out)
-                with stage_file(target.parent, *temp_affixes(target)) as staged:
-                    write_export(log.events(), facts, fmt, staged.write, full=full, redact=redact)
-                    umask = os.umask(0o22)
-                    os.umask(umask)
-                    os.chmod(staged.path, 0o666 & ~umask)  # a file to share: usual permissions, not the staging 0600
-                    publish_no_overwrite(staged, target)
-                print(f"written: {target}", file=sys.stderr)
+                target, warnings = export_to_file(log, head, fmt, out, full=full, redact=redact)
+                for w in warnings:
+                    echo(f"dshlog: warning: {w}", sys.stderr)
+                echo(f"written: {target}", sys.stderr)
         except DshlogError as exc:
             raise _located(log, exc)
         _notes(log)
@@ -989,7 +1024,6 @@ def diff(
 
     Example: dshlog diff session.v4.jsonl --request 5 --request 6
     """
-    from .diff import diff_lines, diff_requests, requests_at
     from .errors import UsageError
 
     if len(files) == 1:
@@ -998,7 +1032,8 @@ def diff(
         log = _open(files[0], select=select, format_version=format_version)
         with log:
             try:
-                built = requests_at(log.events(), list(request), session_id=log.session_id)
+                with log.v4() as view:
+                    built = requests_at(view, list(request), session_id=log.session_id)
             except DshlogError as exc:
                 raise _located(log, exc)
             req_a, req_b = built[request[0]], built[request[1]]
@@ -1013,7 +1048,8 @@ def diff(
             log = _open(f, select=select, format_version=format_version)
             with log:
                 try:
-                    reqs.append(requests_at(log.events(), [n], session_id=log.session_id)[n])
+                    with log.v4() as view:
+                        reqs.append(requests_at(view, [n], session_id=log.session_id)[n])
                 except DshlogError as exc:
                     raise _located(log, exc)
                 _notes(log)
@@ -1023,10 +1059,10 @@ def diff(
         raise UsageError("give one FILE with two --request options, or two files")
     d = diff_requests(req_a, req_b)
     if json_:
-        _json({"shape": JSON_SHAPE, "a": label_a, "b": label_b, **d})
+        _json({"shape": JSON_SHAPE, **diff_document(d, label_a, label_b)})
         return
     for line in diff_lines(d, label_a, label_b):
-        print(line)
+        echo(line)
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -1058,7 +1094,7 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        print(f"dshlog: {exc.one_line()}", file=sys.stderr)
+        echo(f"dshlog: {exc.one_line()}", sys.stderr)
         code = exc.exit_code
     except BrokenPipeError:
         # the reader of our stdout went away (| head): not an error
@@ -1074,7 +1110,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug: one line unless --debug
         if debug:
             raise
-        print(f"dshlog: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", file=sys.stderr)
+        echo(f"dshlog: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", sys.stderr)
         code = ExitCode.INTERNAL
     sys.stdout.flush() if not sys.stdout.closed else None
     sys.exit(int(code or 0))

@@ -16,6 +16,11 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import NoReturn
 
+try:  # POSIX only; without it pipes keep their default size
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
 
 def _usable_cpus() -> int:
     try:
@@ -39,11 +44,11 @@ def can_fork() -> bool:
 
 def enlarge_pipe(fd: int, size: int = 1 << 20) -> None:
     """Best effort: a larger pipe means fewer hand-offs between the processes."""
+    if fcntl is None:  # pragma: no cover - not POSIX
+        return
     try:
-        import fcntl
-
         fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
-    except (ImportError, OSError):
+    except OSError:
         pass
 
 

@@ -89,7 +89,7 @@ def read_log(source: "Path | bytes", tmp_dir: "Path | None" = None, name: str = 
     ``source`` is a path, or the bytes of a log (written to ``tmp_dir/name`` first).
     Projections get seq by position and time 0; packed rows and ranges are expanded.
     """
-    from dshlog.session import open_session
+    from dshlog.read.session import open_session
 
     if isinstance(source, (bytes, bytearray)):
         import tempfile
@@ -100,7 +100,7 @@ def read_log(source: "Path | bytes", tmp_dir: "Path | None" = None, name: str = 
     else:
         path = Path(source)
     with open_session(path, strict=False) as log:
-        return log.header, list(log.stored_events())
+        return log.header, list((r.event for r in log.stored()))
 
 
 def load_golden(name: str) -> list[dict]:
@@ -126,7 +126,7 @@ def lock_held_elsewhere(session_dir: Path):
     import sys
 
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from dshlog.lock import session_lock\n"
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from dshlog.write.lock import session_lock\n"
          "with session_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)", str(session_dir)],
         stdout=subprocess.PIPE,
     )

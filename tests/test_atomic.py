@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dshlog.atomic import (
+from dshlog.write.atomic import (
     append_durably,
     cleanup_leftovers,
     is_leftover,
@@ -148,7 +148,7 @@ FSIZE_CHILD = textwrap.dedent(
     """
     import json, resource, signal, sys
     from pathlib import Path
-    from dshlog.atomic import append_durably, publish_no_overwrite, stage_file, temp_affixes
+    from dshlog.write.atomic import append_durably, publish_no_overwrite, stage_file, temp_affixes
     from dshlog.errors import IOFailure
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed
     resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
@@ -234,3 +234,72 @@ def test_missing_directory_is_io_failure(tmp_path: Path) -> None:
     with pytest.raises(IOFailure) as info:
         stage_file(tmp_path / "absent", ".x.dshlog-", ".tmp")
     assert info.value.message == "cannot create a temporary file: No such file or directory"
+
+
+def test_migration_names_are_left_alone_without_the_session_lock(tmp_path: Path) -> None:
+    """dsh stages a migration holding session.lock but without a mark on the file: only a holder of
+    that lock may take such a name for a dead run's."""
+    dsh = tmp_path / "session.migration.0123456789abcdef.jsonl.tmp"
+    ours = tmp_path / ".out.jsonl.dshlog-0123456789abcdef.tmp"
+    dsh.write_bytes(b"")
+    ours.write_bytes(b"")
+    assert cleanup_leftovers(tmp_path, session_locked=False) == [ours]
+    assert dsh.exists()
+    assert cleanup_leftovers(tmp_path) == [dsh]
+
+
+def test_a_leftover_held_by_a_live_process_is_kept(tmp_path: Path) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pathlib import Path; from dshlog.write.atomic import stage_file\n"
+         "s = stage_file(Path(sys.argv[1]), '.x.dshlog-', '.tmp'); print(s.path, flush=True); sys.stdin.readline()",
+         str(tmp_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        live = Path(holder.stdout.readline().strip())
+        assert live.exists() and cleanup_leftovers(tmp_path) == [] and live.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cleanup_leftovers(tmp_path) == [live]  # the holder died: now it is a leftover
+
+
+def test_a_leftover_that_cannot_be_removed_is_reported_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sticky directory or another owner's temp must not stop every later writer there."""
+    stale = tmp_path / ".out.jsonl.dshlog-0123456789abcdef.tmp"
+    stale.write_bytes(b"")
+
+    def denied(path: object) -> None:
+        raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(os, "unlink", denied)
+    problems: list[str] = []
+    assert cleanup_leftovers(tmp_path, problems=problems) == []
+    assert len(problems) == 1 and "Operation not permitted" in problems[0] and str(stale) in problems[0]
+    with pytest.raises(IOFailure):
+        cleanup_leftovers(tmp_path)  # without a list to report to, it is an error as before
+
+
+def test_a_staged_file_taken_for_a_leftover_is_not_used(tmp_path: Path) -> None:
+    """Between the exclusive create and the flock a cleaner may remove the new name: the writer
+    notices (the name no longer refers to its inode) instead of writing into an unlinked file."""
+    import fcntl
+
+    from dshlog.write import atomic
+
+    path = tmp_path / ".x.dshlog-0123456789abcdef.tmp"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.unlink(path)
+        assert atomic._mark_in_use(fd, path) is False
+    finally:
+        os.close(fd)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    other = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX)  # a cleaner holding it while it unlinks
+        assert atomic._mark_in_use(fd, path) is False
+    finally:
+        os.close(other)
+        os.close(fd)

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import FIXTURES, run_cli
 from dshlog.errors import ExitCode
-from dshlog.store import session_dir
+from dshlog.read.store import session_dir
 from test_store import put
 
 

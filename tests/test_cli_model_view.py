@@ -7,7 +7,7 @@ import json
 import orjson
 
 from conftest import FIXTURES, GOLDEN, run_cli
-from dshlog.jsjson import dumps_pretty
+from dshlog.protocol.jsjson import dumps_pretty
 
 LOOP = str(GOLDEN / "loop-events.json")
 LOOP_V4 = str(FIXTURES / "v4" / "loop" / "session.v4.jsonl")
@@ -88,13 +88,18 @@ def test_requests_reports_why_the_prefix_broke(tmp_path, capsysbinary):
     loop = json.loads((GOLDEN / "loop-events.json").read_text())
     log = loop[:16]  # turn 1 complete
     t = log[-1]["time"]
-    summary = {"content": [{"type": "text", "text": "SUMMARY: user said go; echo returned one"}], "source": {"kind": "compact-checkpoint"}, "role": "user", "id": "sum-1"}
+    # a checkpoint replace inside its compaction transaction (dsh's restore refuses one without it)
+    summary = {"content": [{"type": "text", "text": "SUMMARY: user said go; echo returned one"}], "source": {"kind": "compact-checkpoint", "compactionId": "c-1"}, "role": "user", "id": "sum-1"}
+    shadow = {"shadowedRange": {"start": 5, "end": 13}, "shadowedSeqs": [5, 8, 10, 13], "shadowedTokenCount": 10}
     extra = [
         {"type": "turn/start", "seq": 16, "time": t, "data": {"turn": 2}},
         {"type": "step/start", "seq": 17, "time": t, "data": {"turn": 2, "step": 1}},
-        {"type": "user/message", "seq": 18, "time": t, "data": summary, "surfaceOp": {"op": "replace", "startSeq": 5, "endSeq": 13}, "sourceEventSeqs": [5, 8, 10, 13]},
-        {"type": "request/header", "seq": 19, "time": t, "data": {"header": loop[6]["data"]["header"], "reason": "series"}},
-        {"type": "assistant/message", "seq": 20, "time": t, "data": {"turn": 2, "step": 1, "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "source": {"kind": "model", "provider": "mock", "model": "mock"}, "id": "a-9"}, "stream": []}, "surfaceOp": "append"},
+        {"type": "compaction/start", "seq": 18, "time": t, "data": {"compactionId": "c-1", "turn": 2}},
+        {"type": "compaction/summary", "seq": 19, "time": t, "data": {"compactionId": "c-1", "summary": [{"type": "text", "text": "SUMMARY"}], **shadow, "provider": "mock", "model": "mock"}},
+        {"type": "user/message", "seq": 20, "time": t, "data": summary, "surfaceOp": {"op": "replace", "startSeq": 5, "endSeq": 13}, "sourceEventSeqs": [5, 8, 10, 13]},
+        {"type": "compaction/end", "seq": 21, "time": t, "data": {"compactionId": "c-1", "turn": 2}},
+        {"type": "request/header", "seq": 22, "time": t, "data": {"header": loop[6]["data"]["header"], "reason": "series"}},
+        {"type": "assistant/message", "seq": 23, "time": t, "data": {"turn": 2, "step": 1, "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "source": {"kind": "model", "provider": "mock", "model": "mock"}, "id": "a-9"}, "stream": []}, "surfaceOp": "append"},
     ]
     p = tmp_path / "log.json"
     p.write_text(json.dumps(log + extra))

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import CORPUS, corpus_files, corpus_ids, requires_corpus, run_cli
 from dshlog.errors import DshlogError, ExitCode
-from dshlog.session import open_session
+from dshlog.read.session import open_session
 
 FILES = corpus_files()
 IDS = corpus_ids()
@@ -24,7 +24,7 @@ def test_corpus_is_present_and_large():
 @pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_opens_leniently(path):
     with open_session(path, strict=False) as s:
-        n = sum(1 for _ in s.records())
+        n = sum(1 for _ in s.stored())
     assert n >= 0
     assert s.version is not None
 
@@ -38,7 +38,7 @@ def test_reading_commands_run_without_traceback(path, capsysbinary):
         assert code in (ExitCode.OK, ExitCode.UNSUPPORTED, ExitCode.CORRUPT), (cmd, code, err.decode(errors="replace"))
         if cmd[0] == "events" and code == 0:
             with open_session(path, strict=False) as s:
-                n = sum(1 for _ in s.records())
+                n = sum(1 for _ in s.stored())
             assert out.count(b"\n") == n, cmd
 
 
@@ -56,7 +56,7 @@ def test_zstd_copy_yields_same_events(path, tmp_path):
     def read(p):
         try:
             with open_session(p, strict=False) as s:
-                return [(r.event, r.raw) for r in s.records()], None
+                return [(r.event, r.raw) for r in s.stored()], None
         except DshlogError as exc:
             return None, exc.message
 

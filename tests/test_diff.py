@@ -8,9 +8,9 @@ import json
 import pytest
 
 from conftest import FIXTURES, GOLDEN, jsonl, run_cli, v4_header
-from dshlog.diff import diff_requests, requests_at
+from dshlog.model.diff import diff_requests, requests_at
 from dshlog.errors import UsageError
-from dshlog.requests import rebuild
+from dshlog.model.requests import rebuild
 
 LOOP = GOLDEN / "loop-events.json"
 LOOP_V4 = FIXTURES / "v4" / "loop" / "session.v4.jsonl"

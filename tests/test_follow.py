@@ -13,7 +13,7 @@ import zstandard
 
 from conftest import FIXTURES, run_cli
 from dshlog.errors import CorruptLog, ExitCode, Refused
-from dshlog.follow import Follower, follow
+from dshlog.read.follow import Follower, follow
 
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 LOOP_LINES = LOOP.read_bytes().splitlines()  # header + 41 events

@@ -11,7 +11,8 @@ import pytest
 from conftest import load_golden, spec_closer_texts
 
 from dshlog.errors import CorruptLog, UsageError
-from dshlog.fork import ForkPlan, at_turn, build_fork_seed, child_header, fork_seed, js_string
+from dshlog.model.fork import ForkPlan, at_turn, build_fork_seed, child_header, fork_seed
+from dshlog.protocol.jsjson import js_string
 
 SID = "parent"
 
@@ -89,7 +90,7 @@ def test_fork_b_closers_mirror_crash_closers_except_wording() -> None:
 
 
 def test_child_messages_start_with_parent_messages() -> None:
-    messages = pytest.importorskip("dshlog.messages")
+    messages = pytest.importorskip("dshlog.model.messages")
     loop = load_golden("loop-events.json")
     crash = load_golden("crash-persisted.json")
     child_a = messages.derive(fork_seed(loop, 15, session_id=SID))
@@ -239,7 +240,7 @@ def test_31_cuts_inside_an_open_turn() -> None:
 
 
 def test_31_messages_of_cut_after_unrecorded_call() -> None:
-    messages = pytest.importorskip("dshlog.messages")
+    messages = pytest.importorskip("dshlog.model.messages")
     crash = load_golden("crash-persisted.json")
     derived = messages.derive(fork_seed(crash, 8, session_id=SID))
     assert derived[-1]["role"] == "tool" and derived[-1]["isError"] is True
@@ -247,7 +248,7 @@ def test_31_messages_of_cut_after_unrecorded_call() -> None:
 
 def test_32_cut_before_or_after_a_replace() -> None:
     """The prefix decides which surface the child sees: original before, compacted after."""
-    messages = pytest.importorskip("dshlog.messages")
+    messages = pytest.importorskip("dshlog.model.messages")
     loop = load_golden("loop-events.json")
     summary = {"content": [{"type": "text", "text": "SUMMARY"}], "source": {"kind": "compact-checkpoint"},
                "role": "user", "id": "s1"}
@@ -316,7 +317,7 @@ def test_js_string() -> None:
 
 @pytest.mark.parametrize("name", ["loop-events.json", "crash-persisted.json"])
 def test_every_cut_gives_a_balanced_contiguous_seed(name: str) -> None:
-    from dshlog.repair import open_turn_closers, scan_tail
+    from dshlog.model.repair import open_turn_closers, scan_tail
 
     events = load_golden(name)
     for b in range(len(events)):

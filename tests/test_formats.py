@@ -6,8 +6,8 @@ import pytest
 
 from conftest import FIXTURES, ev, jsonl, v4_header
 from dshlog.errors import CorruptLog, UnsupportedVersion
-from dshlog.formats import expand_packed, expand_seq_refs
-from dshlog.session import open_session
+from dshlog.protocol.packed import expand_packed, expand_seq_refs
+from dshlog.read.session import open_session
 
 
 def write(tmp_path, data: bytes, name: str = "session.v4.jsonl"):
@@ -18,7 +18,7 @@ def write(tmp_path, data: bytes, name: str = "session.v4.jsonl"):
 
 def events(path, **kw):
     with open_session(path, **kw) as s:
-        return list(s.stored_events()), s
+        return list((r.event for r in s.stored())), s
 
 
 V0_HEADER = {"type": "session", "version": 0, "id": "s", "createdAt": 1, "cwd": "/p", "delegationDepth": 0}
@@ -64,7 +64,7 @@ def test_v1_ranges_are_expanded_but_raw_line_kept(tmp_path):
     rows.append(ev(4, "user/message", {"content": [], "source": {"kind": "user"}, "role": "user", "id": "m"}, surfaceOp="append", sourceEventSeqs=[[0, 3]]))
     p = write(tmp_path, jsonl(h, *rows), "session.v1.jsonl")
     with open_session(p) as s:
-        recs = list(s.records())
+        recs = list(s.stored())
     assert recs[4].event["sourceEventSeqs"] == [0, 1, 2, 3]
     assert b"[[0,3]]" in recs[4].raw
 
@@ -90,7 +90,7 @@ def test_projection_rows_get_seq_by_position(tmp_path):
     rows = [{"type": "plan/mode", "data": {"active": True}}, {"type": "turn/start", "data": {"turn": 1}}]
     p = write(tmp_path, jsonl(v4_header(), *rows))
     evs, s = events(p)
-    assert s.is_projection
+    assert s.projection
     assert evs == [{"type": "plan/mode", "seq": 0, "time": 0, "data": {"active": True}}, {"type": "turn/start", "seq": 1, "time": 0, "data": {"turn": 1}}]
     assert list(evs[0]) == ["type", "seq", "time", "data"]
     assert s.notes.counts.get("projection") == 1
@@ -164,7 +164,10 @@ def test_unexpected_envelope_key(tmp_path):
 def test_june_prerelease_version_1_is_read_as_v0(tmp_path):
     h = {"type": "session", "version": 1, "id": "s", "createdAt": 0, "cwd": "/p"}
     p = write(tmp_path, jsonl(h, {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1, "trigger": {"kind": "message"}}}), "session.v1.jsonl")
-    _, s = events(p)
+    # dsh refuses the header (no delegationDepth) before it reads a row; a lenient reader still shows the log
+    with pytest.raises(CorruptLog, match='released v1 physical header lacks required member "delegationDepth"'):
+        events(p)
+    _, s = events(p, strict=False)
     assert s.version == 0 and "prerelease" in s.notes.counts
 
 

@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from dshlog.errors import UsageError
-from dshlog.messages import message_text
-from dshlog.requests import RequestBuilder, iter_requests, rebuild
-from dshlog.surface import SurfaceError, SurfaceFold, fold
+from dshlog.output.text import message_text
+from dshlog.model.requests import RequestBuilder, iter_requests, rebuild
+from dshlog.check.surface import SurfaceError, SurfaceFold, fold
 
 
 def _shared() -> Path:

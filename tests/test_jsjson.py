@@ -22,13 +22,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dshlog import jsjson
-from dshlog.jsjson import (
+from dshlog.protocol import jsjson
+from dshlog.protocol.jsjson import (
     dumps,
     dumps_pretty,
     format_number,
     has_negative_zero,
-    is_safe_integer,
     loads,
 )
 
@@ -193,18 +192,6 @@ def test_format_number_matches_reference(x: float) -> None:
 @given(st.integers(min_value=-(2**53), max_value=2**53).map(float))
 def test_integral_floats_print_like_ints(x: float) -> None:
     assert format_number(x) == str(int(x))
-
-
-def test_is_safe_integer() -> None:
-    assert is_safe_integer(0)
-    assert is_safe_integer(2**53 - 1)
-    assert is_safe_integer(-(2**53 - 1))
-    assert not is_safe_integer(2**53)
-    assert not is_safe_integer(-(2**53))
-    assert not is_safe_integer(True)
-    assert not is_safe_integer(1.0)
-    assert not is_safe_integer("1")
-    assert not is_safe_integer(None)
 
 
 # --------------------------------------------------------------------------------------

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import dshlog.lock as lock_mod
+import dshlog.write.lock as lock_mod
 
 try:
     import fcntl as real_fcntl
 except ImportError:  # pragma: no cover
     real_fcntl = None  # type: ignore[assignment]
 from dshlog.errors import LockHeld
-from dshlog.lock import LOCK_FILENAME, acquire_session_lock, decode_segment, find_holder, session_lock
+from dshlog.write.lock import LOCK_FILENAME, acquire_session_lock, decode_segment, find_holder, session_lock
 
 pytestmark = pytest.mark.skipif(lock_mod.fcntl is None, reason="session.lock uses POSIX flock")
 
@@ -148,3 +148,49 @@ def test_decode_segment() -> None:
     assert decode_segment("~002E~002E") == ".."
     assert decode_segment("~D83D~DE00x") == "\U0001F600x"
     assert decode_segment("plain-id_1.2") == "plain-id_1.2"
+
+
+def test_symlink_at_session_lock_is_refused_and_never_followed(tmp_path: Path) -> None:
+    from dshlog.errors import ExitCode, Refused
+
+    victim = tmp_path / "victim"
+    session_dir = tmp_path / "s"
+    session_dir.mkdir()
+    (session_dir / LOCK_FILENAME).symlink_to(victim)
+    with pytest.raises(Refused) as info:
+        acquire_session_lock(session_dir)
+    assert info.value.exit_code == ExitCode.CONFLICT
+    assert "session.lock is a symbolic link" in info.value.message
+    assert not victim.exists()
+    victim.write_bytes(b"")
+    with pytest.raises(Refused, match="symbolic link"):
+        acquire_session_lock(session_dir)  # an existing target is not locked through the link either
+
+
+def test_fifo_or_directory_at_session_lock_is_refused_without_hanging(tmp_path: Path) -> None:
+    from dshlog.errors import DshlogError, Refused
+
+    fifo_dir = tmp_path / "f"
+    fifo_dir.mkdir()
+    os.mkfifo(fifo_dir / LOCK_FILENAME)
+    with pytest.raises(Refused, match="not a regular file"):
+        acquire_session_lock(fifo_dir)
+    dir_dir = tmp_path / "d"
+    (dir_dir / LOCK_FILENAME).mkdir(parents=True)
+    with pytest.raises(DshlogError):
+        acquire_session_lock(dir_dir)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files away needs root")
+def test_created_directory_and_lock_file_go_to_the_sessions_owner(tmp_path: Path) -> None:
+    session_dir = tmp_path / "new"
+    with session_lock(session_dir, owner=(12345, 23456)):
+        pass
+    for p in (session_dir, session_dir / LOCK_FILENAME):
+        assert (p.stat().st_uid, p.stat().st_gid) == (12345, 23456)
+    existing = tmp_path / "old"
+    existing.mkdir()
+    (existing / LOCK_FILENAME).touch()
+    with session_lock(existing, owner=(12345, 23456)):
+        pass  # what was there is left as it is
+    assert (existing / LOCK_FILENAME).stat().st_uid == 0 and existing.stat().st_uid == 0

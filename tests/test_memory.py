@@ -22,9 +22,9 @@ import orjson
 import pytest
 
 from conftest import load_bench_script
-from dshlog.requests import RequestInfo, iter_requests
-from dshlog.surface import RECENT_REPLACEMENTS, SurfaceFold
-from dshlog.validate import Validator
+from dshlog.model.requests import RequestInfo, iter_requests
+from dshlog.check.surface import RECENT_REPLACEMENTS, SurfaceFold
+from dshlog.check.validate import Validator
 
 SMALL, LARGE = "1M", "4M"
 # Four times the log may hold at most this much more (the current surface varies a little).

@@ -1,7 +1,7 @@
 """Compact runs give the same v4 log as expanded chunks (FORMAT §4.1, §4.3 item 4).
 
-``SessionLog.migrated()`` passes each v0/v1 packed row through the chain as one
-compact run; ``migrated(compact=False)`` feeds the fully expanded ``assistant/chunk``
+``SessionLog.v4()`` passes each v0/v1 packed row through the chain as one
+compact run; ``v4(runs=False)`` feeds the fully expanded ``assistant/chunk``
 events.  The compact path exists only for speed, so on every v0/v1 input we have
 (the shared corpus, the fixtures, generated logs and hand-made edge cases) the two
 must produce byte-identical v4 events and headers, or refuse with the same error.
@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from conftest import FIXTURES, corpus_files, jsonl, load_bench_script
-from dshlog import jsjson
+from dshlog.protocol import jsjson
 from dshlog.errors import DshlogError
-from dshlog.formats import MAX_SAFE
-from dshlog.session import open_session
+from dshlog.protocol.values import MAX_SAFE_INTEGER as MAX_SAFE
+from dshlog.read.session import open_session
 
 
 
@@ -28,10 +28,10 @@ def _migrate(path: Path, compact: bool, strict: bool = True) -> tuple[Any, ...]:
         with open_session(str(path), strict=strict) as log:
             if log.version > 1:
                 return ("not-v0-v1",)
-            header, events = log.migrated(child_facts=[], compact=compact)
-            out = [jsjson.dumps(header)]
-            out.extend(jsjson.dumps(ev) for ev in events)
-            out.append(events.inherited_cut)
+            view = log.v4(child_facts=[], runs=compact)
+            out = [jsjson.dumps(view.header)]
+            out.extend(jsjson.dumps(ev) for ev in view)
+            out.append(view.inherited_cut)
             return tuple(out)
     except DshlogError as exc:
         return ("error", type(exc).__name__, exc.message, exc.seq)
@@ -124,7 +124,8 @@ def _turn(seq: int) -> list[dict]:
 
 
 def _message(seq: int, sources: list[int], turn: int = 1, step: int = 1) -> dict:
-    msg = {"id": f"m{seq}", "role": "assistant", "content": [{"type": "text", "text": "x"}], "source": {"kind": "model"}}
+    msg = {"id": f"m{seq}", "role": "assistant", "content": [{"type": "text", "text": "x"}],
+           "source": {"kind": "model", "provider": "p", "model": "m"}}  # a model source dsh's payload rules accept
     return _ev(seq, "assistant/message", {"turn": turn, "step": step, "message": msg}, surfaceOp="append",
                sourceEventSeqs=sources)
 
@@ -165,7 +166,7 @@ CASES: dict[str, tuple[dict, list[dict]]] = {
     "partial-provenance": (HEADER, [*_turn(0), _packed("text-chunks", 2, 4), _message(6, [2, 3, 4])]),
     # a reference into a run is a reference to a consumed chunk
     "reference-into-run": (HEADER, [*_turn(0), _packed("text-chunks", 2, 4), _ev(6, "step/end", {"turn": 1, "step": 1}),
-                                    _ev(7, "session/title", {"title": "t", "messageSeqs": [4], "source": "llm"})]),
+                                    _ev(7, "session/title", {"title": "t", "messageSeqs": [4], "source": {"kind": "user"}})]),
     # the inherited cut inside a run splits the attempt; at a run's first seq it does not
     "cut-inside-run": (dict(HEADER, seedLength=4), [*_turn(0), _packed("text-chunks", 2, 4),
                                                      _ev(6, "step/end", {"turn": 1, "step": 1})]),
@@ -195,7 +196,7 @@ def test_edge_cases_exercise_merges_and_refusals(tmp_path: Path) -> None:
     assert b'"texts":["m2","m3","m4","m5","m6","m7"]' in joined
     assert b'"name":"bash","args":["m11","m12","m13","m14","m15","m16"]' in joined
     assert b'"id":"c1","args":["m17","m18","m19"]' in joined
-    for case, text in (("partial-provenance", "is not one complete ordered attempt"),
+    for case, text in (("partial-provenance", "are not one complete ordered attempt"),
                        ("reference-into-run", "targets consumed assistant/chunk 4"),
                        ("cut-inside-run", "splits one Assistant attempt")):
         header, rows = CASES[case]
@@ -231,7 +232,8 @@ BAD_ROWS = [
 
 def _decode(row: dict, compact: bool, strict: bool, projection: bool = False) -> tuple[Any, ...]:
     from dshlog.errors import Location
-    from dshlog.formats import PackedRun, RowDecoder
+    from dshlog.protocol.packed import PackedRun
+    from dshlog.read.rows import RowDecoder
 
     if projection:
         row = {"type": row["type"], "data": row["data"]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -59,6 +60,8 @@ def types(out: list[dict[str, Any]]) -> list[str]:
 
 
 TURN = ("turn/start", {"turn": 1})
+#: A request config dsh's payload rules accept (provider and model are required).
+CONFIG = {"provider": "p", "model": "m"}
 STEP = ("step/start", {"turn": 1, "step": 1})
 STEP_END = ("step/end", {"turn": 1, "step": 1})
 TURN_END = ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
@@ -96,8 +99,8 @@ class TestV0ToV1:
     @pytest.mark.parametrize("legacy", ["mode/set", "request/header-delta"])
     def test_refused_legacy_types(self, legacy: str) -> None:
         msg = refused(0, evs(TURN, (legacy, {})))
-        assert msg == ("@deepseek-ai/dsh-session-format-v0-to-v1 refuses this format v0 Session: "
-                       f'session "{SID}" contains unsupported legacy {legacy} event at seq 1')
+        # dsh throws this as SessionFormatUnsupportedMigrationError: the chain passes it unchanged
+        assert msg == f'session "{SID}" contains unsupported legacy {legacy} event at seq 1'
 
     def test_unknown_type_refused_even_when_ignorable(self) -> None:
         msg = refused(0, evs(TURN, ("notice/banner", {}, {"ignorable": True})))
@@ -125,32 +128,32 @@ class TestV0ToV1:
         assert out[7]["data"]["reason"] == {"kind": "error", "error": {"message": "boom", "code": "UNKNOWN"}}
 
     def test_message_prefix_and_steering(self) -> None:
-        out = run(0, evs(TURN, STEP, ("request/header", {"header": {"config": {}, "messagePrefix": []},
+        out = run(0, evs(TURN, STEP, ("request/header", {"header": {"config": CONFIG, "messagePrefix": []},
                                                            "reason": "initial"}),
                          ("steering/message", {"turn": 1, "content": [], "source": {"kind": "user"}},
                           {"surfaceOp": "append"})))
         assert out[2]["type"] == "system/message"  # v2->v3 head after the first step/start
-        assert out[3]["data"]["header"] == {"config": {}}
+        assert out[3]["data"]["header"] == {"config": CONFIG}
         assert out[4]["type"] == "user/message"
         assert out[4]["data"]["source"] == {"kind": "user"}
         assert out[4]["data"]["id"] == f"legacy-message:{SID}:3" and out[4]["data"]["role"] == "user"
 
     def test_retry_chain_ids(self) -> None:
-        retry = {"turn": 1, "step": 1, "provider": "p", "mode": "m", "policyKey": "k", "retry": 1, "delayMs": 1,
-                 "failure": {}}
+        retry = {"turn": 1, "step": 1, "provider": "p", "mode": "always", "policyKey": "k", "retry": 1, "delayMs": 1,
+                 "failure": {"message": "overloaded", "code": "E"}}
         out = run(0, evs(TURN, STEP, ("llm/retry", retry), ("llm/retry", {**retry, "retry": 2})))
         ids = [e["data"]["retryId"] for e in out if e["type"] == "llm/retry"]
         assert ids == [f"legacy-retry:{SID}:2"] * 2
 
     def test_legacy_message_wrappers(self) -> None:
         out = run(0, evs(TURN, STEP,
-                         ("assistant/message", {"turn": 1, "step": 1, "content": [], "provenance": {"provider": "p"}},
+                         ("assistant/message", {"turn": 1, "step": 1, "content": [], "provenance": {"provider": "p", "model": "m"}},
                           {"sourceEventSeqs": [], "surfaceOp": "append"}),
                          ("tool/result", {"turn": 1, "step": 1, "callId": "c", "content": [], "isError": False},
                           {"surfaceOp": "append"})))
         assert out[3]["data"]["stream"] == []
         assert out[3]["data"]["message"] == {"id": f"legacy-message:{SID}:2", "role": "assistant", "content": [],
-                                             "source": {"provider": "p", "kind": "model"}}
+                                             "source": {"provider": "p", "model": "m", "kind": "model"}}
         # v3->v4 then lifts the user-role wrapper into a tool message
         assert out[4]["data"]["message"] == {"role": "tool", "source": {"kind": "tool", "callId": "c"},
                                              "toolCallId": "c", "content": [], "isError": False,
@@ -163,7 +166,7 @@ class TestV1ToV2:
         out = run(1, evs(TURN, STEP, chunk({"type": "text-delta", "index": 0, "text": "a"}),
                          ("tool/call", {"turn": 1, "step": 1, "callId": "c", "name": "n", "arguments": "{}"}),
                          chunk({"type": "text-delta", "index": 0, "text": "b"}),
-                         ("hook/invoked", {"turn": 1, "point": "p", "dialect": "d", "handlerId": "h"}),
+                         ("hook/invoked", {"turn": 1, "point": "p", "dialect": "codex", "handlerId": "h"}),
                          STEP_END))
         # v1 indices: event between chunks first, attempt at its last chunk, then the later event
         assert types(out)[2:6] == ["system/message", "tool/call", "assistant/attempt", "hook/invoked"]
@@ -188,7 +191,7 @@ class TestV1ToV2:
     def test_provenance_refusals(self) -> None:
         base = [TURN, STEP, chunk({"type": "text-delta", "index": 0, "text": "o"})]
         assert refused(1, evs(*base, amsg([1]))).endswith(
-            "assistant/message 3 chunk provenance is not one complete ordered attempt")
+            "assistant/message 3 chunk references are not one complete ordered attempt")
         assert refused(1, evs(*base, amsg())).endswith(
             "assistant/message 3 does not cite its complete v1 chunk attempt")
         out = run(1, evs(*base, amsg([])))
@@ -197,7 +200,7 @@ class TestV1ToV2:
 
     def test_reference_to_consumed_chunk_refused(self) -> None:
         msg = refused(1, evs(TURN, STEP, chunk({"type": "text-delta", "index": 0, "text": "o"}),
-                             ("session/title", {"title": "t", "messageSeqs": [2], "source": {"kind": "x"}})))
+                             ("session/title", {"title": "t", "messageSeqs": [2], "source": {"kind": "user"}})))
         assert msg.endswith("session/title 3 messageSeqs targets consumed assistant/chunk 2")
 
     def test_replace_remapped_and_respelled(self) -> None:
@@ -213,7 +216,8 @@ class TestV1ToV2:
         assert list(last) == ["type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp"]
 
     def test_restart_repair(self) -> None:
-        splice = ("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [{"id": "x"}]})
+        splice = ("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [
+            {"id": "x", "role": "user", "content": [], "source": {"kind": "user"}}]})
         out = run(1, evs(TURN, splice, ("turn/start", {"turn": 2})))
         assert types(out) == ["turn/start", "agent/inbox/spliced", "turn/end", "turn/start"]
         assert out[2] == {"type": "turn/end", "seq": 2, "time": 102,
@@ -222,10 +226,13 @@ class TestV1ToV2:
             "turn/start 1 does not close the prior turn")
 
     def test_goal_split(self) -> None:
-        out = run(1, evs(TURN, STEP, user("g", "u1", kind="goal", change={"kind": "k", "version": 1,
-                                                                            "operation": "set"})))
+        goal = {"id": "g1", "revision": 1, "objective": "o", "phase": "active", "maxGoalRounds": 3}
+        change = {"kind": "goal/change", "version": 1, "operation": "create", "goal": goal, "roundsStarted": 0,
+                  "createdAt": 1, "updatedAt": 1}
+        text = '<goal_state>{"goal":' + json.dumps(goal, separators=(",", ":")) + ',"roundsStarted":0,"createdAt":1,"updatedAt":1}</goal_state>'
+        out = run(1, evs(TURN, STEP, user(text, "u1", kind="goal", goalId="g1", revision=1, round=0, change=change)))
         assert types(out)[3:] == ["goal/change", "user/message"]
-        assert out[3]["data"] == {"kind": "k", "version": 1, "operation": "set"} and out[3]["time"] == 102
+        assert out[3]["data"] == change and out[3]["time"] == 102
         assert out[4]["data"]["source"] == {"kind": "goal"}  # plugin "goal" keeps its name in v4
 
     def test_inherited_cut_marker_inserted(self) -> None:
@@ -256,7 +263,7 @@ class TestV1ToV2:
 # ---------------------------------------------------------------- v2 -> v3
 class TestV2ToV3:
     def test_prompt_changes(self) -> None:
-        rh = lambda s: ("request/header", {"header": {"config": {}, "system": s, "tools": [], "adapterDefaults": {}},  # noqa: E731
+        rh = lambda s: ("request/header", {"header": {"config": CONFIG, "system": s, "tools": [], "adapterDefaults": {}},  # noqa: E731
                                            "reason": "initial"})
         out = run(2, evs(TURN, STEP, rh("P"), rh("P"), rh("")))
         assert types(out) == ["turn/start", "step/start", "system/message", "system/message", "request/header",
@@ -265,12 +272,12 @@ class TestV2ToV3:
         assert out[3]["surfaceOp"] == {"op": "replace", "startSeq": 2, "endSeq": 2}
         assert out[6]["surfaceOp"] == {"op": "replace", "startSeq": 3, "endSeq": 3}
         assert out[6]["data"]["message"]["content"] == []
-        assert out[4]["data"]["header"] == {"config": {}}
+        assert out[4]["data"]["header"] == {"config": CONFIG}
 
     def test_refusals(self) -> None:
         assert refused(2, evs(TURN, user())).endswith(
             "format v2 surface before first step cannot acquire a system head without changing chronology")
-        assert refused(2, evs(TURN, ("request/header", {"header": {"system": "x"}, "reason": "initial"}))).endswith(
+        assert refused(2, evs(TURN, ("request/header", {"header": {"config": CONFIG, "system": "x"}, "reason": "initial"}))).endswith(
             "format v2 changed request prompt outside an open step cannot retain source chronology")
         assert refused(2, evs(TURN, ("tool/ptc-dispatch", {}))).endswith(
             "format v2 to v3 cannot safely transform unclassified event tool/ptc-dispatch")
@@ -333,9 +340,8 @@ class TestV3ToV4:
         out = run(3, evs(("x/y", {"a": 1}, {"ignorable": True}), ("plugin:z", {}, {"ignorable": True})))
         assert out[0] == {"type": "plugin:x/y", "seq": 0, "time": 100, "data": {"a": 1}, "ignorable": True}
         assert out[1]["type"] == "plugin:plugin:z"
-        assert refused(3, evs(("developer/message", {}))) == (
-            "@deepseek-ai/dsh-session-format-v3-to-v4 refuses this format v3 Session: "
-            'format v3 contains unknown event type "developer/message" at seq 0')
+        # dsh throws this as SessionFormatUnsupportedMigrationError: the chain passes it unchanged
+        assert refused(3, evs(("developer/message", {}))) == 'format v3 contains unknown event type "developer/message" at seq 0'
 
     def test_interrupted_turn_and_remap(self) -> None:
         splice = ("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [
@@ -453,7 +459,7 @@ def test_discover_child_facts(tmp_path: Any) -> None:
     import json
     from pathlib import Path
 
-    from dshlog.migrate import discover_child_facts
+    from dshlog.read.children import discover_child_facts
 
     def write(project: str, sid: str, name: str, header: dict[str, Any], events: list[dict[str, Any]]) -> Path:
         d = tmp_path / project / sid

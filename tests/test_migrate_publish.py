@@ -12,8 +12,9 @@ import zstandard
 
 from conftest import CORPUS, FIXTURES, lock_held_elsewhere, requires_corpus, run_cli
 from dshlog.errors import ExitCode
-from dshlog.migrate import publish
-from dshlog.session import open_session
+from dshlog.ops import migrate as publish
+from dshlog.read.session import open_session
+from dshlog.write import verify
 
 TEXT_TURN = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 
@@ -40,13 +41,23 @@ def test_text_turn_25_rows_become_17_events(tmp_path, capsysbinary):
     assert (d / "session.lock").stat().st_size == 0
     with open_session(d) as s:
         assert s.version == 4 and s.info.container == "jsonl"
-        evs = list(s.stored_events())
+        evs = list((r.event for r in s.stored()))
     assert len(evs) == 17
     assert [e["type"] for e in evs][6:12] == ["step/start", "system/message", "user/message", "user/message", "session/title", "system/message"]
     # what dsh publishes: a plain header line then compact event lines
     lines = (d / "session.v4.jsonl").read_bytes().splitlines()
     assert json.loads(lines[0]) == {"type": "session", "version": 4, "id": "5f0c2d1e-8a43-4b7e-9d61-2c9a7e3b1f00", "createdAt": 1783600629539, "cwd": "/home/ann/demo", "isSeeded": False, "delegationDepth": 0}
-    assert ((d / "session.v4.jsonl").stat().st_mode & 0o777) == 0o600  # created through the 0600 temp file's inode
+    # the successor keeps the source's owner, group and mode (dsh's own logs are 0600, so is theirs)
+    src, succ = (d / "session.jsonl").stat(), (d / "session.v4.jsonl").stat()
+    assert (succ.st_mode & 0o7777, succ.st_uid, succ.st_gid) == (src.st_mode & 0o7777, src.st_uid, src.st_gid)
+
+
+def test_successor_of_a_0600_source_is_0600(tmp_path, capsysbinary):
+    d = session_dir(tmp_path)
+    (d / "session.jsonl").chmod(0o600)
+    code, _, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    assert code == 0, err
+    assert ((d / "session.v4.jsonl").stat().st_mode & 0o777) == 0o600
 
 
 def test_second_run_changes_nothing(tmp_path, capsysbinary):
@@ -109,13 +120,13 @@ def test_refused_while_lock_is_held(tmp_path, capsysbinary):
 
 def test_existing_successor_is_never_overwritten(tmp_path, monkeypatch):
     d = session_dir(tmp_path)
-    from dshlog import atomic
+    from dshlog.write import atomic
 
     real = atomic.publish_no_overwrite
 
-    def racing_publish(temp, final):
+    def racing_publish(temp, final, **kw):
         final.write_bytes(b"someone else's file\n")  # appears between our check and our link
-        return real(temp, final)
+        return real(temp, final, **kw)
 
     monkeypatch.setattr(atomic, "publish_no_overwrite", racing_publish)
     out = publish.migrate_session(d / "session.jsonl", children="none")
@@ -131,7 +142,7 @@ def test_interrupted_before_publishing_leaves_no_successor(tmp_path, monkeypatch
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(publish, "_verify", boom)
+    monkeypatch.setattr(verify.ReadBack, "verify", boom)
     with pytest.raises(KeyboardInterrupt):
         publish.migrate_session(d / "session.jsonl", children="none")
     assert sorted(p.name for p in d.iterdir()) == ["session.jsonl", "session.lock"]
@@ -140,7 +151,7 @@ def test_interrupted_before_publishing_leaves_no_successor(tmp_path, monkeypatch
 
 def test_source_changed_during_migration_is_refused(tmp_path, monkeypatch):
     d = session_dir(tmp_path)
-    real_verify = publish._verify
+    real_verify = verify.ReadBack.verify
 
     def touch_then_verify(*a, **k):
         real_verify(*a, **k)
@@ -151,9 +162,10 @@ def test_source_changed_during_migration_is_refused(tmp_path, monkeypatch):
 
         os.utime(d / "session.jsonl", ns=(time.time_ns(), time.time_ns()))
 
-    monkeypatch.setattr(publish, "_verify", touch_then_verify)
+    monkeypatch.setattr(verify.ReadBack, "verify", touch_then_verify)
     out = publish.migrate_session(d / "session.jsonl", children="none")
     assert out.status == "failed" and "changed during migration" in out.error
+    assert out.exit_code == ExitCode.CONFLICT and str(d / "session.jsonl") in out.error
     assert not (d / "session.v4.jsonl").exists()
 
 
@@ -187,19 +199,19 @@ def test_corpus_v1_text_turn_projection_migrates_to_17(tmp_path, capsysbinary):
     code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
     assert code == 0, err
     with open_session(d) as s:
-        assert sum(1 for _ in s.stored_events()) == 17
-        assert s.version == 4 and s.is_projection  # written in the same snapshot form as its source
+        assert sum(1 for _ in (r.event for r in s.stored())) == 17
+        assert s.version == 4 and s.projection  # written in the same snapshot form as its source
 
 
 def _tamper(monkeypatch, change):
     """Run ``change(path, compressed)`` on the staged successor just before it is read back."""
-    real_verify = publish._verify
+    real_verify = verify.ReadBack.verify
 
-    def tamper_then_verify(path, *a, **k):
-        change(path, a[5])
-        return real_verify(path, *a, **k)
+    def tamper_then_verify(self, path, **k):
+        change(path, self.compressed)
+        return real_verify(self, path, **k)
 
-    monkeypatch.setattr(publish, "_verify", tamper_then_verify)
+    monkeypatch.setattr(verify.ReadBack, "verify", tamper_then_verify)
 
 
 def _rewrite_plaintext(path, compressed, edit):
@@ -247,8 +259,8 @@ def test_read_back_process_that_dies_publishes_nothing(tmp_path, monkeypatch):
 
     if not forked.can_fork():
         pytest.skip("no forked read-back on this machine (one CPU or no fork)")
-    monkeypatch.setattr(publish, "FORK_MIN_BYTES", 0)
-    monkeypatch.setattr(publish._ForkedReadBack, "_child", staticmethod(lambda *a: os._exit(3)))
+    monkeypatch.setattr(verify, "FORK_MIN_BYTES", 0)
+    monkeypatch.setattr(verify._ForkedReadBack, "_child", staticmethod(lambda *a: os._exit(3)))
     d = session_dir(tmp_path)
     before = sha(d / "session.jsonl")
     out = publish.migrate_session(d / "session.jsonl", children="none")
@@ -266,9 +278,9 @@ def test_small_sessions_are_read_back_in_process(tmp_path, monkeypatch):
     def no_fork(*a, **k):
         raise AssertionError("forked a read-back for a small session")
 
-    monkeypatch.setattr(publish, "_ForkedReadBack", no_fork)
+    monkeypatch.setattr(verify, "_ForkedReadBack", no_fork)
     d = session_dir(tmp_path)
-    assert (d / "session.jsonl").stat().st_size < publish.FORK_MIN_BYTES
+    assert (d / "session.jsonl").stat().st_size < verify.FORK_MIN_BYTES
     out = publish.migrate_session(d / "session.jsonl", children="none")
     assert out.status == "migrated", out.error
 
@@ -280,7 +292,7 @@ def test_read_back_in_process_when_fork_fails(tmp_path, monkeypatch):
     def no_fork():
         raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(publish, "FORK_MIN_BYTES", 0)
+    monkeypatch.setattr(verify, "FORK_MIN_BYTES", 0)
     monkeypatch.setattr(os, "fork", no_fork)
     d = session_dir(tmp_path)
     out = publish.migrate_session(d / "session.jsonl", children="none")

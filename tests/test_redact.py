@@ -1,4 +1,4 @@
-"""Secret masking (``dshlog.redact``)."""
+"""Secret masking (``dshlog.output.redact``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from dshlog.redact import entropy, looks_random, redact
+from dshlog.output.redact import entropy, looks_random, redact
 
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -1,7 +1,7 @@
 """Crash safety: ``kill -9`` of the writing commands at random points, on real files.
 
 Each trial copies a pristine session, starts ``dshlog migrate`` / ``repair --write``
-/ ``fork`` on a multi-MB generated log in a child process, sends SIGKILL after a
+/ ``fork`` / ``repair -o`` / ``export -o`` on a multi-MB generated log in a child process, sends SIGKILL after a
 random delay (anywhere from start-up to past the end of an uninterrupted run, so
 most kills land while the successor is being staged), then checks what is left:
 
@@ -146,6 +146,29 @@ def _fork_rerun(case: Case, d: Path, outcome: str) -> None:
     assert leftovers(d / "out") == [], "the next run did not clean the leftovers"
 
 
+# ----------------------------------------------------------------------------- repair -o and export -o
+
+
+def _output_check(case: Case, d: Path, rc: int | None) -> str:
+    """A copy out of the parent (repair -o, export -o): the parent intact, the output absent or complete."""
+    assert (d / "parent" / "session.v4.jsonl").read_bytes() == case.expected["source"], "parent changed"
+    out = d / "out"
+    final = out / case.expected["output-name"].decode()
+    names = set(os.listdir(out)) - {final.name}
+    assert names <= set(leftovers(out)), f"unexpected files {names}"
+    if final.exists():
+        assert final.read_bytes() == case.expected["output"], "partial output visible"
+        return "published" + ("+temp" if names else "")
+    return "staging" if names else "no-trace"
+
+
+def _output_rerun(case: Case, d: Path, outcome: str) -> None:
+    p = subprocess.run(dshlog_cmd(*case.args(d)), capture_output=True, timeout=120)
+    assert p.returncode == (5 if outcome.startswith("published") else 0), p.stderr  # never overwrites
+    assert (d / "out" / case.expected["output-name"].decode()).read_bytes() == case.expected["output"]
+    assert leftovers(d / "out") == [], "the next run did not clean the leftovers"
+
+
 # ----------------------------------------------------------------------------- building the cases
 
 
@@ -199,6 +222,23 @@ def _build_cases(base: Path, size: str) -> dict[str, Case]:
     assert p.returncode == 0, p.stderr
     case.expected = {"source": crash[: -len(torn)], "child": (ref / "out" / "child.v4.jsonl").read_bytes()}
     cases["fork"] = case
+
+    for label, out_name, argv in (
+        ("repair-o", "repaired.jsonl", ["repair"]),
+        ("export", "export.html", ["export", "-f", "html"]),
+    ):
+        def out_args(d: Path, argv: list[str] = argv, out_name: str = out_name) -> list[str]:
+            return [*argv, str(d / "parent" / "session.v4.jsonl"), "-o", str(d / "out" / out_name)]
+
+        case = Case(label, pristine, out_args, _output_check, _output_rerun)
+        ref = _copy(pristine, base / f"ref-{label}")
+        t0 = time.monotonic()
+        p = run(*case.args(ref))
+        case.duration = time.monotonic() - t0
+        assert p.returncode == 0, p.stderr
+        case.expected = {"source": crash[: -len(torn)], "output-name": out_name.encode(),
+                         "output": (ref / "out" / out_name).read_bytes()}
+        cases[label] = case
     return cases
 
 
@@ -243,7 +283,7 @@ def _run_kill_trials(tmp_path_factory: pytest.TempPathFactory, is_stress: bool, 
                            **{k: v for k, v in counts.items() if k not in ("killed", "finished")})
 
 
-ALL = ("migrate", "migrate-zstd", "repair", "fork")
+ALL = ("migrate", "migrate-zstd", "repair", "fork", "repair-o", "export")
 
 
 def test_kill9_writers_leave_source_intact_and_next_run_recovers(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -291,8 +331,9 @@ def test_migrate_cleans_temp_left_after_publication(tmp_path: Path) -> None:
     assert not stale.exists()
 
 
-def test_fork_cleans_its_own_stale_temp_but_not_a_live_one(tmp_path: Path) -> None:
-    """A dead fork's temp is removed; a temp whose writer is alive (holds its flock) is kept."""
+def test_fork_cleans_stale_temps_but_not_a_live_one(tmp_path: Path) -> None:
+    """Dead temps of any writer are removed; a temp whose writer is alive (holds its flock) is kept,
+    and so is a dsh migration name, which only a holder of that session's lock may take for dead."""
     import fcntl
 
     parent = Path(__file__).resolve().parents[1] / "fixtures" / "v4" / "loop" / "session.v4.jsonl"
@@ -302,13 +343,16 @@ def test_fork_cleans_its_own_stale_temp_but_not_a_live_one(tmp_path: Path) -> No
     stale.write_bytes(b"partial")
     live = out / ".child.jsonl.dshlog-fedcba9876543210.tmp"
     live.write_bytes(b"being written")
-    other = out / ".unrelated.jsonl.dshlog-0123456789abcdef.tmp"
+    other = out / ".unrelated.jsonl.dshlog-0123456789abcdef.tmp"  # a killed repair -o or export -o
     other.write_bytes(b"someone else's")
+    migration = out / "session.migration.0123456789abcdef.jsonl.tmp"
+    migration.write_bytes(b"dsh's, unlocked")
     fd = os.open(live, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         p = run("fork", str(parent), "-o", str(out / "child.jsonl"))
         assert p.returncode == 0, p.stderr
-        assert not stale.exists() and live.exists() and other.exists()
+        assert not stale.exists() and not other.exists()
+        assert live.exists() and migration.exists()
     finally:
         os.close(fd)

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dshlog.errors import CorruptLog
-from dshlog.repair import (
+from dshlog.model.repair import (
     CLOSER_TEXT,
     TailState,
     interrupted_turn_closers,

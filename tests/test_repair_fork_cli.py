@@ -6,13 +6,14 @@ import hashlib
 import json
 import shutil
 
+import pytest
 import zstandard
 
 from conftest import FIXTURES, GOLDEN, lock_held_elsewhere, run_cli
 from dshlog.errors import ExitCode
-from dshlog.jsjson import dumps
-from dshlog.messages import derive
-from dshlog.session import open_session
+from dshlog.protocol.jsjson import dumps
+from dshlog.model.messages import derive
+from dshlog.read.session import open_session
 
 CRASH = FIXTURES / "v4" / "crash" / "session.v4.jsonl"
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
@@ -24,7 +25,7 @@ def golden(name):
 
 def events_of(path):
     with open_session(path) as s:
-        return list(s.events())
+        return list(s.v4())
 
 
 def test_repair_default_shows_closers_and_writes_nothing(tmp_path, capsysbinary):
@@ -54,9 +55,9 @@ def test_repair_write_appends_exactly_dsh_closers(tmp_path, capsysbinary):
     assert data.startswith(before)
     assert data[len(before):] == b"".join(dumps(e) + b"\n" for e in golden("crash-closers.json"))
     with open_session(p) as s:
-        from dshlog.surface import fold
+        from dshlog.check.surface import fold
 
-        st = fold(s.events())
+        st = fold(s.v4())
     assert [m["role"] for m in st.messages()] == ["system", "user", "assistant", "tool", "tool"]
     # healthy now: a second run leaves it alone
     code, out, _ = run_cli(capsysbinary, "repair", str(p), "--write")
@@ -83,7 +84,7 @@ def test_repair_write_zstd_appends_a_frame(tmp_path, capsysbinary):
     code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
     assert code == 0, err
     with open_session(p) as s:
-        evs = list(s.events())
+        evs = list(s.v4())
         assert s.info.torn is None
     assert evs[-4:] == golden("crash-closers.json")
     assert p.read_bytes().startswith(b"".join(frames))
@@ -104,7 +105,7 @@ def test_repair_copy_of_old_version(tmp_path, capsysbinary):
     code, _, err = run_cli(capsysbinary, "repair", str(src), "-o", str(out))
     assert code == 0, err
     with open_session(out) as s:
-        assert s.version == 4 and sum(1 for _ in s.events()) == 17
+        assert s.version == 4 and sum(1 for _ in s.v4()) == 17
     code, _, err = run_cli(capsysbinary, "repair", str(src), "--write")
     assert code == ExitCode.USAGE and b"migrate" in err
 
@@ -172,3 +173,92 @@ def test_fork_at_turn_and_zstd_parent(tmp_path, capsysbinary):
     doc = json.loads(out)
     assert doc["at"] == 24 and doc["path"].endswith("session.v4.jsonl.zstd")
     assert len(events_of(doc["path"])) == 26
+
+
+def _breaks_a_v4_rule(tmp_path):
+    """A log the strict reader accepts but dsh's v4 rules reject (a step/start naming the wrong turn)."""
+    data = CRASH.read_bytes()
+    bad = data.replace(b'"type":"step/start","seq":3,"time":1792499131142,"data":{"turn":1,', b'"type":"step/start","seq":3,"time":1792499131142,"data":{"turn":7,', 1)
+    assert bad != data
+    p = tmp_path / "src" / "session.v4.jsonl"
+    p.parent.mkdir()
+    p.write_bytes(bad)
+    return p
+
+
+def test_repair_copy_and_fork_refuse_a_source_that_breaks_a_v4_rule(tmp_path, capsysbinary):
+    """Both used to publish a log that `validate` rejects. They now read the source as dsh
+    restores it, so such a source is refused up front as corrupt, naming it and the seq,
+    and nothing is published."""
+    src = _breaks_a_v4_rule(tmp_path)
+    code, out_, _ = run_cli(capsysbinary, "validate", str(src))
+    assert code == ExitCode.CORRUPT and b"step/start does not match the open turn" in out_
+    out = tmp_path / "out"
+    out.mkdir()
+    for argv in (["repair", str(src), "-o", str(out / "r.jsonl")], ["fork", str(src), "-o", str(out / "c.jsonl")]):
+        code, _, err = run_cli(capsysbinary, *argv)
+        assert code == ExitCode.CORRUPT, err
+        assert str(src).encode() in err and b"seq 3: step/start does not match the open turn" in err, err
+        assert err.count(b"\n") == 1, err
+    assert list(out.iterdir()) == []
+
+
+def test_the_read_back_refuses_a_staged_log_that_breaks_a_v4_rule(tmp_path):
+    """The last line of defence for every writer: a staged file the strict reader decodes but
+    dsh's rules reject never passes verification (and names the seq)."""
+    from dshlog.errors import Refused
+    from dshlog.write.verify import ReadBack
+
+    staged = _breaks_a_v4_rule(tmp_path)
+    n = len(staged.read_bytes().splitlines()) - 1
+    with ReadBack(staged, None, compressed=False, snapshot=False, subject="repaired copy", stream=False) as rb:
+        with pytest.raises(Refused, match="repaired copy does not verify at seq 3"):
+            rb.verify(staged, events=n, plain=None)
+    good = CRASH
+    with ReadBack(good, None, compressed=False, snapshot=False, subject="copy", stream=False) as rb:
+        rb.verify(good, events=len(good.read_bytes().splitlines()) - 1, plain=None)
+
+
+def test_repair_outputs_refuse_a_tail_inside_an_open_compaction(tmp_path, capsysbinary):
+    """dsh's closers end only the turn and its reader then refuses that turn/end: repair shows the
+    closers with a warning, but publishes no such log (neither -o nor --write)."""
+    lines = LOOP.read_bytes().splitlines(keepends=True)
+    turn3 = next(i for i, ln in enumerate(lines) if b'"type":"turn/start"' in ln and b'"turn":3' in ln)
+    seq = turn3  # line i holds seq i-1; the next seqs continue the log
+    opened = lines[: turn3 + 1] + [
+        b'{"type":"compaction/start","seq":%d,"time":1792499042300,"data":{"turn":3,"compactionId":"c-1","trigger":"manual"}}\n' % seq
+    ]
+    p = tmp_path / "session.v4.jsonl"
+    p.write_bytes(b"".join(opened))
+    code, out, err = run_cli(capsysbinary, "repair", str(p))
+    if b"compaction transaction" not in err:
+        pytest.skip(f"the hand-made compaction/start is not one the reader accepts: {err!r}")
+    before = p.read_bytes()
+    code, _, err = run_cli(capsysbinary, "repair", str(p), "-o", str(tmp_path / "r.jsonl"))
+    assert code == ExitCode.CONFLICT and b"crosses an open compaction" in err, err
+    code, _, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    assert code == ExitCode.CONFLICT and b"crosses an open compaction" in err, err
+    assert p.read_bytes() == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["session.lock", "session.v4.jsonl"]
+
+
+def test_fork_of_an_empty_parent_is_refused_as_dsh_refuses_it(tmp_path, capsysbinary):
+    """dsh's fork seed needs an existing boundary seq, so a parent without events cannot be
+    forked (it used to give a child whose only event was timed by the wall clock)."""
+    parent = tmp_path / "session.v4.jsonl"
+    parent.write_bytes(LOOP.read_bytes().splitlines(keepends=True)[0])
+    code, out, err = run_cli(capsysbinary, "fork", str(parent), "-o", str(tmp_path / "c.jsonl"), "--json")
+    assert code == ExitCode.USAGE, err
+    assert out == b"" and b"there is no seq to fork at" in err and str(parent).encode() in err
+    assert not (tmp_path / "c.jsonl").exists()
+
+
+def test_the_seed_of_an_empty_seed_is_its_marker_alone_and_lists_no_closer():
+    """The library keeps dsh's child constructor: an empty seed gets only the marker; the
+    marker used to be reported as a closer."""
+    from dshlog.model.fork import ForkPlan, build_fork_seed
+
+    plan: list[ForkPlan] = []
+    seed = list(build_fork_seed([], session_id="s", now_ms=5, plan=plan))
+    assert [e["type"] for e in seed] == ["session/end-seed"] and seed[0]["time"] == 5
+    assert plan and not plan[0].closers

@@ -12,8 +12,8 @@ import pytest
 
 from conftest import FIXTURES, corpus_files, corpus_ids, read_log, requires_corpus
 from dshlog.errors import CorruptLog, UsageError
-from dshlog.requests import RequestBuilder, ToolHistory, canonical_header, iter_requests, rebuild
-from dshlog.surface import fold
+from dshlog.model.requests import RequestBuilder, ToolHistory, canonical_header, iter_requests, rebuild
+from dshlog.check.surface import fold
 
 # ---------------------------------------------------------------- builders (v4 in-memory events)
 
@@ -311,8 +311,8 @@ def test_corpus_known_surfaces() -> None:
 def _reference_requests(events: list[dict], *, strict_unknown: bool = True,
                         require_header: bool = False) -> tuple[list[tuple], BaseException | None]:
     """Rows (RequestInfo field order) of the straightforward fold, and the error that ended it."""
-    from dshlog.requests import _extends, _markers, _tools_text, _usage_of
-    from dshlog.surface import json_equal
+    from dshlog.model.requests import _extends, _markers, _tools_text, _usage_of
+    from dshlog.check.surface import json_equal
 
     order = ["compaction replace", "system prompt change", "new series", "header change", "tool change",
              "history rewritten"]
@@ -397,12 +397,12 @@ def assert_same_as_reference(events: list[dict], **kw: Any) -> int:
 def _log_events(path: Path) -> list[dict]:
     """The events ``dshlog requests`` folds (older versions migrated), as far as they read."""
     from dshlog.errors import DshlogError
-    from dshlog.session import open_session
+    from dshlog.read.session import open_session
 
     events: list[dict] = []
     try:
         with open_session(path, strict=False) as log:
-            for event in log.events():
+            for event in log.v4():
                 events.append(event)
     except DshlogError:
         pass  # a reader error ends both folds alike; the prefix is what they differ on, if at all
@@ -490,7 +490,7 @@ def _row_values() -> Any:
     three fields swapped for odd values, so both packing paths and their borders get exercised."""
     from hypothesis import strategies as st
 
-    from dshlog.requests import _CHANGE_ORDER
+    from dshlog.model.requests import _CHANGE_ORDER
 
     number = st.one_of(st.none(), st.integers(min_value=-(2**31) - 2, max_value=2**31 + 2),
                        st.sampled_from([-(2**31), -(2**31) + 1, -(2**31) + 2, 2**31 - 1, 2**31]))
@@ -521,7 +521,7 @@ def test_fast_packing_equals_general_packing() -> None:
     and every field reads back as given (types included), whichever path packed it."""
     from hypothesis import given, settings
 
-    from dshlog.requests import RequestInfo, _pack_any, _pack_common
+    from dshlog.model.requests import RequestInfo, _pack_any, _pack_common
 
     served = [0]  # rows the fast path packed
 

@@ -10,8 +10,9 @@ import zstandard
 
 from conftest import FIXTURES, GOLDEN, ev, jsonl, v4_header
 from dshlog.errors import CorruptLog, IOFailure, UnsupportedVersion, UsageError
-from dshlog.session import open_session
-from dshlog.source import canonical_version, select_generation
+from dshlog.read.session import open_session
+from dshlog.protocol.layout import parse_generation
+from dshlog.read.container import select_generation
 
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 LOOP_ZSTD = FIXTURES / "v4" / "loop-zstd" / "session.v4.jsonl.zstd"
@@ -19,7 +20,7 @@ LOOP_ZSTD = FIXTURES / "v4" / "loop-zstd" / "session.v4.jsonl.zstd"
 
 def records(path, **kw):
     with open_session(path, **kw) as s:
-        return [(r.event, r.raw) for r in s.records()], s
+        return [(r.event, r.raw) for r in s.stored()], s
 
 
 def test_plain_jsonl_keeps_original_bytes():
@@ -122,14 +123,14 @@ def test_mixed_directory_is_refused(tmp_path):
 
 
 def test_canonical_names():
-    assert canonical_version("session.jsonl") == 0
-    assert canonical_version("session.v4.jsonl.zstd") == 4
+    assert parse_generation("session.jsonl").version == 0
+    assert parse_generation("session.v4.jsonl.zstd").version == 4
     for bad in ("session.v0.jsonl", "session.v01.jsonl", "Session.jsonl", "session.v4.jsonl.tmp", "session.1.jsonl"):
-        assert canonical_version(bad) is None
+        assert parse_generation(bad) is None
 
 
 def test_stdin(tmp_path):
-    code = "import sys; from dshlog.session import open_session; s=open_session('-'); print(sum(1 for _ in s.records()), s.version)"
+    code = "import sys; from dshlog.read.session import open_session; s=open_session('-'); print(sum(1 for _ in s.stored()), s.version)"
     out = subprocess.run([sys.executable, "-c", code], input=LOOP_ZSTD.read_bytes(), capture_output=True, check=True)
     assert out.stdout.split() == [b"41", b"4"]
     out = subprocess.run([sys.executable, "-c", code], input=(GOLDEN / "loop-events.json").read_bytes(), capture_output=True, check=True)
@@ -184,7 +185,7 @@ def _many_frames(n: int = 400, per: int = 5) -> tuple[bytes, list[int]]:
 
 
 def _decode(path, parallel: bool):
-    from dshlog.source import SourceInfo, iter_zstd_lines
+    from dshlog.read.container import SourceInfo, iter_zstd_lines
 
     info = SourceInfo(str(path), "jsonl.zstd")
     got: list = []
@@ -233,7 +234,7 @@ def test_forked_decoder_agrees_with_the_serial_walk(tmp_path, kind):
 def test_forked_decoder_stops_and_is_reaped_when_the_reader_stops(tmp_path):
     import os
 
-    from dshlog.source import SourceInfo, iter_zstd_lines
+    from dshlog.read.container import SourceInfo, iter_zstd_lines
 
     data, _ = _many_frames(n=20_000, per=5)
     p = tmp_path / "session.v4.jsonl.zstd"
@@ -250,14 +251,14 @@ def test_forked_decoder_stops_and_is_reaped_when_the_reader_stops(tmp_path):
 def test_forked_decoder_does_not_keep_the_parents_lock(tmp_path):
     """The worker closes every inherited descriptor but its input and pipe: a lock the
     reader holds is free as soon as the reader releases it, mid-decode."""
-    from dshlog.lock import session_lock
-    from dshlog.source import SourceInfo, iter_zstd_lines
+    from dshlog.write.lock import session_lock
+    from dshlog.read.container import SourceInfo, iter_zstd_lines
 
     data, _ = _many_frames(n=20_000, per=5)
     p = tmp_path / "session.v4.jsonl.zstd"
     p.write_bytes(data)
     probe = (
-        "import sys; from pathlib import Path; from dshlog.lock import session_lock\n"
+        "import sys; from pathlib import Path; from dshlog.write.lock import session_lock\n"
         "with session_lock(Path(sys.argv[1])):\n    print('acquired')"
     )
     with open(p, "rb") as fh:
@@ -284,11 +285,11 @@ def test_peeking_at_the_first_row_loses_nothing(tmp_path, peeks, projection, n):
     p.write_bytes(jsonl(v4_header(), *rows) + b'{"type":"plan/m')
     with open_session(p) as s:
         for _ in range(peeks):
-            assert s.is_projection_hint() is projection
-        got = [(r.event, r.raw, r.loc.line, r.loc.offset) for r in s.records()]
+            assert s.projection is projection
+        got = [(r.event, r.raw, r.loc.line, r.loc.offset) for r in s.stored()]
         torn = s.info.torn
     with open_session(p) as s:
-        expected = [(r.event, r.raw, r.loc.line, r.loc.offset) for r in s.records()]
+        expected = [(r.event, r.raw, r.loc.line, r.loc.offset) for r in s.stored()]
     assert got == expected and [e["seq"] for e, *_ in got] == list(range(n))
     assert torn is not None and torn.length == len(b'{"type":"plan/m')
 

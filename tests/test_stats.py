@@ -9,8 +9,8 @@ import pytest
 
 from conftest import CORPUS, FIXTURES, GOLDEN, corpus_files, corpus_ids, requires_corpus, run_cli
 from dshlog.errors import ExitCode
-from dshlog.stats import session_stats, total_stats
-from dshlog.summary import summarize
+from dshlog.model.stats import session_stats, total_stats
+from dshlog.model.summary import summarize
 
 LOOP = GOLDEN / "loop-events.json"
 
@@ -116,10 +116,10 @@ def test_corpus_llm_retry_log():
     p = CORPUS / "v4" / "zq0929" / "snapshots__session__empty-response-retry__writer.expected.jsonl"
     if not p.exists():
         pytest.skip(f"{p.name} not in this corpus")
-    from dshlog.session import open_session
+    from dshlog.read.session import open_session
 
     with open_session(p, strict=False) as log:
-        s = summarize(log.stored_events())
+        s = summarize((r.event for r in log.stored()))
     assert (s.retries, s.attempts, s.model_calls, s.title) == (1, 1, 2, "This prompt first receives an")
 
 
@@ -146,16 +146,16 @@ def _all_logs():
 def test_summary_of_whole_packed_rows_equals_the_expanded_one():
     """`info`/`stats` read v0/v1 packed rows whole; the counts must equal those of the expanded events."""
     from dshlog.errors import DshlogError
-    from dshlog.session import open_session
-    from dshlog.summary import summarize
+    from dshlog.read.session import open_session
+    from dshlog.model.summary import summarize
 
     checked = 0
     for path in _all_logs():
         try:
             with open_session(path, strict=False) as a:
-                expanded = summarize(a.stored_events()).as_dict()
+                expanded = summarize((r.event for r in a.stored())).as_dict()
             with open_session(path, strict=False) as b:
-                compact = summarize(b.compact_events()).as_dict()
+                compact = summarize(b.stored_runs()).as_dict()
         except DshlogError:
             continue
         assert compact == expanded, path

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from dshlog.errors import UsageError
-from dshlog.store import (
+from dshlog.read.store import (
     decode_segment,
     default_root,
     encode_segment,

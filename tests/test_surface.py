@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dshlog.errors import CorruptLog, UnsupportedVersion
-from dshlog.messages import derive
-from dshlog.requests import RequestBuilder
-from dshlog.surface import SurfaceError, SurfaceFold, fold
+from dshlog.model.messages import derive
+from dshlog.model.requests import RequestBuilder
+from dshlog.check.surface import SurfaceError, SurfaceFold, fold
 
 # ---------------------------------------------------------------- event builders
 

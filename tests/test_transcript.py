@@ -1,4 +1,4 @@
-"""Transcript items (``dshlog.transcript``) and the ``show`` command."""
+"""Transcript items (``dshlog.model.transcript``) and the ``show`` command."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import json
 import pytest
 
 from conftest import FIXTURES, GOLDEN, corpus_files, corpus_ids, ev, jsonl, requires_corpus, run_cli, v4_header
-from dshlog import transcript as tr
-from dshlog.session import open_session
+from dshlog.model import transcript as tr
+from dshlog.output.plain import item_lines
+from dshlog.read.session import open_session
 
 LOOP = GOLDEN / "loop-events.json"
 LOOP_V4 = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
@@ -110,7 +111,7 @@ def test_compaction_names_the_replaced_seqs() -> None:
     assert len(rep) == 1
     assert (rep[0].seq, rep[0].reason, rep[0].replaced, rep[0].start, rep[0].end) == (42, "compaction", [5, 8, 10, 13], 5, 13)
     assert rep[0].text.startswith("SUMMARY: user said go")
-    assert "replaces seqs 5, 8, 10, 13" in tr.plain_lines(rep[0])[0]
+    assert "replaces seqs 5, 8, 10, 13" in item_lines(rep[0])[0]
 
 
 def test_system_prompt_replacement_and_logged_retry() -> None:
@@ -137,8 +138,8 @@ def test_system_prompt_replacement_and_logged_retry() -> None:
     assert isinstance(items[-1], tr.TurnEnd) and items[-1].outcome == "open"
     # folded by default, unfolded on request
     reasoning = next(i for i in items if isinstance(i, tr.Reasoning))
-    assert "think" not in "\n".join(tr.plain_lines(reasoning))
-    assert "think" in "\n".join(tr.plain_lines(reasoning, reasoning=True))
+    assert "think" not in "\n".join(item_lines(reasoning))
+    assert "think" in "\n".join(item_lines(reasoning, reasoning=True))
 
 
 def long_output_log(lines: int) -> list[dict]:
@@ -158,7 +159,7 @@ def test_long_tool_output_is_trimmed_with_a_count() -> None:
     assert res.output.split("\n") == [f"line {n}" for n in range(tr.TOOL_LINES)]
     assert res.cut_lines == 100 - tr.TOOL_LINES
     assert res.cut_chars == len("\n".join(f"line {n}" for n in range(100))) - len(res.output)
-    assert f"{100 - tr.TOOL_LINES} more lines" in "\n".join(tr.plain_lines(res))
+    assert f"{100 - tr.TOOL_LINES} more lines" in "\n".join(item_lines(res))
     full = next(i for i in items_of(long_output_log(100), full=True) if isinstance(i, tr.ToolResult))
     assert full.cut_chars == 0 and full.output.count("\n") == 99
     assert items[-1].label == "error: boom (X)"
@@ -180,7 +181,7 @@ def test_projection_without_seq_is_shown_by_position() -> None:
 
 def test_migrated_v0_log_reads() -> None:
     with open_session(FIXTURES / "v0" / "text-turn" / "session.jsonl") as log:
-        items = list(tr.transcript(log.events()))
+        items = list(tr.transcript(log.v4()))
     assert any(isinstance(i, tr.UserText) and "READY" in i.text for i in items)
     assert any(isinstance(i, tr.AssistantText) and i.text == "READY" for i in items)
 
@@ -208,10 +209,12 @@ def test_show_force_color_uses_rich(capsysbinary, monkeypatch) -> None:
 
 def test_show_reasoning_flag(tmp_path, capsysbinary, monkeypatch) -> None:
     monkeypatch.delenv("FORCE_COLOR", raising=False)
-    events = [
+    events = [  # an assistant message inside its step: dsh's restore refuses one outside
         ev(0, "turn/start", {"turn": 1}),
-        ev(1, "assistant/message", {"turn": 1, "step": 1, "message": {"role": "assistant", "content": [{"type": "reasoning", "text": "deep thought"}, {"type": "text", "text": "42"}], "source": {"kind": "model", "provider": "p", "model": "m"}, "id": "a"}, "stream": []}, surfaceOp="append"),
-        ev(2, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+        ev(1, "step/start", {"turn": 1, "step": 1}),
+        ev(2, "assistant/message", {"turn": 1, "step": 1, "message": {"role": "assistant", "content": [{"type": "reasoning", "text": "deep thought"}, {"type": "text", "text": "42"}], "source": {"kind": "model", "provider": "p", "model": "m"}, "id": "a"}, "stream": []}, surfaceOp="append"),
+        ev(3, "step/end", {"turn": 1, "step": 1}),
+        ev(4, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
     ]
     f = tmp_path / "session.v4.jsonl"
     f.write_bytes(jsonl(v4_header(), *events))

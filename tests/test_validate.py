@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
-from dshlog import vocabulary as vocab
+from dshlog.protocol import vocabulary as vocab
+from dshlog.check.header import validate_header
+from dshlog.protocol.values import MAX_SAFE_INTEGER
 from conftest import read_log
-from dshlog.validate import Problem, Validator, validate_events
+from dshlog.check.problems import Problem
+from dshlog.check.validate import Validator, validate_events
 
 from conftest import CORPUS, GOLDEN  # noqa: E402  (GOLDEN: the seed's logs in fixtures/golden)
 
@@ -171,27 +174,27 @@ def test_vocabulary_sets() -> None:
 
 
 def test_header_rules() -> None:
-    assert vocab.validate_header(HEADER, 4) == []
-    assert vocab.validate_header({**HEADER, "cwd": "C:\\Users\\x"}, 4) == []
-    assert vocab.validate_header({**HEADER, "cwd": "\\\\srv\\share\\p"}, 4) == []
-    assert vocab.validate_header({**HEADER, "cwd": "C:\\Users\\x"}, 4, cwd_platform="posix") == [
+    assert validate_header(HEADER, 4) == []
+    assert validate_header({**HEADER, "cwd": "C:\\Users\\x"}, 4) == []
+    assert validate_header({**HEADER, "cwd": "\\\\srv\\share\\p"}, 4) == []
+    assert validate_header({**HEADER, "cwd": "C:\\Users\\x"}, 4, cwd_platform="posix") == [
         "format v4 header cwd must be absolute"
     ]
     bad = {k: v for k, v in HEADER.items() if k != "isSeeded"}
     bad.update(owner="u", origin="parent", sandboxMode="x", createdAt=-1)
-    found = vocab.validate_header(bad, 4)
+    found = validate_header(bad, 4)
     assert "format v4 header lacks required field isSeeded" in found
     assert "format v4 header has unexpected field owner" in found
     assert "session header uses retired policy baseline fields" in found
     assert 'format v4 header origin must be "subagent"' in found
     assert "format v4 header createdAt must be a non-negative safe integer" in found
     v0 = {"type": "session", "version": 0, "id": "x", "createdAt": 0, "seedLength": 3, "delegationDepth": 0}
-    assert vocab.validate_header(v0) == []
-    assert vocab.validate_header({**v0, "isSeeded": True}) == ["format v0 header has unexpected field isSeeded"]
-    assert vocab.validate_header({**HEADER, "seedLength": 1}, 4) == ["format v4 header has unexpected field seedLength"]
+    assert validate_header(v0) == []
+    assert validate_header({**v0, "isSeeded": True}) == ["format v0 header has unexpected field isSeeded"]
+    assert validate_header({**HEADER, "seedLength": 1}, 4) == ["format v4 header has unexpected field seedLength"]
     reordered = dict(reversed(list(HEADER.items())))
-    assert vocab.validate_header(reordered, 4) == []
-    assert len(vocab.validate_header(reordered, 4, check_order=True)) == 1
+    assert validate_header(reordered, 4) == []
+    assert len(validate_header(reordered, 4, check_order=True)) == 1
 
 
 def test_header_problems_in_validator(loop: list[dict]) -> None:
@@ -300,7 +303,7 @@ def test_developer_message_rules(loop: list[dict]) -> None:
 
 
 def test_surface_problems_are_reported(loop: list[dict]) -> None:
-    pytest.importorskip("dshlog.surface")
+    pytest.importorskip("dshlog.check.surface")
     loop[5] = {k: v for k, v in loop[5].items() if k != "surfaceOp"}
     loop[7] = {**loop[7], "surfaceOp": "append"}
     found = errors(loop)
@@ -309,7 +312,7 @@ def test_surface_problems_are_reported(loop: list[dict]) -> None:
 
 
 def test_surface_replace_over_head_is_refused(loop: list[dict]) -> None:
-    pytest.importorskip("dshlog.surface")
+    pytest.importorskip("dshlog.check.surface")
     loop.append(
         ev(
             "user/message",
@@ -519,65 +522,8 @@ def test_corpus_v4_has_no_unexpected_problems(path: Path) -> None:
         assert any(p.severity == "error" and p.code in ("header", "message") for p in problems(events, header))
 
 
-# --------------------------------------------------------------------------- stream fast path
-
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-from dshlog.validate import _stream_passes  # noqa: E402
-
-_SAFE = vocab.MAX_SAFE_INTEGER
-_scalar = st.one_of(
-    st.integers(-2, 2),  # the boundaries of counts
-    st.integers(-_SAFE, _SAFE),
-    st.sampled_from([_SAFE + 1, -_SAFE - 1, 2**63, 1.0, 1.5, -0.0, True, False, None, "1", [], {}]),
-)
-_member = st.one_of(st.text(max_size=3), st.sampled_from([1, None, True, [], {}]))
-
-
-@st.composite
-def _stream_record(draw: Any) -> Any:
-    kind = draw(st.sampled_from(["chunk", "text-chunks", "reasoning-chunks", "tool-call-chunks", "other"]))
-    if kind == "chunk":
-        record: dict[str, Any] = {"type": "chunk", "time": draw(_scalar), "chunk": {"type": "text-delta"}}
-    else:
-        members = draw(st.lists(_member, max_size=4))
-        n = max(len(members) - 1, 0) + draw(st.sampled_from([0, 0, 0, 1, -1]))
-        record = {"type": kind, "time0": draw(_scalar), "index": draw(_scalar), "dt": draw(st.lists(_scalar, min_size=max(n, 0), max_size=max(n, 0)))}
-        if kind == "tool-call-chunks":
-            record["id"] = draw(st.sampled_from(["call-1", "", 7]))
-            if draw(st.booleans()):
-                record["name"] = draw(st.sampled_from(["read", "", None]))
-            record["args"] = members
-        else:
-            record["texts"] = members
-    mutation = draw(st.sampled_from(["none"] * 6 + ["extra", "drop", "chunk", "notdict"]))
-    if mutation == "extra":
-        record["extra"] = 1
-    elif mutation == "drop":
-        record.pop(draw(st.sampled_from(sorted(record))))
-    elif mutation == "chunk" and kind == "chunk":
-        record["chunk"] = draw(st.sampled_from([{}, {"type": 3}, "x", None]))
-    elif mutation == "notdict":
-        return draw(st.sampled_from([None, 3, "chunk", []]))
-    return record
-
-
-@settings(max_examples=600, deadline=None)
-@given(st.lists(_stream_record(), max_size=5))
-def test_stream_fast_path_agrees_with_the_record_checks(stream):
-    """The one-pass proof is only ever used where the per-record checks find nothing, and
-    it is taken for every clean stream of plain ints and strings (else it would be dead)."""
-    v = Validator(None, surface=False)
-    for pos, record in enumerate(stream):
-        v._check_stream_record(record, 5, pos)
-    clean = not v._pending
-    if _stream_passes(stream):
-        assert clean
-    elif clean:
-        # only a JS-legal float (1.0 counts as an integer in JS) may fall back
-        scalars = [r.get(k) for r in stream for k in ("time", "time0", "index")] + [d for r in stream for d in r.get("dt", [])]
-        assert any(type(x) is float for x in scalars), stream
 
 
 # ---------------------------------------------------- fast paths against the straightforward checks
@@ -627,8 +573,8 @@ def test_fast_paths_report_exactly_what_the_straightforward_checks_report(path: 
     fold's skipped data rules finds the same problems, in the same order, as without them."""
     import random
 
-    from dshlog import validate as validate_mod
-    from dshlog.surface import SurfaceFold
+    from dshlog.check import streams as validate_mod
+    from dshlog.check.surface import SurfaceFold
 
     header, events = load_projection(path)
     mutated = _mutate(events, random.Random(seed))

@@ -8,8 +8,8 @@ import copy
 import pytest
 
 from conftest import FIXTURES, run_cli
-from dshlog.jsjson import dumps
-from dshlog.session import open_session
+from dshlog.protocol.jsjson import dumps
+from dshlog.read.session import open_session
 
 V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 LATER = {1: FIXTURES / "v1" / "text-turn" / "session.v1.jsonl", 2: FIXTURES / "v2" / "text-turn" / "session.v2.jsonl", 3: FIXTURES / "v3" / "text-turn" / "session.v3.jsonl"}
@@ -17,7 +17,7 @@ LATER = {1: FIXTURES / "v1" / "text-turn" / "session.v1.jsonl", 2: FIXTURES / "v
 
 def v4_events(path):
     with open_session(path) as s:
-        return list(s.events(child_facts=[])), s.version
+        return list(s.v4(child_facts=[])), s.version
 
 
 def blank_system_ids(events):
@@ -40,15 +40,15 @@ def test_each_version_migrates_to_the_same_v4_log(version):
 
 def test_stored_shapes_differ_as_the_versions_say():
     with open_session(LATER[1]) as s:
-        recs = list(s.records())
+        recs = list(s.stored())
     msg = next(r for r in recs if r.event["type"] == "assistant/message")
     assert b'"sourceEventSeqs":[[12,39]]' in msg.raw and msg.event["sourceEventSeqs"] == list(range(12, 40))
     with open_session(LATER[2]) as s:
-        evs = list(s.stored_events())
+        evs = list((r.event for r in s.stored()))
     assert len(evs) == 15 and not any(e["type"] == "assistant/chunk" for e in evs)
     assert "system" in next(e for e in evs if e["type"] == "request/header")["data"]["header"]
     with open_session(LATER[3]) as s:
-        evs = list(s.stored_events())
+        evs = list((r.event for r in s.stored()))
     assert [e["seq"] for e in evs if e["type"] == "system/message"] == [7, 11]
     assert evs[11]["surfaceOp"] == {"op": "replace", "startSeq": 7, "endSeq": 7}
 
@@ -63,5 +63,5 @@ def test_each_version_validates_and_publishes(path, tmp_path, capsysbinary):
     code, _, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
     assert code == 0, err
     with open_session(d) as s:
-        assert s.version == 4 and sum(1 for _ in s.stored_events()) == 17
+        assert s.version == 4 and sum(1 for _ in (r.event for r in s.stored())) == 17
     assert (d / path.name).read_bytes() == path.read_bytes()

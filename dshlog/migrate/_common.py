@@ -2,8 +2,8 @@
 
 Each edge is a small stateful stage; what they have in common lives here: the
 monotonic source→target seq map (kept as runs so memory grows with the number of
-insertions/foldings, not with the log), the refusal type the chain rewraps with
-dsh's edge prefix, JSON text for hashing, and the projection placeholder rule.
+insertions/foldings, not with the log), and the refusal type the chain rewraps with
+dsh's edge prefix.
 """
 
 from __future__ import annotations
@@ -13,62 +13,40 @@ from array import array
 from bisect import bisect_right
 from typing import Any, Iterable, Protocol
 
-import orjson
-
 from ..errors import DshlogError, MigrationRefused
-from ..vocabulary import is_count, is_safe_integer
+from ..protocol.texts import edge_refusal
+from ..protocol.values import MAX_SAFE_INTEGER
 
 __all__ = [
     "Stage",
     "SeqMap",
     "SeqStrings",
     "StageRefusal",
-    "is_count",
-    "is_safe_integer",
-    "is_placeholder",
-    "js_json",
-    "js_string",
-    "MAX_SAFE",
+    "UnsupportedStageRefusal",
     "CONSUMED",
     "record",
 ]
 
-MAX_SAFE = 2**53 - 1
 #: Marker stored in a :class:`SeqMap` for a source event that has no target
 #: counterpart (a chunk folded into a settlement).
 CONSUMED = -1
 
-_PLACEHOLDER = re.compile(r"^\{\{[^{}]+\}\}$")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 
 
-def is_placeholder(value: Any) -> bool:
-    """A committed test fixture stands in ``{{name}}`` for a real value."""
-    return isinstance(value, str) and bool(_PLACEHOLDER.match(value))
-
-
-def js_json(value: Any) -> bytes:
-    """Compact ``JSON.stringify`` bytes.
-
-    Prefers the project's JS-exact serializer; orjson produces the same text for
-    the strings and integers this module hashes or embeds.
-    """
-    try:
-        from .. import jsjson  # written alongside; optional at import time
-    except ImportError:  # pragma: no cover - only while the module is absent
-        return orjson.dumps(value)
-    return jsjson.dumps(value)
-
-
-def js_string(value: str) -> str:
-    """``JSON.stringify(value)`` for a string, used inside dsh's error texts."""
-    return js_json(value).decode("utf-8")
-
-
 class StageRefusal(MigrationRefused):
-    """A refusal raised inside one edge; the chain prefixes it with the edge name.
+    """A plain format error raised inside one edge (dsh's ``SessionFormatError``).
 
-    Edge unit tests can read ``message`` to compare the bare dsh detail text.
+    The chain prefixes it with the edge name (:func:`rewrap`).  Edge unit tests can
+    read ``message`` to compare the bare dsh detail text.
+    """
+
+
+class UnsupportedStageRefusal(StageRefusal):
+    """An edge's refusal that dsh throws as ``SessionFormatUnsupportedMigrationError``.
+
+    dsh's chain passes such an error through unchanged (``throwUnsupportedRefusal``):
+    its text is the edge's own, without the edge prefix.
     """
 
 
@@ -151,9 +129,16 @@ class SeqMap:
         return CONSUMED if t == CONSUMED else t + (source - self._src[i])
 
 
-def rewrap(err: DshlogError, name: str, version: int, seq: int | None = None) -> MigrationRefused:
-    """dsh's chain text: ``<edge> refuses this format vN Session: <detail>``."""
-    out = MigrationRefused(f"{name} refuses this format v{version} Session: {err.message}", path=err.path, loc=err.loc,
+def rewrap(err: DshlogError, name: str, version: int, seq: int | None = None, subject: str = "Session") -> MigrationRefused:
+    """dsh's chain text ``<edge> refuses this format vN <subject>: <detail>`` for a plain format error.
+
+    An :class:`UnsupportedStageRefusal` passes through with its own text (only the
+    seq is filled in when the edge did not know it), as dsh's chain passes it.
+    """
+    if isinstance(err, UnsupportedStageRefusal):
+        err.with_context(seq=seq)
+        return err
+    out = MigrationRefused(edge_refusal(name, version, subject, err.message), path=err.path, loc=err.loc,
                            seq=err.seq if err.seq is not None else seq)
     return out
 
@@ -181,7 +166,7 @@ class SeqStrings:
 
     def __setitem__(self, seq: int, value: str) -> None:
         seqs = self._seqs
-        if (seqs and seq <= seqs[-1]) or not -MAX_SAFE <= seq <= MAX_SAFE:
+        if (seqs and seq <= seqs[-1]) or not -MAX_SAFE_INTEGER <= seq <= MAX_SAFE_INTEGER:
             self._other[seq] = value
             return
         if len(value) == 36 and _UUID.match(value):

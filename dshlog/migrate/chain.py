@@ -3,8 +3,9 @@
 FORMAT §4.1: a pipeline of streaming stages, each created fresh per artifact.
 Events flow through one at a time (no intermediate list); ``finish`` of each
 stage emits its trailing events into the next stage and reports the inherited
-cut, which the next stage must agree with.  Any stage error is re-raised with
-dsh's text ``<edge> refuses this format vN Session: <detail>``.
+cut, which the next stage must agree with.  A plain stage error is re-raised with
+dsh's text ``<edge> refuses this format vN Session: <detail>``; one dsh throws as
+unsupported passes through with its own text (:func:`~dshlog.migrate._common.rewrap`).
 """
 
 from __future__ import annotations
@@ -12,15 +13,16 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import CorruptLog, DshlogError, UnsupportedVersion
-from ..formats import PackedRun
-from ..vocabulary import header_key_order, validate_header
-from ._common import Stage, is_count, is_placeholder, rewrap
+from ..protocol.packed import PackedRun
+from ..check.header import validate_header
+from ..protocol.texts import FORMAT_VERSION_REFUSAL, newer_version
+from ..protocol.values import has_placeholder, is_count
+from ..protocol.vocabulary import CURRENT_VERSION, header_key_order
+from ._common import Stage, rewrap
 from .v0_v1 import V0ToV1
 from .v1_v2 import V1ToV2
 from .v2_v3 import V2ToV3
 from .v3_v4 import V3ToV4
-
-CURRENT_VERSION = 4
 
 #: Edge classes by source version; each declares ``source_version``/``target_version``.
 EDGES: tuple[type, ...] = (V0ToV1, V1ToV2, V2ToV3, V3ToV4)
@@ -36,15 +38,10 @@ def _check_adjacent(edges: Iterable[type]) -> None:
 _check_adjacent(EDGES)
 
 
-def newer_text(session_id: Any, version: int) -> str:
-    return (f'session "{session_id}" uses log format v{version}, but this harness reads only v{CURRENT_VERSION}: '
-            "the log was written by a newer harness — upgrade the harness to open it")
-
-
 def _validate(header: dict[str, Any], version: int, projection: bool) -> None:
     problems = validate_header(header, version)
     cwd = header.get("cwd")
-    if projection and isinstance(cwd, str) and (is_placeholder(cwd) or cwd.startswith("{{")):  # e.g. "{{cwd}}/workspace"
+    if projection and isinstance(cwd, str) and has_placeholder(cwd):  # e.g. "{{cwd}}/workspace"
         problems = [p for p in problems if not p.endswith("cwd must be absolute")]
     if problems:
         raise CorruptLog(problems[0])
@@ -55,9 +52,9 @@ def _stored_version(header: Any) -> int:
         raise CorruptLog("Session header must be a JSON object")
     version = header.get("version")
     if not is_count(version):
-        raise CorruptLog("Session header version must be a non-negative safe integer")
+        raise CorruptLog(FORMAT_VERSION_REFUSAL)
     if version > CURRENT_VERSION:
-        raise UnsupportedVersion(newer_text(header.get("id"), int(version)))
+        raise UnsupportedVersion(newer_version(header.get("id"), int(version), CURRENT_VERSION))
     return int(version)
 
 
@@ -82,7 +79,7 @@ def header_only(header: dict[str, Any], *, projection: bool = False) -> dict[str
         try:
             h = edge.header(h)
         except DshlogError as err:
-            raise rewrap(err, edge.name, edge.source_version) from err
+            raise rewrap(err, edge.name, edge.source_version, subject="Session header") from err
         _validate(h, edge.target_version, projection)
     return canonical_header(h, CURRENT_VERSION)
 
@@ -181,19 +178,22 @@ def migrate_stream(
     *,
     child_facts: list[dict[str, Any]] | None,
     projection: bool = False,
+    system_prompt_plugins: Iterable[str] = (),
 ) -> tuple[dict[str, Any], MigratedEvents]:
     """Migrate a stored generation of any version 0..4 to v4, lazily.
 
     ``header`` is the stored physical header; ``events`` its logical events in
     order (range-encoded ``sourceEventSeqs`` already expanded by the reader); a
     v0/v1 packed row may be either its expanded ``assistant/chunk`` events or one
-    :class:`~dshlog.formats.PackedRun` (a compact run: much cheaper, same output).  Returns the v4 physical header and a lazy iterator
+    :class:`~dshlog.read.rows.PackedRun` (a compact run: much cheaper, same output).  Returns the v4 physical header and a lazy iterator
     of v4 events (``.inherited_cut`` is known after exhaustion).  ``child_facts``
     is the explicit list for the v3→v4 catalog completion (FORMAT §4.5.7); ``None``
     refuses with dsh's text because the edge cannot run without it.
     ``projection=True`` accepts committed test-fixture projections: ``{{...}}``
     placeholders stand in for values whose real type is not a string (e.g.
     ``"tools":"{{tools}}"``, ``"cwd":"{{cwd}}"``) and are kept as opaque values.
+    ``system_prompt_plugins`` names more packages the v3→v4 edge takes for dsh's
+    system-prompt producer (a fork build's own spelling; upstream's is always one).
     A v4 input passes through unchanged (its validation is the reader's job).
     """
     version = _stored_version(header)
@@ -206,13 +206,17 @@ def migrate_stream(
     stages: list[Stage] = []
     h = header
     for edge in EDGES[version:]:
+        try:  # dsh advances the header before it creates the stage
+            target = edge.header(h)
+        except DshlogError as err:
+            raise rewrap(err, edge.name, edge.source_version, subject="Session header") from err
+        _validate(target, edge.target_version, projection)
         try:
-            stage: Stage = (edge(h, child_facts=child_facts, projection=projection) if edge is V3ToV4
-                            else edge(h, projection=projection))
-            h = edge.header(h)
+            stage: Stage = (edge(h, child_facts=child_facts, projection=projection, system_prompt_plugins=system_prompt_plugins)
+                            if edge is V3ToV4 else edge(h, projection=projection))
         except DshlogError as err:
             raise rewrap(err, edge.name, edge.source_version) from err
-        _validate(h, edge.target_version, projection)
+        h = target
         if stages and stages[-1].target_version != stage.source_version:  # pragma: no cover - table is checked
             raise DshlogError("migration stages are not adjacent")
         stages.append(stage)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import MAX_SAFE
+from ..protocol.values import MAX_SAFE_INTEGER
 
 _RUN_OF = {"text-delta": "text-chunks", "reasoning-delta": "reasoning-chunks"}
 
@@ -18,7 +18,7 @@ _RUN_OF = {"text-delta": "text-chunks", "reasoning-delta": "reasoning-chunks"}
 def _safe_gap(a: Any, b: Any) -> bool:
     if not isinstance(a, int) or not isinstance(b, int) or isinstance(a, bool) or isinstance(b, bool):
         return False
-    return abs(b - a) <= MAX_SAFE
+    return abs(b - a) <= MAX_SAFE_INTEGER
 
 
 class StreamBuilder:
@@ -67,7 +67,7 @@ class StreamBuilder:
 
 
     def push_run(self, run: Any) -> None:
-        """Append a compact run (:class:`~dshlog.formats.PackedRun`) as if its members were pushed one by one.
+        """Append a compact run (:class:`~dshlog.read.rows.PackedRun`) as if its members were pushed one by one.
 
         FORMAT §4.3 item 4: the run becomes one record, merged into the last record
         when that has the same kind/index (and id/name) and the gap is representable.

@@ -10,94 +10,24 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ._common import SeqStrings, StageRefusal, is_count, is_placeholder, js_json, js_string, record
+from ..protocol.jsjson import dumps, js_string, stringify
+from ..protocol.values import is_count
+from ..protocol.vocabulary import (
+    COMPACT_RENAMES,
+    RELEASED_V0_PAYLOADS,
+    SURFACE_TYPES_V0,
+    V0_V1_COMPACTION_STEP_TYPES,
+    V0_V1_EARLY_STEP_TYPES,
+)
+from ._common import SeqStrings, StageRefusal, UnsupportedStageRefusal, record
+from .payload import assert_payload_semantics
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v0-to-v1"
 
-#: Released-v0 payload members per event type: (required, optional).  Protocol facts.
-RELEASED_V0_PAYLOADS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
-    "agent-preset/selected": (("agentPreset",), ()),
-    "agent/inbox/spliced": (("target", "start", "inserted"), ("removedCount", "outcome")),
-    "approval/asked": (("id", "toolName"), ("callId", "reason")),
-    "approval/decided": (("id", "outcome"), ()),
-    "approval/policy": (("policy",), ("source",)),
-    "assistant/chunk": (("turn", "step", "chunk"), ()),
-    "assistant/message": (("turn", "step", "message"), ("usage", "interrupted")),
-    "command/done": (("commandId", "kind"), ("text", "sourceEventSeq")),
-    "command/run": (("commandId", "name", "source"), ("args",)),
-    "compaction/end": (("compactionId", "turn"), ("sourceCommandId", "error")),
-    "compaction/prune": (("shadowedRange", "shadowedSeqs", "shadowedTokenCount"), ()),
-    "compaction/start": (("compactionId", "turn"), ("sourceCommandId",)),
-    "compaction/summary": (
-        ("compactionId", "summary", "shadowedRange", "shadowedSeqs", "shadowedTokenCount", "provider", "model"),
-        ("sourceCommandId", "maxTokens", "usage", "rawOutput", "llmStreamCall"),
-    ),
-    "feedback/record": (("text",), ()),
-    "goal/change": (
-        ("kind", "version", "operation"),
-        ("goal", "roundsStarted", "createdAt", "updatedAt", "cleared", "clearedAt"),
-    ),
-    "hook/invoked": (("turn", "point", "dialect", "handlerId"), ("matcher",)),
-    "hook/result": (("turn", "point", "handlerId", "decision", "durationMs"), ("exitCode", "stderrSummary")),
-    "llm/retry": (
-        ("retryId", "turn", "step", "provider", "mode", "policyKey", "retry", "delayMs", "failure"),
-        ("maxRetries",),
-    ),
-    "llm/retry-started": (("retryId", "turn", "step", "retry"), ()),
-    "model/selection": (("provider", "model"), ("reasoningEffort",)),
-    "permission/preset": (("preset",), ()),
-    "plan/mode": (("active",), ()),
-    "request/context": (("provider", "model"), ("contextWindow",)),
-    "request/header": (("header", "reason"), ("startsSeries",)),
-    "sandbox/mode": (("mode",), ("source",)),
-    "schedule/change": (("version", "operation"), ("schedule", "id", "acceptedAt")),
-    "session-log-deepseek/delivery-accepted": (("sessionId", "throughSeq"), ()),
-    "session/end-seed": ((), ()),
-    "session/title": (("title", "messageSeqs", "source"), ()),
-    "session/title-llm-request": (
-        ("titleProvider", "messageSeqs", "route", "system", "messages", "maxTokens"),
-        (),
-    ),
-    "step/end": (("turn", "step"), ()),
-    "step/start": (("turn", "step"), ()),
-    "subagent/descriptor": (
-        ("mode", "version", "provider"),
-        ("label", "agentProvider", "agentModel", "agentReasoningEffort", "persona", "toolFilter"),
-    ),
-    "subagent/model-selection-policy": (("allowedModels",), ()),
-    "team/member": (("version", "teamId", "member"), ()),
-    "team/message/delivered": (("version", "teamId", "messageId", "targetId"), ()),
-    "team/message/queued": (("version", "teamId", "message"), ()),
-    "team/task": (("version", "teamId", "task"), ()),
-    "todo/write": (("todos",), ()),
-    "tool-workflow/agent-end": (("runId", "seq", "outcome"), ()),
-    "tool-workflow/agent-start": (("runId", "seq", "label", "childId"), ("phase",)),
-    "tool-workflow/run-end": (("runId", "stopReason"), ()),
-    "tool-workflow/run-start": (("runId", "name"), ()),
-    "tool/call": (("turn", "step", "callId", "name", "arguments"), ()),
-    "tool/code-dispatch": (("rootCallId", "parentCallId", "subCallId", "name", "arguments", "isError", "content"), ()),
-    "tool/code-dispatch-start": (("rootCallId", "parentCallId", "subCallId", "name", "arguments"), ()),
-    "tool/result": (("turn", "step", "message"), ("error", "meta")),
-    "turn/end": (("turn", "reason"), ()),
-    "turn/start": (("turn",), ()),
-    "user/message": (("role", "id", "content", "source"), ()),
-    "web/deepseek-search-llm-request": (("endpoint", "apiVersion", "body"), ()),
-}
 
-SURFACE_V0: Final = frozenset({"user/message", "assistant/message", "tool/result"})
-_COMPACT_RENAMES: Final = {
-    "compact/start": "compaction/start",
-    "compact/summary": "compaction/summary",
-    "compact/end": "compaction/end",
-    "compact/prune": "compaction/prune",
-}
 _LEGACY_SOURCE_KEY: Final = "provenance"
 #: Envelope members an ``assistant/chunk`` may carry (check_v01_event's rule for non-surface events).
 _CHUNK_ENVELOPE: Final = frozenset(("type", "seq", "time", "data", "ignorable"))
-#: Types the first five normalisations act on, and the types the compaction-id step looks at.
-_EARLY_STEP_TYPES: Final = frozenset(("turn/start", "turn/end", "request/header", "steering/message", "llm/retry"))
-_COMPACTION_STEP_TYPES: Final = frozenset(("session/end-seed", "compaction/start", "compaction/summary",
-                                           "compaction/end", "user/message"))
 
 
 def _keys(obj: dict[str, Any], required: tuple[str, ...], optional: tuple[str, ...], label: str) -> None:
@@ -105,10 +35,10 @@ def _keys(obj: dict[str, Any], required: tuple[str, ...], optional: tuple[str, .
     allowed = set(required) | set(optional)
     for key in obj:
         if key not in allowed:
-            raise StageRefusal(f"{label} has unexpected member {js_string(key)}")
+            raise StageRefusal(f"{label} has unexpected member {stringify(key)}")
     for key in required:
         if key not in obj:
-            raise StageRefusal(f"{label} lacks required member {js_string(key)}")
+            raise StageRefusal(f"{label} lacks required member {stringify(key)}")
 
 
 def _obj(value: Any, label: str) -> dict[str, Any]:
@@ -120,42 +50,42 @@ def _obj(value: Any, label: str) -> dict[str, Any]:
 def check_v01_event(event: dict[str, Any], version: int, *, projection: bool = False) -> None:
     """Frozen released v0/v1 checks shared by the v0→v1 and v1→v2 stages.
 
-    Type inventory (refused even when ignorable), envelope members and exact
-    top-level payload members; nested payload rules are not transcribed
-    (FORMAT §8 item 3).  ``assistant/chunk`` payloads are deferred like dsh does.
+    Type inventory (refused even when ignorable), envelope members, exact
+    top-level payload members, then dsh's payload semantics
+    (:mod:`~dshlog.migrate.payload`).  ``assistant/chunk`` payloads are deferred like dsh does.
     """
     type_ = event.get("type")
     seq = event.get("seq")
     if type_ not in RELEASED_V0_PAYLOADS:
         if version == 0:
-            raise StageRefusal(
-                f"format v0 contains unknown historical event type {js_string(str(type_))} at seq {seq}; "
+            raise UnsupportedStageRefusal(
+                f"format v0 contains unknown historical event type {stringify(str(type_))} at seq {seq}; "
                 "migration refuses unknown historical events even when ignorable",
                 seq=seq,
             )
-        raise StageRefusal(f"format v1 contains unknown event type {js_string(str(type_))} at seq {seq}", seq=seq)
-    surface = type_ in SURFACE_V0
+        raise UnsupportedStageRefusal(f"format v1 contains unknown event type {stringify(str(type_))} at seq {seq}", seq=seq)
+    surface = type_ in SURFACE_TYPES_V0
     for key in event:
         if key in ("type", "seq", "time", "data", "ignorable"):
             continue
         if surface and key in ("sourceEventSeqs", "surfaceOp"):
             continue
-        raise StageRefusal(f"Session event {seq} has unexpected member {js_string(key)}", seq=seq)
+        raise StageRefusal(f"Session event {seq} has unexpected member {stringify(key)}", seq=seq)
     if type_ == "assistant/chunk":
         return
     data = _obj(event.get("data"), f"{type_} {seq} data")
+    if type_ == "subagent/descriptor" and not (is_count(data.get("version")) and data["version"] == 3):
+        if not is_count(data.get("version")):
+            raise StageRefusal(f"{type_} {seq} version must be a non-negative safe integer", seq=seq)
+        if version == 0:
+            raise UnsupportedStageRefusal(f"{type_} {seq} uses unsupported descriptor version {js_string(data['version'])}",
+                                          seq=seq)
+        return  # a v1 descriptor of another version: dsh checks nothing more
     required, optional = RELEASED_V0_PAYLOADS[type_]
     if type_ == "session-log-deepseek/delivery-accepted" and version >= 1:
         optional = optional + ("sessionFormatVersion",)
     _keys(data, required, optional, f"{type_} {seq} data")
-    if type_ == "subagent/descriptor" and version == 0 and data.get("version") != 3:
-        raise StageRefusal(f"{type_} {seq} uses unsupported descriptor version {js_json(data.get('version')).decode()}",
-                           seq=seq)
-    if type_ == "request/header":
-        header = _obj(data.get("header"), f"request/header {seq} header")
-        tools = header.get("tools")
-        if "tools" in header and not isinstance(tools, list) and not (projection and is_placeholder(tools)):
-            raise StageRefusal(f"request/header {seq} header tools must be an array", seq=seq)
+    assert_payload_semantics(event, version, projection=projection)
 
 
 class V0ToV1:
@@ -197,15 +127,15 @@ class V0ToV1:
             # so this is check_v01_event's whole verdict on a chunk
             return [ev]
         seq = ev.get("seq")
-        if t in _COMPACT_RENAMES:
-            ev = {**ev, "type": _COMPACT_RENAMES[t]}
+        if t in COMPACT_RENAMES:
+            ev = {**ev, "type": COMPACT_RENAMES[t]}
             t = ev["type"]
         if t in ("request/header-delta", "mode/set"):
-            raise StageRefusal(f"session {js_string(self._sid)} contains unsupported legacy {t} event at seq {seq}",
+            raise UnsupportedStageRefusal(f"session {stringify(self._sid)} contains unsupported legacy {t} event at seq {seq}",
                                seq=seq)
         if t == "request/header" and record(ev.get("data")).get("reason") == "fallback":
-            raise StageRefusal(
-                f'session {js_string(self._sid)} contains unsupported request/header reason "fallback" at seq {seq}',
+            raise UnsupportedStageRefusal(
+                f'session {stringify(self._sid)} contains unsupported request/header reason "fallback" at seq {seq}',
                 seq=seq)
         if t != "assistant/chunk" and t in RELEASED_V0_PAYLOADS or t == "steering/message":
             ev = self._normalise(ev)
@@ -226,21 +156,21 @@ class V0ToV1:
     def _normalise(self, ev: dict[str, Any]) -> dict[str, Any]:
         # each step acts only on its own types; skipping the others by type is the same
         # result without seven calls per event (only _steering changes the type)
-        if ev["type"] in _EARLY_STEP_TYPES:
+        if ev["type"] in V0_V1_EARLY_STEP_TYPES:
             ev = self._turn_start(ev)
             ev = self._turn_end(ev)
             ev = self._request_header(ev)
             ev = self._steering(ev)
             ev = self._retry(ev)
         t = ev["type"]
-        if t in _COMPACTION_STEP_TYPES:
+        if t in V0_V1_COMPACTION_STEP_TYPES:
             ev = self._compaction(ev)
-        if t in SURFACE_V0:
+        if t in SURFACE_TYPES_V0:
             ev = self._message(ev)
         return ev
 
     def _malformed(self, type_: str, seq: Any) -> StageRefusal:
-        return StageRefusal(f"session {js_string(self._sid)} contains malformed pre-react-loop {type_} at seq {seq}",
+        return StageRefusal(f"session {stringify(self._sid)} contains malformed pre-react-loop {type_} at seq {seq}",
                             seq=seq)
 
     def _turn_start(self, ev: dict[str, Any]) -> dict[str, Any]:
@@ -314,7 +244,7 @@ class V0ToV1:
             return ev
         if not isinstance(header["messagePrefix"], list):
             raise StageRefusal(
-                f"session {js_string(self._sid)} contains malformed request/header messagePrefix at seq {seq}", seq=seq)
+                f"session {stringify(self._sid)} contains malformed request/header messagePrefix at seq {seq}", seq=seq)
         new_header = {k: v for k, v in header.items() if k != "messagePrefix"}
         return {**ev, "data": {**data, "header": new_header}}
 
@@ -341,7 +271,7 @@ class V0ToV1:
             return ev
         seq = ev.get("seq")
         data = _obj(ev.get("data"), f"llm/retry {seq} data")
-        chain = b"\0".join(js_json(data.get(k)) if k in data else b"undefined"
+        chain = b"\0".join(dumps(data.get(k)) if k in data else b"undefined"
                            for k in ("turn", "step", "provider", "policyKey"))
         rid = data.get("retryId")
         if isinstance(rid, str) and rid:
@@ -392,7 +322,7 @@ class V0ToV1:
     def _message(self, ev: dict[str, Any]) -> dict[str, Any]:
         t = ev["type"]
         seq = ev.get("seq")
-        if t not in SURFACE_V0:
+        if t not in SURFACE_TYPES_V0:
             return ev
         data = _obj(ev.get("data"), f"{t} {seq} data")
         legacy_id = f"legacy-message:{self._sid}:{seq}"
@@ -432,7 +362,7 @@ class V0ToV1:
 
     def _remember_id(self, ev: dict[str, Any]) -> None:
         t = ev.get("type")
-        if t not in SURFACE_V0:
+        if t not in SURFACE_TYPES_V0:
             return
         data = record(ev.get("data"))
         message = data if t == "user/message" else record(data.get("message"))

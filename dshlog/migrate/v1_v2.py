@@ -15,13 +15,14 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any, Final
 
-from ._common import CONSUMED, SeqMap, StageRefusal, is_count, record
+from ..protocol.values import is_count
+from ..protocol.vocabulary import V1_V2_SETTLING_TYPES
+from ._common import CONSUMED, SeqMap, StageRefusal, UnsupportedStageRefusal, record
 from .streams import StreamBuilder
 from .v0_v1 import check_v01_event
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v1-to-v2"
 
-_SETTLING: Final = frozenset({"turn/end", "step/end", "llm/retry", "llm/retry-started"})
 _HEADER_ORDER: Final = ("type", "version", "id", "createdAt", "cwd", "parentSession", "isSeeded", "origin",
                         "delegationDepth", "agentPreset")
 
@@ -112,7 +113,7 @@ class V1ToV2:
         elif t == "assistant/message":
             self._message(event, data, out)
         else:
-            if t in _SETTLING:
+            if t in V1_V2_SETTLING_TYPES:
                 self._settle(out)
             if t == "turn/start":
                 self._turn_start(event, data, out)
@@ -136,7 +137,7 @@ class V1ToV2:
         return out
 
     def feed_run(self, run: Any) -> list[dict[str, Any]] | None:
-        """Fold a compact chunk run (:class:`~dshlog.formats.PackedRun`) like its ``count`` chunks.
+        """Fold a compact chunk run (:class:`~dshlog.read.rows.PackedRun`) like its ``count`` chunks.
 
         Returns ``None`` when the members must be fed one by one instead (a seq that
         is not dense, or the inherited cut at or inside the run): those rare paths
@@ -205,7 +206,7 @@ class V1ToV2:
         stream: list[dict[str, Any]] = []
         if isinstance(sources, list) and sources:
             if p is None or p.turn != turn or p.step != step or [*chain.from_iterable(p.seqs)] != sources:
-                raise StageRefusal(f"assistant/message {seq} chunk provenance is not one complete ordered attempt",
+                raise UnsupportedStageRefusal(f"assistant/message {seq} chunk references are not one complete ordered attempt",
                                    seq=seq)
             stream = p.stream.records
             self._pending = None
@@ -214,7 +215,7 @@ class V1ToV2:
             self._settle(out)
         else:
             if p is not None and p.turn == turn and p.step == step:
-                raise StageRefusal(f"assistant/message {seq} does not cite its complete v1 chunk attempt", seq=seq)
+                raise UnsupportedStageRefusal(f"assistant/message {seq} does not cite its complete v1 chunk attempt", seq=seq)
             self._settle(out)
         msg = {k: v for k, v in event.items() if k != "sourceEventSeqs"}
         new_data = dict(data)
@@ -253,7 +254,7 @@ class V1ToV2:
                 self._out(None, {"type": "turn/end", "seq": -1, "time": event.get("time"),
                                  "data": {"turn": self._open_turn, "reason": {"kind": "interrupted"}}}, out)
             else:
-                raise StageRefusal(f"turn/start {event['seq']} does not close the prior turn", seq=event["seq"])
+                raise UnsupportedStageRefusal(f"turn/start {event['seq']} does not close the prior turn", seq=event["seq"])
         self._open_turn = turn
 
     def _cross_cut(self, event: dict[str, Any], out: list[dict[str, Any]]) -> dict[str, Any]:
@@ -266,7 +267,7 @@ class V1ToV2:
                 event["type"] == "assistant/message" and same and isinstance(event.get("sourceEventSeqs"), list)
                 and bool(event["sourceEventSeqs"]))
             if splits:
-                raise StageRefusal(f"inherited Session cut {self._cut_src} splits one Assistant attempt")
+                raise UnsupportedStageRefusal(f"inherited Session cut {self._cut_src} splits one Assistant attempt")
             self._settle(out)
         self._cut_done = True
         self.cut = self._next
@@ -281,7 +282,7 @@ class V1ToV2:
             return
         if self._parent and self._seeded and event["seq"] < self._cut_src:
             return
-        raise StageRefusal("current-generation delivery marker names the wrong Session", seq=event["seq"])
+        raise UnsupportedStageRefusal("current-generation delivery marker names the wrong Session", seq=event["seq"])
 
     # renumbering ----------------------------------------------------------------------
     def _emit(self, src: int | None, ev: dict[str, Any], out: list[dict[str, Any]]) -> None:
@@ -294,7 +295,7 @@ class V1ToV2:
     def _one(self, value: Any, label: str) -> int:
         mapped = self._map.get(value) if isinstance(value, int) and not isinstance(value, bool) else None
         if mapped is None or mapped == CONSUMED:
-            raise StageRefusal(f"{label} targets consumed assistant/chunk {value}")
+            raise UnsupportedStageRefusal(f"{label} targets consumed assistant/chunk {value}")
         return mapped
 
     def _remap(self, ev: dict[str, Any], target: int, src: int | None) -> dict[str, Any]:

@@ -12,22 +12,27 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Final
 
-from ..vocabulary import V2_TYPES
-from ._common import SeqMap, StageRefusal, is_count, js_json, record
+from ..protocol.jsjson import dumps
+from ..protocol.values import is_count
+from ..protocol.vocabulary import (
+    CODE_DISPATCH_RENAMES,
+    PTC_DISPATCH_TYPES,
+    RELEASED_V0_PAYLOADS,
+    SURFACE_TYPES_V0,
+    SYSTEM_PROMPT_PLUGIN,
+    V2_TYPES,
+)
+from ._common import SeqMap, StageRefusal, UnsupportedStageRefusal, record
+from .payload import assert_payload_semantics
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v2-to-v3"
-SYSTEM_PROMPT_PLUGIN: Final = "@deepseek-ai/dsh-system-prompt"
 SYNTHETIC_PREFIX: Final = "v2-to-v3-system-"
 
-_SURFACE: Final = frozenset({"user/message", "assistant/message", "tool/result"})
-_PTC_RENAMES: Final = {"tool/code-dispatch-start": "tool/ptc-dispatch-start",
-                       "tool/code-dispatch": "tool/ptc-dispatch"}
-_ADMITTED: Final = V2_TYPES | {"feedback/message-put", "feedback/message-delete"}
 
 
 def synthetic_id(session_id: Any, anchor_seq: int, anchor_type: str) -> str:
     """``v2-to-v3-system-`` + SHA-256 hex of the JS JSON text of the anchor tuple."""
-    text = js_json(["session-format-v2-to-v3", session_id, anchor_seq, anchor_type])
+    text = dumps(["session-format-v2-to-v3", session_id, anchor_seq, anchor_type])
     return SYNTHETIC_PREFIX + hashlib.sha256(text).hexdigest()
 
 
@@ -45,6 +50,7 @@ class V2ToV3:
     target_version = 3
 
     def __init__(self, source_header: dict[str, Any], *, projection: bool = False) -> None:
+        self._projection = projection
         self._sid = source_header.get("id")
         self._seeded = bool(source_header.get("isSeeded"))
         self._parent = "parentSession" in source_header
@@ -85,8 +91,8 @@ class V2ToV3:
         data = record(event.get("data"))
         self._watch_ids(t, data)
 
-        if t in _SURFACE and not self._seen_step:
-            raise StageRefusal("format v2 surface before first step cannot acquire a system head without "
+        if t in SURFACE_TYPES_V0 and not self._seen_step:
+            raise UnsupportedStageRefusal("format v2 surface before first step cannot acquire a system head without "
                                "changing chronology", seq=seq)
         if t == "request/header":
             self._prompt_change(event, data, out)
@@ -120,9 +126,9 @@ class V2ToV3:
     def _admit(self, event: dict[str, Any]) -> None:
         t = event.get("type")
         seq = event.get("seq")
-        if t in ("tool/ptc-dispatch-start", "tool/ptc-dispatch") or t not in _ADMITTED:
-            raise StageRefusal(f"format v2 to v3 cannot safely transform unclassified event {t}", seq=seq)
-        surface = t in _SURFACE
+        if t in PTC_DISPATCH_TYPES or t not in V2_TYPES:
+            raise UnsupportedStageRefusal(f"format v2 to v3 cannot safely transform unclassified event {t}", seq=seq)
+        surface = t in SURFACE_TYPES_V0
         for k in event:
             if k in ("type", "seq", "time", "data", "ignorable"):
                 continue
@@ -138,6 +144,8 @@ class V2ToV3:
                 raise StageRefusal("format v2 delivery marker claims target format v3", seq=seq)
             if gen == 2 and data.get("sessionId") != self._sid:
                 self._foreign.append(seq)  # type: ignore[arg-type]
+        if t != "assistant/attempt" and t in RELEASED_V0_PAYLOADS:
+            assert_payload_semantics(event, 2, projection=self._projection)
 
     def _watch_ids(self, t: Any, data: dict[str, Any]) -> None:
         """Remember message ids that could collide with a synthetic id (either order)."""
@@ -153,7 +161,7 @@ class V2ToV3:
         for mid in ids:
             if isinstance(mid, str) and mid.startswith(SYNTHETIC_PREFIX):
                 if mid in self._synthetic:
-                    raise StageRefusal(f"format v2 message id {mid} collides with a synthetic system message id")
+                    raise UnsupportedStageRefusal(f"format v2 message id {mid} collides with a synthetic system message id")
                 self._seen_synthetic_like.add(mid)
 
     # transformations --------------------------------------------------------------------
@@ -161,7 +169,7 @@ class V2ToV3:
                 replaces: int | None) -> dict[str, Any]:
         mid = synthetic_id(self._sid, anchor_seq, anchor_type)
         if mid in self._seen_synthetic_like or mid in self._synthetic:
-            raise StageRefusal(f"format v2 message id {mid} collides with a synthetic system message id")
+            raise UnsupportedStageRefusal(f"format v2 message id {mid} collides with a synthetic system message id")
         self._synthetic.add(mid)
         turn, step = self._step if self._step is not None else (None, None)
         ev: dict[str, Any] = {
@@ -186,7 +194,7 @@ class V2ToV3:
         if prompt == self._prompt:
             return
         if self._step is None or self._head is None:
-            raise StageRefusal("format v2 changed request prompt outside an open step cannot retain source "
+            raise UnsupportedStageRefusal("format v2 changed request prompt outside an open step cannot retain source "
                                "chronology", seq=event.get("seq"))
         content = [{"type": "text", "text": prompt}] if prompt else []
         head = self._next
@@ -197,8 +205,8 @@ class V2ToV3:
     def _transform(self, event: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
         t = event["type"]
         ev = event
-        if t in _PTC_RENAMES:
-            ev = {**ev, "type": _PTC_RENAMES[t]}
+        if t in CODE_DISPATCH_RENAMES:
+            ev = {**ev, "type": CODE_DISPATCH_RENAMES[t]}
         elif t == "request/header" and isinstance(data.get("header"), dict):
             header = {k: v for k, v in data["header"].items()
                       if not (k == "system" or (k == "tools" and v == [])

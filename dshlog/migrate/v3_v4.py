@@ -10,23 +10,21 @@ run map keeps the reference remapping bounded.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Iterable
 
-from ..vocabulary import V3_TYPES
-from ._common import SeqMap, StageRefusal, is_count, record
+from ..protocol.jsjson import js_string, stringify
+from ..protocol.values import is_count
+from ..protocol.vocabulary import SYSTEM_PROMPT_PLUGIN, V3_TYPES, WRAPPED_MESSAGE_TYPES
+from ._common import SeqMap, StageRefusal, UnsupportedStageRefusal, record
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v3-to-v4"
 NEED_FACTS: Final = ("V3 catalog migration requires explicit historical child facts, including an empty array for "
                      "a parent without children")
 
-#: Spellings of the system-prompt plugin.  Forks renamed the package scope; their
-#: own v3→v4 edges map their spelling exactly like upstream's (real files carry them).
-SYSTEM_PROMPT_PLUGINS: Final = frozenset({
-    "@deepseek-ai/dsh-system-prompt",
-    "@knyazevai/dsh-system-prompt",
-    "@xfcodeai/dsh-system-prompt",
-    "@x1a0f3n9/dsh-system-prompt",
-})
+#: The system-prompt producers upstream's edge knows: its own package alone.  A fork
+#: build's edge knows its own spelling instead (``@x1a0f3n9/dsh-system-prompt``...);
+#: ``system_prompt_plugins`` adds such names (README: ``--system-prompt-plugin``).
+UPSTREAM_SYSTEM_PROMPT_PLUGINS: Final = frozenset({SYSTEM_PROMPT_PLUGIN})
 _RENAMED: Final = {
     "compact": "compact-checkpoint",
     "tools-code-mode": "ptc-mode",
@@ -41,12 +39,15 @@ _SAME_NAME: Final = frozenset({
     "dsh-session-title-llm",
 })
 _BLOCK_KINDS: Final = frozenset({"text", "reasoning", "image", "file", "tool-call", "tool-result"})
-_MESSAGE_EVENTS: Final = frozenset({"system/message", "assistant/message", "tool/result", "developer/message"})
 
 
-def producer_kind(plugin: str, role: Any) -> str:
-    """The v4 source ``kind`` of a v3 plugin source (FORMAT §4.5 step 10)."""
-    if plugin in SYSTEM_PROMPT_PLUGINS:
+def producer_kind(plugin: str, role: Any, system_prompt_plugins: frozenset[str] = UPSTREAM_SYSTEM_PROMPT_PLUGINS) -> str:
+    """The v4 source ``kind`` of a v3 plugin source (FORMAT §4.5 step 10).
+
+    ``system_prompt_plugins``: the package names taken for dsh's system-prompt
+    producer (upstream's own by default; any other name becomes ``plugin:<name>``).
+    """
+    if plugin in system_prompt_plugins:
         return "system-prompt" if role == "system" else "runtime-context"
     if plugin in _RENAMED:
         return _RENAMED[plugin]
@@ -55,7 +56,8 @@ def producer_kind(plugin: str, role: Any) -> str:
     return "plugin:" + plugin
 
 
-def rewrite_source(source: dict[str, Any], seq: int, role: Any) -> dict[str, Any]:
+def rewrite_source(source: dict[str, Any], seq: int, role: Any,
+                   system_prompt_plugins: frozenset[str] = UPSTREAM_SYSTEM_PROMPT_PLUGINS) -> dict[str, Any]:
     """Direct sources stay verbatim; plugin sources lose ``plugin`` and get a producer kind in place."""
     kind = source.get("kind")
     if not isinstance(kind, str) or not kind:
@@ -65,16 +67,16 @@ def rewrite_source(source: dict[str, Any], seq: int, role: Any) -> dict[str, Any
     plugin = source.get("plugin")
     if not isinstance(plugin, str):
         raise StageRefusal(f"plugin source at seq {seq} is not canonical: plugin requires a string", seq=seq)
-    new_kind = producer_kind(plugin, role)
+    new_kind = producer_kind(plugin, role, system_prompt_plugins)
     if len(source) == 2:
         return {"kind": new_kind}
     return {k: (new_kind if k == "kind" else v) for k, v in source.items() if k != "plugin"}
 
 
-def _message(message: Any, seq: int) -> Any:
+def _message(message: Any, seq: int, system_prompt_plugins: frozenset[str]) -> Any:
     if not isinstance(message, dict) or not isinstance(message.get("source"), dict):
         return message
-    src = rewrite_source(message["source"], seq, message.get("role"))
+    src = rewrite_source(message["source"], seq, message.get("role"), system_prompt_plugins)
     return message if src is message["source"] else {**message, "source": src}
 
 
@@ -142,7 +144,7 @@ def lift_tool_result(message: dict[str, Any], seq: int) -> dict[str, Any]:
     if not isinstance(inner, list):
         raise StageRefusal(bad, seq=seq)
     if any(isinstance(b, dict) and b.get("type") == "tool-result" for b in inner):
-        raise StageRefusal(f"format v3 tool/result at seq {seq} contains a nested tool-result unsupported by this "
+        raise UnsupportedStageRefusal(f"format v3 tool/result at seq {seq} contains a nested tool-result unsupported by this "
                            "converter", seq=seq)
     out: dict[str, Any] = {"role": "tool", "source": source, "toolCallId": wrapper["toolCallId"], "content": inner}
     if "isError" in wrapper:
@@ -184,7 +186,7 @@ def child_subject(fact: dict[str, Any]) -> str:
 def check_child_source(value: Any) -> dict[str, Any]:
     """A supplied child fact needs ``childId``, counts and a ``descriptor`` key."""
     if not isinstance(value, dict) or not isinstance(value.get("childId"), str) or "descriptor" not in value:
-        raise StageRefusal("catalog migration requires historical child identity and descriptor evidence")
+        raise UnsupportedStageRefusal("catalog migration requires historical child identity and descriptor evidence")
     if not is_count(value.get("childCreatedAt")):
         raise StageRefusal("catalog child creation time must be a non-negative safe integer")
     if not is_count(value.get("descriptorCount")):
@@ -200,9 +202,9 @@ def child_catalog_fact(source: dict[str, Any]) -> dict[str, Any] | None:
         return None
     subject = child_subject(source)
     if not isinstance(d.get("provider"), str):
-        raise StageRefusal(f"{subject} has an invalid subagent descriptor provider")
+        raise UnsupportedStageRefusal(f"{subject} has an invalid subagent descriptor provider")
     if d["version"] != 1 and d.get("mode") not in ("continuable", "one-shot"):
-        raise StageRefusal(f"{subject} has an invalid subagent descriptor mode")
+        raise UnsupportedStageRefusal(f"{subject} has an invalid subagent descriptor mode")
     entry: dict[str, Any] = {"version": 0, "childId": source["childId"], "childCreatedAt": source["childCreatedAt"],
                              "mode": "continuable" if d["version"] == 1 else d["mode"]}
     if "label" in d:
@@ -223,9 +225,10 @@ class V3ToV4:
     target_version = 4
 
     def __init__(self, source_header: dict[str, Any], *, child_facts: list[dict[str, Any]] | None,
-                 projection: bool = False) -> None:
+                 projection: bool = False, system_prompt_plugins: Iterable[str] = ()) -> None:
         if child_facts is None:
-            raise StageRefusal(NEED_FACTS)
+            raise UnsupportedStageRefusal(NEED_FACTS)
+        self._prompt = UPSTREAM_SYSTEM_PROMPT_PLUGINS | frozenset(system_prompt_plugins)
         facts = [check_child_source(f) for f in child_facts]
         self._facts = sorted(facts, key=lambda f: (f["childCreatedAt"], _utf16_key(f["childId"])))
         self._sid = source_header.get("id")
@@ -290,7 +293,7 @@ class V3ToV4:
                 new["seq"] = target
                 out.append(new)
                 return out
-            raise StageRefusal(f"format v3 contains unknown event type {_js(t)} at seq {seq}", seq=seq)
+            raise UnsupportedStageRefusal(f"format v3 contains unknown event type {_js(t)} at seq {seq}", seq=seq)
 
         new = self._remap(event, target, seq)  # type: ignore[arg-type]
         self._map.record(seq, target)  # type: ignore[arg-type]
@@ -309,7 +312,7 @@ class V3ToV4:
             fact = catalog_fact(data)
             cid = fact["childId"]
             if cid in existing:
-                raise StageRefusal(f"duplicate catalog child {cid}")
+                raise UnsupportedStageRefusal(f"duplicate catalog child {cid}")
             existing[cid] = fact
         if self.source_cut is not None and self.source_cut != self._cut_src:
             raise StageRefusal("format v3 inherited cut disagrees with its source marker")
@@ -323,7 +326,7 @@ class V3ToV4:
             if have is not None:
                 if have.get("childCreatedAt") != source["childCreatedAt"] or (
                         fact is not None and any(have.get(k) != fact.get(k) for k in ("mode", "label"))):
-                    raise StageRefusal(f"{child_subject(source)} conflicts with its parent catalog")
+                    raise UnsupportedStageRefusal(f"{child_subject(source)} conflicts with its parent catalog")
                 continue
             entry = fact if fact is not None else {"version": 1, "childId": cid,
                                                    "childCreatedAt": source["childCreatedAt"], "mode": "unknown"}
@@ -358,7 +361,7 @@ class V3ToV4:
         if not is_count(gen):
             raise StageRefusal("format v3 delivery marker generation must be a non-negative safe integer", seq=seq)
         if gen == 4:
-            raise StageRefusal("format v3 delivery marker claims target format v4", seq=seq)
+            raise UnsupportedStageRefusal("format v3 delivery marker claims target format v4", seq=seq)
         if gen != 3:
             return
         through, sid = data.get("throughSeq"), data.get("sessionId")
@@ -416,12 +419,12 @@ class V3ToV4:
         if not isinstance(data, dict):
             return ev
         if t == "user/message":
-            m = _message(data, seq)
+            m = _message(data, seq, self._prompt)
             return ev if m is data else {**ev, "data": m}
-        if t in _MESSAGE_EVENTS:
+        if t in WRAPPED_MESSAGE_TYPES:
             if not isinstance(data.get("message"), dict):
                 raise StageRefusal(f"{t} requires a message", seq=seq)
-            m = _message(data["message"], seq)
+            m = _message(data["message"], seq, self._prompt)
             if t == "tool/result" and m.get("role") == "user":
                 m = lift_tool_result(m, seq)
             return ev if m is data["message"] else {**ev, "data": {**data, "message": m}}
@@ -435,7 +438,7 @@ class V3ToV4:
         for m in msgs:
             if not isinstance(m, dict):
                 raise StageRefusal(f"{t} requires message objects", seq=seq)
-            mapped.append(_message(m, seq))
+            mapped.append(_message(m, seq, self._prompt))
         if all(a is b for a, b in zip(mapped, msgs)):
             return ev
         return {**ev, "data": {**data, key: mapped}}
@@ -448,7 +451,7 @@ class V3ToV4:
         d = data
         if t == "user/message":
             d = _tag_message(data, seq)
-        elif t in _MESSAGE_EVENTS and isinstance(data.get("message"), dict):
+        elif t in WRAPPED_MESSAGE_TYPES and isinstance(data.get("message"), dict):
             m = _tag_message(data["message"], seq)
             if m is not data["message"]:
                 d = {**data, "message": m}
@@ -489,6 +492,5 @@ class V3ToV4:
 
 
 def _js(value: Any) -> str:
-    from ._common import js_string
-
-    return js_string(str(value))
+    """``JSON.stringify(String(value))``: how dsh quotes a value inside a refusal."""
+    return stringify(js_string(value))

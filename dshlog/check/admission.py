@@ -1,0 +1,387 @@
+"""dsh's v4 row admission, per event type (FORMAT §5.1), as ``validate`` applies it.
+
+What a released reader checks of every v4 row before anything else: message
+slots with producer-owned sources, retired syntax (``tool-result`` wrappers,
+``header.system``), system message block fields, tool/result tool roles, fork
+closer identities, request headers; plus the settlement, stream and turn fields.
+Composed from the message-shape rules (:mod:`.shapes`) where both check the same
+thing, so one defect has one text.  ``validate`` alone runs these (the fold's
+commands do not import this module).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol.jsjson import js_string
+from ..protocol.texts import CLOSER_ERROR, TOOL_NOT_STARTED, closer_message_prefix
+from ..protocol.values import is_count, is_safe_integer
+from ..protocol.vocabulary import IMAGE_MEDIA_TYPES, REQUEST_REASONS, SURFACE_TYPES_V4, TOOL_CHANGE_BLOCKS, TURN_END_KINDS
+from .common import DECIMAL, is_record, nonempty_str
+from .problems import Problem, Reporter, Severity
+from .shapes import check_content, check_identified, check_role, check_settlement, check_typed_source
+from .streams import check_stream, check_stream_blocks
+
+__all__ = ["check_data", "check_request_header"]
+
+_NOT_STARTED_ERROR = CLOSER_ERROR[False]
+_FORKED_PREFIX = closer_message_prefix("forked", "")[:-1]  # "forked-tool-result-"
+# Types whose non-object data ``check_data`` reports ("<type> requires an object"); a
+# tool/result's is the shared rule's to report.
+_OBJECT_DATA = (SURFACE_TYPES_V4 - {"tool/result"}) | {
+    "assistant/attempt",
+    "turn/start",
+    "turn/end",
+    "step/start",
+    "step/end",
+    "tool/call",
+}
+
+
+def _report(report: Reporter, message: str, index: int) -> None:
+    report.report(Problem("message", message, seq=index))
+
+
+def retired_wrapper_text(etype: str, index: int) -> str:
+    """dsh's v4 refusal of a released ``tool-result`` wrapper inside ``etype``'s content."""
+    return f"format v4 {etype} at seq {index} content must not contain a released tool-result wrapper"
+
+
+# --------------------------------------------------------------------------- message slots
+
+
+def check_producer_source(message: dict, index: int, report: Reporter) -> None:
+    """dsh's v4 source rule: a nonempty kind that is not the retired ``plugin``."""
+    source = message.get("source")
+    if not is_record(source) or not nonempty_str(source.get("kind")) or source.get("kind") == "plugin":
+        _report(report, "format v4 message requires a producer-owned source kind", index)
+
+
+def check_blocks(content: Any, index: int, retired: str, report: Reporter, *, tool_changes: bool = True) -> None:
+    """Content blocks: objects with a type; no retired wrappers; tool changes only for developers.
+
+    ``tool_changes=False`` where the shared data rule already judges tool-change
+    blocks (the five surface slots), so each is reported once.
+    """
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            _report(report, f"format v4 content block at seq {index} requires an object with a string type", index)
+            continue
+        kind = block["type"]
+        if kind == "tool-result":
+            report.report(Problem("retired", retired, seq=index))
+        elif tool_changes and kind in TOOL_CHANGE_BLOCKS:
+            _report(report, f"format v4 {kind} requires developer role", index)
+
+
+def _check_role_unless_developer(etype: str, message: dict, index: int, report: Reporter) -> None:
+    """``validate``'s role check: a developer role is the shared data rule's to report, once."""
+    if message.get("role") != "developer":
+        check_role(etype, message, index, report)
+
+
+def check_ordinary_message(etype: str, message: dict, index: int, report: Reporter) -> None:
+    """Identity, role, source and content of the message of a user or assistant event."""
+    check_identified(etype, message, index, report)
+    _check_role_unless_developer(etype, message, index, report)
+    check_producer_source(message, index, report)
+    if check_content(etype, message, index, report):
+        check_blocks(message["content"], index, retired_wrapper_text(etype, index), report, tool_changes=False)
+
+
+def check_slot_message(etype: str, message: dict, index: int, retired: str, report: Reporter) -> None:
+    """Messages embedded in log-only events (inbox insertions, title requests)."""
+    check_producer_source(message, index, report)
+    if message.get("role") == "developer":
+        _report(report, "format v4 developer/message and developer role must occur together", index)
+    check_blocks(message.get("content"), index, retired, report)
+
+
+def _positive_counts(subject: str, data: dict, index: int, report: Reporter) -> None:
+    for field in ("turn", "step"):
+        if not is_count(data.get(field)):
+            _report(report, f"{subject} {field} must be a non-negative safe integer", index)
+        elif data[field] == 0:
+            _report(report, f"{subject} {field} must be positive", index)
+
+
+def check_system_message(data: dict, index: int, report: Reporter) -> None:
+    """``system/message``: positive turn and step, the message shape, and known block fields."""
+    etype = "system/message"
+    _positive_counts("format v4 system/message", data, index, report)
+    message = data.get("message")
+    check_identified(etype, message, index, report)
+    if not isinstance(message, dict):
+        return
+    _check_role_unless_developer(etype, message, index, report)
+    check_producer_source(message, index, report)
+    source = message.get("source")
+    if is_record(source) and nonempty_str(source.get("kind")):
+        check_typed_source(etype, source, index, report)
+    if not check_content(etype, message, index, report):
+        return
+    for block in message["content"]:
+        if not isinstance(block, dict):
+            _report(report, "format v4 system content block requires an object", index)
+            continue
+        kind = block.get("type")
+        if not nonempty_str(kind):
+            _report(report, "format v4 system content type requires a string with content", index)
+        elif kind in ("text", "reasoning"):
+            if not isinstance(block.get("text"), str):
+                _report(report, "format v4 system content text requires a string", index)
+        elif kind == "tool-call":
+            if not nonempty_str(block.get("id")):
+                _report(report, "format v4 system tool-call id requires a string with content", index)
+            if not nonempty_str(block.get("name")):
+                _report(report, "format v4 system tool-call name requires a string with content", index)
+            if not isinstance(block.get("arguments"), str):
+                _report(report, "format v4 system tool-call arguments requires a string", index)
+        elif kind == "image":
+            _check_image(block.get("attachment"), index, report)
+        elif kind == "tool-result":
+            report.report(Problem("retired", "format v4 system content rejects retired tool-result wrappers", seq=index))
+
+
+def _check_image(attachment: Any, index: int, report: Reporter) -> None:
+    if not isinstance(attachment, dict):
+        _report(report, "format v4 system image attachment requires an object", index)
+        return
+    if not nonempty_str(attachment.get("attachmentId")):
+        _report(report, "format v4 system image attachmentId requires a string with content", index)
+    media = attachment.get("mediaType")
+    if not isinstance(media, str) or media not in IMAGE_MEDIA_TYPES:
+        _report(report, "format v4 system image requires a supported mediaType", index)
+    if not is_count(attachment.get("bytes")):
+        _report(report, "system image bytes must be a non-negative safe integer", index)
+    for field in ("width", "height"):
+        if not is_count(attachment.get(field)) or attachment.get(field) == 0:
+            _report(report, f"format v4 system image {field} must be positive", index)
+    if "name" in attachment and not isinstance(attachment["name"], str):
+        _report(report, "format v4 system image name requires a string", index)
+    if "originalDimensions" in attachment:
+        original = attachment["originalDimensions"]
+        if not isinstance(original, dict):
+            _report(report, "format v4 system image originalDimensions requires an object", index)
+        else:
+            for field in ("width", "height"):
+                if not is_count(original.get(field)) or original.get(field) == 0:
+                    _report(report, f"format v4 system image original {field} must be positive", index)
+
+
+def check_developer_message(data: dict, index: int, report: Reporter) -> None:
+    """Developer data beyond the shared data rules (toolName, inline tools, headerSeq are theirs)."""
+    message = data.get("message")
+    _positive_counts("developer/message", data, index, report)
+    if not isinstance(message, dict):
+        _report(report, "format v4 developer/message requires turn, step, and a developer message", index)
+        return
+    source = message.get("source")
+    if (
+        not nonempty_str(message.get("id"))
+        or not isinstance(message.get("content"), list)
+        or not isinstance(source, dict)
+        or not nonempty_str(source.get("kind"))
+        or source.get("kind") == "plugin"
+    ):
+        _report(report, "format v4 developer message requires id, role, content, and a producer-owned source", index)
+    check_blocks(message.get("content"), index, retired_wrapper_text("developer/message", index), report, tool_changes=False)
+
+
+def check_tool_result_message(event: dict, data: dict, index: int, report: Reporter) -> None:
+    """``tool/result``: the message shape, dsh's v4 tool-role rules, and the fork closer identity."""
+    etype = "tool/result"
+    subject = f"format v4 tool/result at seq {index}"
+    message = data.get("message")
+    check_identified(etype, message, index, report)
+    if not isinstance(message, dict):
+        return
+    source = message.get("source")
+    tcid = message.get("toolCallId")
+    _check_role_unless_developer(etype, message, index, report)
+    if not nonempty_str(tcid) or not isinstance(source, dict) or source.get("callId") != tcid:
+        _report(report, f"{subject} requires toolCallId matching its tool source", index)
+    check_typed_source(etype, source if isinstance(source, dict) else {}, index, report)
+    check_producer_source(message, index, report)
+    if check_content(etype, message, index, report):
+        check_blocks(message["content"], index, f"{subject} content must not contain a released tool-result wrapper", report, tool_changes=False)
+    if "isError" in message and not isinstance(message["isError"], bool):
+        _report(report, f"{subject} isError must be boolean when present", index)
+    if "error" in data and message.get("isError") is not True:
+        _report(report, f"{subject} carries error metadata for a non-error tool result", index)
+    for field in ("turn", "step"):
+        if not is_count(data.get(field)):
+            _report(report, f"{subject} {field} must be a non-negative safe integer", index)
+    _check_fork_result(event, data, message, index, report)
+
+
+def _check_fork_result(event: dict, data: dict, message: dict, index: int, report: Reporter) -> None:
+    """A fork's not-started closer has one exact identity (FORMAT §5.1)."""
+    error = data.get("error")
+    mid = message.get("id")
+    if not (isinstance(error, dict) and error.get("code") == TOOL_NOT_STARTED):
+        return
+    if not (isinstance(mid, str) and mid.startswith(_FORKED_PREFIX)):
+        return
+    source = message.get("source")
+    call_id = source.get("callId") if isinstance(source, dict) else None
+    prefix = closer_message_prefix("forked", js_string(call_id))
+    suffix = mid[len(prefix):] if mid.startswith(prefix) else ""
+    op = event.get("surfaceOp")
+    replacement = isinstance(op, dict) and op.get("op") == "replace"
+    number = int(suffix) if DECIMAL.fullmatch(suffix) else None
+    sources = event.get("sourceEventSeqs")
+    content = message.get("content")
+    text = content[0] if isinstance(content, list) and len(content) == 1 else None
+    ok = (
+        isinstance(call_id, str)
+        and mid.startswith(prefix)
+        and number is not None
+        and is_safe_integer(number)
+        and (number < index if replacement else number == index)
+        and error.get("name") == _NOT_STARTED_ERROR["name"]
+        and (replacement or ("sourceEventSeqs" not in event and op == "append"))
+        and (not replacement or (isinstance(sources, list) and sources == [number]))
+        and message.get("role") == "tool"
+        and message.get("isError") is True
+        and message.get("toolCallId") == call_id
+        and isinstance(source, dict)
+        and source.get("kind") == "tool"
+        and isinstance(text, dict)
+        and text.get("type") == "text"
+        and isinstance(text.get("text"), str)
+    )
+    if not ok:
+        _report(report, "invalid V4 not-started fork result", index)
+
+
+# --------------------------------------------------------------------------- per event
+
+
+def check_request_header(data: Any, index: int, report: Reporter) -> None:
+    """``request/header`` rules: shape, retired ``system``, route, reason, defaults, tools."""
+
+    def problem(text: str, code: str = "message", value: Any = None) -> None:
+        report.report(Problem(code, text, seq=index, value=value))
+
+    if not isinstance(data, dict) or not isinstance(data.get("header"), dict):
+        problem("format v4 request/header requires data and header objects", "retired")
+        return
+    header = data["header"]
+    if "system" in header:
+        problem("format v4 request/header rejects retired header.system", "retired")
+    config = header.get("config")
+    cfg = config if isinstance(config, dict) else {}
+    if not nonempty_str(cfg.get("provider")) or not nonempty_str(cfg.get("model")):
+        problem(f"seed request/header at index {index} lacks provider/model")
+    reason = data.get("reason")
+    if not isinstance(reason, str) or reason not in REQUEST_REASONS:
+        problem(f"request/header at seq {index} has an invalid reason {reason!r}")
+    if "startsSeries" in data and data["startsSeries"] is not True:
+        problem(f"request/header at seq {index} startsSeries must be true when present")
+    if "reasoningEffort" in cfg and not nonempty_str(cfg["reasoningEffort"]):
+        problem(f"request/header at seq {index} reasoningEffort must be a nonempty string")
+    if "adapterDefaults" in header:
+        defaults = header["adapterDefaults"]
+        if not isinstance(defaults, dict) or any(
+            key not in ("reasoningEffort", "maxTokens") or value is not True or key not in cfg
+            for key, value in defaults.items()
+        ):
+            problem(f"request/header at seq {index} has invalid adapterDefaults")
+    if "tools" in header:
+        tools = header["tools"]
+        if not isinstance(tools, list):
+            problem(f"request/header at seq {index} tools must be an array", value=tools)
+        else:
+            for tool in tools:
+                if isinstance(tool, dict) and "deferLoading" in tool and tool["deferLoading"] is not True:
+                    problem("format v4 tool deferLoading must be true when present")
+
+
+def check_data(etype: str, event: dict, data: Any, index: int, report: Reporter) -> None:  # noqa: C901
+    """``validate``'s per-type data rules for a known event (beyond :func:`check_event_data`)."""
+    subject = f"{etype} at seq {index}"
+
+    def problem(text: str, severity: Severity = Severity.ERROR) -> None:
+        report.report(Problem("message", text, severity=severity, seq=index))
+
+    if etype == "request/header":
+        check_request_header(data, index, report)
+        return
+    if not isinstance(data, dict):
+        if etype in _OBJECT_DATA:
+            problem(f"{etype} requires an object")
+        return
+    retired = retired_wrapper_text(etype, index)
+    if etype == "user/message":
+        check_ordinary_message(etype, data, index, report)
+    elif etype == "system/message":
+        check_system_message(data, index, report)
+    elif etype == "developer/message":
+        check_developer_message(data, index, report)
+    elif etype == "assistant/message":
+        _check_settlement(etype, data, index, report)
+        message = data.get("message")
+        if not isinstance(message, dict):
+            check_identified(etype, message, index, report)
+        else:
+            check_ordinary_message(etype, message, index, report)
+            source = message.get("source")
+            if isinstance(source, dict):
+                check_typed_source(etype, source, index, report)
+            content = message.get("content")
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool-call":
+                    if not nonempty_str(block.get("id")):
+                        problem(f"{subject}: tool call id requires a nonempty string")
+                    if not isinstance(block.get("name"), str) or not isinstance(block.get("arguments"), str):
+                        problem(f"{subject}: tool-call blocks need a string name and arguments")
+        if "interrupted" in data and data["interrupted"] is not True:
+            problem(f"{subject}: interrupted must be true when present")
+        check_stream_blocks(data, index, retired, report)
+    elif etype == "assistant/attempt":
+        _check_settlement(etype, data, index, report)
+        check_stream_blocks(data, index, retired, report)
+    elif etype == "tool/result":
+        check_tool_result_message(event, data, index, report)
+    elif etype in ("agent/inbox/spliced", "session/title-llm-request"):
+        messages = data.get("inserted" if etype == "agent/inbox/spliced" else "messages")
+        for message in messages if isinstance(messages, list) else []:
+            if isinstance(message, dict):
+                check_slot_message(etype, message, index, retired, report)
+    elif etype == "team/message/queued":
+        message = data.get("message")
+        if isinstance(message, dict):
+            check_blocks(message.get("content"), index, retired, report)
+    elif etype == "compaction/summary":
+        check_blocks(data.get("summary"), index, retired, report)
+        check_blocks(data.get("rawOutput"), index, retired, report)
+    elif etype == "tool/ptc-dispatch":
+        check_blocks(data.get("content"), index, retired, report)
+    elif etype in ("turn/start", "step/start", "step/end", "turn/end"):
+        if not is_count(data.get("turn")) or data.get("turn") == 0:
+            problem(f"{subject}: turn must be a positive safe integer")
+        if etype.startswith("step/") and (not is_count(data.get("step")) or data.get("step") == 0):
+            problem(f"{subject}: step must be a positive safe integer")
+        if etype == "turn/end":
+            reason = data.get("reason")
+            if not isinstance(reason, dict) or not nonempty_str(reason.get("kind")):
+                problem(f"{subject}: reason must be an object with a kind")
+            elif reason["kind"] not in TURN_END_KINDS:
+                problem(f"{subject}: unknown turn/end reason kind {reason['kind']!r}", Severity.WARNING)
+    elif etype == "tool/call":
+        if not nonempty_str(data.get("callId")):
+            problem(f"{subject}: tool call id requires a nonempty string")
+        if not isinstance(data.get("name"), str) or not isinstance(data.get("arguments"), str):
+            problem(f"{subject}: tool/call needs a string name and arguments")
+
+
+def _check_settlement(etype: str, data: dict, index: int, report: Reporter) -> None:
+    """Settlement fields (positive counts) and the records of the embedded stream."""
+    if check_settlement(etype, data, index, report) and (data["turn"] == 0 or data["step"] == 0):
+        report.report(Problem("message", f"{etype} at seq {index}: turn and step must be positive", seq=index))
+    stream = data.get("stream")
+    if isinstance(stream, list):
+        check_stream(stream, index, report)

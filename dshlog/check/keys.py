@@ -1,0 +1,81 @@
+"""Identity keys of JSON values, for the whole-log facts ``validate`` remembers.
+
+PTC starts and retry chains must be remembered for the whole log, so they are
+kept as 16-byte digests instead of the values.  Any JSON value a reader can
+produce must have a key: a lone surrogate (``"\\ud800"`` is valid JSON) or an
+integer beyond 64 bits is not plain JSON to orjson, so those values take a
+slower exact encoding instead of crashing the run.  (Only ``validate`` imports
+this module: hashlib loads OpenSSL, which the fold's commands need not pay for.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from typing import Any
+
+from ..protocol.jsjson import key_bytes
+
+__all__ = ["attempt_key", "fact_key", "value_digest", "value_key"]
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` with object keys sorted, as nested tuples tagged by JSON kind (for :func:`_exact_bytes`)."""
+    if isinstance(value, dict):
+        return ("o", tuple(sorted((str(k), _canonical(v)) for k, v in value.items())))
+    if isinstance(value, list):
+        return ("a", tuple(_canonical(v) for v in value))
+    return (type(value).__name__, value)
+
+
+def _exact_bytes(value: Any) -> bytes:
+    """Exact, key-order-free bytes of a value orjson refuses (lone surrogates, huge integers)."""
+    return b"\x00exact:" + repr(_canonical(value)).encode("utf-8", "surrogatepass")
+
+
+def _identity_bytes(value: Any) -> bytes:
+    """Key-order-free bytes that are equal exactly when the JSON values are (orjson when it can)."""
+    try:
+        return key_bytes(value, sort_keys=True)
+    except TypeError:
+        # Every value orjson refuses takes this path, so equal values still meet on equal bytes.
+        return _exact_bytes(value)
+
+
+def value_digest(*values: Any) -> bytes:
+    """Order-insensitive 16-byte digest of JSON values: keeps PTC starts comparable without keeping them."""
+    return hashlib.blake2b(_identity_bytes(list(values)), digest_size=16).digest()
+
+
+def value_key(value: Any) -> Any:
+    """Hashable stand-in for a JSON value (for chain keys of arbitrary payload values)."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return (type(value).__name__, value)
+    return ("json", _identity_bytes(value))
+
+
+_UNIQUE = itertools.count()
+
+
+def fact_key(*values: Any) -> bytes:
+    """16-byte digest standing for ``tuple(value_key(v) for v in values)``, with the same equality.
+
+    Retry facts must be remembered for the whole log; a digest costs one small
+    bytes object where the tuples cost several objects per value.  ``-0.0`` is
+    folded into ``0.0`` and a NaN never equals anything, as with the tuples.
+    """
+    parts = []
+    for value in values:
+        if type(value) is float:
+            if value != value:
+                return b"nan" + next(_UNIQUE).to_bytes(13, "big")  # unequal to every other key
+            if value == 0:
+                value = 0.0
+        parts.append(value_key(value))
+    return hashlib.blake2b(repr(tuple(parts)).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def attempt_key(rid: str, attempt: Any) -> bytes:
+    """Digest of a scheduled ``(retryId, retry)`` pair, equal exactly when the pair is (``1.0 == 1``)."""
+    raw = rid.encode("utf-8", "surrogatepass") + b"\x00" + str(int(attempt)).encode()
+    return hashlib.blake2b(raw, digest_size=16).digest()

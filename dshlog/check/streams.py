@@ -1,0 +1,177 @@
+"""Stream-record rules of a settlement's embedded ``stream`` (SEMANTICS §1.5, FORMAT §5.1).
+
+A settlement embeds tens of stream records and the runs hold most of a v4 log's
+integers, so checking them one call per record was a fifth of ``validate``.
+:func:`_stream_passes` decides the common, well-formed case in one loop with the
+integer checks done once over the whole stream in C; only a stream it cannot
+prove goes through :func:`check_stream_record`, which words the problems.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from ..protocol.values import MAX_SAFE_INTEGER, is_count, is_safe_integer
+from ..protocol.vocabulary import TOOL_CHANGE_BLOCKS
+from .common import nonempty_str
+from .problems import Problem, Reporter
+
+__all__ = ["check_stream", "check_stream_blocks", "check_stream_record"]
+
+_STR_ONLY = frozenset((str,))
+_INT_ONLY = frozenset((int,))
+
+_CHUNK_KEYS = frozenset({"type", "time", "chunk"})
+_TEXT_RUN_KEYS = frozenset({"type", "time0", "index", "dt", "texts"})
+_TOOL_RUN_KEYS = frozenset({"type", "time0", "index", "dt", "id", "args"})
+_TOOL_RUN_NAMED_KEYS = _TOOL_RUN_KEYS | {"name"}
+_RUN_MEMBERS = {"text-chunks": "texts", "reasoning-chunks": "texts", "tool-call-chunks": "args"}
+
+
+def _stream_passes(stream: list) -> bool:
+    """Whether every record of ``stream`` certainly passes :func:`check_stream_record`.
+
+    ``False`` means only "not proven": the caller then runs the exact per-record
+    checks, which word the problems.
+    """
+    ints: list = []  # every time/time0/index scalar
+    dts: list[list] = []
+    strings: list[list] = []
+    for record in stream:
+        if type(record) is not dict:
+            return False
+        kind = record.get("type")
+        keys = record.keys()
+        if kind == "chunk":
+            chunk = record.get("chunk")
+            if keys != _CHUNK_KEYS or type(chunk) is not dict or type(chunk.get("type")) is not str:
+                return False
+            ints.append(record["time"])
+            continue
+        if kind == "text-chunks" or kind == "reasoning-chunks":
+            if keys != _TEXT_RUN_KEYS:
+                return False
+            members = record["texts"]
+        elif kind == "tool-call-chunks":
+            if keys != _TOOL_RUN_KEYS:
+                name = record.get("name")
+                if keys != _TOOL_RUN_NAMED_KEYS or type(name) is not str or not name:
+                    return False
+            cid = record["id"]
+            if type(cid) is not str or not cid:
+                return False
+            members = record["args"]
+        else:
+            return False
+        dt = record["dt"]
+        index = record["index"]
+        if (
+            type(members) is not list
+            or type(dt) is not list
+            or not members
+            or len(dt) != len(members) - 1
+            or type(index) is not int
+            or index < 0
+        ):
+            return False
+        ints.append(record["time0"])
+        ints.append(index)
+        dts.append(dt)
+        strings.append(members)
+    if not set(map(type, itertools.chain.from_iterable(strings))) <= _STR_ONLY:
+        return False
+    ints.extend(itertools.chain.from_iterable(dts))
+    if not ints:
+        return True
+    return (
+        set(map(type, ints)) <= _INT_ONLY
+        and -MAX_SAFE_INTEGER <= min(ints)
+        and max(ints) <= MAX_SAFE_INTEGER
+    )
+
+
+def _safe_int_list(values: list) -> bool:
+    """Every member a safe integer; C-level type and bound checks first (streams hold many)."""
+    if not values:
+        return True
+    if set(map(type, values)) <= _INT_ONLY:
+        return -MAX_SAFE_INTEGER <= min(values) and max(values) <= MAX_SAFE_INTEGER
+    return all(is_safe_integer(d) for d in values)  # floats such as 1.0 are judged one by one
+
+
+def check_stream(stream: list, index: int, report: Reporter) -> None:
+    """Every record of the stream of the settlement at ``index`` (the one-pass proof first)."""
+    if not _stream_passes(stream):
+        for pos, record in enumerate(stream):
+            check_stream_record(record, index, pos, report)
+
+
+def check_stream_record(record: Any, index: int, pos: int, report: Reporter) -> None:
+    """Exact key sets and run lengths of one stream record (SEMANTICS §1.5)."""
+    where = f"stream record {pos} of seq {index}"
+
+    def problem(text: str) -> None:
+        report.report(Problem("stream", f"{where} {text}", seq=index))
+
+    if not isinstance(record, dict):
+        problem("must be an object")
+        return
+    kind = record.get("type")
+    keys = set(record)
+    if kind == "chunk":
+        if keys != _CHUNK_KEYS:
+            problem("(chunk) must have exactly type, time, chunk")
+        if not is_safe_integer(record.get("time")):
+            problem("time must be a safe integer")
+        chunk = record.get("chunk")
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("type"), str):
+            problem("chunk must be an object with a string type")
+        return
+    if isinstance(kind, str) and kind in _RUN_MEMBERS:
+        members_key = _RUN_MEMBERS[kind]
+        expected = set(_TEXT_RUN_KEYS if members_key == "texts" else _TOOL_RUN_KEYS)
+        if kind == "tool-call-chunks":
+            if "name" in record:
+                expected.add("name")
+                if not nonempty_str(record["name"]):
+                    problem("name must be a nonempty string when present")
+            if not nonempty_str(record.get("id")):
+                problem("id must be a nonempty string")
+    else:
+        problem(f"has unknown record type {kind!r}")
+        return
+    if keys != expected:
+        problem(f"({kind}) must have exactly {', '.join(sorted(expected))}")
+    if not is_safe_integer(record.get("time0")):
+        problem("time0 must be a safe integer")
+    if not is_count(record.get("index")):
+        problem("index must be a non-negative safe integer")
+    members = record.get(members_key)
+    dt = record.get("dt")
+    if not isinstance(members, list) or not members or not set(map(type, members)) <= _STR_ONLY:
+        problem(f"{members_key} must be a nonempty array of strings")
+    if not isinstance(dt, list) or not _safe_int_list(dt):
+        problem("dt must be an array of safe integers")
+    elif isinstance(members, list) and members and len(dt) != len(members) - 1:
+        problem(f"dt must have one entry fewer than {members_key} ({len(dt)} vs {len(members)})")
+
+
+def check_stream_blocks(data: dict, index: int, retired: str, report: Reporter) -> None:
+    """Raw stream chunks may not carry retired wrappers or developer-only blocks."""
+    stream = data.get("stream")
+    for record in stream if isinstance(stream, list) else []:
+        if not isinstance(record, dict) or record.get("type") != "chunk" or not isinstance(record.get("chunk"), dict):
+            continue
+        chunk = record["chunk"]
+        block_type = None
+        if chunk.get("type") == "block-end" and isinstance(chunk.get("block"), dict):
+            block_type = chunk["block"].get("type")
+        elif chunk.get("type") == "block-start":
+            block_type = chunk.get("blockType")
+        if not isinstance(block_type, str):
+            continue  # the stream record checks report malformed chunks
+        if block_type == "tool-result":
+            report.report(Problem("retired", retired, seq=index))
+        elif block_type in TOOL_CHANGE_BLOCKS:
+            report.report(Problem("message", "format v4 tool-change blocks require developer role", seq=index))

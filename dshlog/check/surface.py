@@ -1,0 +1,604 @@
+"""The surface fold: which events the model sees, in which order (SEMANTICS §2).
+
+dsh keeps no message array; the model view is folded from the log on demand.
+Each surface event either *appends* its seq or *replaces* a contiguous span of
+current nodes with its own seq.  We reproduce that fold exactly, with dsh's own
+checks in dsh's order and its exact error texts, so a log dsh would refuse is
+refused here with the same words.  The rules other consumers share (message
+shapes, :mod:`.shapes`; event data, :mod:`.data`) report to raising reporters
+here, so the fold stops at the first problem with the error type its callers
+catch, while ``validate`` runs the same rules and collects every problem.  The
+surface rules themselves (markers, sources, spans, the protected head, tool
+result rewrites, image offloads) are the fold's own.
+
+The fold is incremental and atomic per event (validate everything, then
+mutate), and it keeps only what later steps need: the message payload of each
+*current* node, the tool lists of request headers (for ``developer/message``
+checks) and the replacement records.  A shadowed node's payload is dropped the
+moment it leaves the surface, so folding a log of hundreds of MB holds only
+the model view, never the log.  What must outlive the surface is stored
+compactly: header tools are shared between headers that declare the same list
+(seqs in an ``array``), and replacement records keep their shadowed seqs in an
+``array`` -- or only the most recent few when the caller does not want them.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from ..errors import CorruptLog, UnsupportedVersion
+from ..protocol.jsjson import UNDEFINED, js_string, json_equal, key_bytes
+from ..protocol.values import is_count
+from ..protocol.vocabulary import MESSAGE_PROJECTION_TYPES, SETTLEMENT_TYPES, SURFACE_TYPES_V4, V4_TYPES, message_of
+from .common import is_record
+from .data import check_event_data
+from .envelope import invalid_envelope
+from .problems import Raise
+from .shapes import check_message_shape
+
+__all__ = [
+    "RECENT_REPLACEMENTS",
+    "SETTLEMENT_TYPES",
+    "HeaderTools",
+    "SurfaceError",
+    "SurfaceFold",
+    "derive_message",
+    "fold",
+    "json_equal",
+]
+
+# Replacement records a fold keeps when the caller did not ask for all of them (display only).
+RECENT_REPLACEMENTS = 8
+
+
+class SurfaceError(CorruptLog):
+    """A surface fold rule failed; ``message`` is dsh's raw fold text."""
+
+
+# --------------------------------------------------------------------------- derivation (SEMANTICS §3)
+
+# Types whose empty-content message stays a node but derives nothing.
+_EMPTY_YIELDS_NOTHING = frozenset({"system/message", "developer/message", "assistant/message"})
+
+
+def derive_message(event_type: str, data: Any, projected: Mapping[str, Any] | None = None) -> dict | None:
+    """The message one surface node contributes, or ``None`` (SEMANTICS §3 step 2).
+
+    ``projected`` is the node's entry from a message projection (``image/offload``);
+    it wins even when its content is empty, because a projection only rewrites
+    content of a message that already reached the model.
+    """
+    if projected is not None:
+        return cast("dict[str, Any]", projected)
+    if event_type == "user/message":
+        return data if isinstance(data, dict) else None
+    if event_type in _EMPTY_YIELDS_NOTHING:
+        message = message_of(event_type, data)
+        if not isinstance(message, dict):
+            return None
+        content = message.get("content")
+        if isinstance(content, list) and len(content) == 0:
+            return None
+        return message
+    if event_type == "tool/result":
+        message = message_of(event_type, data)
+        return message if isinstance(message, dict) else None
+    return None
+
+
+# The fold's strict reporters: the shared rule families report, the fold refuses with
+# the error type its callers catch (CorruptLog for shapes, SurfaceError for data rules).
+_CORRUPT = Raise(CorruptLog)
+_REFUSE = Raise(SurfaceError)
+
+
+# --------------------------------------------------------------------------- the fold
+
+
+class _Node:
+    """What the fold keeps for one current node: its type and its stored payload.
+
+    ``payload`` is the event's ``data`` (a tool/result rewrite compares the
+    whole data), except for ``assistant/message`` where only ``{"message": …}``
+    is kept: its raw ``stream`` can be large and is never needed again.
+    """
+
+    __slots__ = ("type", "payload")
+
+    def __init__(self, etype: str, payload: Any) -> None:
+        self.type = etype
+        self.payload = payload
+
+    def message(self) -> Any:
+        return message_of(self.type, self.payload)
+
+
+class HeaderTools:
+    """The ``tools`` of every ``request/header`` so far, by seq.
+
+    Any earlier header may be cited (``developer/message.headerSeq``, toolHistory
+    definitions), so none can be forgotten; but long sessions re-log the same
+    tool list in every header.  Equal lists (same JSON bytes) are kept once and
+    shared, and the seqs live in an ``array('q')`` (8 bytes a header), so the
+    cost per header is two machine words instead of a copy of every schema.
+    """
+
+    __slots__ = ("_seqs", "_tools", "_shared")
+
+    def __init__(self) -> None:
+        self._seqs = array("q")  # header seqs, ascending (events arrive in seq order)
+        self._tools: list[Any] = []  # the (shared) tools value of each header
+        # JSON bytes of a tools list -> the first such list (bytes, not a digest: the key must be
+        # exact, and importing hashlib would load OpenSSL into every surface/requests run).
+        self._shared: dict[bytes, Any] = {}
+
+    def add(self, seq: int, tools: Any) -> None:
+        """Record the tools of the header at ``seq`` (which follows every recorded seq)."""
+        if isinstance(tools, list) and tools:
+            try:
+                raw = key_bytes(tools)
+            except TypeError:
+                pass  # not plain JSON (e.g. a 70-bit integer): keep this list as it is
+            else:
+                tools = self._shared.setdefault(raw, tools)
+        self._seqs.append(seq)
+        self._tools.append(tools)
+
+    def _index(self, seq: Any) -> int:
+        i = bisect_left(self._seqs, seq)
+        return i if i < len(self._seqs) and self._seqs[i] == seq else -1
+
+    def __contains__(self, seq: Any) -> bool:
+        return self._index(seq) >= 0
+
+    def __len__(self) -> int:
+        return len(self._seqs)
+
+    def __getitem__(self, seq: Any) -> Any:
+        i = self._index(seq)
+        if i < 0:
+            raise KeyError(seq)
+        return self._tools[i]
+
+    def get(self, seq: Any, default: Any = None) -> Any:
+        i = self._index(seq)
+        return self._tools[i] if i >= 0 else default
+
+
+class SurfaceFold:
+    """Incremental surface fold (SEMANTICS §2) with dsh's checks in dsh's order.
+
+    ``apply(event)`` validates one event completely, then commits it; on error
+    the state is untouched, so a caller can report the bad event and still
+    show the surface as it stood before it.
+
+    ``strict_unknown`` refuses an unknown type that is not ``ignorable`` (the
+    dsh read path refuses such a log); with ``False`` it is treated as log-only.
+    ``check_messages`` runs dsh's load-time message shape checks, without which
+    derivation could hand a malformed object to the model view.
+    ``keep_replacements`` keeps every replacement record for :attr:`replacements`
+    (what ``dshlog surface`` prints); without it only the last
+    ``RECENT_REPLACEMENTS`` are kept, because their shadowed seqs add up to
+    every surface event of the log and validation or request series only need
+    :attr:`replacement_count`.
+    """
+
+    def __init__(
+        self, *, strict_unknown: bool = True, check_messages: bool = True, keep_replacements: bool = True
+    ) -> None:
+        self.strict_unknown = strict_unknown
+        self.check_messages = check_messages
+        self.keep_replacements = keep_replacements
+        # A caller that runs check_event_data itself and folds only the events that pass
+        # it (the validator) switches this off; the rules are deterministic, so skipping
+        # them after a pass cannot change the outcome.
+        self.check_data = True
+        self.nodes: list[int] = []
+        # (seq, startSeq, endSeq, shadowed seqs); the seqs in an array, not as int objects.
+        self._replacements: list[tuple[int, Any, Any, array]] | deque[tuple[int, Any, Any, array]] = (
+            [] if keep_replacements else deque(maxlen=RECENT_REPLACEMENTS)
+        )
+        self.replacement_count = 0
+        self.replace_generation = 0
+        self.content_generation = 0
+        self.projected: dict[int, dict] = {}
+        self.next_seq = 0  # seq the next event must carry
+        self.shadowed_count = 0
+        self.surface_event_count = 0
+        self.unknown_types: dict[str, int] = {}  # tolerated (ignorable or non-strict) unknown types
+        self._node: dict[int, _Node] = {}
+        # Derived messages of the current nodes; appends extend it, replacements
+        # and projections drop it (rebuilt lazily), so asking for the messages
+        # at every settlement of a long log stays linear.
+        self._derived: list[dict] | None = []
+        # request/header seq -> its header tools (developer/message checks need any earlier header).
+        self._header_tools = HeaderTools()
+
+    # ------------------------------------------------------------------ public API
+
+    def apply(self, event: dict) -> None:
+        """Validate ``event`` as the next event of the log, then commit it."""
+        index = self.next_seq
+        if not isinstance(event, dict):
+            raise CorruptLog(invalid_envelope(index), seq=index)
+        seq = event.get("seq", UNDEFINED)
+        if not is_count(seq) or seq != index:
+            raise SurfaceError(f"session event seq {js_string(seq)} is not contiguous; expected {index}", seq=index)
+        etype = event.get("type")
+        if not isinstance(etype, str):
+            raise CorruptLog(f"{invalid_envelope(index)}: type must be a string", seq=index)
+        if "data" not in event:
+            raise CorruptLog(f"{invalid_envelope(index)}: data is missing", seq=index)
+        ignorable = event.get("ignorable") is True
+        known = etype in V4_TYPES
+        if not known:
+            if not ignorable and self.strict_unknown:
+                raise UnsupportedVersion(f'format v4 contains unknown event type "{etype}" at seq {index}', seq=index)
+        if self.check_messages:
+            check_message_shape(event, index, _CORRUPT)
+        if self.check_data:
+            check_event_data(event, f'session event "{etype}" at seq {index}', _REFUSE)
+        commit = self._plan(event, index, etype, known, ignorable)
+        commit()
+        if not known:
+            self.unknown_types[etype] = self.unknown_types.get(etype, 0) + 1
+        if etype == "request/header":
+            header = event["data"]["header"]
+            self._header_tools.add(index, header.get("tools"))
+        self.next_seq = index + 1
+
+    @property
+    def replacements(self) -> list[dict]:
+        """The replacement records, oldest first: ``{seq, start, end, shadowedSeqs}``.
+
+        Built on each access from the compact records (a new list each time).
+        With ``keep_replacements=False`` only the most recent ones are left.
+        """
+        return [
+            {"seq": seq, "start": start, "end": end, "shadowedSeqs": list(shadowed)}
+            for seq, start, end, shadowed in self._replacements
+        ]
+
+    def messages(self) -> list[dict]:
+        """Derived messages of the current surface (SEMANTICS §3), the stored objects themselves.
+
+        Returns a new list each call (the message objects are shared, not copied).
+        """
+        if self._derived is None:
+            derived: list[dict] = []
+            for seq in self.nodes:
+                node = self._node[seq]
+                message = derive_message(node.type, node.payload, self.projected.get(seq))
+                if message is not None:
+                    derived.append(message)
+            self._derived = derived
+        return list(self._derived)
+
+    def node_info(self) -> list[dict]:
+        """One record per current node: seq, type, role, id, empty, and its current message."""
+        out: list[dict] = []
+        for seq in self.nodes:
+            node = self._node[seq]
+            projected = self.projected.get(seq)
+            message = projected if projected is not None else node.message()
+            derived = derive_message(node.type, node.payload, projected)
+            out.append(
+                {
+                    "seq": seq,
+                    "type": node.type,
+                    "role": message.get("role") if isinstance(message, dict) else None,
+                    "id": message.get("id") if isinstance(message, dict) else None,
+                    "empty": derived is None,
+                    "message": message,
+                }
+            )
+        return out
+
+    # ------------------------------------------------------------------ planning (no mutation)
+
+    def _plan(self, event: dict, seq: int, etype: str, known: bool, ignorable: bool):  # noqa: C901
+        """Run every check of SEMANTICS §2.2 and return a closure that commits the event."""
+        op = self._surface_op(event, seq, etype, known, ignorable)
+        if op is not None and op != "append" and (op["startSeq"] >= seq or op["endSeq"] >= seq):
+            raise SurfaceError(
+                f"surface replace at seq {seq}: startSeq and endSeq must reference earlier events", seq=seq
+            )
+        if op is not None:
+            self._check_sources(event, seq, etype, [])
+        if etype == "developer/message":
+            self._check_developer_header(event, seq)
+        if etype in MESSAGE_PROJECTION_TYPES:
+            updates = self._project_image_offload(event)
+
+            def commit_projection() -> None:
+                self.projected.update(updates)
+                self.content_generation += 1
+                self._derived = None
+
+            return commit_projection
+        if op is None:
+            return _noop
+        payload = self._payload(etype, event["data"])
+        if op == "append":
+
+            def commit_append() -> None:
+                self.nodes.append(seq)
+                node = _Node(etype, payload)
+                self._node[seq] = node
+                self.surface_event_count += 1
+                if self._derived is not None:
+                    message = derive_message(etype, payload)
+                    if message is not None:
+                        self._derived.append(message)
+
+            return commit_append
+        start, end = op["startSeq"], op["endSeq"]
+        a, b = self._locate(start, end)
+        shadowed = self.nodes[a : b + 1]
+        self._check_sources(event, seq, etype, shadowed)
+        if etype == "tool/result":
+            self._check_tool_result_rewrite(event, shadowed)
+        if a == 0 and self.nodes and self._node[self.nodes[0]].type == "system/message":
+            if etype != "system/message" or len(shadowed) != 1:
+                raise SurfaceError(
+                    "surface replace: node 0 holds the system prompt and may be rewritten only by a "
+                    "system/message over exactly that node",
+                    seq=seq,
+                )
+
+        def commit_replace() -> None:
+            self.nodes[a : b + 1] = [seq]
+            projected = self.projected
+            for old in shadowed:
+                del self._node[old]
+                if projected:
+                    projected.pop(old, None)  # a projection only ever applies to a current node
+            self._node[seq] = _Node(etype, payload)
+            self.replace_generation += 1
+            self.content_generation += 1
+            self._derived = None
+            self.shadowed_count += len(shadowed)
+            self.surface_event_count += 1
+            self.replacement_count += 1
+            self._replacements.append((seq, start, end, array("q", shadowed)))
+
+        return commit_replace
+
+    @staticmethod
+    def _payload(etype: str, data: Any) -> Any:
+        if etype == "assistant/message":
+            return {"message": data.get("message") if isinstance(data, dict) else None}
+        return data
+
+    def _surface_op(self, event: dict, seq: int, etype: str, known: bool, ignorable: bool) -> Any:
+        """Rule A (marker eligibility): the event's op, or ``None`` for log-only."""
+        if etype not in SURFACE_TYPES_V4:
+            if not known and ignorable:
+                return None  # opaque metadata of an unknown ignorable event is never interpreted
+            if "surfaceOp" in event:
+                raise SurfaceError(f'session event "{etype}" is not surface-eligible and cannot carry surfaceOp', seq=seq)
+            if "sourceEventSeqs" in event:
+                raise SurfaceError(
+                    f'session event "{etype}" is not surface-eligible and cannot carry sourceEventSeqs', seq=seq
+                )
+            return None
+        if "surfaceOp" not in event:
+            raise SurfaceError(f'session event "{etype}" is surface-eligible and requires a surfaceOp marker', seq=seq)
+        op = event["surfaceOp"]
+        if op == "append" and isinstance(op, str):
+            return op
+        if not isinstance(op, dict):
+            raise SurfaceError(f'session event "{etype}" carries an invalid surfaceOp', seq=seq)
+        if not (
+            len(op) == 3
+            and "op" in op
+            and "startSeq" in op
+            and "endSeq" in op
+            and op["op"] == "replace"
+            and isinstance(op["op"], str)
+            and is_count(op["startSeq"])
+            and is_count(op["endSeq"])
+        ):
+            raise SurfaceError(f'session event "{etype}" carries an invalid replace surfaceOp', seq=seq)
+        return op
+
+    def _check_sources(self, event: dict, seq: int, etype: str, shadowed: list[int]) -> None:
+        """Rule B: ``sourceEventSeqs`` shape, then coverage of every shadowed node."""
+        present = "sourceEventSeqs" in event
+        raw = event.get("sourceEventSeqs")
+        if etype == "assistant/message" and present:
+            raise SurfaceError("assistant/message embeds its source stream and cannot carry sourceEventSeqs", seq=seq)
+        sources: set[int] = set()
+        if present:
+            if not isinstance(raw, list):
+                raise SurfaceError(f"sourceEventSeqs on event at seq {seq} must be an array when present", seq=seq)
+            if len(raw) == 0:
+                raise SurfaceError("sourceEventSeqs must not be empty", seq=seq)
+            non_earlier: Any = None
+            for member in raw:
+                if not is_count(member):
+                    raise SurfaceError(
+                        f'session event "{etype}" sourceEventSeqs must densely contain non-negative safe integers',
+                        seq=seq,
+                    )
+                sources.add(member)
+                if non_earlier is None and member >= seq:
+                    non_earlier = member
+            if len(sources) != len(raw):
+                raise SurfaceError("sourceEventSeqs must not contain duplicates", seq=seq)
+            if non_earlier is not None:
+                raise SurfaceError(
+                    f"sourceEventSeqs must reference earlier events: {js_string(non_earlier)} >= current seq {seq}", seq=seq
+                )
+        missing = [s for s in shadowed if s not in sources]
+        if missing:
+            raise SurfaceError(
+                "surface replace: sourceEventSeqs must include every shadowed surface node; missing "
+                + ", ".join(str(s) for s in missing),
+                seq=seq,
+            )
+
+    def _locate(self, start: Any, end: Any) -> tuple[int, int]:
+        """Rule C: positions of the declared span in the *current* surface."""
+        try:
+            a = self.nodes.index(start)
+        except ValueError:
+            raise SurfaceError(f"surface replace: start seq {js_string(start)} not found in surface", seq=self.next_seq) from None
+        try:
+            b = self.nodes.index(end)
+        except ValueError:
+            raise SurfaceError(f"surface replace: end seq {js_string(end)} not found in surface", seq=self.next_seq) from None
+        if a > b:
+            raise SurfaceError(
+                f"surface replace: start seq {js_string(start)} (index {a}) is after end seq {js_string(end)} (index {b})",
+                seq=self.next_seq,
+            )
+        return a, b
+
+    def _check_tool_result_rewrite(self, event: dict, shadowed: list[int]) -> None:
+        """Rule E: a tool/result may only rewrite the content of exactly one current tool/result."""
+        seq = self.next_seq
+        if len(shadowed) != 1:
+            raise SurfaceError("tool/result surface replacement must rewrite exactly one current node", seq=seq)
+        original = self._node[shadowed[0]]
+        if original.type != "tool/result":
+            raise SurfaceError("tool/result surface replacement must target a current tool/result", seq=seq)
+        if not json_equal(_blank_content(original.payload), _blank_content(event["data"])):
+            raise SurfaceError("tool/result surface replacement may change only content", seq=seq)
+
+    def _check_developer_header(self, event: dict, seq: int) -> None:
+        """Rule D: tool additions must resolve to complete definitions of an earlier header.
+
+        The shared data rules have run by now (here, or in a caller that folds only
+        the events that pass them), so the message's tool-change blocks are sound.
+        """
+        data = event["data"]
+        if not is_record(data) or "headerSeq" not in data:
+            return
+        header_seq = data["headerSeq"]
+        if not (is_count(header_seq) and header_seq < seq and header_seq in self._header_tools):
+            raise SurfaceError("developer/message headerSeq must reference an earlier request/header", seq=seq)
+        tools = self._header_tools[header_seq]
+        tools = tools if isinstance(tools, list) else []
+        content = data["message"].get("content") if is_record(data.get("message")) else None
+        for block in content if isinstance(content, list) else []:
+            if not is_record(block) or block.get("type") != "tool-addition":
+                continue
+            name = block.get("toolName")
+            definitions = [t for t in tools if is_record(t) and t.get("name") == name]
+            if len(definitions) != 1:
+                raise SurfaceError(
+                    f'developer/message tool-addition "{name}" must name exactly one tool in headerSeq {js_string(header_seq)}',
+                    seq=seq,
+                )
+            definition = definitions[0]
+            if not isinstance(definition.get("description"), str) or not is_record(definition.get("parameters")):
+                raise SurfaceError(
+                    f'developer/message tool-addition "{name}" requires a complete tool definition in headerSeq '
+                    f"{js_string(header_seq)}",
+                    seq=seq,
+                )
+            if "deferLoading" in definition and definition["deferLoading"] is not True:
+                raise SurfaceError("developer/message referenced tool deferLoading must be true when present", seq=seq)
+
+    def _project_image_offload(self, event: dict) -> dict[int, dict]:
+        """``image/offload`` projection: mark selected image occurrences ``offloaded: true``."""
+        seq = self.next_seq
+        data = event["data"]
+        targets = data.get("targets") if is_record(data) else None
+        if not is_record(data) or len(data) != 1 or not isinstance(targets, list) or len(targets) == 0:
+            raise SurfaceError("image/offload: data must contain a nonempty targets array", seq=seq)
+        updates: dict[int, dict] = {}
+        for target in targets:
+            if (
+                not is_record(target)
+                or len(target) != 2
+                or not is_count(target.get("seq"))
+                or not isinstance(target.get("imageIndexes"), list)
+                or len(target["imageIndexes"]) == 0
+            ):
+                raise SurfaceError("image/offload: each target must contain a seq and nonempty imageIndexes", seq=seq)
+            tseq = target["seq"]
+            if tseq in updates:
+                raise SurfaceError(f"image/offload: duplicate target seq {js_string(tseq)}", seq=seq)
+            node = self._node.get(tseq)
+            if node is None:
+                raise SurfaceError(f"image/offload: target seq {js_string(tseq)} is not a current surface node", seq=seq)
+            if node.type not in ("user/message", "tool/result"):
+                raise SurfaceError(f"image/offload: target seq {js_string(tseq)} must be user/message or tool/result", seq=seq)
+            previous = -1
+            for idx in target["imageIndexes"]:
+                if not is_count(idx) or idx <= previous:
+                    raise SurfaceError(
+                        "image/offload: imageIndexes must be strictly increasing non-negative safe integers", seq=seq
+                    )
+                previous = idx
+            current = self.projected.get(tseq)
+            if current is None:
+                current = node.message()
+            updates[int(tseq)] = _offload_images(current, [int(i) for i in target["imageIndexes"]], seq)
+        return updates
+
+
+def _offload_images(message: dict, indexes: list[int], seq: int) -> dict:
+    """Copy ``message`` with the selected image occurrences (depth-first count) offloaded.
+
+    Unchanged blocks stay the same objects; a changed block keeps its key order
+    and gains ``offloaded`` as its last key (JS ``{...block, offloaded: true}``).
+    """
+    image_index = 0
+    selected = 0
+    # Not a record only when the caller skipped the shape checks (validate reports it there).
+    content = message.get("content") if is_record(message) and isinstance(message.get("content"), list) else []
+    new_content: list[Any] | None = None
+    for position, block in enumerate(content):
+        projected = block
+        if is_record(block) and block.get("type") == "image":
+            if selected < len(indexes) and image_index == indexes[selected]:
+                if block.get("offloaded") is True:
+                    raise SurfaceError(f"image/offload: image index {image_index} is already offloaded", seq=seq)
+                projected = {**block, "offloaded": True}
+                selected += 1
+            image_index += 1
+        if projected is not block and new_content is None:
+            new_content = list(content[:position])
+        if new_content is not None:
+            new_content.append(projected)
+    if selected != len(indexes):
+        raise SurfaceError(f"image/offload: image index {indexes[selected]} does not exist", seq=seq)
+    return {**message, "content": new_content if new_content is not None else content}
+
+
+def _blank_content(data: Any) -> Any:
+    """``data`` with ``message.content`` set to null (rule E compares everything else)."""
+    if not is_record(data):
+        return data
+    out = dict(data)
+    message = data.get("message")
+    out["message"] = {**message, "content": None} if is_record(message) else {"content": None}
+    return out
+
+
+def _noop() -> None:
+    return None
+
+
+def fold(events: Iterable[dict], *, until_seq: int | None = None, strict_unknown: bool = True) -> SurfaceFold:
+    """Fold a log (any iterable of v4 events) in one pass.
+
+    With ``until_seq`` the fold stops right after the event with that seq
+    (inclusive) and reads nothing further, so ``surface --at`` on a huge log
+    costs only the prefix.
+    """
+    state = SurfaceFold(strict_unknown=strict_unknown)
+    if until_seq is not None and until_seq < 0:
+        return state
+    for event in events:
+        state.apply(event)
+        if until_seq is not None and state.next_seq > until_seq:
+            break
+    return state

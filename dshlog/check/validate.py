@@ -1,0 +1,225 @@
+"""Whole-log validation of a v4 artifact: every problem, in one streaming pass.
+
+dsh stops at the first broken rule; a repair tool needs to see all of them, so
+:class:`Validator` runs every rule family of this package with a collecting
+reporter and carries on:
+
+* :mod:`.header` and :mod:`.envelope` (FORMAT §2.1, §3.1),
+* :mod:`.data` (dsh's shared event-data rules), :mod:`.admission` (dsh's v4 row
+  admission) with :mod:`.shapes` and :mod:`.streams` (SEMANTICS §1.4, FORMAT §5.1),
+* :mod:`.surface`, the fold itself (SEMANTICS §2), which refuses an event and
+  leaves the model view as it stood,
+* :mod:`.ownership` (cut, deliveries, catalog) and :mod:`.lifecycle` with
+  :mod:`.compaction`, :mod:`.retries`, :mod:`.titles` and :mod:`.ptc` (§5.2).
+
+State is bounded: the open turn/step with its advertised tool calls, the
+current model view, and whole-log facts kept compactly (seqs in ``array('q')``,
+composite facts as 16-byte digests) -- never the events themselves.
+
+Problem texts reuse dsh's wording wherever dsh has one, so a message found here
+can be searched for in dsh's own diagnostics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..errors import DshlogError
+from ..protocol import vocabulary as vocab
+from ..protocol.values import has_placeholder
+from .admission import check_data
+from .data import check_event_data
+from .envelope import check_envelope, invalid_envelope, well_formed
+from .header import CwdPlatform, validate_header
+from .lifecycle import Lifecycle
+from .ownership import Ownership
+from .problems import Problem, Severity
+from .surface import SurfaceFold
+
+__all__ = ["Validator", "validate_events"]
+
+
+class _Collector:
+    """``validate``'s reporter: each text once per event; placeholders explained by a projection.
+
+    With ``projection``, an error whose offending value holds a snapshot
+    placeholder becomes a ``projection`` warning.  The value is dropped either
+    way, so a kept problem holds no payload.
+    """
+
+    __slots__ = ("pending", "seen", "projection")
+
+    def __init__(self, projection: bool) -> None:
+        self.pending: list[Problem] = []
+        self.seen: set[str] = set()
+        self.projection = projection
+
+    def report(self, problem: Problem) -> None:
+        message = problem.message
+        if message in self.seen:
+            return
+        self.seen.add(message)
+        value = problem.value
+        if value is not None:
+            if self.projection and problem.severity == Severity.ERROR and has_placeholder(value):
+                problem = Problem(
+                    "projection", f"{message} (snapshot placeholder {value!r})", Severity.WARNING, problem.seq, problem.loc
+                )
+            else:
+                problem = Problem(problem.code, message, problem.severity, problem.seq, problem.loc, problem.path)
+        self.pending.append(problem)
+
+    def flush(self) -> list[Problem]:
+        out, self.pending = self.pending, []
+        self.seen = set()
+        return out
+
+
+class _Gather(list):
+    """A plain list as a reporter (the shared data rules' findings for one event)."""
+
+    report = list.append
+
+
+class Validator:
+    """Incremental validator of one v4 log.
+
+    Feed events in order with :meth:`feed`; call :meth:`finish` once at the end.
+    Each call returns the problems it found (header problems come with the first
+    call).  ``inherited_cut`` is the inherited event count when the caller knows
+    it; otherwise it is derived from the last ``{inherited:true}`` end-seed.
+    ``projection=True`` downgrades deviations explained by dsh's snapshot
+    projections (placeholder strings where real values were) to ``warning``
+    problems with code ``projection``.
+    """
+
+    def __init__(
+        self,
+        header: dict | None = None,
+        *,
+        inherited_cut: int | None = None,
+        projection: bool = False,
+        known_types: Iterable[str] | None = None,
+        cwd_platform: CwdPlatform = "any",
+    ) -> None:
+        self.header = header
+        self.projection = projection
+        self.known: frozenset[str] = frozenset(known_types) if known_types is not None else vocab.V4_TYPES
+        self.inherited_cut = inherited_cut
+        self.count = 0
+        self._report = _Collector(projection)
+        self._data = _Gather()
+        self._finished = False
+
+        if header is not None:
+            hdr = header if isinstance(header, dict) else {}
+            for text in validate_header(header, 4, cwd_platform=cwd_platform):
+                value = hdr.get("cwd") if "cwd" in text else hdr.get("id") if " id " in text else None
+                self._report.report(Problem("header", text, value=value))
+        self.ownership = Ownership(header, inherited_cut, self._report)
+
+        # Validation needs only the count of replacements, not their records; the data
+        # rules run here, and only the events that pass them are folded.
+        self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=False)
+        self._fold.check_data = False
+        self.lifecycle = Lifecycle(self._fold)
+
+    # ------------------------------------------------------------------ public API
+
+    def feed(self, event: Any) -> list[Problem]:
+        """Check the next event; returns the problems found so far that were not yet returned."""
+        if self._finished:
+            raise RuntimeError("Validator.feed after finish")
+        idx = self.count
+        self.count += 1
+        report = self._report
+        pre = report.flush() if report.pending else []
+        self._check_event(event, idx)
+        return pre + report.flush()
+
+    def finish(self) -> list[Problem]:
+        """End-of-log checks: cut consistency, deferred ownership facts, the open tail."""
+        if self._finished:
+            return []
+        self._finished = True
+        report = self._report
+        report.seen = set()
+        self.ownership.finish(self.count, report)
+        self.lifecycle.finish(report)
+        return report.flush()
+
+    # ------------------------------------------------------------------ per event
+
+    def _check_event(self, event: Any, idx: int) -> None:
+        report = self._report
+        if not isinstance(event, dict):
+            report.report(Problem("envelope", invalid_envelope(idx), seq=idx))
+            self._advance_fold(idx)
+            return
+        if not well_formed(event, idx) and not check_envelope(event, idx, report):
+            self._advance_fold(idx)  # no usable type or data: nothing more to judge
+            return
+        etype = event["type"]
+        ignorable = event.get("ignorable") is True
+        if etype not in self.known:
+            if etype in vocab.CODE_DISPATCH_TYPES and not ignorable:
+                report.report(Problem("retired", f"format v4 rejects retired event type {etype}", seq=idx))
+            elif not ignorable:
+                report.report(Problem("unsupported", f'format v4 contains unknown event type "{etype}" at seq {idx}', seq=idx))
+            self._apply_surface(event, idx)
+            return
+
+        data = event["data"]
+        data_ok = self._check_data(etype, event, data, idx)
+        nodes = self._fold.nodes
+        before = (len(nodes), nodes[0] if nodes else None)
+        surfaced = self._apply_surface(event, idx) if data_ok else self._advance_fold(idx)
+        self.lifecycle.check(etype, event, data, idx, before, surfaced, report)
+
+    def _check_data(self, etype: str, event: dict, data: Any, idx: int) -> bool:
+        """Every data rule of a known event; returns whether dsh's shared rules passed (the fold may see it)."""
+        report = self._report
+        shared = self._data
+        shared.clear()
+        check_event_data(event, f'session event "{etype}" at seq {idx}', shared)
+        for problem in shared:
+            if problem.code != "retired":  # the v4 retired-syntax rule below reports these, once
+                report.report(problem)
+        check_data(etype, event, data, idx, report)
+        if isinstance(data, dict):
+            self.ownership.check(etype, data, idx, report)
+        return not shared
+
+    # ------------------------------------------------------------------ surface
+
+    def _advance_fold(self, idx: int) -> bool:
+        """Skip the event's surface effect (it was refused or reported); always ``False``."""
+        self._fold.next_seq = idx + 1
+        return False
+
+    def _apply_surface(self, event: dict, idx: int) -> bool:
+        """Fold the event; a refusal is reported and the event's surface effect skipped."""
+        candidate = event
+        if event.get("seq") != idx or type(event.get("seq")) is not int:
+            candidate = {**event, "seq": idx}  # seq problems are already reported; keep folding
+        try:
+            self._fold.apply(candidate)
+        except DshlogError as exc:
+            self._report.report(Problem("surface", exc.message, seq=idx))
+            return self._advance_fold(idx)
+        return True
+
+
+def validate_events(
+    header: dict | None,
+    events: Iterable[dict],
+    *,
+    inherited_cut: int | None = None,
+    projection: bool = False,
+) -> Iterator[Problem]:
+    """Every problem of a v4 log, streamed in log order (end-of-log findings last)."""
+    validator = Validator(header, inherited_cut=inherited_cut, projection=projection)
+    for event in events:
+        yield from validator.feed(event)
+    yield from validator.finish()

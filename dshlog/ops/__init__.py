@@ -1,0 +1,1 @@
+"""One operation per command: open the target, run the core, return a typed result."""

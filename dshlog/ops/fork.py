@@ -1,0 +1,129 @@
+"""``dshlog fork``: write the child of a fork as a new v4 log; the parent is only read.
+
+The seed and the child header are :mod:`dshlog.model.fork`'s (pure).  The child is
+published through the one publication transaction
+(:class:`~dshlog.write.transaction.Publication`): staged beside its final name,
+read back against every v4 rule, given the parent's owner, group and mode, and
+linked without overwriting.  When the output directory is a session directory
+(it holds a ``session.lock`` or a generation, or the child is named like a
+generation) that session's lock is held while the child appears, and a child
+generation is never published next to another session's generation.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import UsageError
+from ..model.fork import ForkPlan, at_turn, build_fork_seed, child_header
+from ..protocol.layout import generation_name
+from ..protocol.vocabulary import CURRENT_VERSION
+from ..read.container import resolve_path
+from ..protocol.texts import EMPTY_FORK
+from ..read.session import open_session
+from ..write.transaction import Ownership, Publication, make_directory, output_lock
+from ..write.verify import ReadBack
+from ..write.writer import LogWriter
+
+
+def write_fork(
+    target: str,
+    out: Path | str,
+    *,
+    at: int | None = None,
+    turn: int | None = None,
+    child_id: str | None = None,
+    created_at: int | None = None,
+    select: str | None = None,
+    format_version: int | None = None,
+    system_prompt_plugins: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Write the child of a fork as a new v4 log at ``out``; the parent is only read.
+
+    ``out`` is a file path, or a directory (existing, or named with a trailing
+    slash) in which ``session.v4.jsonl[.zstd]`` is created.  The child keeps the
+    parent's container (plain or zstd).  Prefix events read from a v4 parent are
+    copied as their original bytes.  The file is staged and published without
+    overwriting, so a failure (or an invalid boundary found late) leaves nothing.
+    A parent without events has no seq to cut at: a usage error (the library's
+    :func:`build_fork_seed` still gives the empty child of an empty seed).
+    """
+
+    def _open():
+        return open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins)
+
+    if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)
+        raise UsageError("fork needs a regular file, not standard input or a pipe; save the stream to a file first", path=target)
+    source = resolve_path(target)
+    with _open() as probe:
+        parent_header = probe.v4().header or {"type": "session", "id": probe.session_id or "unknown"}
+        compressed = probe.info.container == "jsonl.zstd"
+        parent_id = parent_header.get("id") or "unknown"
+        if turn is not None:
+            at = at_turn(probe.v4(), turn, session_id=str(parent_id))
+    as_dir = str(out).endswith(("/", os.sep))
+    out = Path(out)
+    if out.is_dir() or as_dir:
+        make_directory(out, Ownership.of(source))
+        out = out / generation_name(CURRENT_VERSION, compressed)
+    elif not out.parent.is_dir():
+        raise UsageError(f"directory {out.parent} does not exist", path=str(out))
+    new_id = child_id or str(uuid.uuid4())
+    created = created_at if created_at is not None else int(time.time() * 1000)
+    header = child_header(parent_header, new_id=new_id, created_at=created)
+    pub = Publication(
+        out,
+        lock=output_lock(out),
+        source=source,
+        owner="source",
+        changed="the parent log changed while the child was written; nothing was published",
+    )
+    with pub:
+        staged = pub.stage()
+        with _open() as log:
+            raws: dict[int, bytes] = {}
+            view = log.v4()
+
+            def events() -> Iterator[dict]:
+                for ev, raw in view.records():
+                    if raw is not None:
+                        raws[id(ev)] = raw
+                    yield ev
+
+            size_hint = pub.before.size if pub.before is not None else 0
+            with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, subject="fork child",
+                          size_hint=size_hint) as check:
+                w = LogWriter(staged, compressed=compressed, projection=log.projection, tee=check.tee)
+                w.header(header)
+                plan: list[ForkPlan] = []
+                closers: list[dict] = []
+                for index, ev in enumerate(build_fork_seed(events(), at, session_id=str(parent_id), now_ms=created, plan=plan)):
+                    # the plan is known once the marker is due; what follows the marker are the closers
+                    if plan and index > plan[0].inherited:
+                        closers.append(ev)
+                    w.event(ev, raws.pop(id(ev), None))
+                size, digest = w.close()
+                view.finish()  # dsh restores the whole parent before it cuts it: its refusal comes first
+                boundary = plan[0].boundary if plan else None
+                if boundary is None:
+                    raise UsageError(EMPTY_FORK, path=target)
+                pub.publish(lambda path: check.verify(path, events=w.events, plain=(size, digest)))
+    result: dict[str, Any] = {
+        "path": str(out),
+        "childId": new_id,
+        "parentId": parent_id,
+        "at": boundary if boundary is not None else -1,
+        "events": w.events,
+        "closers": closers,
+        "header": header,
+    }
+    if pub.warnings:
+        result["warnings"] = pub.warnings
+    return result
+
+
+__all__ = ["write_fork"]

@@ -1,0 +1,204 @@
+"""Write open of a historical session: publish ``session.v4.jsonl`` beside the old file.
+
+What dsh does when it opens an old session for writing (FORMAT.md 6.2, 6.3), as a
+batch job: take ``session.lock``, stream the migrated events into an exclusive
+0600 temporary file in the same directory, fsync it, read it back and verify it,
+check the source did not change meanwhile, publish with a hard link (never over
+an existing file), fsync the directory and drop the temporary name.  Those steps
+are :class:`~dshlog.write.transaction.Publication`'s; the successor gets the
+source's owner, group and mode.  The source generation is never opened for writing.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import DshlogError, ExitCode, UsageError
+from ..protocol.layout import generation_name, parse_generation, persistence_root
+from ..protocol.vocabulary import CURRENT_VERSION
+from ..read.children import discover_child_facts
+from ..read.container import select_generation
+from ..read.session import _open_events, _open_header, open_session
+from ..write.transaction import Publication, sweep
+from ..write.verify import ReadBack
+from ..write.writer import LogWriter
+
+
+@dataclass
+class Outcome:
+    """The result for one session; ``status`` is one of the values documented in the README."""
+
+    source: str
+    status: str  # migrated | current | needed | would-migrate | failed
+    version: int | None = None
+    target: str | None = None
+    events: int | None = None
+    bytes: int | None = None
+    error: str | None = None
+    exit_code: int = ExitCode.OK
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what publishing could not keep (the owner, a leftover)
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"source": self.source, "status": self.status, "version": self.version}
+        for k in ("target", "events", "bytes", "error"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
+        if self.notes:
+            d["notes"] = self.notes
+        if self.warnings:
+            d["warnings"] = self.warnings
+        return d
+
+
+def target_name(source: Path) -> str:
+    """The successor's name: the current generation, in the source's encoding."""
+    g = parse_generation(source.name)
+    return generation_name(CURRENT_VERSION, g.compressed if g is not None else source.name.endswith(".zstd"))
+
+
+def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
+    """Session generation files to consider: files as given, directories by generation choice.
+
+    With ``recursive``, every directory below a path that holds a canonical
+    generation is one session (a dsh persistence root or any tree of them).
+    """
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir() and recursive:
+            for dirpath, dirnames, filenames in os.walk(p):
+                dirnames.sort()
+                if any(parse_generation(n) is not None for n in filenames):
+                    yield select_generation(Path(dirpath))
+        elif p.is_dir():
+            yield select_generation(p)
+        else:
+            yield p
+
+
+def _child_facts(log: Any, children: str) -> list[dict]:
+    if children == "none":
+        return []
+    root = persistence_root(log.path)
+    if root is None:
+        raise UsageError(
+            "cannot look for child sessions: the file is not inside a dsh persistence root "
+            "(<root>/<project>/<session>/); pass --no-children to state that it has none",
+            path=log.path,
+        )
+    return discover_child_facts(root, log.session_id or "", open_header=_open_header, open_events=_open_events)
+
+
+def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False, children: str = "auto",
+                    system_prompt_plugins: tuple[str, ...] = ()) -> Outcome:
+    """Migrate one session generation (see module docstring); never raises for the session's own problems.
+
+    ``system_prompt_plugins``: more package names the v3->v4 edge takes for dsh's
+    system-prompt producer (``--system-prompt-plugin``); the outcome notes them.
+    """
+    out = Outcome(source=str(source), status="failed")
+    try:
+        _require_regular(source)
+        d = source.parent
+        if source.is_file() and parse_generation(source.name) is not None:
+            chosen = select_generation(d)
+            if chosen.name != source.name:
+                out.notes.append(f"{chosen.name} is the generation dsh reads in this directory")
+                source = chosen
+                out.source = str(source)
+        with open_session(str(source), system_prompt_plugins=system_prompt_plugins) as log:
+            out.version = log.version
+            if log.version >= CURRENT_VERSION:
+                out.status = "current"
+                if not check and not dry_run:
+                    _clean_after_publication(d, out)
+                return out
+            if log.info.container not in ("jsonl", "jsonl.zstd") or log.header is None:
+                raise UsageError(f"only session generation files can be migrated (this is a {log.info.container} input)", path=log.path)
+            target = d / target_name(source)
+            out.target = str(target)
+            if check:
+                out.status = "needed"
+                out.exit_code = ExitCode.PENDING
+                return out
+            facts = _child_facts(log, children)
+            if system_prompt_plugins:  # the report says which rule produced the successor
+                out.notes.append("system-prompt producers besides upstream's: " + ", ".join(system_prompt_plugins))
+            if dry_run:
+                out.events = sum(1 for _ in log.v4(child_facts=facts))
+                out.status = "would-migrate"
+                return out
+        _publish(source, target, facts, out, system_prompt_plugins)
+        out.status = "migrated"
+    except DshlogError as exc:
+        out.status = "failed"
+        out.error = exc.one_line()
+        out.exit_code = exc.exit_code
+    return out
+
+
+def _require_regular(source: Path) -> None:
+    """Migration reads its source twice (probe, then the stable read): a pipe or stdin cannot be re-read."""
+    if str(source) == "-":
+        raise UsageError("migrate needs a session file or directory, not standard input")
+    try:
+        st = os.stat(source)
+    except OSError:
+        return  # open_session reports a missing or unreadable path with its own message
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError("not a regular file: only session generation files can be migrated", path=str(source))
+
+
+def _clean_after_publication(d: Path, out: Outcome) -> None:
+    """Remove temps of a run killed after it published the successor but before it dropped the temp name.
+
+    The session is current now, so :func:`_publish` never runs again there (see
+    :func:`~dshlog.write.transaction.sweep`).
+    """
+    try:
+        for p in sweep(d):
+            out.notes.append(f"removed leftover {p.name}")
+    except (DshlogError, OSError):
+        return  # best effort: the session itself is fine
+
+
+def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system_prompt_plugins: tuple[str, ...] = ()) -> None:
+    """Stream the migrated events into the one publication transaction (see the module docstring)."""
+    compressed = source.name.endswith(".zstd")
+    with open_session(str(source)) as probe:
+        sid = probe.session_id
+    pub = Publication(
+        target,
+        lock=source.parent,
+        session_id=sid,
+        source=source,
+        changed=f'historical session generation changed during migration: "{source}"',
+        owner="source",
+        migration=True,
+        successor=True,
+        taken=f'current session generation already exists at "{target}"',
+    )
+    with pub:
+        out.notes.extend(pub.notes)  # leftovers of an interrupted earlier run
+        staged = pub.stage()
+        assert pub.before is not None
+        with open_session(str(source), system_prompt_plugins=system_prompt_plugins) as log:
+            view = log.v4(child_facts=facts)
+            header, events = view.header, iter(view)
+            if log.projection:
+                out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
+            with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, size_hint=pub.before.size) as check:
+                w = LogWriter(staged, compressed=compressed, projection=log.projection, tee=check.tee)
+                w.header(header)
+                for ev in events:
+                    w.event(ev)
+                size, digest = w.close()
+                pub.publish(lambda path: check.verify(path, events=w.events, plain=(size, digest)))
+    out.warnings.extend(pub.warnings)
+    out.events = w.events
+    out.bytes = size

@@ -1,0 +1,240 @@
+"""``dshlog repair`` on a file: plan (read-only), a repaired copy, or the repair in place.
+
+The closers are :mod:`dshlog.model.repair`'s (pure); this module reads the log,
+applies them and publishes the result through the one publication transaction
+(:class:`~dshlog.write.transaction.Publication`):
+
+* ``repair -o OUT``: a new v4 log at ``OUT`` (never over an existing file), with
+  the source's owner, group and mode; the lock of ``OUT``'s directory is held
+  when that directory is a session directory.
+* ``repair --write``: the log itself, under its ``session.lock``: the torn final
+  line (or torn zstd frame) is cut and its bytes kept in a sidecar, the repaired
+  log is staged in full, verified and renamed over the original, which keeps
+  its owner, group and mode.
+
+Either output passes dsh's v4 rules and needs no further closers before it gets
+its final name; otherwise nothing is published.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import DshlogError, Refused, UsageError
+from ..model.repair import RepairPlan, TailState
+from ..protocol.jsjson import dumps
+from ..read.container import Container, resolve_path
+from ..read.session import open_session
+from ..write.transaction import Publication, output_lock
+from ..write.verify import ReadBack
+from ..write.writer import LogWriter, frame
+
+
+@dataclass
+class RepairResult:
+    plan: RepairPlan
+    written: str | None = None  # the file that now holds the repaired log
+    sidecar: str | None = None  # where the cut torn bytes were kept
+    in_place: bool = False
+    warnings: list[str] = field(default_factory=list)  # what publishing could not keep (the owner, a leftover)
+
+
+class _Balanced:
+    """The repaired log's own condition, checked along the read-back: no turn is left open."""
+
+    def __init__(self, subject: str, path: str) -> None:
+        self._state = TailState()
+        self._subject = subject
+        self._path = path
+
+    def feed(self, event: dict) -> None:
+        self._state.feed(event)
+
+    def finish(self) -> None:
+        if self._state.closers("interrupted"):
+            raise Refused(f"{self._subject} does not verify: its last turn is still open", path=self._path)
+
+
+def plan_repair(target: str, *, select: str | None = None, format_version: int | None = None,
+                system_prompt_plugins: tuple[str, ...] = ()) -> RepairPlan:
+    """Read a log (any version, migrated in memory) and compute its interrupted-turn closers."""
+    with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins) as log:
+        state = TailState()
+        n = 0
+        comp: int | None = None
+        for ev in log.v4():
+            state.feed(ev)
+            t = ev.get("type")
+            if t == "compaction/start":
+                comp = ev.get("seq")
+            elif t in ("compaction/end", "session/end-seed"):
+                comp = None
+            n += 1
+        torn = log.info.torn.length if log.info.torn else 0
+        return RepairPlan(log.path, log.version, log.info.container, state.report(), state.closers("interrupted"), torn, n, comp)
+
+
+def _regular_source(target: str) -> Path | None:
+    """The file a target names when it is a regular file (its identity can be checked); else None."""
+    if target == "-":
+        return None
+    try:
+        path = resolve_path(target)
+    except DshlogError:  # open_session reports a bad target with its own message
+        return None
+    return path if path.is_file() else None
+
+
+def repair_copy(target: str, out: Path, *, select: str | None = None, format_version: int | None = None,
+                system_prompt_plugins: tuple[str, ...] = ()) -> RepairResult:
+    """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched."""
+    out = Path(out)
+    compressed = out.name.endswith(".zstd")
+    source = _regular_source(target)
+    pub = Publication(
+        out,
+        lock=output_lock(out),
+        source=source,
+        owner="source" if source is not None else None,
+        changed="the log changed while the repaired copy was written; nothing was published",
+    )
+    with pub:
+        staged = pub.stage()
+        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins) as log:
+            header = log.v4().header
+            size_hint = pub.before.size if pub.before is not None else 0
+            subject = "repaired copy"
+            with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, subject=subject,
+                          size_hint=size_hint, extra=lambda: _Balanced(subject, str(out))) as check:
+                w = LogWriter(staged, compressed=compressed, tee=check.tee)
+                if header is not None:
+                    w.header(log.header_raw if log.version == 4 and log.header_raw is not None else header)
+                state = TailState()
+                n = 0
+                for ev, raw in log.v4().records():
+                    state.feed(ev)
+                    w.event(ev, raw)
+                    n += 1
+                closers = state.closers("interrupted")
+                for c in closers:
+                    w.event(c)
+                size, digest = w.close()
+                pub.publish(lambda path: check.verify(path, events=w.events, plain=(size, digest)))
+            plan = RepairPlan(log.path, log.version, log.info.container, state.report(), closers,
+                              log.info.torn.length if log.info.torn else 0, n)
+    return RepairResult(plan, written=str(out), warnings=pub.warnings)
+
+
+def _same_bytes(path: Path, data: bytes) -> bool:
+    """True when ``path`` is a regular file holding exactly ``data``."""
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def repair_in_place(target: str) -> RepairResult:
+    """Close an interrupted tail in the log file itself, under ``session.lock``.
+
+    The torn final line (or torn zstd frame) is cut first and its bytes are kept in
+    a sidecar file next to the log; the repaired log is staged in full, verified by
+    reading it back, and swapped in atomically, so a crash at any point leaves
+    either the untouched log or the fully repaired one.
+    """
+    if target == "-":
+        raise UsageError("repair --write needs a file, not standard input (use -o OUT)")
+    if not resolve_path(target).is_file():  # a pipe would be drained by the probe below
+        raise UsageError("repair --write needs a regular file, not a pipe or device (use -o OUT)", path=target)
+    with open_session(target) as probe:
+        path = Path(probe.path)
+        version, container = probe.version, probe.info.container
+        sid = probe.session_id
+    if version != 4:
+        raise UsageError(f"repair --write rewrites only v4 logs; this log is v{version}: run `dshlog migrate` first, or use -o OUT for a repaired v4 copy", path=str(path))
+    if container not in (Container.JSONL, Container.ZSTD):
+        raise UsageError(f"repair --write needs a session generation file, not a {container} input (use -o OUT)", path=str(path))
+    pub = Publication(
+        path,
+        replace=True,
+        lock=path.parent,
+        session_id=sid,
+        source=path,
+        owner="source",
+        changed="the log changed while it was being repaired; nothing was written",
+    )
+    with pub:
+        before = pub.before
+        assert before is not None
+        with open_session(str(path)) as log:
+            state = TailState()
+            n = 0
+            # dsh's read: rows after a damaged one that no later turn/end commits are not part of
+            # the log, and dsh's write open cuts them before it appends (kept in the sidecar here)
+            for ev, _raw in log.v4().records():
+                state.feed(ev)
+                n += 1
+            torn = log.info.torn
+            dropped = log.decoder.issue_loc if log.decoder.issue is not None else None
+            if dropped is not None and container != Container.JSONL:
+                raise Refused(f"rows after the accepted prefix are damaged ({log.decoder.issue.message}); "
+                              "repair --write cuts them only from plain logs (use -o OUT)", path=str(path))
+            header, snapshot = log.header, log.snapshot
+            closers = state.closers("interrupted")
+            plan = RepairPlan(str(path), version, container, state.report(), closers, torn.length if torn else 0, n)
+        if not closers:
+            return RepairResult(plan, warnings=pub.warnings)
+        # where the committed bytes end (file offset)
+        size = before.size
+        if dropped is not None and dropped.offset is not None:
+            cut = dropped.offset
+        elif torn is None:
+            cut = size
+        elif container == Container.JSONL:
+            cut = torn.offset
+        else:
+            cut = torn.frame_offset if torn.frame_offset is not None else size
+        side: Path | None = None
+        torn_raw = b""
+        torn_frame_lines: list[bytes] = []
+        if cut < size:
+            with open(path, "rb") as fh:
+                fh.seek(cut)
+                torn_raw = fh.read()
+            side = path.with_name(f"{path.name}.torn-{before.mtime_ns // 1_000_000}")
+            if container == Container.ZSTD and torn is not None:
+                # complete lines recovered from the torn frame go into the new frame, as dsh does
+                with open_session(str(path)) as log2:
+                    torn_frame_lines = [r.raw + b"\n" for r in log2.stored() if r.loc.frame == torn.frame and r.raw is not None]
+        staged = pub.stage()
+        with open(path, "rb") as fh:
+            remaining = cut
+            while remaining:
+                chunk = fh.read(min(remaining, 1 << 20))
+                if not chunk:
+                    break
+                staged.write(chunk)
+                remaining -= len(chunk)
+        batch = b"".join(torn_frame_lines) + b"".join(dumps(c) + b"\n" for c in closers)
+        staged.write(frame(batch) if container == Container.ZSTD else batch)
+        subject = "repaired log"
+        check = ReadBack(staged.path, header, compressed=container == Container.ZSTD, snapshot=snapshot,
+                         subject=subject, extra=lambda: _Balanced(subject, str(path)), stream=False)
+
+        def keep_sidecar() -> None:
+            # the torn bytes are kept only once the repaired log is ready (a failed staging leaves nothing)
+            if side is None or _same_bytes(side, torn_raw):  # identical: a killed earlier run kept it
+                return
+            with Publication(side, owner=pub.owner, cleanup=False) as companion:
+                companion.stage().write(torn_raw)
+                companion.publish()
+            pub.warnings.extend(companion.warnings)
+
+        pub.publish(lambda p: check.verify(p, events=n + len(closers), plain=None), before_publish=keep_sidecar)
+    return RepairResult(plan, written=str(path), sidecar=str(side) if side is not None else None, in_place=True,
+                        warnings=pub.warnings)
+
+
+__all__ = ["RepairResult", "plan_repair", "repair_copy", "repair_in_place"]

@@ -1,0 +1,197 @@
+"""Whole-log validation report: framing, rows, migration and v4 rules together.
+
+:mod:`dshlog.check.validate` holds the event rules of a released dsh reader; this module
+drives them over one input and gathers *every* problem (the reader runs in its
+lenient mode so one bad row does not hide the next), so ``dshlog validate`` can
+list them all with their locations and pick an exit code.  Everything it lists
+is a :class:`~dshlog.check.problems.Problem`, whoever found it.  The verdict also
+holds dsh's own decision: the log is opened once more as dsh opens it (header
+admission, the recovering read, the migration, the v4 restore), and a refusal
+is one more error, in dsh's words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..check.problems import Problem, Severity
+from ..check.validate import Validator
+from ..errors import DshlogError, ExitCode, UnsupportedVersion
+from ..protocol.packed import PackedRun
+from ..protocol.vocabulary import CURRENT_VERSION
+from ..read.session import open_session
+
+MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
+
+# Relationship problems that cannot be judged on a stream that starts mid-log.
+_PARTIAL = frozenset({"seq-gap", "lifecycle", "delivery", "cut", "surface"})
+# Reader notes that make a (non-snapshot) log damaged.
+_DAMAGING_NOTES = frozenset({"seq-gap", "row", "envelope", "unparsable"})
+
+
+@dataclass
+class Report:
+    path: str
+    version: int | None = None
+    events: int = 0
+    projection: bool = False
+    problems: list[Problem] = field(default_factory=list)
+    dropped: int = 0
+    unsupported: bool = False
+
+    def add(self, problem: Problem) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(problem)
+        else:
+            self.dropped += 1
+
+    def count(self, severity: str) -> int:
+        return sum(1 for p in self.problems if p.severity == severity)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        errors = [p for p in self.problems if p.severity == Severity.ERROR]
+        if any(p.code == "io" for p in errors):
+            return ExitCode.IO  # the file could not be read at all
+        if errors and all(p.code in ("unsupported", "refused") for p in errors) and not self.dropped:
+            return ExitCode.UNSUPPORTED  # intact, but uses something this reader does not know
+        if errors or self.dropped:
+            return ExitCode.CORRUPT
+        if self.unsupported:
+            return ExitCode.UNSUPPORTED
+        return ExitCode.OK
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "version": self.version,
+            "events": self.events,
+            "projection": self.projection,
+            "status": {ExitCode.OK: "ok", ExitCode.UNSUPPORTED: "unsupported"}.get(self.exit_code, "damaged"),
+            "errors": self.count("error"),
+            "warnings": self.count("warning"),
+            "problems": [p.as_dict() for p in self.problems],
+            "moreProblems": self.dropped,
+        }
+
+
+def _from_error(report: Report, exc: DshlogError) -> None:
+    """A refusal that stopped the read: one error where it happened (the path when nothing finer is known)."""
+    unsupported = isinstance(exc, UnsupportedVersion)
+    if unsupported:
+        report.unsupported = True
+    code = "unsupported" if unsupported and exc.kind != "refused" else exc.kind
+    report.add(Problem(code, exc.message, Severity.ERROR, exc.seq, exc.loc, exc.path))
+
+
+def _feed_rules(report: Report, rules: Validator, events: Any) -> None:
+    for ev in events:
+        report.events += 1
+        for p in rules.feed(ev):
+            report.add(p)
+    for p in rules.finish():
+        report.add(p)
+
+
+def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, format_version: int | None,
+                 plugins: tuple[str, ...]) -> None:
+    """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
+
+    ``log`` is the lenient reader the listing used.  A header dsh refuses is known
+    from it; a v4 log whose listing found nothing (every rule of dsh's restore ran
+    over rows that all decoded) is one dsh reads, so it is not read again.
+    """
+    decision = getattr(log, "decision", None)
+    if log.version == CURRENT_VERSION and (decision is None or decision.admitted) and not report.count("error") and not report.count("warning"):
+        return
+    try:
+        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins) as log:
+            with log.v4() as view:
+                view.finish()
+    except DshlogError as exc:
+        if any(p.severity == "error" and p.message.endswith(exc.message) for p in report.problems):
+            return  # listed already, as an error
+        # the reader's note on a header dsh refuses becomes this error
+        report.problems = [p for p in report.problems if p.message != f"dsh refuses this header: {exc.message}"]
+        _from_error(report, exc)
+
+
+def validate_log(target: str, *, select: str | None = None, format_version: int | None = None,
+                 system_prompt_plugins: tuple[str, ...] = ()) -> Report:
+    """Check one input completely; never raises for problems in the log itself.
+
+    ``system_prompt_plugins``: as :class:`~dshlog.read.session.SessionLog` takes them.
+    """
+    report = Report(path=target)
+    try:
+        log = open_session(target, strict=False, select=select, format_version=format_version)
+    except DshlogError as exc:
+        _from_error(report, exc)
+        return report
+    report.path = log.path
+    report.version = log.version
+    with log:
+        try:
+            if log.version == CURRENT_VERSION:
+                # one pass: rows (lenient) feed the rules directly
+                rules: Validator | None = None
+                header_loc = log.header_loc
+                for r in log.stored():
+                    if rules is None:
+                        rules = Validator(log.header, projection=log.snapshot)
+                    report.events += 1
+                    for p in rules.feed(r.event):
+                        header_wide = p.seq is None and p.code in ("header", "projection") and header_loc
+                        report.add(replace(p, loc=header_loc if header_wide else r.loc))
+                if rules is None:
+                    rules = Validator(log.header, projection=log.snapshot)
+                for p in rules.finish():
+                    report.add(p)
+            else:
+                # row checks only (the v4 rules run on the migrated form below)
+                report.events = sum(e.count if isinstance(e, PackedRun) else 1 for e in log.stored_runs())
+        except DshlogError as exc:
+            _from_error(report, exc)
+        report.projection = log.projection
+        offset = getattr(log.decoder, "seq_offset", None)
+        if offset:
+            # a wrapped stream that starts mid-log (a subscription opened late): the events before
+            # it are missing, so density and cross-event relationships cannot be judged
+            report.problems = [
+                replace(p, severity=Severity.WARNING, message=f"partial stream (starts at seq {offset}): {p.message}")
+                if p.severity == Severity.ERROR and p.code in _PARTIAL
+                else p
+                for p in report.problems
+            ]
+        # The reader and the rules share the envelope rule: a row both judged is listed once.
+        judged = {(p.code, p.message) for p in report.problems}
+        for n in log.notes:
+            if n.code == "unsupported-version":
+                report.unsupported = True
+                report.add(replace(n, code="unsupported", severity=Severity.WARNING))
+                continue
+            if (n.code, n.message) in judged:
+                continue
+            if n.severity == Severity.INFO:
+                sev = Severity.INFO
+            elif n.severity == Severity.ERROR or (n.code in _DAMAGING_NOTES and not log.snapshot):
+                sev = Severity.ERROR
+            else:
+                sev = Severity.WARNING
+            report.add(n.with_severity(sev))
+    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins)
+    if log.version is not None and log.version < CURRENT_VERSION and not report.count("error") and not report.unsupported:
+        # historical: the log must also migrate, and its v4 form must pass the rules
+        try:
+            log2 = open_session(target, strict=False, select=select, format_version=format_version,
+                                system_prompt_plugins=system_prompt_plugins)
+            with log2:
+                migrated = log2.v4()
+                rules = Validator(migrated.header if log2.header is not None else None, projection=log2.snapshot)
+                n_before = report.events
+                _feed_rules(report, rules, migrated)
+                report.events = n_before
+        except DshlogError as exc:
+            _from_error(report, exc)
+    return report

@@ -1,0 +1,37 @@
+"""``export``: a transcript to share, in one of three formats, with redaction on request.
+
+The formats are renderers (:mod:`dshlog.output.renderer`): Markdown
+(:mod:`~dshlog.output.markdown`), one self-contained HTML page
+(:mod:`~dshlog.output.html`) and versioned JSON (:mod:`~dshlog.output.jsondoc`).
+All three stream: they receive items one at a time and write as they go, so
+exporting a long session never holds it in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..errors import UsageError
+from ..model.transcript import SessionHead, Totals
+from .html import HtmlRenderer
+from .jsondoc import JsonRenderer
+from .markdown import MarkdownRenderer
+from .redact import redact as mask
+from .renderer import Write, render
+
+__all__ = ["FORMATS", "RENDERERS", "export"]
+
+RENDERERS = {"md": MarkdownRenderer, "html": HtmlRenderer, "json": JsonRenderer}
+FORMATS = tuple(RENDERERS)
+
+
+def export(events: Iterable[dict], head: SessionHead, fmt: str, write: Write, *, full: bool = False, redact: bool = False) -> Totals:
+    """Write the transcript of ``events`` in ``fmt`` through ``write``; returns its totals.
+
+    ``head.facts`` holds the header facts (:func:`dshlog.model.transcript.session_facts`).
+    With ``redact`` every string, the header facts included, is masked
+    (:func:`dshlog.output.redact.redact`) before it is trimmed or written.
+    """
+    if fmt not in RENDERERS:
+        raise UsageError(f"unknown export format {fmt!r} (choose {', '.join(FORMATS)})")
+    return render(events, head, RENDERERS[fmt](write), full=full, redact=mask if redact else None)

@@ -1,0 +1,159 @@
+"""Every word and mark a renderer prints, defined once.
+
+A renderer (plain text, terminal, Markdown, HTML) decides how a label *looks*
+(bold, a colour, a heading, capitalised); which label it is and how it is
+spelt is decided here, so "system prompt", "interrupted", the call and result
+arrows or the token names cannot drift apart between ``show`` and ``export``.
+
+Marks come in two spellings: ``plain`` is ASCII for piped text (it survives any
+terminal, encoding and ``grep``), ``symbol`` is for the terminal and for
+documents.  The placeholders of non-text blocks inside a message
+(``[tool-call NAME]``, ``[image]``...) belong to the text extractor,
+:mod:`dshlog.model.content`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..model.transcript import Failure, Replacement, Retry, ToolChange
+
+# --------------------------------------------------------------------------- marks
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A sign in front of a line: ``plain`` (ASCII) when piped, ``symbol`` on a terminal and in documents."""
+
+    plain: str
+    symbol: str
+
+
+CALL = Mark("->", "→")  # a tool call
+RESULT = Mark("<-", "←")  # its result
+FAILURE = Mark("!", "✗")  # a model call that produced nothing
+RETRY = Mark("~", "↻")  # a model call made again
+NOTE = Mark("*", "•")  # a log-only event worth a line
+STOPPED = "■"  # where the user cancelled a streaming answer
+TURN_END = "└"  # the terminal's turn closer
+FOLDED = "▸"  # folded reasoning on the terminal
+
+# --------------------------------------------------------------------------- headings and words
+
+TURN = "turn"
+USER = "user"
+ASSISTANT = "assistant"
+REASONING = "reasoning"
+TOOL_CALL = "tool call"
+TOOL_CALL_BLOCK = "tool-call"  # the block type, as the events line lists a message's calls
+RESULT_WORD = "result"  # a result whose call name is unknown
+ERROR = "error"
+TOOLS = "tools"
+TOOLS_CHANGED = "tools changed"
+SOURCE_JOIN = " · "  # "user · goal", "assistant · deepseek/chat" on a terminal and in HTML
+
+SYSTEM_PROMPT: Mapping[str, str] = {
+    "set": "system prompt",
+    "replaced": "system prompt changed",
+    "appended": "system prompt added",
+    "cleared": "system prompt cleared",
+}
+EMPTY = "(empty)"
+
+INTERRUPTED = "interrupted"
+INTERRUPTED_TEXT = f"{INTERRUPTED}: the user cancelled while the model was answering"
+
+#: What a person reads for each token counter of the log (``--json`` keeps the log's own names).
+TOKEN_LABELS: Mapping[str, str] = {
+    "inputTokens": "in",
+    "outputTokens": "out",
+    "cacheReadTokens": "cache read",
+    "cacheWriteTokens": "cache write",
+    "reasoningTokens": "reasoning",
+}
+
+FULL_HINT = " (--full)"  # how to see what a trimmed text left out
+REASONING_HINT = "--reasoning to show"
+
+_FAILURE = {"error": "model call failed", "aborted": "model call cancelled", "no-output": "model call produced nothing"}
+_REPLACEMENT = {"compaction": "compaction summary", "revision": "revised message", "tool-result-rewrite": "tool result rewritten"}
+
+
+# --------------------------------------------------------------------------- texts built from items
+
+
+def capital(text: str) -> str:
+    """``System prompt``: a label as a heading (only the first letter changes)."""
+    return text[:1].upper() + text[1:]
+
+
+def plural(n: int, word: str) -> str:
+    """``1 line``, ``2 lines``."""
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def user_source(source: str | None) -> str | None:
+    """The source tag of a user message worth showing (``None`` for the user's own words)."""
+    return None if source in (None, "user") else source
+
+
+def token_name(key: str) -> str:
+    return TOKEN_LABELS.get(key, key)
+
+
+def tokens_text(tokens: Mapping[str, int]) -> str:
+    """``in 10, out 2``."""
+    return ", ".join(f"{token_name(k)} {v}" for k, v in tokens.items())
+
+
+def cut_note(cut_lines: int, cut_chars: int, hint: str = "") -> str:
+    """``… 12 more lines (3456 characters) not shown``."""
+    what = f"{plural(cut_lines, 'more line')} ({cut_chars} characters)" if cut_lines else f"{cut_chars} more characters"
+    return f"… {what} not shown{hint}"
+
+
+def reasoning_fold(text: str) -> str:
+    """``3 lines; --reasoning to show``: what stands for folded reasoning (each target frames it)."""
+    return f"{plural(text.count(chr(10)) + 1, 'line')}; {REASONING_HINT}"
+
+
+def failure_text(item: Failure) -> str:
+    what = _FAILURE[item.outcome]
+    detail = item.message + (f" ({item.code})" if item.code else "")
+    return f"{what}: {detail}" if detail.strip() else what
+
+
+def retry_text(item: Retry) -> str:
+    if not item.logged:
+        return f"retry {item.number}: the call was made again"
+    of = f"/{item.max_retries}" if item.max_retries is not None else ""
+    why = f" after {item.code}" if item.code else ""
+    delay = f", waited {item.delay_ms} ms" if item.delay_ms is not None else ""
+    return f"retry {item.number}{of}{why}{delay}" + (f": {item.message}" if item.message else "")
+
+
+def replacement_title(item: Replacement) -> str:
+    seqs = ", ".join(map(str, item.replaced)) if item.replaced else f"{item.start}..{item.end}"
+    label = _REPLACEMENT.get(item.reason, item.reason)
+    return f"{label} (seq {item.seq}) replaces seqs {seqs}"
+
+
+def tool_changes(item: ToolChange) -> list[str]:
+    """``["+grep", "-bash"]``."""
+    return [f"+{n}" for n in item.added] + [f"-{n}" for n in item.removed]
+
+
+def usage_text(step: object, tokens: Mapping[str, int]) -> str:
+    """``step 1 tokens: in 10, out 2``."""
+    return f"step {step} tokens: {tokens_text(tokens)}"
+
+
+def totals_text(turns: int, tokens: Mapping[str, int], title: str | None = None) -> str:
+    """``title: …; 4 turns; tokens: in 40, out 17`` (the title only when given)."""
+    bits = [plural(turns, "turn")]
+    if title:
+        bits.insert(0, f"title: {title}")
+    if tokens:
+        bits.append("tokens: " + tokens_text(tokens))
+    return "; ".join(bits)

@@ -1,0 +1,171 @@
+"""Plain text: ``show`` when piped, tab-separated tables, and the one-fact-per-line reports.
+
+ASCII marks (:class:`dshlog.output.labels.Mark` ``.plain``), no styling, one
+item after another, so the output reads in a pager, diffs cleanly and greps.
+Every line passes :func:`dshlog.output.text.sanitize` before it is written.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
+
+from ..model.transcript import (
+    AssistantText,
+    Failure,
+    Item,
+    Note,
+    Reasoning,
+    Replacement,
+    Retry,
+    SessionHead,
+    SystemPrompt,
+    ToolCall,
+    ToolChange,
+    ToolResult,
+    Totals,
+    TurnEnd,
+    TurnStart,
+    Usage,
+    UserText,
+)
+from ..protocol.jsjson import dumps
+from . import labels as L
+from .renderer import Document, Write
+from .text import preview, sanitize
+
+__all__ = ["PlainRenderer", "diff_lines", "echo", "item_lines", "session_line", "table"]
+
+
+def echo(text: str = "", file: TextIO | None = None) -> None:
+    """Print one line for people (stdout by default), sanitised."""
+    print(sanitize(text), file=file if file is not None else sys.stdout)
+
+
+def session_line(head: SessionHead) -> str:
+    """``session loop-0001 (v4) fixtures/v4/loop/session.v4.jsonl``: what ``show`` prints first."""
+    return f"session {head.session_id or '?'} (v{head.version}{', projection' if head.projection else ''}) {head.path}"
+
+
+def _indent(text: str, prefix: str) -> list[str]:
+    return [prefix + line if line else prefix.rstrip() for line in text.split("\n")]
+
+
+def _cut(item: Any, prefix: str) -> list[str]:
+    return [prefix + L.cut_note(item.cut_lines, item.cut_chars, L.FULL_HINT)] if item.cut_chars else []
+
+
+def item_lines(item: Item, *, reasoning: bool = False) -> list[str]:  # noqa: C901 - one branch per item kind
+    """The plain-text lines of one transcript item (unsanitised: the caller writes them)."""
+    if isinstance(item, TurnStart):
+        return ["", f"=== {L.TURN} {item.turn} ".ljust(60, "=")]
+    if isinstance(item, TurnEnd):
+        return [f"--- {L.TURN} {item.turn} {item.label}"]
+    if isinstance(item, SystemPrompt):
+        out = [f"[{L.SYSTEM_PROMPT[item.change]}]"] + (_indent(item.text, "  | ") if item.text else [f"  {L.EMPTY}"])
+        return out + _cut(item, "  ")
+    if isinstance(item, UserText):
+        source = L.user_source(item.source)
+        return [(f"{L.USER} ({source})" if source else L.USER) + ":"] + _indent(item.text, "  ")
+    if isinstance(item, AssistantText):
+        out = [f"{L.ASSISTANT}:"] + (_indent(item.text, "  ") if item.text else [])
+        if item.interrupted:
+            out.append(f"  [{L.INTERRUPTED_TEXT}]")
+        return out
+    if isinstance(item, Reasoning):
+        if not reasoning:
+            return [f"  ({L.REASONING}, {L.reasoning_fold(item.text)})"]
+        return [f"  {L.REASONING}:"] + _indent(item.text, "  ~ ")
+    if isinstance(item, ToolCall):
+        return [f"  {L.CALL.plain} {item.name} [{item.call_id}]"] + _indent(item.arguments, "     ") + _cut(item, "     ")
+    if isinstance(item, ToolResult):
+        status = f" {L.ERROR.upper()} {item.error_code or ''}".rstrip() if item.is_error else ""
+        head = f"  {L.RESULT.plain} {item.name or L.RESULT_WORD} [{item.call_id}]{status}"
+        return [head] + _indent(item.output, "     ") + _cut(item, "     ")
+    if isinstance(item, Failure):
+        return [f"  {L.FAILURE.plain} {L.failure_text(item)}"]
+    if isinstance(item, Retry):
+        return [f"  {L.RETRY.plain} {L.retry_text(item)}"]
+    if isinstance(item, Replacement):
+        return [f"[{L.replacement_title(item)}]"] + _indent(item.text, "  | ")
+    if isinstance(item, ToolChange):
+        return [f"  [{L.TOOLS} {' '.join(L.tool_changes(item))}]"]
+    if isinstance(item, Usage):
+        return [f"  ({L.usage_text(item.step, item.tokens)})"]
+    if isinstance(item, Note):
+        return [f"  {L.NOTE.plain} {item.text}"]
+    return []
+
+
+class PlainRenderer(Document):
+    """``show`` when piped: the session line, then each item's lines; nothing at the end."""
+
+    def __init__(self, write: Write, *, reasoning: bool = False) -> None:
+        super().__init__(write)
+        self.reasoning = reasoning
+
+    def begin(self, head: SessionHead) -> None:
+        self.out(session_line(head) + "\n")
+
+    def item(self, item: Item) -> None:
+        self.out("\n".join(item_lines(item, reasoning=self.reasoning)) + "\n")
+
+    def end(self, totals: Totals) -> None:
+        pass
+
+
+def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A table as tab-separated lines on stdout, streamed row by row (``None`` is an empty cell)."""
+    if title:
+        echo(f"# {title}")
+    echo("\t".join(columns))
+    for r in rows:
+        echo("\t".join("" if v is None else str(v) for v in r))
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def _ref(m: dict[str, Any]) -> str:
+    return f"[{m['index']}] {m['role']} {m['id']}"
+
+
+def _short(v: Any, width: int = 60) -> str:
+    if v is None:
+        return "(absent)"
+    s = dumps(v).decode("utf-8", "replace")
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def diff_lines(d: dict[str, Any], label_a: str, label_b: str) -> list[str]:
+    """A request diff (:func:`dshlog.model.diff.diff_requests`) for people, one fact per line (unsanitised)."""
+    msgs = d["messages"]
+    out = [f"{label_a}: {msgs['before']} messages", f"{label_b}: {msgs['after']} messages"]
+    if d["identical"]:
+        out.append("identical: the two requests are byte for byte the same")
+        return out
+    if d["prefixIntact"]:
+        out.append(f"prefix intact: {label_b} starts with all {msgs['before']} messages of {label_a}, byte for byte")
+    else:
+        out.append(f"prefix broken at message {d['prefixBrokenAt']} ({d['commonPrefix']} leading messages identical)")
+    cfg = d["config"]
+    for key in cfg["added"] + cfg["removed"] + cfg["changed"]:
+        v = cfg["values"][key]
+        out.append(f"config {key}: {_short(v['before'])} -> {_short(v['after'])}")
+    for what in ("added", "removed", "changed"):
+        if d["tools"][what]:
+            out.append(f"tools {what}: {', '.join(d['tools'][what])}")
+    if d["toolHistoryChanged"]:
+        out.append("toolHistory changed")
+    if d["sessionIdChanged"]:
+        out.append("sessionId changed")
+    for r in msgs["replaced"]:
+        b, a = r["before"], r["after"]
+        same = " (same id, content changed)" if r["sameId"] else ""
+        out.append(f"~ replaced {_ref(b)} -> {_ref(a)}{same}: {preview(a['message'])}")
+    for m in msgs["removed"]:
+        out.append(f"- removed  {_ref(m)}: {preview(m['message'])}")
+    for m in msgs["added"]:
+        out.append(f"+ added    {_ref(m)}: {preview(m['message'])}")
+    return out

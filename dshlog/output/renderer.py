@@ -1,0 +1,80 @@
+"""The one interface behind ``show`` and ``export``, and the pass that drives it.
+
+A transcript is read once, in order, and never held: the reader
+(:class:`dshlog.model.transcript.TranscriptReader`) yields items one at a time,
+and a renderer writes each as it arrives.  So the interface is the shape of
+that stream, three calls::
+
+    renderer.begin(head)      # once: where the log is, its header facts
+    renderer.item(item)       # for every transcript item, in order
+    renderer.end(totals)      # once: title, turns, tokens of the whole log
+
+Five renderers implement it: :class:`~dshlog.output.plain.PlainRenderer`
+(``show`` piped), :class:`~dshlog.output.terminal.TerminalRenderer` (``show`` on a
+terminal), and the exports :class:`~dshlog.output.markdown.MarkdownRenderer`,
+:class:`~dshlog.output.html.HtmlRenderer`, :class:`~dshlog.output.jsondoc.JsonRenderer`.
+A renderer owns its output (a byte sink or a Rich console) and its options
+(``show --reasoning``); what to show and how much is decided before it, by the
+reader's limits and redaction, so every target shows the same thing.
+
+Why a stream of calls and not one ``render(items) -> str``: a session can be
+hundreds of megabytes, and ``show`` must start printing, and an export start
+writing, before the last event is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Protocol
+
+from ..model.transcript import FULL, Item, Limits, SessionHead, Totals, TranscriptReader
+from .text import sanitize
+
+__all__ = ["Document", "Renderer", "Write", "render"]
+
+Write = Callable[[bytes], None]
+
+
+class Renderer(Protocol):
+    """A target for a transcript: ``begin``, ``item`` for each item, ``end``."""
+
+    def begin(self, head: SessionHead) -> None: ...
+
+    def item(self, item: Item) -> None: ...
+
+    def end(self, totals: Totals) -> None: ...
+
+
+class Document:
+    """Base of the renderers that write text to a byte sink; every text passes the terminal sanitiser."""
+
+    def __init__(self, write: Write) -> None:
+        self._write = write
+
+    def out(self, text: str) -> None:
+        self._write(sanitize(text).encode("utf-8"))
+
+
+def render(
+    events: Iterable[dict],
+    head: SessionHead,
+    renderer: Renderer,
+    *,
+    full: bool = False,
+    redact: Callable[[str], str] | None = None,
+) -> Totals:
+    """Read ``events`` once into ``renderer``; returns the totals it was given at the end.
+
+    With ``redact`` every string (header facts, texts, names, labels) is masked
+    before it is trimmed or rendered.
+    """
+    if redact is not None:
+        head = replace(head, facts={k: redact(v) if isinstance(v, str) else v for k, v in head.facts.items()})
+    reader = TranscriptReader(limits=FULL if full else Limits(), redact=redact)
+    renderer.begin(head)
+    for item in reader.read(events):
+        renderer.item(item)
+    totals = reader.totals()
+    renderer.end(totals)
+    return totals

@@ -1,0 +1,100 @@
+"""Text for people: the terminal-safe form of session text, previews, sizes, times.
+
+Session text is data, never control.  A log holds whatever the agent saw (tool
+output with colour codes, a cursor-moving progress bar, a pasted binary), and
+writing that to a terminal would let a session recolour, overwrite or hide
+what ``dshlog`` prints, or talk to the terminal itself.  So every human
+renderer (plain text on a terminal *and* when piped, the terminal renderer,
+Markdown and HTML documents) passes the text it writes through
+:func:`sanitize`:
+
+* C0 controls except newline and tab (ESC, CR, BEL, backspace, NUL...), DEL and
+  the C1 controls U+0080..U+009F become a visible escape, ``\\x1b``, ``\\x0d``,
+  ``\\x7f``, ``\\x9b``: the text stays readable (``\\x1b[31merror\\x1b[0m`` is a
+  recognisable colour code), nothing is dropped silently, and the length of a
+  line stays bounded;
+* a lone surrogate (a ``\\ud800`` escape JSON allows but UTF-8 cannot encode)
+  becomes ``\\ud800`` in the same way, so the output is always valid UTF-8.
+
+A backslash already in the text is left alone, so a visible escape and a
+literal ``\\x1b`` typed by someone read the same; the log (``events --json``)
+tells them apart.  Machine output (``--json``, the JSON export) is never
+sanitised: it is exact JSON, which escapes what it must itself.
+
+Times are written two ways, on purpose: a listing (``ls``) is read by the
+person at this machine, so it is local time to the minute
+(:func:`local_minutes`); an exported transcript is shared with people
+elsewhere, so it is UTC to the second and says so (:func:`utc_seconds`).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from ..model.content import PREVIEW, TextRule, message_text
+
+__all__ = ["human_bytes", "human_duration", "local_minutes", "message_text", "preview", "sanitize", "utc_seconds"]
+
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def sanitize(text: str) -> str:
+    """``text`` with every control character (but newline and tab) and lone surrogate as a visible escape."""
+    return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
+
+
+def preview(message: object, limit: int = 60, rule: TextRule = PREVIEW) -> str:
+    """Short one-line preview of a message (newlines flattened, ``…`` when cut)."""
+    text = " ".join(message_text(message, rule).split("\n"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def human_bytes(n: int | None) -> str:
+    """``27347 B``, ``1.2 MiB``: sizes for people."""
+    if n is None:
+        return "-"
+    if n < 1024:
+        return f"{n} B"
+    x = float(n)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        x /= 1024
+        if x < 1024 or unit == "TiB":
+            return f"{x:.1f} {unit}"
+    return f"{n} B"  # pragma: no cover
+
+
+def human_duration(ms: int) -> str:
+    """``1h 02m``, ``3m 07s``, ``850 ms``: durations for people."""
+    if ms < 1000:
+        return f"{ms} ms"
+    s = ms // 1000
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    if h:
+        return f"{h}h {m:02d}m"
+    if m:
+        return f"{m}m {sec:02d}s"
+    return f"{ms / 1000:.1f} s"
+
+
+def local_minutes(ms: int | None) -> str:
+    """Local ``YYYY-MM-DD HH:MM`` for epoch ms (``-`` when unknown)."""
+    if not ms:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def utc_seconds(ms: object) -> str | None:
+    """``2026-10-20 12:24:02 UTC`` for a positive epoch-ms integer; ``None`` when there is no real time."""
+    if type(ms) is not int or ms <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return None

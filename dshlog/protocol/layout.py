@@ -1,0 +1,248 @@
+"""Where dsh keeps sessions, and what its files are called (FORMAT §1.1-1.3, §6.3-6.4).
+
+Layout of a persistence root::
+
+    <root>/<projectKey(cwd)> or _no-cwd/<encodeSegment(sessionId)>/session[.vN].jsonl[.zstd]
+
+Every file-name and path rule of the format lives here, once: the generation-name
+grammar (parsed and built), which generation of a directory dsh reads, the project
+key of a ``cwd``, the session-id segment codec, the persistence root around a file,
+the lock file, and the names under which files are staged before they are published
+(so that any writer recognises what an interrupted run of any other writer left).
+Pure functions over names: listing a directory is the caller's business.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path, PurePath
+from typing import Final, NamedTuple
+
+from ..errors import UnsupportedVersion, UsageError
+from .values import MAX_SAFE_INTEGER
+
+__all__ = [
+    "Generation",
+    "LOCK_FILENAME",
+    "NO_CWD",
+    "STAGING_MARK",
+    "choose_generation",
+    "decode_segment",
+    "default_root",
+    "encode_segment",
+    "generation_name",
+    "is_project_dir",
+    "is_migration_staging_name",
+    "is_staging_name",
+    "parse_generation",
+    "persistence_root",
+    "project_key",
+    "session_dir",
+    "staging_affixes",
+]
+
+#: dsh's per-session write lock, a 0-byte file that is never removed (FORMAT §6.4).
+LOCK_FILENAME: Final[str] = "session.lock"
+
+#: The project directory of a session whose header has no ``cwd``.
+NO_CWD: Final[str] = "_no-cwd"
+
+ZSTD_SUFFIX: Final[str] = ".zstd"
+
+# ----------------------------------------------------------------------------- generations
+
+_CANONICAL = re.compile(r"session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?\Z")
+
+
+class Generation(NamedTuple):
+    """A canonical generation file name, parsed: its format version and encoding."""
+
+    version: int
+    compressed: bool
+
+
+def parse_generation(name: str) -> Generation | None:
+    """The generation a basename names, or ``None`` for anything that is not one.
+
+    ``session.jsonl`` is v0, ``session.vN.jsonl`` is vN (N >= 1, no leading zeros,
+    a safe integer), each optionally ``.zstd``.  Temporary names, ``session.v0.jsonl``,
+    ``session.v01.jsonl`` and other spellings are not generations and are ignored.
+    """
+    m = _CANONICAL.match(name)
+    if m is None:
+        return None
+    version = int(m.group(1)) if m.group(1) else 0
+    if version > MAX_SAFE_INTEGER:
+        return None
+    return Generation(version, m.group(2) is not None)
+
+
+def generation_name(version: int, compressed: bool) -> str:
+    """The canonical basename of generation ``version`` (the inverse of :func:`parse_generation`)."""
+    base = "session.jsonl" if version == 0 else f"session.v{version}.jsonl"
+    return base + ZSTD_SUFFIX if compressed else base
+
+
+def choose_generation(names: Iterable[str], *, where: str = "") -> str:
+    """The generation dsh reads among a session directory's entry names (FORMAT §1.3).
+
+    The numerically highest canonical version wins.  A directory holding both
+    compressed and plain generations is refused, as dsh refuses a root that uses
+    both encodings; a directory with none is a usage error.  ``where`` names the
+    directory in the error.
+    """
+    plain: list[tuple[int, str]] = []
+    packed: list[tuple[int, str]] = []
+    for name in sorted(names):
+        g = parse_generation(name)
+        if g is not None:
+            (packed if g.compressed else plain).append((g.version, name))
+    if plain and packed:
+        raise UnsupportedVersion(
+            f'session directory mixes plain ({", ".join(n for _, n in plain)}) and compressed '
+            f'({", ".join(n for _, n in packed)}) generations; dsh refuses a root that uses both encodings',
+            path=where or None,
+        )
+    found = plain or packed
+    if not found:
+        raise UsageError("no session generation (session[.vN].jsonl[.zstd]) in this directory", path=where or None)
+    return max(found)[1]
+
+
+# ----------------------------------------------------------------------------- names from ids
+
+_SAFE: Final[frozenset[int]] = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_SEPARATORS: Final[frozenset[int]] = frozenset((0x2F, 0x5C, 0x3A))  # / \ :
+_SLUG_MAX: Final[int] = 251
+_SEGMENT = re.compile(r"~([0-9A-F]{4})|([A-Za-z0-9._-])")
+
+
+def _code_units(text: str) -> list[int]:
+    """UTF-16 code units, as JavaScript strings see them (lone surrogates kept)."""
+    b = text.encode("utf-16-le", "surrogatepass")
+    return [b[i] | (b[i + 1] << 8) for i in range(0, len(b), 2)]
+
+
+def encode_segment(session_id: str) -> str:
+    """The session directory name of an id (``encodeSegment``): injective and decodable.
+
+    Never ``.``, ``..``, empty or containing a separator, so an id read from a log
+    can only become a path through this function.
+    """
+    if not isinstance(session_id, str) or session_id == "":
+        raise UsageError("a session id must be a non-empty string to name a directory")
+    if session_id == ".":
+        return "~002E"
+    if session_id == "..":
+        return "~002E~002E"
+    return "".join(chr(u) if u in _SAFE else f"~{u:04X}" for u in _code_units(session_id))
+
+
+def decode_segment(segment: str) -> str:
+    """The session id a directory name encodes (the inverse of :func:`encode_segment`).
+
+    Raises :class:`UsageError` for a name that :func:`encode_segment` never produces
+    (``~0041`` for a plain ``A``, lower-case hex, stray characters), so a stray
+    directory is never mistaken for a session.
+    """
+    if segment in (".", "..", ""):
+        raise UsageError(f"{segment!r} is not an encoded session id")
+    units: list[int] = []
+    pos = 0
+    for m in _SEGMENT.finditer(segment):
+        if m.start() != pos:
+            break
+        units.append(int(m.group(1), 16) if m.group(1) else ord(m.group(2)))
+        pos = m.end()
+    if pos != len(segment):
+        raise UsageError(f"{segment!r} is not an encoded session id")
+    text = b"".join(u.to_bytes(2, "little") for u in units).decode("utf-16-le", "surrogatepass")
+    if encode_segment(text) != segment:
+        raise UsageError(f"{segment!r} is not an encoded session id")
+    return text
+
+
+def project_key(cwd: str | None) -> str:
+    """The project directory name of a header ``cwd`` (``_no-cwd`` without one); lossy by design."""
+    if cwd is None:
+        return NO_CWD
+    if cwd == "":
+        raise UsageError("an empty cwd has no project directory")
+    out: list[str] = []
+    prev_sep = False
+    for u in _code_units(cwd):
+        if u in _SEPARATORS:
+            if not prev_sep:
+                out.append("-")
+            prev_sep = True
+            continue
+        prev_sep = False
+        out.append(chr(u) if u in _SAFE else f"~{u:04X}")
+    slug = "".join(out).lstrip("-") or "root"
+    return f"--{slug[:_SLUG_MAX]}--"
+
+
+def is_project_dir(name: str) -> bool:
+    """Whether a directory name can be a project directory of a root.
+
+    :func:`project_key` always yields ``--<slug>--`` with a non-empty slug (at least
+    five characters), or ``_no-cwd``.
+    """
+    return name == NO_CWD or (len(name) >= 5 and name.startswith("--") and name.endswith("--"))
+
+
+def session_dir(root: Path, cwd: str | None, session_id: str) -> Path:
+    """Where dsh keeps a session: the only way an id from a log becomes a path."""
+    return Path(root) / project_key(cwd) / encode_segment(session_id)
+
+
+def persistence_root(path: str | PurePath) -> Path | None:
+    """``<root>`` of ``<root>/<project>/<session>/<generation>``, when the path has that shape."""
+    p = Path(path)
+    if parse_generation(p.name) is None:
+        return None
+    project = p.parent.parent
+    if not is_project_dir(project.name):
+        return None
+    return project.parent
+
+
+def default_root(dsh_home: str | None, home: Path) -> Path:
+    """``$DSH_HOME/sessions``; ``DSH_HOME`` unset or empty means ``~/.dsh`` (values passed in)."""
+    return (Path(dsh_home) if dsh_home else home / ".dsh") / "sessions"
+
+
+# ----------------------------------------------------------------------------- staging names
+
+#: The mark of every name a writer stages a file under before publishing it.
+STAGING_MARK: Final[str] = ".dshlog-"
+_STAGING = (
+    # dshlog's own: ``.<final name>.dshlog-<16 hex>.tmp``
+    re.compile(r"\..+\.dshlog-[0-9a-f]{16}\.tmp\Z"),
+    # dsh's migration successor: ``session.migration.<16 hex>.jsonl[.zstd].tmp`` (FORMAT §6.3)
+    re.compile(r"session\.migration\.[0-9a-f]{16}\.jsonl(?:\.zstd)?\.tmp\Z"),
+)
+
+
+def staging_affixes(final_name: str, *, migration: bool = False) -> tuple[str, str]:
+    """Prefix and suffix of the staging name of a file to be published as ``final_name``.
+
+    A migration successor is staged under dsh's own name, so dsh and dshlog each
+    recognise the other's leftovers; everything else under ``.<final>.dshlog-``.
+    The caller puts 16 random lowercase hex digits between the two.
+    """
+    if migration:
+        return "session.migration.", ".jsonl.zstd.tmp" if final_name.endswith(ZSTD_SUFFIX) else ".jsonl.tmp"
+    return f".{final_name}{STAGING_MARK}", ".tmp"
+
+
+def is_staging_name(name: str) -> bool:
+    """Whether a name is one a writer (this project's or dsh's migration) stages files under."""
+    return any(p.match(name) for p in _STAGING)
+
+
+def is_migration_staging_name(name: str) -> bool:
+    """Whether a name is dsh's migration staging name, which dsh writes holding ``session.lock``
+    but without marking the file itself: only a holder of that lock may take it for a leftover."""
+    return _STAGING[1].match(name) is not None

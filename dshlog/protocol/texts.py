@@ -1,0 +1,150 @@
+"""dsh's own words: closer texts, error identities and refusal wordings.
+
+Texts the model sees (the synthetic tool results of a closed turn) must be dsh's
+byte for byte, and refusals must read as dsh's so a message found by dshlog can be
+searched for in dsh's own diagnostics.  Every such text is spelt here once; the
+code that writes or checks a closer, and the code that raises a refusal, imports it.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+__all__ = [
+    "CLOSER_CAUSES",
+    "CLOSER_ERROR",
+    "CLOSER_TEXT",
+    "TOOL_NOT_STARTED",
+    "TOOL_OUTCOME_UNKNOWN",
+    "CloserCause",
+    "already_owned",
+    "closer_message_id",
+    "closer_message_prefix",
+    "FORMAT_VERSION_REFUSAL",
+    "HEADER_NOT_AN_OBJECT",
+    "codec_row_label",
+    "edge_refusal",
+    "EMPTY_FORK",
+    "newer_version",
+    "row_not_an_object",
+    "row_seq_gap",
+    "transformed_artifact_refusal",
+]
+
+CloserCause = Literal["interrupted", "forked"]
+
+#: Why a turn is closed by synthetic events: a crash found on resume, or a fork cut.
+CLOSER_CAUSES: Final[tuple[CloserCause, ...]] = ("interrupted", "forked")
+
+#: Model-visible texts of the synthetic tool results, per cause and per recorded
+#: lifecycle of the call (``started``: a ``tool/call`` was recorded).
+CLOSER_TEXT: Final[dict[str, dict[str, str]]] = {
+    "interrupted": {
+        "started": (
+            "The tool call was interrupted after it was recorded, but no result was durably recorded. "
+            "Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the "
+            "operation is read-only or idempotent; if it may have side effects, first verify external "
+            "state or ask the user. Do not retry blindly."
+        ),
+        "notStarted": (
+            "The tool call was interrupted before the Harness recorded it as started. "
+            "Retry it if it is still needed."
+        ),
+    },
+    "forked": {
+        "started": (
+            "The history inherited by this branch records this tool call starting but does not include "
+            "its result. The parent session may have completed it after the fork point. Decide whether "
+            "to retry from the tool semantics: retry only if the operation is read-only or idempotent; "
+            "if it may have side effects, first verify external state or ask the user. Do not retry "
+            "blindly."
+        ),
+        "notStarted": (
+            "The history inherited by this branch has no record of this tool call starting. The parent "
+            "session may have executed it after the fork point. Decide whether to retry from the tool "
+            "semantics: retry only if the operation is read-only or idempotent; if it may have side "
+            "effects, first verify external state or ask the user. Do not retry blindly."
+        ),
+    },
+}
+
+#: Error codes of the synthetic tool results: they describe the recorded lifecycle of
+#: the call, so both causes share them.
+TOOL_OUTCOME_UNKNOWN: Final[str] = "TOOL_OUTCOME_UNKNOWN"
+TOOL_NOT_STARTED: Final[str] = "TOOL_NOT_STARTED"
+#: ``data.error`` of a synthetic tool result, by whether the call had started.
+CLOSER_ERROR: Final[dict[bool, dict[str, str]]] = {
+    True: {"name": "ToolOutcomeUnknownError", "code": TOOL_OUTCOME_UNKNOWN},
+    False: {"name": "ToolNotStartedError", "code": TOOL_NOT_STARTED},
+}
+
+
+def closer_message_prefix(cause: str, call_id: str) -> str:
+    """The message id of a synthetic tool result, up to its seq: ``<cause>-tool-result-<callId>-``."""
+    return f"{cause}-tool-result-{call_id}-"
+
+
+def closer_message_id(cause: str, call_id: str, seq: int) -> str:
+    """The message id dsh gives the synthetic tool result of ``call_id`` written at ``seq``."""
+    return f"{closer_message_prefix(cause, call_id)}{seq}"
+
+
+#: ``inspectSessionFormatVersion``: the header's ``version`` is read before anything
+#: else, and must be a count (``null``, ``-1``, ``1.5``, ``"0"``, ``2**53`` all fail).
+FORMAT_VERSION_REFUSAL: Final[str] = "Session format version must be a non-negative safe integer"
+#: ``inspectSessionFormatVersion`` of a header line that is not an object.
+HEADER_NOT_AN_OBJECT: Final[str] = "Session header must be a JSON object"
+
+
+def newer_version(session_id: object, version: int, current: int) -> str:
+    """dsh's refusal of a log written by a newer harness (``SessionFormatNewerError``).
+
+    This is the persistence layer's wording, what opening such a session says; the
+    format catalog's own header status words it ``stored Session uses newer format
+    vN; this build writes v4``.  dshlog opens files, so it speaks for the former
+    (README "How dshlog relates to dsh").
+    """
+    return (
+        f'session "{session_id}" uses log format v{version}, but this harness reads only v{current}: '
+        "the log was written by a newer harness — upgrade the harness to open it"
+    )
+
+
+def already_owned(session_id: str) -> str:
+    """dsh's ``SessionAlreadyOwnedError`` text: another process holds ``session.lock``."""
+    return f'session "{session_id}" is already owned by an active write handle'
+
+
+def edge_refusal(edge: str, version: int, subject: str, detail: str) -> str:
+    """How dsh's chain words a plain format error raised inside one edge."""
+    return f"{edge} refuses this format v{version} {subject}: {detail}"
+
+
+def transformed_artifact_refusal(source: int, current: int, detail: str) -> str:
+    """dsh's refusal of a migrated artifact its v4 restore rejects (``MigratingSessionFormatRestore``)."""
+    return f"Session migration from v{source} to v{current} refuses the transformed artifact: {detail}"
+
+
+def codec_row_label(version: int, index: int) -> str:
+    """How dsh's codec names body row ``index`` (0-based, after the header).
+
+    The v0/v1 codec says ``released Session row N``; v2 decodes v2..v4 rows (the
+    v3 and v4 codecs delegate to it), so its label says ``v2`` for all three.
+    """
+    return f"released Session row {index}" if version <= 1 else f"released v2 row {index}"
+
+
+def row_not_an_object(version: int, index: int) -> str:
+    """dsh's codec refusal of a body row that is not a JSON object."""
+    label = codec_row_label(version, index)
+    return f"{label} must be a JSON object" if version <= 1 else f"{label} must be an object"
+
+
+def row_seq_gap(version: int, index: int, expected: int, got: str) -> str:
+    """dsh's codec refusal of a row whose seq is not the next one (``got`` as JavaScript prints it)."""
+    return f"{codec_row_label(version, index)} has seq gap (expected {expected}, got {got})"
+
+
+#: A fork needs an existing seq to cut at (dsh's ``buildForkSeed`` reads the time of
+#: the boundary event); a log without events has none.
+EMPTY_FORK: Final[str] = "the log has no events: there is no seq to fork at"

@@ -1,0 +1,1 @@
+"""The one reading path: container (framing) -> rows (per-version decoding) -> session (views)."""

@@ -1,0 +1,256 @@
+"""Header admission: dsh's decision on a header line, before any row is read.
+
+dsh's catalog (``readHeader``, ``createRestore``) does three things with line 1 of a
+generation, in this order, and stops at the first refusal:
+
+1. read ``version`` (it must be a count) and refuse a newer format as unsupported;
+2. decode the *physical* header with the codec of that version, with the codec's
+   own labels and check order: the v0/v1 codec (``released v0 physical header lacks
+   required member "id"``: unexpected members before missing ones, names
+   JSON-quoted) or the v2 codec that v3 and v4 reuse (``released v2 physical header
+   lacks id``: missing before unexpected, and labelled v2 for v3/v4 too); each codec
+   then checks the logical header it decoded (``format v2 header cwd must be
+   absolute``);
+3. migrate the header through the chain to v4 (:func:`dshlog.migrate.chain.header_only`).
+
+This module is the codec's header half, beside :mod:`dshlog.read.rows` (its row
+half): every strict reader admits the header here, and the header-level rules of
+``check/header.py`` (which ``validate`` reports in full) stay the logical checks
+that follow.  A lenient reader still shows a header dsh refuses (with a note).
+
+A whole ``{{...}}`` placeholder cwd stands for an absolute path in dsh's test
+snapshots (the oracle swaps it for one); a cwd holding a placeholder anywhere
+(``{{cwd}}/workspace``, only ever written by snapshots) is taken as that stand-in
+too, which dsh's code does not do (README "How dshlog relates to dsh").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..check.header import is_absolute_cwd
+from ..errors import CorruptLog, DshlogError, Location, UnsupportedVersion
+from ..migrate.chain import header_only
+from ..protocol.jsjson import stringify
+from ..protocol.texts import FORMAT_VERSION_REFUSAL, HEADER_NOT_AN_OBJECT, newer_version
+from ..protocol.values import has_placeholder, is_count, safe_int
+from ..protocol.vocabulary import (
+    CURRENT_VERSION,
+    header_optional_keys,
+    header_required_order,
+    logical_header_keys,
+)
+
+__all__ = ["HeaderDecision", "decode_physical_header", "read_header", "stored_version"]
+
+Status = Literal["current", "migration-required", "unsupported", "malformed"]
+
+
+class _Refusal(Exception):
+    """One codec refusal (a ``SessionFormatError``): the text is dsh's."""
+
+
+def _count(value: Any, label: str) -> int:
+    if not is_count(value):
+        raise _Refusal(f"{label} must be a non-negative safe integer")
+    return safe_int(value)
+
+
+def _cwd_ok(cwd: str) -> bool:
+    return is_absolute_cwd(cwd) or has_placeholder(cwd)
+
+
+def _v0_keys(record: dict, required: tuple[str, ...], optional: frozenset[str], label: str) -> None:
+    """``assertReleasedV0Keys``: the first unexpected member, then the first missing one."""
+    allowed = set(required) | optional
+    for key in record:
+        if key not in allowed:
+            raise _Refusal(f"{label} has unexpected member {stringify(key)}")
+    for key in required:
+        if key not in record:
+            raise _Refusal(f"{label} lacks required member {stringify(key)}")
+
+
+def _v2_keys(record: dict, required: tuple[str, ...], optional: frozenset[str], label: str, *, field: str) -> None:
+    """``exactKeys``: the first missing key, then the first unexpected one."""
+    for key in required:
+        if key not in record:
+            raise _Refusal(f"{label} lacks {field}{key}")
+    allowed = set(required) | optional
+    for key in record:
+        if key not in allowed:
+            raise _Refusal(f"{label} has unexpected field {key}")
+
+
+def _logical(record: dict, version: int, *, v0_style: bool) -> None:
+    """The codec's check of the logical header it decoded (``format vN header ...``)."""
+    tag = f"format v{version} header"
+    required, optional = logical_header_keys()
+    if v0_style:
+        _v0_keys(record, required, optional, tag)
+    else:
+        _v2_keys(record, required, optional, tag, field="required field ")
+    if record["version"] != version:
+        raise _Refusal(f"expected {tag}")
+    if not isinstance(record["id"], str):
+        raise _Refusal(f"{tag} id must be a string")
+    _count(record["createdAt"], f"{tag} createdAt")
+    if v0_style:
+        if not isinstance(record["isSeeded"], bool):
+            raise _Refusal(f"{tag} isSeeded must be a boolean")
+        _count(record["delegationDepth"], f"{tag} delegationDepth")
+        for key in ("cwd", "parentSession", "agentPreset"):
+            if key in record and not isinstance(record[key], str):
+                raise _Refusal(f"{tag} {key} must be a string")
+        if isinstance(record.get("cwd"), str) and not _cwd_ok(record["cwd"]):
+            raise _Refusal(f"{tag} cwd must be absolute")
+    else:
+        _count(record["delegationDepth"], f"{tag} delegationDepth")
+        if not isinstance(record["isSeeded"], bool):
+            raise _Refusal(f"{tag} isSeeded must be boolean")
+        if "cwd" in record and not (isinstance(record["cwd"], str) and _cwd_ok(record["cwd"])):
+            raise _Refusal(f"{tag} cwd must be absolute")
+        for key in ("parentSession", "agentPreset"):
+            if key in record and not isinstance(record[key], str):
+                raise _Refusal(f"{tag} {key} must be a string")
+    if "origin" in record and record["origin"] != "subagent":
+        raise _Refusal(f'{tag} origin must be "subagent"')
+
+
+def _decode_v0(value: Any, version: int) -> tuple[dict, int]:
+    """The v0/v1 codec's ``decodePhysicalHeader``: (logical header, inherited event count)."""
+    label = f"released v{version} physical header"
+    if not isinstance(value, dict):
+        raise _Refusal(f"{label} must be a JSON object")
+    _v0_keys(value, header_required_order(version), header_optional_keys(version), label)
+    if value["type"] != "session" or value["version"] != version or isinstance(value["version"], bool):
+        raise _Refusal(f"expected released v{version} physical Session header")
+    tag = f"released v{version} header"
+    if not isinstance(value["id"], str):
+        raise _Refusal(f"{tag} id must be a string")
+    created = _count(value["createdAt"], f"{tag} createdAt")
+    depth = _count(value["delegationDepth"], f"{tag} delegationDepth")
+    seed = 0 if "seedLength" not in value else _count(value["seedLength"], f"{tag} seedLength")
+    for key in ("cwd", "parentSession", "agentPreset"):
+        if key in value and not isinstance(value[key], str):
+            raise _Refusal(f"{tag} {key} must be a string")
+    if "origin" in value and value["origin"] != "subagent":
+        raise _Refusal(f'{tag} origin must be "subagent"')
+    logical = _logical_from(value, version, created, depth, "seedLength" in value)
+    _logical(logical, version, v0_style=True)
+    return logical, seed
+
+
+def _decode_v2(value: Any, version: int) -> dict:
+    """The v2 codec's ``decodePhysicalHeader`` (v3 and v4 hand it their header as v2)."""
+    label = "released v2 physical header"
+    if not isinstance(value, dict):
+        raise _Refusal(f"{label} must be an object")
+    _v2_keys(value, header_required_order(2), header_optional_keys(2), label, field="")
+    if value["type"] != "session" or (version == 2 and (value["version"] != 2 or isinstance(value["version"], bool))):
+        raise _Refusal("expected released v2 physical Session header")
+    tag = "released v2 header"
+    if not isinstance(value["id"], str):
+        raise _Refusal(f"{tag} id must be a string")
+    created = _count(value["createdAt"], f"{tag} createdAt")
+    depth = _count(value["delegationDepth"], f"{tag} delegationDepth")
+    if not isinstance(value["isSeeded"], bool):
+        raise _Refusal(f"{tag} isSeeded must be boolean")
+    for key in ("cwd", "parentSession", "agentPreset"):
+        if key in value and not isinstance(value[key], str):
+            raise _Refusal(f"{tag} {key} must be a string")
+    if "origin" in value and value["origin"] != "subagent":
+        raise _Refusal(f'{tag} origin must be "subagent"')
+    logical = _logical_from(value, 2, created, depth, value["isSeeded"])
+    _logical(logical, 2, v0_style=False)
+    return {**logical, "version": version}
+
+
+def _logical_from(value: dict, version: int, created: int, depth: int, seeded: bool) -> dict:
+    out: dict[str, Any] = {"version": version, "id": value["id"], "createdAt": created}
+    for key in ("cwd", "parentSession"):
+        if key in value:
+            out[key] = value[key]
+    out["isSeeded"] = seeded
+    if "origin" in value:
+        out["origin"] = value["origin"]
+    out["delegationDepth"] = depth
+    if "agentPreset" in value:
+        out["agentPreset"] = value["agentPreset"]
+    return out
+
+
+def decode_physical_header(value: Any, version: int) -> tuple[dict, int]:
+    """dsh's codec decode of a physical header of ``version``: (logical header, inherited count).
+
+    Raises :class:`~dshlog.errors.CorruptLog` with dsh's text (a ``SessionFormatError``).
+    The inherited count is v0/v1's ``seedLength`` (v2+ learn it from the body).
+    """
+    try:
+        if version <= 1:
+            return _decode_v0(value, version)
+        if version == 2:
+            return _decode_v2(value, 2), 0
+        if not isinstance(value, dict) or value.get("version") != version:
+            raise _Refusal(f"expected format v{version} physical Session header" if version == 3 else "expected format v4 physical header")
+        return _decode_v2({**value, "version": 2}, version), 0
+    except _Refusal as exc:
+        raise CorruptLog(str(exc)) from None
+
+
+def stored_version(header: Any) -> int:
+    """``inspectSessionFormatVersion``: the version, read before any other check."""
+    if not isinstance(header, dict):
+        raise CorruptLog(HEADER_NOT_AN_OBJECT)
+    version = header.get("version")
+    if not is_count(version):
+        raise CorruptLog(FORMAT_VERSION_REFUSAL)
+    return safe_int(version)
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderDecision:
+    """dsh's decision on a header line (the catalog's ``readHeader``).
+
+    ``header`` is the v4 physical header the log has after migration (for
+    ``current`` and ``migration-required``); ``reason`` is dsh's text otherwise.
+    """
+
+    status: Status
+    stored_version: int | None
+    header: dict | None = None
+    reason: str | None = None
+
+    @property
+    def admitted(self) -> bool:
+        return self.status in ("current", "migration-required")
+
+    def refusal(self, *, path: str | None = None, loc: Location | None = None) -> DshlogError:
+        """The error a strict reader raises for a refused header (exit 3 unsupported, 4 malformed)."""
+        cls = UnsupportedVersion if self.status == "unsupported" else CorruptLog
+        return cls(self.reason or "", path=path, loc=loc)
+
+
+def read_header(header: Any) -> HeaderDecision:
+    """dsh's header decision: version, the codec's physical decode, then the chain to v4.
+
+    A newer version is refused with the persistence layer's words (see
+    :func:`~dshlog.protocol.texts.newer_version`).
+    """
+    try:
+        version = stored_version(header)
+    except DshlogError as exc:
+        return HeaderDecision("malformed", None, reason=exc.message)
+    if version > CURRENT_VERSION:
+        return HeaderDecision("unsupported", version, reason=newer_version(header.get("id"), version, CURRENT_VERSION))
+    try:
+        decode_physical_header(header, version)
+        placeholder = has_placeholder(header.get("cwd"))
+        migrated = header if version == CURRENT_VERSION else header_only(header, projection=placeholder)
+    except UnsupportedVersion as exc:
+        return HeaderDecision("unsupported", version, reason=exc.message)
+    except DshlogError as exc:
+        return HeaderDecision("malformed", version, reason=exc.message)
+    status: Status = "current" if version == CURRENT_VERSION else "migration-required"
+    return HeaderDecision(status, version, header=migrated)

@@ -1,0 +1,833 @@
+"""Open a session log: the one entry point every command uses.
+
+``open_session(target)`` accepts a generation file, a session directory, a JSON
+array or wrapped event stream, or ``-`` for standard input.  It reads the header
+eagerly (cheap) and streams the body lazily, so a command that needs only the
+header never reads the rest, and a command that needs everything reads it once.
+
+Two views of the body:
+
+* :meth:`SessionLog.records` — the events of the *stored* version, each with its
+  original line bytes (when the line is exactly the event) and its location, for
+  byte-faithful pass-through and precise error messages;
+* :meth:`SessionLog.events` — v4 events, migrated in memory (read-only, nothing
+  written) when the stored version is older.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+from ..errors import CorruptLog, DshlogError, Location, MigrationRefused, UnsupportedVersion, UsageError
+from ..check.problems import Problem, Problems, Severity
+from ..check.validate import Validator
+from ..protocol.packed import PackedRun
+from .rows import RowDecoder
+from ..protocol.jsjson import JsonError, dumps, iter_array, loads, top_level_keys
+from ..protocol.layout import parse_generation, persistence_root
+from ..protocol.texts import FORMAT_VERSION_REFUSAL, newer_version, transformed_artifact_refusal
+from ..protocol.values import is_count, is_placeholder, placeholder_bytes_search, safe_int
+from ..protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES
+from ..migrate.chain import MigratedEvents, header_only, migrate_stream
+from .children import discover_child_facts
+from .header import HeaderDecision, read_header
+from .container import (
+    Container,
+    Record,
+    SourceInfo,
+    Torn,
+    _make_loc,
+    iter_json_array,
+    iter_lines,
+    iter_zstd_lines,
+    open_binary,
+    zstd_prefix,
+    sniff,
+)
+
+
+_UNPARSABLE = object()  # _parse_row's answer for a row that was noted and skipped
+
+
+@dataclass(slots=True)
+class EventRecord:
+    """A stored-version event with where it came from.
+
+    ``raw`` is the exact line (no newline) when that line encodes exactly this one
+    event as read (plain and zstd JSONL); ``None`` for expanded packed rows,
+    restored projections and events parsed out of other containers.
+    """
+
+    event: dict
+    raw: bytes | None
+    loc: Location
+
+
+def _refusal(exc: JsonError, what: str, loc: Location) -> str:
+    """The one wording of a row the JSON reader refused (dsh's ``unparsable committed event``)."""
+    if exc.kind == "utf-8":
+        return f"invalid UTF-8 in {what} at line {loc.line}"
+    if exc.kind == "lossless":
+        return f"{what} at line {loc.line} is not lossless JSON ({exc.detail})"
+    if exc.kind == "depth":
+        return f"{what} at line {loc.line} is {exc.detail}"
+    return f"unparsable {what} at line {loc.line}"
+
+
+def _parse(raw: bytes, path: str, loc: Location, what: str = "committed event") -> Any:
+    try:
+        return loads(raw)
+    except JsonError as exc:
+        raise CorruptLog(_refusal(exc, what, loc), path=path, loc=loc) from None
+
+
+def _detect_headerless_version(sample: bytes) -> int:
+    """Stored version of a header-less event stream, judged from distinctive content."""
+    if b'"assistant/chunk"' in sample or b'-chunks","seq0"' in sample:
+        return 0
+    if b'"role":"tool"' in sample or b'"role": "tool"' in sample:
+        return 4
+    if b'"system/message"' in sample:
+        return 3 if b'"kind":"plugin"' in sample or b'"kind": "plugin"' in sample else 4
+    if b'"tool-result"' in sample or b'"start":' in sample and b'"op":"replace"' in sample:
+        return 0 if b'"stream"' not in sample else 2
+    return CURRENT_VERSION
+
+
+def _damaged_header(obj: dict) -> bool:
+    """A first line that lacks ``type`` but has header members is a damaged header, not an event.
+
+    dsh reads line 1 as the header whatever it holds; only an input whose first row
+    is an event (it has ``seq``/``data``) is a header-less stream.
+    """
+    return "type" not in obj and "seq" not in obj and "data" not in obj and any(k in obj for k in ("version", "id", "createdAt"))
+
+
+def _june_prerelease(sample: bytes) -> bool:
+    """Header ``version:1`` written by the June 2026 pre-release writer (NOTES.md 2)."""
+    if b'"sourceEventSeqs":[[' in sample or b'-chunks"' in sample:
+        return False
+    return b'"trigger"' in sample or b'"type":"usage"' in sample or b'"type":"error"' in sample or b'"assistant/chunk"' in sample
+
+
+class SessionLog:
+    """An opened session log (header read, body not yet)."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        strict: bool = True,
+        select: str | None = None,
+        format_version: int | None = None,
+        stream: IO[bytes] | None = None,
+        system_prompt_plugins: tuple[str, ...] | list[str] = (),
+    ) -> None:
+        """``stream``: read this already open buffered binary stream (``target`` is then only
+        the name shown in messages), e.g. bytes arriving through a pipe.
+
+        ``strict``: decide as dsh does: the header is admitted (or refused) here, with
+        dsh's texts, before any row is read; the v4 view reads rows as dsh's
+        recovering read does and restores the v4 artifact as dsh does.  When false,
+        the log is shown as far as it can be read, with notes.
+        ``system_prompt_plugins``: package names the v3->v4 edge takes for
+        dsh's system-prompt producer besides upstream's own (a fork build's name).
+        """
+        self.target = target
+        self.strict = strict
+        self.select = select
+        self.notes = Problems()
+        self._consumed = False
+        self._snapshot: bool | None = None
+        #: dsh's decision on the header line (``None`` for an input without one)
+        self.decision: HeaderDecision | None = None
+        #: extra system-prompt plugin package names for the v3->v4 edge (README: migrate)
+        self.system_prompt_plugins: tuple[str, ...] = tuple(system_prompt_plugins)
+        self._mig_header: dict | None = None
+        fh, path, size = (stream, target, None) if stream is not None else open_binary(target)
+        self.path = path
+        self._fh: IO[bytes] = fh
+        self._spool: IO[bytes] | None = None
+        head = fh.peek(65536)[:65536] if hasattr(fh, "peek") else b""
+        container = sniff(head)
+        if container == "json-document" or (target == "-" and container in (Container.ARRAY,)):
+            container = self._sniff_document(head) if container == "json-document" else container
+        self.info = SourceInfo(path=path, container=container, size_on_disk=size)
+        self.header: dict | None = None
+        self.header_raw: bytes | None = None
+        self.header_loc: Location | None = None
+        self._body: Iterator[Record]
+        # A plain JSONL body with a header is read straight from the file in _rows (no
+        # Record per line); ``_plain`` is (the line generator it replaces, next line
+        # number, next offset), ``_pushback`` a row already taken out by a peek.
+        self._plain: tuple[Iterator[Record], int, int] | None = None
+        self._pushback: list[Record] = []
+        self._open_body(head, format_version)
+
+    # ------------------------------------------------------------------ opening
+
+    def _sniff_document(self, head: bytes) -> str:
+        fh = self._rewindable()
+        try:
+            for key in top_level_keys(fh.read):
+                if key == "events":
+                    return Container.RESULT_JSON
+                if key == "logs":
+                    return Container.BEHAVIOR_JSON
+        except JsonError as exc:
+            raise CorruptLog(f"invalid JSON document: {exc.detail}", path=self.path) from None
+        finally:
+            fh.seek(0)
+        raise UsageError("JSON document holds neither an event array nor a header line", path=self.path)
+
+    def _rewindable(self) -> IO[bytes]:
+        """A seekable stream over the input (standard input is spooled to a temp file)."""
+        fh = self._fh
+        if fh.seekable():
+            return fh
+        spool = tempfile.TemporaryFile()
+        shutil.copyfileobj(fh, spool, 1 << 20)
+        spool.seek(0)
+        self._spool = spool
+        self._fh = io.BufferedReader(spool, 1 << 20)  # type: ignore[arg-type]
+        return self._fh
+
+    def _open_body(self, head: bytes, format_version: int | None) -> None:
+        c = self.info.container
+        path = self.path
+        if c in (Container.JSONL, Container.ZSTD):
+            lines = iter_lines(self._fh, self.info) if c == Container.JSONL else iter_zstd_lines(self._fh, self.info)
+            first = next(lines, None)
+            if first is None:
+                raise CorruptLog("empty or header-less session log", path=path, loc=Location(line=1, offset=0))
+            obj = _parse(first.raw or b"", path, first.loc(), "header")
+            if isinstance(obj, dict) and (obj.get("type") == "session" or _damaged_header(obj)):
+                self.header, self.header_raw, self.header_loc = obj, first.raw, first.loc()
+                self._body = lines
+                if c == Container.JSONL and first.raw is not None and first.offset is not None:
+                    self._plain = (lines, first.line + 1, first.offset + len(first.raw) + 1)
+            elif isinstance(obj, dict) and (obj.get("type") == "session_event" or ("method" in obj and "params" in obj)):
+                # a wrapped stream inside a zstd container
+                kind = Container.STREAM_JSON if obj.get("type") == "session_event" else Container.JSONRPC
+                self._body = self._unwrap(_chain_first(first, lines), kind)
+                self.version = format_version if format_version is not None else _detect_headerless_version(self._sample())
+                self.notes.add(Problem("wrapped", f"events unwrapped from a compressed {kind} stream (no header)", Severity.INFO))
+                return self._make_decoder()
+            else:
+                # header-less JSONL of events (seen in fixtures): keep the first row as a body row
+                self._body = _chain_first(first, lines)
+                self.notes.add(Problem("no-header", "the log has no session header line", Severity.WARNING, loc=first.loc()))
+            self.version = self._header_version(head, format_version)
+        elif c in (Container.STREAM_JSON, Container.JSONRPC):
+            self._body = self._unwrap(iter_lines(self._fh, self.info), c)
+            self.version = format_version if format_version is not None else _detect_headerless_version(self._sample())
+            self.notes.add(Problem("wrapped", f"events unwrapped from a {c} stream (no header)", Severity.INFO))
+        elif c == Container.ARRAY:
+            if format_version is None:
+                format_version = _detect_headerless_version(self._sample())
+            self._body = iter_json_array(self._fh, self.info)
+            self.version = format_version
+            self.notes.add(Problem("no-header", "JSON array of events: no session header", Severity.INFO))
+        elif c == Container.RESULT_JSON:
+            v = format_version if format_version is not None else _detect_headerless_version(self._sample())
+            self._body = iter_json_array(self._fh, self.info, ("events",))
+            self.version = v
+            self.notes.add(Problem("wrapped", "events read from a result.json document (no header)", Severity.INFO))
+        elif c == Container.BEHAVIOR_JSON:
+            self._open_behavior(format_version)
+        else:  # pragma: no cover
+            raise UsageError(f"unrecognised container {c}", path=path)
+        self._make_decoder()
+
+    def _make_decoder(self) -> None:
+        self.decoder = RowDecoder(self.version, self.path, strict=self.strict, notes=self.notes)
+
+    def _sample(self, n: int = 8 << 20) -> bytes:
+        """Up to ``n`` leading bytes, for content-based version detection (input is rewound)."""
+        fh = self._rewindable()
+        pos = fh.tell()
+        if self.info.container == Container.ZSTD:
+            fh.seek(0)
+            data = zstd_prefix(fh, self.path, n)
+        else:
+            data = fh.read(n)
+        fh.seek(pos)
+        return data
+
+    def _open_behavior(self, format_version: int | None) -> None:
+        fh = self._rewindable()
+        try:
+            logs = list(iter_array(fh.read, ("logs",)))
+        except JsonError as exc:
+            raise CorruptLog(f"invalid JSON document: {exc.detail}", path=self.path) from None
+        if not logs:
+            raise UsageError("behavior document holds no logs", path=self.path)
+        if not all(isinstance(lg, dict) for lg in logs):
+            raise CorruptLog("behavior document: every entry of logs must be an object", path=self.path)
+        names = [str(lg.get("file", i)) for i, lg in enumerate(logs)]
+        self.info.wrapped_sessions = names
+        idx = 0
+        if self.select is not None:
+            if self.select.isdigit() and int(self.select) < len(logs):
+                idx = int(self.select)
+            elif self.select in names:
+                idx = names.index(self.select)
+            else:
+                raise UsageError(f"no log {self.select!r} in this document (logs: {', '.join(names)})", path=self.path)
+        elif len(logs) > 1:
+            self.notes.add(Problem("multi", f"document holds {len(logs)} logs ({', '.join(names)}); reading the first (choose with --select)", Severity.INFO))
+        lines = logs[idx].get("lines") or []
+        recs = [Record(None, o, None, None, index=i) for i, o in enumerate(lines)]
+        if recs and isinstance(recs[0].obj, dict) and recs[0].obj.get("type") == "session":
+            self.header, self.header_loc = recs[0].obj, recs[0].loc()
+            recs = recs[1:]
+        self._body = iter(recs)
+        sample = dumps(lines[:200])
+        self.version = self._header_version(sample, format_version)
+
+    def _unwrap(self, lines: Iterator[Record], container: str) -> Iterator[Record]:
+        wanted = self.select
+        seen: list[str] = []
+        streams: dict[str, list[int]] = {}
+        for rec in lines:
+            obj = _parse(rec.raw or b"", self.path, rec.loc(), "wrapped line")
+            if container == Container.STREAM_JSON:
+                if not (isinstance(obj, dict) and obj.get("type") == "session_event"):
+                    continue
+                sid, ev = obj.get("sessionId"), obj.get("event")
+            else:
+                if not (isinstance(obj, dict) and obj.get("method") == "session.event"):
+                    continue
+                params = obj.get("params") or {}
+                sid, ev = params.get("sessionId"), params.get("event")
+            sid = self._demux(str(sid), ev, streams)
+            if sid not in seen:
+                seen.append(sid)
+                self.info.wrapped_sessions = list(seen)
+                if wanted is None:
+                    wanted = sid
+                elif len(seen) > 1 and self.select is None:
+                    self.notes.add(Problem("multi", f"stream interleaves another session {sid!r}; its events are skipped (choose with --select)", Severity.INFO, loc=rec.loc()))
+            if sid != wanted:
+                continue
+            yield Record(None, ev, rec.line, rec.offset, rec.frame)
+
+    @staticmethod
+    def _demux(sid: str, ev: Any, streams: dict[str, list[int]]) -> str:
+        """Split interleaved logs that share one session id (seq restarts at 0 for the child).
+
+        Real JSON-RPC snapshots interleave a parent and its in-process child under the
+        same (placeholder) id; each event joins the stream whose next seq it continues.
+        Streams after the first are named ``<id>#2``, ``<id>#3``...
+        """
+        seq = ev.get("seq") if isinstance(ev, dict) else None
+        nexts = streams.setdefault(sid, [])
+        if type(seq) is not int:
+            return sid
+        for i, nxt in enumerate(nexts):
+            if seq == nxt:
+                nexts[i] = seq + 1
+                return sid if i == 0 else f"{sid}#{i + 1}"
+        if not nexts or seq == 0:
+            nexts.append(seq + 1)
+            i = len(nexts) - 1
+            return sid if i == 0 else f"{sid}#{i + 1}"
+        nexts[0] = seq + 1
+        return sid
+
+    def _header_version(self, sample: bytes, format_version: int | None) -> int:
+        h = self.header
+        if format_version is not None:
+            return format_version
+        if h is None:
+            return _detect_headerless_version(sample if sample else self._sample())
+        decision = self.decision = read_header(h)
+        if self.strict:
+            if not decision.admitted:
+                raise decision.refusal(path=self.path, loc=self.header_loc)
+            v = decision.stored_version
+            assert v is not None
+            self._check_name(v)
+            return v
+        if not decision.admitted and decision.stored_version is not None and decision.stored_version <= CURRENT_VERSION:
+            self.notes.add(Problem("header", f"dsh refuses this header: {decision.reason}", Severity.WARNING, loc=self.header_loc))
+        v = h.get("version")
+        named = parse_generation(os.path.basename(self.path)) if self.info.container in (Container.JSONL, Container.ZSTD) else None
+        name_v = named.version if named is not None else None
+        if v is None:
+            # v0/v1 headers never carry isSeeded (v2+ require it): use that before sniffing content
+            guess = name_v if name_v is not None else (_detect_headerless_version(self._sample()) if "isSeeded" in h else 0)
+            self.notes.add(Problem("header", f"header lacks version; reading as v{guess} (a test-support fixture: dsh itself refuses such a header)", Severity.WARNING, loc=self.header_loc))
+            return guess
+        if not is_count(v):
+            raise CorruptLog(FORMAT_VERSION_REFUSAL, path=self.path, loc=self.header_loc)
+        v = safe_int(v)
+        if v > CURRENT_VERSION:
+            # lenient readers (events, info, validate) still show the rows, read with the v4 row codec
+            self.notes.add(Problem("unsupported-version", decision.reason or "", Severity.ERROR, loc=self.header_loc))
+            return v
+        if v == 1 and _june_prerelease(self._sample(1 << 20)):
+            self.notes.add(
+                Problem("prerelease", "header version 1 written by the June 2026 pre-release writer; read as v0 (its counter was reset)", Severity.WARNING, loc=self.header_loc)
+            )
+            return 0
+        self._check_name(v)
+        return v
+
+    def _check_name(self, v: int) -> None:
+        """The persistence layer's rule: a canonical file name names its header's version."""
+        named = parse_generation(os.path.basename(self.path)) if self.info.container in (Container.JSONL, Container.ZSTD) else None
+        name_v = named.version if named is not None else None
+        if name_v is not None and name_v != v and not (name_v == 0 and self.path.endswith((".expected.jsonl", ".golden.jsonl"))):
+            msg = f"resolved JSONL source filename identifies v{name_v}, but its header identifies v{v}"
+            if self.strict:
+                raise CorruptLog(msg, path=self.path, loc=self.header_loc)
+            self.notes.add(Problem("header", msg, Severity.WARNING, loc=self.header_loc))
+
+    # ------------------------------------------------------------------ reading
+
+    def _take(self) -> Iterator[Record]:
+        if self._consumed:
+            raise RuntimeError("a SessionLog body can be read once; open it again")
+        self._consumed = True
+        return self._body
+
+    def _rows(self, *, runs: bool) -> Iterator[tuple[list[Any], Any, bytes | None, Location]]:
+        """(decoded events, parsed row, row bytes, location) per physical row, one pass.
+
+        ``runs``: the decoder keeps each v0/v1 packed row as one :class:`PackedRun`.
+        """
+        body = self._take()
+        self.decoder.compact = runs
+        plain = self._plain if self._plain is not None and body is self._plain[0] else None
+        for rec in (self._pushback if plain is not None else _chain_all(self._pushback, body)):
+            loc = rec.loc()
+            obj = rec.obj if rec.raw is None else self._parse_row(rec.raw, loc)
+            if obj is not _UNPARSABLE:
+                yield self.decoder.decode(obj, loc), obj, rec.raw, loc
+        if plain is not None:
+            yield from self._plain_rows(plain[1], plain[2])
+        t = self.info.torn
+        if t is not None and t.length:
+            where = f"frame {t.frame}" if t.frame is not None else f"byte {t.offset}"
+            self.notes.add(Problem("torn-tail", f"torn tail ignored: {t.length} bytes after the last complete line ({where})", Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
+        dec = self.decoder
+        if dec.recoverable:
+            if dec.issue is not None:
+                self.notes.add(Problem(
+                    "recovered-tail",
+                    f"the log ends before this row: {dec.issue.message} (dsh's read drops it and the {dec.dropped} rows after it; "
+                    "no later turn/end commits them)",
+                    Severity.WARNING, loc=dec.issue_loc))
+            h = self.header or {}
+            seeded = h.get("isSeeded") if self.version >= 2 and isinstance(h.get("isSeeded"), bool) else None
+            seed = h.get("seedLength") if self.version <= 1 and self.header is not None else None
+            dec.finish(seeded=seeded, seed_length=safe_int(seed) if is_count(seed) else None)
+
+    def _plain_rows(self, line_no: int, offset: int) -> Iterator[tuple[list[dict], Any, bytes | None, Location]]:
+        """The rest of a plain JSONL body, read from the file directly.
+
+        What :func:`~dshlog.read.container.iter_lines` and the loop above do, fused: every
+        row of every command passes here, and the Record object and generator layer
+        per line were a tenth of reading a log of short rows.
+        """
+        decode = self.decoder.decode
+        make_loc = _make_loc
+        for line in self._fh:
+            n = len(line)
+            if line[-1:] != b"\n":
+                self.info.torn = Torn(offset=offset, length=n, data=line[: 1 << 20])
+                offset += n
+                break
+            raw = line[:-1]
+            loc = make_loc(line_no, offset, None, None)
+            line_no += 1
+            offset += n
+            try:
+                obj = loads(raw)
+            except JsonError:
+                obj = self._parse_row(raw, loc)  # the error path words the problem
+                if obj is _UNPARSABLE:
+                    continue
+            yield decode(obj, loc), obj, raw, loc
+        self.info.decoded_bytes = offset
+
+    def _parse_row(self, raw: bytes, loc: Location) -> Any:
+        """Parse one row; an unparsable row raises (strict) or is noted and skipped."""
+        try:
+            return loads(raw)
+        except JsonError as exc:
+            msg = _refusal(exc, "committed event", loc)
+            if exc.kind != "utf-8":
+                msg = "corrupt session log: " + msg
+        if self.strict:
+            raise CorruptLog(msg, path=self.path, loc=loc) from None
+        self.notes.add(Problem("unparsable", msg, Severity.ERROR, loc=loc))
+        return _UNPARSABLE
+
+    # ------------------------------------------------------------------ views
+
+    def stored(self) -> Iterator[EventRecord]:
+        """The stored view: events of the stored version, each with its bytes and location.
+
+        ``raw`` is the exact line when it encodes exactly this event (plain and zstd
+        JSONL); packed rows are expanded into their ``assistant/chunk`` events.
+        """
+        for events, obj, raw, loc in self._rows(runs=False):
+            if raw is not None and len(events) == 1 and events[0] is obj:
+                # the line is exactly this event (range-expanded sourceEventSeqs keep the physical form)
+                yield EventRecord(obj, raw, loc)
+            else:
+                for ev in events:
+                    yield EventRecord(ev, None, loc)
+
+    def stored_runs(self) -> Iterator[Any]:
+        """The stored view with each v0/v1 packed row kept whole as one :class:`PackedRun`.
+
+        For consumers that can take a run whole (the migration chain, the counters):
+        a v0 log then costs one object per packed row, not three dicts per delta.
+        """
+        for events, _obj, _raw, _loc in self._rows(runs=self.version <= 1):
+            yield from events
+
+    def v4(self, *, child_facts: list[dict] | None = None, runs: bool = True, allow_unknown: bool = False) -> "V4View":
+        """The v4 view: what dsh holds after opening the log (older logs migrated in memory).
+
+        Nothing is read until the view is iterated; its :attr:`V4View.header` needs
+        only the header.  ``child_facts`` are the facts the v3->v4 catalog completion
+        needs (default: discovered in the persistence root around the file).
+        ``runs=False`` feeds the chain every packed row expanded, the straightforward
+        path the compact one (each row one :class:`PackedRun`, as dsh passes it) must
+        equal; it exists for the tests that prove that.  ``allow_unknown``: the
+        restore lets unknown event types without ``ignorable`` pass (``--allow-unknown``;
+        dsh refuses them).
+        """
+        if self.version > CURRENT_VERSION:
+            raise UnsupportedVersion(newer_version(self.session_id, self.version, CURRENT_VERSION), path=self.path, loc=self.header_loc)
+        return V4View(self, child_facts, runs, allow_unknown=allow_unknown)
+
+    @property
+    def projection(self) -> bool:
+        """Whether the body is a test-snapshot projection (rows without seq/time).
+
+        Known before the body is read (the first row is peeked at) and after it.
+        """
+        if self.decoder.projection is not None:
+            return self.decoder.projection
+        return self._peek_projection()
+
+    @property
+    def session_id(self) -> str | None:
+        if self.header is not None and isinstance(self.header.get("id"), str):
+            return self.header["id"]
+        if self.info.wrapped_sessions:
+            return self.info.wrapped_sessions[0]
+        return None
+
+    def _migration_header(self) -> dict:
+        """The stored header as the migration chain receives it (completed for snapshot fixtures)."""
+        if self._mig_header is None and self.strict and self.decision is not None:
+            self._mig_header = self.header  # admitted as it is: dsh completes nothing
+        if self._mig_header is None:
+            snapshot = self.snapshot  # peeks at the first row: a wrapped stream then knows its session id
+            header = self.header if self.header is not None else self._synthetic_header()
+            self._mig_header = self._complete_snapshot_header(header) if snapshot else header
+        return self._mig_header
+
+    @property
+    def snapshot(self) -> bool:
+        """A dsh test snapshot: rows without seq/time, or ``{{...}}`` placeholders standing in for values.
+
+        Such files are normalised copies of real logs; rules that only their
+        normalisation breaks are reported as warnings, never as corruption.
+        """
+        if self._snapshot is None:
+            sample = (self.header_raw or b"") + (self._sample(1 << 20) if self.info.container != Container.BEHAVIOR_JSON else b"")
+            self._snapshot = self.projection or placeholder_bytes_search(sample) or (
+                self.header is not None and any(is_placeholder(v) for v in self.header.values())
+            )
+        return self._snapshot
+
+    def _complete_snapshot_header(self, header: dict) -> dict:
+        """Fill header keys a snapshot fixture left out, so its body can still be migrated (with notes)."""
+        missing: dict[str, Any] = {}
+        if "version" not in header:
+            missing["version"] = self.version
+        if "delegationDepth" not in header:
+            missing["delegationDepth"] = 0
+        if self.version >= 2 and "isSeeded" not in header:
+            missing["isSeeded"] = False
+        if not missing:
+            return header
+        self.notes.add(
+            Problem("snapshot-header", f"snapshot header lacks {', '.join(missing)}; assuming {', '.join(f'{k}={v}' for k, v in missing.items())}", Severity.WARNING, loc=self.header_loc)
+        )
+        out = {"type": header.get("type", "session")}
+        if "version" in missing:
+            out["version"] = missing.pop("version")
+        out.update((k, v) for k, v in header.items() if k != "type")
+        out.update(missing)
+        return out
+
+    def _peek_projection(self) -> bool:
+        """Whether the body is a projection, before it is read (peeks at the first row)."""
+        if self._consumed:
+            return False
+        if self._pushback:
+            first = self._pushback[0]  # peeked before
+        else:
+            first = next(self._body, None)
+            if first is None:
+                self._plain = None  # the line generator has ended (and recorded any torn tail)
+                return False
+            if self._plain is not None and self._body is self._plain[0] and first.raw is not None:
+                self._pushback.append(first)
+                self._plain = (self._plain[0], first.line + 1, first.offset + len(first.raw) + 1)
+            else:
+                self._body = _chain_first(first, self._body)
+        obj = first.obj
+        if first.raw is not None:
+            try:
+                obj = loads(first.raw)
+            except JsonError:
+                return False
+        if not isinstance(obj, dict):
+            return False
+        if self.version <= 1 and isinstance(obj.get("type"), str) and obj["type"] in PACKED_TYPES:
+            return "seq0" not in obj and "time0" not in obj
+        return "seq" not in obj and "time" not in obj
+
+    def _synthetic_header(self) -> dict:
+        sid = self.session_id or "unknown"
+        h: dict[str, Any] = {"type": "session", "version": self.version, "id": sid, "createdAt": 0}
+        if self.version >= 2:
+            h["isSeeded"] = False
+        h["delegationDepth"] = 0
+        return h
+
+    def _discover_children(self) -> list[dict]:
+        """Child facts for v3->v4 catalog completion (FORMAT.md 4.5.7), or [] with a note."""
+        if self.version >= CURRENT_VERSION:
+            return []
+        root = persistence_root(self.path)
+        if root is not None:
+            return discover_child_facts(root, self.session_id or "", open_header=_open_header, open_events=_open_events)
+        self.notes.add(Problem("children", "no persistence root around this file: assuming the session has no child sessions", Severity.INFO))
+        return []
+
+    def close(self) -> None:
+        try:
+            if self._fh is not sys.stdin.buffer:
+                self._fh.close()
+        finally:
+            if self._spool is not None:
+                self._spool.close()
+
+    def __enter__(self) -> "SessionLog":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _chain_all(first: list[Record], rest: Iterator[Record]) -> Iterator[Record]:
+    yield from first
+    yield from rest
+
+
+def _chain_first(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
+    yield first
+    yield from rest
+
+
+def _open_header(path: Path) -> dict | None:
+    try:
+        with SessionLog(str(path), strict=False) as s:
+            return s.header
+    except DshlogError:
+        return None
+
+
+#: Problem codes of the Validator by the pass of dsh's v4 restore that finds them:
+#: dsh checks every event's own shape first (``restoreReleasedV4Artifact``'s loop),
+#: then the inherited cut, then the relationships between events, and reports the
+#: first failure of the earliest pass.
+_RESTORE_PASS = {"unsupported": 0, "retired": 0, "envelope": 0, "seq-gap": 0, "message": 0, "stream": 0, "cut": 1}
+
+
+def _restore_rank(problem: Any) -> int:
+    return _RESTORE_PASS.get(problem.code, 2)
+
+
+def _restore_unsupported(problem: Any) -> bool:
+    """Whether dsh throws this restore refusal as ``SessionFormatUnsupportedMigrationError``."""
+    return problem.code == "unsupported" or problem.message.startswith("format v4 rejects retired event type")
+
+
+class V4View:
+    """The v4 events of a session log, as dsh holds them after opening it.
+
+    A v4 log is its stored events; an older one is migrated in memory, once, as
+    it is iterated (nothing is written).  ``header`` is the v4 header, derived
+    from the stored header alone.  After iteration ``inherited_cut`` is the
+    inherited event count the chain reported (``None`` for a v4 log).
+
+    Of a strict log it is dsh's view: rows are read as dsh's recovering read
+    reads them, and the v4 artifact is restored as dsh restores it (every
+    event's shape, the inherited cut, the relationships, run through
+    :class:`~dshlog.check.validate.Validator`); a refusal is raised, with dsh's
+    text, when the last event has gone by.  A consumer that stops early, or that
+    fails on its own, asks :meth:`finish` (or uses the view as a context manager,
+    which does) whether dsh would refuse the log: dsh's refusal then wins.
+    """
+
+    def __init__(self, log: SessionLog, child_facts: list[dict] | None, runs: bool = True, *, allow_unknown: bool = False) -> None:
+        self._log = log
+        self._allow_unknown = allow_unknown
+        self._child_facts = child_facts
+        self._runs = runs
+        self._header: dict | None = None
+        self._migrated: MigratedEvents | None = None
+        self._gen: Iterator[tuple[dict, bytes | None]] | None = None
+        self.inherited_cut: int | None = None
+        #: dsh's view: recoverable rows and the v4 restore (a strict log)
+        self.dsh = log.strict
+        if self.dsh:
+            log.decoder.recoverable = True
+
+    @property
+    def header(self) -> dict | None:
+        """The v4 physical header (``None`` for an input without one); reads no body."""
+        log = self._log
+        if self._header is None and log.header is not None:
+            if log.version == CURRENT_VERSION:
+                self._header = log.header
+            elif self.dsh and log.decision is not None and log.decision.header is not None:
+                self._header = log.decision.header
+            else:
+                try:
+                    self._header = header_only(log._migration_header(), projection=log.snapshot)
+                except DshlogError as exc:
+                    raise exc.with_context(path=log.path, loc=log.header_loc)
+        return self._header
+
+    def _source(self) -> Iterator[tuple[dict, bytes | None]]:
+        """(v4 event, its stored line when the line is exactly the event)."""
+        log = self._log
+        if log.version == CURRENT_VERSION:
+            for r in log.stored():
+                yield r.event, r.raw
+            return
+        facts = self._child_facts if self._child_facts is not None else log._discover_children()
+        try:
+            body = log.stored_runs() if self._runs else (r.event for r in log.stored())
+            header, events = migrate_stream(log._migration_header(), body, child_facts=facts, projection=log.snapshot,
+                                            system_prompt_plugins=log.system_prompt_plugins)
+            self._header = header
+            self._migrated = events
+            for ev in events:
+                yield ev, None
+        except DshlogError as exc:
+            raise exc.with_context(path=log.path)
+        self.inherited_cut = events.inherited_cut
+
+    def _restored(self) -> Iterator[tuple[dict, bytes | None]]:
+        """The source, with dsh's v4 restore over it (dsh's view only)."""
+        pairs = self._source()
+        if not self.dsh:
+            yield from pairs
+            return
+        log = self._log
+        rules = Validator(self.header, projection=log.snapshot)
+        first: Any = None
+        for pair in pairs:
+            problems = rules.feed(pair[0])
+            if problems:
+                first = self._first(first, problems)
+            yield pair
+        first = self._first(first, rules.finish())
+        if first is not None:
+            raise self._refusal(first)
+
+    def _first(self, first: Any, problems: list) -> Any:
+        for p in problems:
+            if p.severity != "error" or (self._allow_unknown and p.code == "unsupported"):
+                continue
+            if first is None or _restore_rank(p) < _restore_rank(first):
+                first = p
+        return first
+
+    def _refusal(self, problem: Any) -> DshlogError:
+        """dsh's refusal of the restored artifact: a migrated one is wrapped in the chain's words."""
+        log = self._log
+        seq = problem.seq
+        if _restore_unsupported(problem):
+            cls = MigrationRefused if log.version < CURRENT_VERSION else UnsupportedVersion
+            return cls(problem.message, path=log.path, seq=seq)
+        if log.version < CURRENT_VERSION:
+            return MigrationRefused(transformed_artifact_refusal(log.version, CURRENT_VERSION, problem.message), path=log.path, seq=seq)
+        return CorruptLog(problem.message, path=log.path, seq=seq)
+
+    def _stream(self) -> Iterator[tuple[dict, bytes | None]]:
+        if self._gen is None:
+            self._gen = self._restored()
+        return self._gen
+
+    def __iter__(self) -> Iterator[dict]:
+        return (ev for ev, _raw in self._stream())
+
+    def records(self) -> Iterator[tuple[dict, bytes | None]]:
+        """(v4 event, original line bytes or ``None``): untouched v4 lines keep their exact bytes."""
+        return self._stream()
+
+    def finish(self) -> None:
+        """Read what is left of the log (keeping nothing): raises dsh's refusal, if dsh refuses it."""
+        for _ in self._stream():
+            pass
+
+    def __enter__(self) -> "V4View":
+        return self
+
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+        """A view used up, or abandoned by a consumer that failed: dsh's decision on the whole log first."""
+        if kind is None:
+            self.finish()
+        elif isinstance(error, DshlogError):
+            try:
+                self.finish()
+            except DshlogError as refusal:
+                raise refusal from error
+
+
+class _ChildView:
+    """A child session's v4 events (read once, the file closed at the end).
+
+    After iteration ``inherited_cut`` is what the migration chain reported for a
+    historical child (``None`` for a v4 child): the events are migrated once, here.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.inherited_cut: int | None = None
+
+    def __iter__(self) -> Iterator[dict]:
+        with SessionLog(str(self.path), strict=False) as s:
+            events = s.v4(child_facts=[])
+            yield from events
+            self.inherited_cut = getattr(events, "inherited_cut", None)
+
+
+def _open_events(path: Path) -> _ChildView:
+    return _ChildView(path)
+
+
+def open_session(target: str | os.PathLike[str], **kw: Any) -> SessionLog:
+    """Open a session log (see :class:`SessionLog`)."""
+    return SessionLog(str(target), **kw)

@@ -1,0 +1,414 @@
+"""dsh's persistence root: where sessions live, how to name, list and find them.
+
+Layout (FORMAT.md 1.1)::
+
+    <root>/<projectKey(cwd)> or _no-cwd/<encodeSegment(sessionId)>/session[.vN].jsonl[.zstd]
+
+The root defaults to ``$DSH_HOME/sessions`` with ``DSH_HOME`` defaulting to
+``~/.dsh``.  Listing reads each session's header and makes one cheap pass over
+its raw lines (only lines that mention ``turn/start`` or ``session/title`` are
+parsed), so ``ls`` stays fast on big logs.  Ids read from inside a log never
+become paths except through :func:`encode_segment`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time as _time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, Iterable, Iterator
+
+from ..errors import DshlogError, IOFailure, UsageError
+from ..protocol import layout
+from ..protocol.jsjson import JsonError, loads
+from ..protocol.layout import (
+    NO_CWD,
+    decode_segment,
+    encode_segment,
+    is_project_dir,
+    parse_generation,
+    project_key,
+    session_dir,
+)
+from ..protocol.zstd import ZSTD_MAGIC
+from .container import SourceInfo, iter_lines, iter_zstd_lines, select_generation
+
+# ----------------------------------------------------------------------------- naming
+
+
+def default_root() -> Path:
+    """``$DSH_HOME/sessions`` (``~/.dsh/sessions`` when ``DSH_HOME`` is unset or empty)."""
+    return layout.default_root(os.environ.get("DSH_HOME"), Path.home())
+
+
+# ----------------------------------------------------------------------------- raw reading
+
+
+def _open_raw(path: Path) -> IO[bytes]:
+    try:
+        return open(path, "rb", buffering=1 << 20)
+    except OSError as exc:
+        raise IOFailure(f"cannot open: {exc.strerror}", path=str(path)) from None
+
+
+def raw_lines(path: Path) -> Iterator[bytes]:
+    """Complete lines (no newline) of a plain or zstd generation, header first; torn tail ignored."""
+    with _open_raw(path) as fh:
+        head = fh.peek(4)[:4]
+        info = SourceInfo(path=str(path), container="jsonl")
+        lines = iter_zstd_lines(fh, info) if head == ZSTD_MAGIC else iter_lines(fh, info)
+        for rec in lines:
+            if rec.raw is not None:
+                yield rec.raw
+
+
+def read_header(path: Path) -> dict | None:
+    """The physical header of a generation, reading only its first line (zstd: its first frame)."""
+    with _open_raw(path) as fh:
+        lines = iter_zstd_lines(fh, SourceInfo(path=str(path), container="jsonl.zstd"), parallel=False) \
+            if fh.peek(4)[:4] == ZSTD_MAGIC else iter_lines(fh, SourceInfo(path=str(path), container="jsonl"))
+        try:
+            first = next(lines, None)
+        except DshlogError:
+            return None
+    if first is None or first.raw is None:
+        return None
+    obj = _loads(first.raw)
+    return obj if isinstance(obj, dict) and obj.get("type") == "session" else None
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+@dataclass
+class SessionEntry:
+    """One session directory of a root, as ``ls`` shows it."""
+
+    dir: Path
+    project: str
+    path: Path | None = None  # selected generation
+    id: str | None = None
+    header: dict | None = None
+    size: int | None = None
+    mtime_ms: int | None = None
+    error: str | None = None
+    scanned: bool = False
+    title: str | None = None
+    turns: int = 0
+    events: int = 0
+    last_time: int | None = None  # time of the last event (0/None in projections)
+    children: list[str] = field(default_factory=list)
+
+    @property
+    def version(self) -> int | None:
+        g = parse_generation(self.path.name) if self.path is not None else None
+        return g.version if g is not None else None
+
+    @property
+    def cwd(self) -> str | None:
+        cwd = (self.header or {}).get("cwd")
+        return cwd if isinstance(cwd, str) else None
+
+    @property
+    def parent(self) -> str | None:
+        p = (self.header or {}).get("parentSession")
+        return p if isinstance(p, str) else None
+
+    @property
+    def origin(self) -> str | None:
+        o = (self.header or {}).get("origin")
+        return o if isinstance(o, str) else None
+
+    @property
+    def last_activity(self) -> int | None:
+        """Epoch ms of the last event, or the file's mtime when events carry no time."""
+        if self.last_time:
+            return self.last_time
+        return self.mtime_ms
+
+    def scan(self) -> "SessionEntry":
+        """One cheap pass: turns, event count, title and last event time (parses few lines)."""
+        if self.scanned or self.path is None:
+            return self
+        self.scanned = True
+        last: bytes | None = None
+        first = True
+        try:
+            for raw in raw_lines(self.path):
+                if first:
+                    first = False
+                    head = _loads(raw)
+                    if isinstance(head, dict) and head.get("type") == "session":
+                        continue  # the header
+                self.events += 1
+                last = raw
+                if b"turn/start" in raw or b"session/title" in raw:
+                    obj = _loads(raw)
+                    t = obj.get("type") if isinstance(obj, dict) else None
+                    if t == "turn/start":
+                        self.turns += 1
+                    elif t == "session/title":
+                        data = obj.get("data")
+                        if isinstance(data, dict) and isinstance(data.get("title"), str):
+                            self.title = data["title"]
+        except DshlogError as exc:
+            self.error = exc.one_line()
+        if last is not None:
+            obj = _loads(last)
+            if isinstance(obj, dict):
+                t = obj.get("time", obj.get("time0"))
+                if type(t) is int and t > 0:
+                    self.last_time = t
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        h = self.header or {}
+        return {
+            "shape": 1,
+            "id": self.id,
+            "title": self.title,
+            "cwd": self.cwd,
+            "project": self.project,
+            "dir": str(self.dir),
+            "path": str(self.path) if self.path is not None else None,
+            "generation": self.path.name if self.path is not None else None,
+            "version": h.get("version", self.version) if self.header else self.version,
+            "size": self.size,
+            "events": self.events if self.scanned else None,
+            "turns": self.turns if self.scanned else None,
+            "createdAt": h.get("createdAt"),
+            "lastActivity": self.last_activity,
+            "lastEventTime": self.last_time,
+            "mtime": self.mtime_ms,
+            "parentSession": self.parent,
+            "origin": self.origin,
+            "children": list(self.children),
+            "error": self.error,
+        }
+
+
+def _loads(raw: bytes) -> Any:
+    """A listing never stops at a damaged line: what does not parse is ``None``."""
+    try:
+        return loads(raw)
+    except JsonError:
+        return None
+
+
+def _entry(project_dir: Path, session_path: Path, *, header: bool) -> SessionEntry:
+    e = SessionEntry(dir=session_path, project=project_dir.name)
+    try:
+        e.id = decode_segment(session_path.name)
+    except UsageError:
+        e.id = None
+    try:
+        e.path = select_generation(session_path)
+        st = e.path.stat()
+        e.size = st.st_size
+        e.mtime_ms = st.st_mtime_ns // 1_000_000
+        if header:
+            e.header = read_header(e.path)
+            hid = (e.header or {}).get("id")
+            if isinstance(hid, str) and hid:
+                e.id = hid
+                e.error = _identity_problem(e, hid)
+            elif e.header is None:
+                e.error = "unreadable session header"
+    except DshlogError as exc:
+        e.error = exc.message
+    except OSError as exc:
+        e.error = exc.strerror or str(exc)
+    return e
+
+
+def _identity_problem(e: SessionEntry, hid: str) -> str | None:
+    """dsh's identity rule (FORMAT.md 1.1): a generation must sit where its header says."""
+    cwd = (e.header or {}).get("cwd")
+    try:
+        expected = Path(e.dir.parent.parent) / project_key(cwd if isinstance(cwd, str) else None) / encode_segment(hid)
+    except UsageError as exc:
+        return exc.message
+    if expected != e.dir:
+        return f'header id "{hid}" and cwd identify "{expected}"'
+    return None
+
+
+def _has_generation(d: Path) -> bool:
+    try:
+        return any(parse_generation(n) is not None for n in os.listdir(d))
+    except OSError:
+        return False
+
+
+def _session_dirs(root: Path, project: str | None = None) -> Iterator[tuple[Path, Path]]:
+    """(project dir, session dir) pairs below a root, in name order."""
+    try:
+        projects = sorted(os.listdir(root)) if project is None else [project]
+    except OSError as exc:
+        raise IOFailure(f"cannot list the session root: {exc.strerror}", path=str(root)) from None
+    for pname in projects:
+        pdir = Path(root) / pname
+        if not is_project_dir(pname) or not pdir.is_dir():
+            continue
+        try:
+            names = sorted(os.listdir(pdir))
+        except OSError:
+            continue
+        for sname in names:
+            sdir = pdir / sname
+            if sdir.is_dir() and _has_generation(sdir):
+                yield pdir, sdir
+
+
+def list_sessions(root: Path | str | None = None, *, project: str | None = None, scan: bool = True) -> list[SessionEntry]:
+    """Every session of a root (or of one project directory), with parent/child links filled in."""
+    root = Path(root) if root is not None else default_root()
+    if not root.is_dir():
+        raise IOFailure("no such session root (set DSH_HOME or pass ROOT)", path=str(root))
+    entries = [_entry(p, s, header=True) for p, s in _session_dirs(root, project)]
+    if scan:
+        for e in entries:
+            e.scan()
+    by_id: dict[str, list[SessionEntry]] = {}
+    for e in entries:
+        if e.id is not None:
+            by_id.setdefault(e.id, []).append(e)
+    for e in entries:
+        if e.parent is None or e.id is None:
+            continue
+        parents = by_id.get(e.parent, [])
+        # a copy in the wrong place (identity error) is not the parent when the real one is there
+        for parent in [p for p in parents if p.error is None] or parents:
+            parent.children.append(e.id)
+    return entries
+
+
+# ----------------------------------------------------------------------------- filters
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, *, now: float | None = None) -> int:
+    """``--since`` as epoch ms: a duration back from now (``3d``, ``12h``) or a date/time (``2026-11-01``)."""
+    now = _time.time() if now is None else now
+    m = _DURATION.match(text)
+    if m:
+        return int((now - float(m.group(1)) * _UNIT_S[m.group(2)]) * 1000)
+    try:
+        dt = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(f"--since {text!r}: expected a date (2026-11-01), a date and time, or a duration (3d, 12h, 30m)") from None
+    if dt.tzinfo is None:
+        dt = dt.astimezone()  # naive = local time
+    return int(dt.timestamp() * 1000)
+
+
+# ----------------------------------------------------------------------------- resolution
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a command's FILE argument resolved to; ``chosen`` when dshlog picked the session."""
+
+    path: str
+    session_id: str | None = None
+    chosen: bool = False
+
+
+def _looks_like_path(arg: str) -> bool:
+    return os.sep in arg or "/" in arg or arg.endswith((".jsonl", ".zstd", ".json")) or arg in (".", "..", "~")
+
+
+def _by_id(arg: str, root: Path) -> Resolved:
+    exact: list[tuple[str, Path]] = []
+    prefix: list[tuple[str, Path]] = []
+    if root.is_dir():
+        for _, sdir in _session_dirs(root):
+            try:
+                sid = decode_segment(sdir.name)
+            except UsageError:
+                continue
+            if sid == arg:
+                exact.append((sid, sdir))
+            elif sid.startswith(arg):
+                prefix.append((sid, sdir))
+    found = exact or prefix
+    if not found:
+        raise UsageError(f"no such file, and no session id or id prefix {arg!r} under {root}")
+    if len(found) > 1:
+        cands = ", ".join(f"{sid} ({d.parent.name})" for sid, d in found[:10]) + (f", ... {len(found) - 10} more" if len(found) > 10 else "")
+        what = "session id" if exact else "id prefix"
+        raise UsageError(f"{what} {arg!r} is ambiguous: {cands}")
+    sid, sdir = found[0]
+    return Resolved(str(select_generation(sdir)), sid, True)
+
+
+def most_recent(root: Path, cwd: str) -> SessionEntry | None:
+    """The session dsh would resume in ``cwd``: the project's most recently active top-level session.
+
+    Subagent children (``origin: subagent``) are not resumed by a person, so they are skipped.
+    """
+    pdir = root / project_key(cwd)
+    if not pdir.is_dir():
+        return None
+    entries = [e for e in list_sessions(root, project=pdir.name, scan=True) if e.path is not None and e.origin != "subagent"]
+    if not entries:
+        return None
+    return max(entries, key=lambda e: (e.last_activity or 0, e.mtime_ms or 0, e.id or ""))
+
+
+def resolve_session(arg: str | None, *, root: Path | str | None = None, cwd: str | None = None) -> Resolved:
+    """A command's FILE argument: a path as is, else a session id / id prefix, else the current session."""
+    if arg is not None:
+        if arg == "-" or os.path.lexists(arg) or _looks_like_path(arg):
+            return Resolved(arg)
+        return _by_id(arg, Path(root) if root is not None else default_root())
+    root_p = Path(root) if root is not None else default_root()
+    cwd = cwd if cwd is not None else os.getcwd()
+    e = most_recent(root_p, cwd)
+    if e is None:
+        raise UsageError(f"no FILE given and no session of this directory under {root_p / project_key(cwd)}")
+    return Resolved(str(e.path), e.id, True)
+
+
+def resolve_target(arg: str | None, *, root: Path | str | None = None, cwd: str | None = None) -> str:
+    """Path to open for a command argument (see :func:`resolve_session`)."""
+    return resolve_session(arg, root=root, cwd=cwd).path
+
+
+def sort_entries(entries: Iterable[SessionEntry], key: str, *, reverse: bool = False) -> list[SessionEntry]:
+    """``--sort time|size|id|turns``; time/size/turns list the largest (most recent) first."""
+    keys = {
+        "time": lambda e: (e.last_activity or 0, e.id or ""),
+        "size": lambda e: (e.size or 0, e.id or ""),
+        "turns": lambda e: (e.turns, e.id or ""),
+        "id": lambda e: (e.id or "",),
+    }
+    if key not in keys:
+        raise UsageError(f"--sort {key!r}: expected one of time, size, id, turns")
+    descending = key != "id"
+    return sorted(entries, key=keys[key], reverse=descending != reverse)
+
+
+__all__ = [
+    "NO_CWD",
+    "Resolved",
+    "SessionEntry",
+    "decode_segment",
+    "default_root",
+    "encode_segment",
+    "list_sessions",
+    "most_recent",
+    "parse_since",
+    "project_key",
+    "read_header",
+    "resolve_session",
+    "resolve_target",
+    "session_dir",
+    "sort_entries",
+]

@@ -1,0 +1,1 @@
+"""The publication transaction every writer goes through: lock, stage, verify, publish."""

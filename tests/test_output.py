@@ -1,0 +1,209 @@
+"""The renderers: one text extractor, tool arguments in JS's JSON, and session text as data.
+
+Session text is data.  A title, a cwd or a message that looks like Rich markup
+(``[red]``, ``[/x]``) must print as written on a terminal, and a control
+character in a log (an ESC from coloured tool output, a terminal title
+sequence in a cwd) must never reach the terminal raw.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ev, jsonl, run_cli, v4_header
+from dshlog.model import transcript as tr
+from dshlog.model.content import EVENT_LINE, PREVIEW, SEARCH, TRANSCRIPT, TextRule, content_text, message_text
+from dshlog.output.text import sanitize
+from dshlog.read.store import session_dir
+
+# --------------------------------------------------------------------------- the one extractor
+
+
+def test_one_rule_per_block_kind() -> None:
+    content = [
+        {"type": "reasoning", "text": "think"},
+        {"type": "text", "text": "a"},
+        {"type": "tool-call", "id": "c", "name": "bash", "arguments": "{}"},
+        {"type": "image", "offloaded": True},
+        {"type": "image"},
+        {"type": "file", "attachment": {"name": "f.txt"}},
+        {"type": "file"},
+        {"type": "tool-result", "toolCallId": "c", "content": [{"type": "text", "text": "out"}]},
+        {"type": "tool-addition", "toolName": "grep"},
+        "not a block",
+        {"type": "text", "text": "b"},
+    ]
+    assert content_text(content, PREVIEW) == "a[tool-call bash][image offloaded][image][file f.txt][file]out[tool-addition grep]b"
+    assert content_text(content, EVENT_LINE) == "thinka[image offloaded][image][file f.txt][file]outb"
+    assert content_text(content, SEARCH) == "think\na\n[image offloaded]\n[image]\n[file f.txt]\n[file]\nout\nb"
+    assert content_text(content, TRANSCRIPT) == "a\n[image offloaded]\n[image]\n[file f.txt]\n[file]\nout\nb"
+
+
+def test_the_disagreements_of_the_old_extractors() -> None:
+    """The inputs on which three extractors gave three answers now get one rule, varied only by TextRule."""
+    two = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    assert content_text(two, PREVIEW) == "ab"  # dsh's demo preview runs pieces together
+    assert content_text(two, TRANSCRIPT) == "a\nb"
+    assert content_text(two, TextRule(separator=" | ")) == "a | b"
+    assert message_text({"content": "plain string"}) == "plain string"
+    assert message_text({"content": [{"type": "tool-result", "content": "out"}]}) == "out"
+    assert message_text("not a message") == ""
+
+
+def test_deep_nesting_does_not_exhaust_the_stack() -> None:
+    content: list = [{"type": "text", "text": "deep"}]
+    for _ in range(50_000):
+        content = [{"type": "tool-result", "content": content}]
+    assert content_text(content) == "deep"
+
+
+# --------------------------------------------------------------------------- tool arguments (X34)
+
+
+def call_arguments(arguments: str) -> str:
+    events = [
+        ev(0, "turn/start", {"turn": 1}),
+        ev(1, "assistant/message", {"turn": 1, "step": 1, "message": {"role": "assistant", "content": [{"type": "tool-call", "id": "k", "name": "f", "arguments": arguments}], "source": {"kind": "model", "provider": "p", "model": "m"}, "id": "a"}, "stream": []}, surfaceOp="append"),
+    ]
+    return next(i for i in tr.transcript(events) if isinstance(i, tr.ToolCall)).arguments
+
+
+def test_tool_arguments_are_written_as_js_writes_them() -> None:
+    assert call_arguments('{"x":1e-7,"y":1.0,"z":[1,{"a":null}],"e":{}}') == '{"x": 1e-7, "y": 1, "z": [1, {"a": null}], "e": {}}'
+    assert call_arguments('{"x": NaN}') == '{"x": NaN}'  # not JSON: shown as the model wrote it
+    assert call_arguments('{"x":1e400}') == '{"x":1e400}'
+    assert call_arguments('{"cmd":"ls') == '{"cmd":"ls'  # half-written
+    long = call_arguments(json.dumps({"command": "x" * 120}))
+    assert long == '{\n  "command": "' + "x" * 120 + '"\n}'  # JSON.stringify(v, null, 2)
+
+
+# --------------------------------------------------------------------------- the sanitiser
+
+
+def test_sanitize_makes_controls_visible() -> None:
+    assert sanitize("a\x1b[31mb\x1b[0m") == "a\\x1b[31mb\\x1b[0m"
+    assert sanitize("keep\ttabs\nand newlines") == "keep\ttabs\nand newlines"
+    assert sanitize("\r\x00\x07\x7f\x85\x9b") == "\\x0d\\x00\\x07\\x7f\\x85\\x9b"
+    assert sanitize("lone \ud800 surrogate") == "lone \\ud800 surrogate"
+    assert sanitize("é 中 😀 \u2028") == "é 中 😀 \u2028"
+    once = sanitize("x\x1by")
+    assert sanitize(once) == once
+
+
+# --------------------------------------------------------------------------- session text through the commands
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+MARKUP = ["[red]a[/red]", "[/x]", "[bold]", ":smile:", "[link=x]y[/link]"]
+ESC_TEXTS = ["\x1b[2J", "\x1b]0;pwned\x07"]
+
+
+def write_session(root: Path, sid: str, cwd: str, title: str, text: str) -> Path:
+    """One complete v4 session, laid out under ``root`` as dsh keeps it."""
+    d = session_dir(root, cwd, sid)
+    d.mkdir(parents=True)
+    p = d / "session.v4.jsonl"
+    msg = lambda role, seq: {"role": role, "content": [{"type": "text", "text": text}], "source": {"kind": "model", "provider": "p", "model": "m"}, "id": f"{role[0]}{seq}"}  # noqa: E731
+    p.write_bytes(jsonl(
+        v4_header(id=sid, cwd=cwd),
+        ev(0, "turn/start", {"turn": 1}),
+        ev(1, "step/start", {"turn": 1, "step": 1}),
+        ev(2, "session/title", {"title": title, "messageSeqs": [], "source": {"kind": "user"}}),
+        ev(3, "user/message", {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}, "role": "user", "id": "u3"}, surfaceOp="append"),
+        ev(4, "assistant/message", {"turn": 1, "step": 1, "message": msg("assistant", 4), "stream": [], "usage": {"inputTokens": 1, "outputTokens": 1}}, surfaceOp="append"),
+        ev(5, "step/end", {"turn": 1, "step": 1}),
+        ev(6, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+    ))
+    return p
+
+
+def terminal(monkeypatch) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+
+
+def piped(monkeypatch) -> None:
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+
+
+def visible(out: bytes) -> str:
+    """What a terminal shows: the styling sequences dropped."""
+    return ANSI.sub("", out.decode("utf-8"))
+
+
+@pytest.mark.parametrize("command", ["show", "surface", "ls", "stats"])
+def test_markup_looking_text_prints_as_written_on_a_terminal(tmp_path, capsysbinary, monkeypatch, command) -> None:
+    terminal(monkeypatch)
+    root = tmp_path / "sessions"
+    joined = " ".join(MARKUP)
+    p = write_session(root, "s-[red]1[/red]", "/tmp/[bold]p", title=joined, text=joined)
+    args = {"show": ["show", "--no-pager", str(p)], "surface": ["surface", str(p)], "ls": ["ls", str(root)], "stats": ["stats", str(p)]}[command]
+    code, out, err = run_cli(capsysbinary, *args)
+    assert code == 0, err
+    shown = visible(out)
+    assert "\x1b" not in shown  # nothing but styling was escape codes
+    wanted = {"show": MARKUP + ["s-[red]1[/red]"], "surface": MARKUP, "ls": MARKUP + ["s-[red]1[/red]", "/tmp/[bold]p"], "stats": ["s-[red]1[/red]"]}[command]
+    for needle in wanted:
+        assert needle in shown, (needle, shown)
+
+
+def test_markup_looking_text_in_the_transcript_items(capsysbinary, monkeypatch, tmp_path) -> None:
+    """Every item kind renders through Text on the terminal: a tool name or output like markup survives too."""
+    terminal(monkeypatch)
+    events = [
+        ev(0, "turn/start", {"turn": 1}),
+        ev(1, "step/start", {"turn": 1, "step": 1}),
+        ev(2, "system/message", {"turn": 1, "step": 1, "message": {"role": "system", "content": [{"type": "text", "text": "[/system]"}], "source": {"kind": "system-prompt"}, "id": "s1"}}, surfaceOp="append"),
+        ev(3, "assistant/message", {"turn": 1, "step": 1, "message": {"role": "assistant", "content": [{"type": "reasoning", "text": "[/reason]"}, {"type": "text", "text": "[/text]"}, {"type": "tool-call", "id": "[/id]", "name": "[/name]", "arguments": "[/args]"}], "source": {"kind": "model", "provider": "[/p]", "model": "m"}, "id": "a2"}, "stream": []}, surfaceOp="append"),
+        ev(4, "tool/call", {"turn": 1, "step": 1, "callId": "[/id]", "name": "[/name]", "arguments": "[/args]"}),
+        ev(5, "tool/result", {"turn": 1, "step": 1, "message": {"role": "tool", "source": {"kind": "tool", "callId": "[/id]"}, "toolCallId": "[/id]", "content": [{"type": "text", "text": "[/out]"}], "isError": True, "id": "r3"}, "error": {"code": "[/code]"}}, surfaceOp="append"),
+        ev(6, "step/end", {"turn": 1, "step": 1}),
+        ev(7, "todo/write", {"todos": [{"status": "[/st]", "content": "[/todo]"}]}),
+        ev(8, "turn/end", {"turn": 1, "reason": {"kind": "error", "error": {"message": "[/err]", "code": "X"}}}),
+    ]
+    f = tmp_path / "session.v4.jsonl"
+    f.write_bytes(jsonl(v4_header(id="[/sid]"), *events))
+    code, out, err = run_cli(capsysbinary, "show", "--no-pager", "--reasoning", str(f))
+    assert code == 0, err
+    shown = visible(out)
+    for needle in ("[/sid]", "[/system]", "[/reason]", "[/name]", "[/id]", "[/args]", "[/out]", "[/code]", "[/st]", "[/todo]", "[/err]", "[/p]/m", "[/text]"):
+        assert needle in shown, needle
+
+
+@pytest.mark.parametrize("mode", ["piped", "terminal"])
+@pytest.mark.parametrize("command", ["info", "ls", "show", "events", "surface", "fork"])
+def test_control_characters_never_reach_the_terminal_raw(tmp_path, capsysbinary, monkeypatch, command, mode) -> None:
+    (terminal if mode == "terminal" else piped)(monkeypatch)
+    root = tmp_path / "sessions"
+    sid = "id\x1b[2J"
+    p = write_session(root, sid, "/tmp/\x1b]0;pwned\x07", title="t\x1b[2J", text="hi\x1b[2J\x1b]0;pwned\x07 \x9b1m")
+    args = {
+        "info": ["info", str(p)],
+        "ls": ["ls", str(root)],
+        "show": ["show", "--no-pager", str(p)],
+        "events": ["events", str(p)],
+        "surface": ["surface", str(p)],
+        "fork": ["fork", str(p), "-o", str(tmp_path / "child"), "--id", "child\x1b[2J"],
+    }[command]
+    code, out, err = run_cli(capsysbinary, *args)
+    assert code == 0, err
+    text = out.decode("utf-8")
+    for seq in ESC_TEXTS + ["\x9b"]:
+        assert seq not in text and seq not in err.decode("utf-8", "replace")
+    if mode == "piped":
+        assert "\x1b" not in text
+    assert "\\x1b[2J" in text or "\\u001b[2J" in text  # shown, as a visible escape (JSON-quoted in the events line)
+
+
+def test_json_output_stays_exact(tmp_path, capsysbinary, monkeypatch) -> None:
+    piped(monkeypatch)
+    p = write_session(tmp_path / "sessions", "s-1", "/tmp/p", title="t\x7f", text="hi\x1b[2J\x9b")
+    code, out, _ = run_cli(capsysbinary, "events", "--json", str(p))
+    assert code == 0 and out == b"".join(p.read_bytes().splitlines(keepends=True)[1:])
+    code, out, _ = run_cli(capsysbinary, "export", "-f", "json", str(p))
+    doc = json.loads(out)
+    assert doc["summary"]["title"] == "t\x7f" and "\\u001b[2J\x9b" in out.decode()
