@@ -1474,14 +1474,12 @@ def _plaintext_head(data: bytes, limit: int = 64 * MB) -> bytes:
 
 def _generation_name(name: str, data: bytes, plain: bytes) -> str:
     """A canonical generation file name for a copy of the input (ls and migrate look for those)."""
-    from dshlog.source import canonical_version
+    from dshlog.protocol.layout import generation_name, parse_generation
 
-    if canonical_version(name) is not None:
+    if parse_generation(name) is not None:
         return name
     m = _VERSION.search(plain[:4096].split(b"\n", 1)[0])
-    v = int(m.group(1)) if m else 0
-    base = "session.jsonl" if v == 0 else f"session.v{v}.jsonl"
-    return base + (".zstd" if data.startswith(ZSTD_MAGIC) else "")
+    return generation_name(int(m.group(1)) if m else 0, data.startswith(ZSTD_MAGIC))
 
 
 def _listing(d: Path) -> dict[str, tuple[int, int]]:
