@@ -125,6 +125,17 @@ class UnsupportedVersion(DshlogError):
     kind = "unsupported"
 
 
+class BeyondLimit(UnsupportedVersion):
+    """An intact log beyond one of dshlog's documented resource limits (line size, nesting depth).
+
+    Not corruption: dsh may read it, and nothing about it is damaged, so no
+    writer may treat it as a damaged tail.  The message names the limit and how
+    to raise it where it can be raised.
+    """
+
+    kind = "limit"
+
+
 class MigrationRefused(UnsupportedVersion):
     """dsh refuses to convert this historical log (SessionFormatUnsupportedMigrationError)."""
 

@@ -569,10 +569,16 @@ class _PyWriter:
 _INT64_MIN = -(2**63)
 _UINT64_MAX = 2**64 - 1
 
-#: Deepest nesting the reader admits: orjson's own limit, and within what every walker
-#: of a parsed value here can recurse through.  JavaScript has no such limit; a log
-#: nested deeper is refused with a clear error instead of failing half way.
-MAX_DEPTH = 1024
+#: Deepest nesting the reader admits (arrays and objects, the outermost counts 1).
+#: JavaScript has no such limit, but every walker of a parsed value in this project
+#: (deep equality, ``String(value)``, the writers, ``repr`` in a message, the renderers)
+#: may recurse once or twice per level, and Python's recursion limit is 1000 frames;
+#: orjson writes at most 254 levels.  200 leaves every walker room and the writers
+#: room to wrap a value in a few more levels; dsh's own logs nest about 13 deep.  A
+#: value nested deeper is refused (``kind="depth"``) as a resource limit, never
+#: half way through a walk.  Lines are checked cheaply: only a text with more than
+#: ``MAX_DEPTH`` opening brackets can be that deep, and only those are walked.
+MAX_DEPTH = 200
 
 
 class JsonError(ValueError):
@@ -658,9 +664,36 @@ def loads(data: bytes | bytearray | memoryview | str, *, lossless: bool = False)
                 raise JsonError("utf-8", text) from None
             raise JsonError("syntax", text) from None
         value = _loads_stdlib(data)
+    if _may_be_deep(data) and _too_deep(value):
+        raise JsonError("depth", f"nested deeper than {MAX_DEPTH} levels")
     if lossless and has_negative_zero(data if not isinstance(data, (bytearray, memoryview)) else bytes(data)):
         raise JsonError("lossless", "-0 is not losslessly serialisable")
     return value
+
+
+def _may_be_deep(data: bytes | bytearray | memoryview | str) -> bool:
+    """Whether ``data`` holds enough opening brackets to nest deeper than :data:`MAX_DEPTH` (a C-speed count)."""
+    if isinstance(data, memoryview):
+        data = data.obj if isinstance(data.obj, (bytes, bytearray)) and data.contiguous else bytes(data)  # type: ignore[assignment]
+    if isinstance(data, str):
+        return data.count("[") + data.count("{") > MAX_DEPTH
+    return data.count(b"[") + data.count(b"{") > MAX_DEPTH  # type: ignore[union-attr]
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether a parsed value nests deeper than :data:`MAX_DEPTH`; iterative, containers only."""
+    if not isinstance(value, (list, dict)):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v, d = pop()
+        if d > MAX_DEPTH:
+            return True
+        for x in v.values() if isinstance(v, dict) else v:
+            if isinstance(x, (list, dict)):
+                push((x, d + 1))
+    return False
 
 
 # --------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from .. import forked
-from ..errors import CorruptLog, IOFailure, Location, UnsupportedVersion, UsageError
+from ..errors import BeyondLimit, CorruptLog, IOFailure, Location, UnsupportedVersion, UsageError
 from ..protocol.jsjson import JsonError, iter_array, loads
 from ..protocol.layout import choose_generation
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
@@ -349,6 +349,9 @@ def iter_json_array(fh: IO[bytes], info: SourceInfo, path: tuple[str, ...] = ())
             yield Record(None, obj, None, None, index=i)
             i += 1
     except JsonError as exc:
+        if exc.kind == "depth":  # a limit of dshlog's, not damage
+            raise BeyondLimit(f"element {i} of the JSON document is {exc.detail}, beyond what dshlog reads",
+                              path=info.path, loc=Location(index=i)) from None
         raise CorruptLog(f"invalid JSON document: {exc.detail}", path=info.path, loc=Location(index=i)) from None
 
 

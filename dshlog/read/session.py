@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from ..errors import CorruptLog, DshlogError, Location, MigrationRefused, UnsupportedVersion, UsageError
+from ..errors import BeyondLimit, CorruptLog, DshlogError, Location, MigrationRefused, UnsupportedVersion, UsageError
 from ..check.problems import Problem, Problems, Severity
 from ..check.validate import Validator
 from ..protocol.packed import PackedRun
@@ -81,10 +81,18 @@ def _refusal(exc: JsonError, what: str, loc: Location) -> str:
     return f"unparsable {what} at line {loc.line}"
 
 
+def _too_deep(exc: JsonError, what: str, path: str, loc: Location | None) -> BeyondLimit:
+    """A value nested beyond the reader's limit: a limit of dshlog's, never damage (no writer may drop it)."""
+    line = f" at line {loc.line}" if loc is not None and loc.line is not None else ""
+    return BeyondLimit(f"{what}{line} is {exc.detail}, beyond what dshlog reads", path=path, loc=loc)
+
+
 def _parse(raw: bytes, path: str, loc: Location, what: str = "committed event") -> Any:
     try:
         return loads(raw)
     except JsonError as exc:
+        if exc.kind == "depth":
+            raise _too_deep(exc, what, path, loc) from None
         raise CorruptLog(_refusal(exc, what, loc), path=path, loc=loc) from None
 
 
@@ -182,6 +190,8 @@ class SessionLog:
                 if key == "logs":
                     return Container.BEHAVIOR_JSON
         except JsonError as exc:
+            if exc.kind == "depth":
+                raise _too_deep(exc, "JSON document", self.path, None) from None
             raise CorruptLog(f"invalid JSON document: {exc.detail}", path=self.path) from None
         finally:
             fh.seek(0)
@@ -266,6 +276,8 @@ class SessionLog:
         try:
             logs = list(iter_array(fh.read, ("logs",)))
         except JsonError as exc:
+            if exc.kind == "depth":
+                raise _too_deep(exc, "JSON document", self.path, None) from None
             raise CorruptLog(f"invalid JSON document: {exc.detail}", path=self.path) from None
         if not logs:
             raise UsageError("behavior document holds no logs", path=self.path)
@@ -464,6 +476,8 @@ class SessionLog:
         try:
             return loads(raw)
         except JsonError as exc:
+            if exc.kind == "depth":  # strict or not: a limit, not a damaged row to skip or truncate
+                raise _too_deep(exc, "committed event", self.path, loc) from None
             msg = _refusal(exc, "committed event", loc)
             if exc.kind != "utf-8":
                 msg = "corrupt session log: " + msg
