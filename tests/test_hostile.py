@@ -101,3 +101,75 @@ def test_values_nested_up_to_the_limit_go_through_every_command(tmp_path: Path) 
     data = b"\n".join(rows) + b"\n"
     failures = FUZZ.check_input(data, "session.v4.jsonl", tmp_path)
     assert not failures, "\n".join(map(str, failures))
+
+
+# ----------------------------------------------------------------------------- 5. huge lines and bombs
+
+
+@pytest.fixture()
+def small_line_limit():
+    """A 1 MiB line-size limit for this test (the policy object every reader consults)."""
+    from dshlog.read.container import LINE_LIMIT
+
+    old = LINE_LIMIT.max_bytes
+    LINE_LIMIT.set(1 << 20)
+    yield LINE_LIMIT
+    LINE_LIMIT.set(old)
+
+
+def _bomb(path: Path, plaintext_bytes: int) -> Path:
+    """The loop fixture framed as dsh frames it, plus one small frame that decodes to a huge message line."""
+    import zstandard
+
+    src = (FIXTURES / "v4" / "loop" / "session.v4.jsonl").read_bytes()
+    c = zstandard.ZstdCompressor(write_checksum=True)
+    frames = [c.compress(x) for x in src.splitlines(keepends=True)]
+    head = b'{"type":"user/message","seq":41,"time":1,"data":{"id":"m","role":"user","content":[{"type":"text","text":"'
+    tail = b'"}]},"surfaceOp":"append"}\n'
+    z = zstandard.ZstdCompressor(level=3, write_checksum=True).compressobj(size=len(head) + plaintext_bytes + len(tail))
+    bomb = [z.compress(head)] + [z.compress(b"a" * (1 << 20)) for _ in range(plaintext_bytes >> 20)] + [z.compress(tail), z.flush()]
+    path.write_bytes(b"".join(frames + bomb))
+    return path
+
+
+def test_a_line_over_the_limit_is_refused_naming_the_line_and_its_size(tmp_path: Path, small_line_limit) -> None:
+    f = _write(tmp_path / "session.v4.jsonl", HEADER, '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"x":"%s"}}' % ("a" * (2 << 20)))
+    for argv in (["info", str(f)], ["validate", str(f)], ["events", "--json", str(f)], ["repair", "--write", str(f)]):
+        code, out, err = FUZZ.run_command(argv)
+        assert code == 3, (argv, err)
+        assert b"line 2" in err + out and b"line-size limit of 1 MiB" in err + out, err
+        assert b"--max-line-size" in err + out
+    # under the limit the same line reads
+    small_line_limit.set(4 << 20)
+    assert FUZZ.run_command(["validate", str(f)])[0] in (0, 4)
+
+
+def test_a_decompression_bomb_stops_at_the_limit_in_bounded_memory(tmp_path: Path, small_line_limit) -> None:
+    """A few KB that decode to 64 MiB: refused after about the limit, memory a small multiple of the limit."""
+    import tracemalloc
+
+    f = _bomb(tmp_path / "session.v4.jsonl.zstd", 64 << 20)
+    assert f.stat().st_size < 64 << 10
+    tracemalloc.start()
+    try:
+        code, out, err = FUZZ.run_command(["validate", str(f)])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == 3, err
+    assert b"line 43" in err + out and b"line-size limit" in err + out
+    assert peak < 16 << 20, f"peak {peak >> 20} MiB for a 1 MiB limit"
+
+
+def test_zstd_frames_decode_in_bounded_pieces() -> None:
+    """The one frame walk never hands out more than a bounded piece, whatever the compression ratio."""
+    import io
+
+    import zstandard
+
+    from dshlog.protocol.zstd import FrameWalker
+
+    z = zstandard.ZstdCompressor(write_checksum=True).compressobj(size=256 << 20)
+    frame = b"".join([z.compress(b"a" * (1 << 20)) for _ in range(256)] + [z.flush()])
+    biggest = max(len(data) for _, _, data, _ in FrameWalker(io.BytesIO(frame).read, "f").pieces())
+    assert biggest <= 8 << 20

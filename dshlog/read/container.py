@@ -15,6 +15,7 @@ stays bounded by the longest line (or element).
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -32,6 +33,54 @@ from ..protocol.layout import choose_generation
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
 
 CHUNK = 1 << 20
+
+# --------------------------------------------------------------------------- the line-size limit
+
+#: The longest line a reader accepts by default, in plaintext bytes (newline excluded).
+#: dsh itself cannot hold a longer line: V8 strings end at 2**29 - 24 UTF-16 units
+#: (512 MiB), and a real log's longest lines are tool outputs of tens of MB.  Reading a
+#: line costs a few times its size (the bytes, the parsed strings, a render), so 256 MiB
+#: keeps every command under about 1.5 GB; a decompression bomb or a corrupt file with
+#: no newline is refused once this many bytes arrived, before more is decoded.
+DEFAULT_MAX_LINE_BYTES = 256 << 20
+
+
+class LineLimit:
+    """The one line-size policy of every reader (plain, zstd, follow); the CLI may raise it."""
+
+    __slots__ = ("max_bytes",)
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self.max_bytes = max_bytes
+
+    def set(self, max_bytes: int) -> None:
+        """Set the limit (at least 1 KiB: a header line must fit)."""
+        if max_bytes < 1024:
+            raise UsageError(f"the line-size limit must be at least 1024 bytes, not {max_bytes}")
+        self.max_bytes = max_bytes
+
+    def refusal(self, path: str, line: int, offset: int, seen: int, frame: int | None = None) -> BeyondLimit:
+        """The error for a line still growing past the limit (``seen`` bytes of it arrived)."""
+        return BeyondLimit(
+            f"the line is longer than the line-size limit of {_size(self.max_bytes)} "
+            f"(at least {seen} bytes; a longer limit is set with --max-line-size)",
+            path=path, loc=Location(line=line, offset=offset, frame=frame))
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n} bytes"
+
+
+#: The limit in force (``LINE_LIMIT.set`` changes it for the process).
+LINE_LIMIT = LineLimit()
+
+
+def bounded_lines(fh: IO[bytes]) -> Iterator[bytes]:
+    """``for line in fh``, but no line read past the limit: an over-long one comes back unterminated.
+
+    The caller tells it from a torn tail by its length (``len(line) > LINE_LIMIT.max_bytes``).
+    """
+    return iter(functools.partial(fh.readline, LINE_LIMIT.max_bytes + 1), b"")
 
 
 
@@ -154,12 +203,14 @@ def iter_lines(fh: IO[bytes], info: SourceInfo, start_line: int = 1, start_offse
     """Split a byte stream into newline-terminated records; the unterminated rest is torn."""
     line_no = start_line
     offset = start_offset
-    for line in fh:
+    for line in bounded_lines(fh):
         n = len(line)
         if line.endswith(b"\n"):
             yield Record(line[:-1], None, line_no, offset)
             line_no += 1
             offset += n
+        elif n > LINE_LIMIT.max_bytes:
+            raise LINE_LIMIT.refusal(info.path, line_no, offset, n)
         else:
             info.torn = Torn(offset=offset, length=n, data=line[: 1 << 20])
             offset += n
@@ -299,6 +350,9 @@ def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool | None = Non
     line_no = 1
     offset = 0
     rest = b""
+    pending: list[bytes] = []  # pieces of a line longer than one piece (joined once, not copied per piece)
+    pending_len = 0
+    limit = LINE_LIMIT.max_bytes
     source = _zstd_pieces(fh, info)
     head = next(source, None)
     if head is None:
@@ -309,12 +363,31 @@ def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool | None = Non
     body = _decode_in_worker(source, info, fh) if parallel and head[3] is not False else source
     for index, start, data, end in _chain_first(head, body):
         if data:
+            if pending and b"\n" not in data:
+                pending.append(data)
+                pending_len += len(data)
+                if pending_len > limit:
+                    raise LINE_LIMIT.refusal(info.path, line_no, offset, pending_len, index)
+                continue
+            if pending:
+                rest = b"".join(pending)
+                pending, pending_len = [], 0
             parts = (rest + data if rest else data).split(b"\n")
             rest = parts.pop()
             for raw in parts:
+                if len(raw) > limit:
+                    raise LINE_LIMIT.refusal(info.path, line_no, offset, len(raw), index)
                 yield Record(raw, None, line_no, offset, index)
                 offset += len(raw) + 1
                 line_no += 1
+            if len(rest) > limit:
+                raise LINE_LIMIT.refusal(info.path, line_no, offset, len(rest), index)
+            if rest and end is None:  # the line goes on in the next piece
+                pending, pending_len, rest = [rest], len(rest), b""
+                continue
+        elif pending and end is not None:
+            rest = b"".join(pending)
+            pending, pending_len = [], 0
         if end:
             if rest:
                 raise CorruptLog(

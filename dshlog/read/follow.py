@@ -17,6 +17,7 @@ from typing import IO, Callable, Iterator
 
 from ..errors import CorruptLog, IOFailure, Location, Refused
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
+from .container import LINE_LIMIT
 
 _CHUNK = 1 << 20  # read size; memory stays bounded by a chunk plus the longest line (zstd: one frame's lines)
 
@@ -90,6 +91,8 @@ class Follower:
             end = buf.rfind(b"\n")
             if end < 0:
                 pending = buf  # a line still being written: wait for its newline
+                if len(pending) > LINE_LIMIT.max_bytes:
+                    raise LINE_LIMIT.refusal(str(self.path), self.lines_read + 1, self.offset, len(pending))
                 continue
             lines = buf[:end].split(b"\n")
             pending = buf[end + 1 :]
@@ -118,6 +121,8 @@ class Follower:
                 pending = buf[cut + 1 :]
             else:
                 pending = buf
+                if len(pending) > LINE_LIMIT.max_bytes:
+                    raise LINE_LIMIT.refusal(str(self.path), self.lines_read + len(lines) + 1, self.offset, len(pending))
             if end:
                 if pending:
                     raise CorruptLog(

@@ -39,11 +39,13 @@ from ..migrate.chain import MigratedEvents, header_only, migrate_stream
 from .children import discover_child_facts
 from .header import HeaderDecision, read_header
 from .container import (
+    LINE_LIMIT,
     Container,
     Record,
     SourceInfo,
     Torn,
     _make_loc,
+    bounded_lines,
     iter_json_array,
     iter_lines,
     iter_zstd_lines,
@@ -452,9 +454,11 @@ class SessionLog:
         """
         decode = self.decoder.decode
         make_loc = _make_loc
-        for line in self._fh:
+        for line in bounded_lines(self._fh):
             n = len(line)
             if line[-1:] != b"\n":
+                if n > LINE_LIMIT.max_bytes:
+                    raise LINE_LIMIT.refusal(self.path, line_no, offset, n)
                 self.info.torn = Torn(offset=offset, length=n, data=line[: 1 << 20])
                 offset += n
                 break
