@@ -173,3 +173,31 @@ def test_zstd_frames_decode_in_bounded_pieces() -> None:
     frame = b"".join([z.compress(b"a" * (1 << 20)) for _ in range(256)] + [z.flush()])
     biggest = max(len(data) for _, _, data, _ in FrameWalker(io.BytesIO(frame).read, "f").pieces())
     assert biggest <= 8 << 20
+
+
+# ----------------------------------------------------------------------------- 6. -0
+
+
+def test_the_reader_keeps_the_sign_of_minus_zero_as_json_parse_does() -> None:
+    import math
+
+    v = loads(b'{"seq":-0,"s":"2024-01-02 -0","f":-0.5,"z":0}')
+    assert v["seq"] == 0 and math.copysign(1.0, v["seq"]) < 0  # the double -0
+    assert v["s"] == "2024-01-02 -0" and v["f"] == -0.5 and v["z"] == 0 and type(v["z"]) is int
+
+
+@pytest.mark.parametrize("field", ["seq", "time", "turn"])
+def test_minus_zero_is_refused_where_dsh_refuses_it(tmp_path: Path, field: str) -> None:
+    """``"seq":-0`` was accepted by validate: orjson read it as 0.  dsh's counts refuse -0."""
+    first = {"seq": '{"type":"turn/start","seq":-0,"time":1,"data":{"turn":1}}',
+             "time": '{"type":"turn/start","seq":0,"time":-0,"data":{"turn":1}}',
+             "turn": '{"type":"turn/start","seq":0,"time":1,"data":{"turn":-0}}'}[field]
+    f = _write(tmp_path / "session.v4.jsonl", HEADER, first,
+               '{"type":"turn/end","seq":1,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}')
+    code, out, err = FUZZ.run_command(["validate", str(f)])
+    assert code == 4, out + err
+    # the same log with a valid number there is fine
+    g = _write(tmp_path / "ok.v4.jsonl", HEADER, first.replace("-0", "1" if field == "turn" else "0"),
+               '{"type":"turn/end","seq":1,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}')
+    code, out, err = FUZZ.run_command(["validate", str(g)])
+    assert code == 0, out + err

@@ -44,9 +44,10 @@ uses ``orjson.loads``; when that refuses lone surrogate escapes (which JS accept
 integers beyond 64 bits, the stdlib parser takes over, with NaN/Infinity literals
 rejected and big integers turned into doubles, as orjson and JS do.  Numbers written
 as ``1.0`` stay floats (JS cannot tell them from ``1``; :mod:`dshlog.protocol.values`
-treats them as integers and :func:`dumps` prints ``1``).  ``-0`` reads as ``0``, so
-dsh's lossless-JSON refusal of it needs :func:`has_negative_zero` on the raw text
-(``loads(..., lossless=True)``).  Every refusal is a :class:`JsonError` with a kind.
+treats them as integers and :func:`dumps` prints ``1``).  ``-0`` reads as ``-0.0``,
+as in JS (orjson would say ``0``; :func:`has_negative_zero` finds the token in the
+text), so the value rules refuse it wherever dsh does.  Every refusal is a
+:class:`JsonError` with a kind.
 """
 
 from __future__ import annotations
@@ -612,6 +613,8 @@ def _parse_float(text: str) -> float:
 
 
 def _parse_int(text: str) -> int | float:
+    if text == "-0":
+        return -0.0  # JSON.parse reads -0 as the double -0, which every count and integer rule refuses
     # Mirror orjson: integers outside the 64-bit range become doubles (as in JS).
     value = int(text)
     if _INT64_MIN <= value <= _UINT64_MAX:
@@ -647,9 +650,12 @@ def loads(data: bytes | bytearray | memoryview | str, *, lossless: bool = False)
     lone surrogate escapes are kept, integers beyond 64 bits become doubles (as every
     number is a double in JavaScript).  A number that overflows to Infinity is
     refused (``kind="lossless"``): dsh's lossless-JSON check refuses it after
-    ``JSON.parse``.  With ``lossless=True`` a ``-0`` anywhere is refused too; the
-    parsers turn it into ``0``, so that takes a look at the text
-    (:func:`has_negative_zero`).  Raises :class:`JsonError`.
+    ``JSON.parse``.  ``-0`` reads as the double ``-0.0``, as ``JSON.parse`` reads it
+    (orjson would give the integer ``0``, so a text holding a ``-0`` token is read
+    by the stdlib path), and every count and integer rule of
+    :mod:`dshlog.protocol.values` refuses that.  With ``lossless=True`` a ``-0``
+    anywhere is refused here already.  Values nested deeper than :data:`MAX_DEPTH`
+    are refused (``kind="depth"``).  Raises :class:`JsonError`.
     """
     try:
         value = orjson.loads(data)
@@ -664,15 +670,32 @@ def loads(data: bytes | bytearray | memoryview | str, *, lossless: bool = False)
                 raise JsonError("utf-8", text) from None
             raise JsonError("syntax", text) from None
         value = _loads_stdlib(data)
+    if _may_hold_negative_zero(data) and has_negative_zero(_as_bytes(data)):
+        if lossless:
+            raise JsonError("lossless", "-0 is not losslessly serialisable")
+        value = _loads_stdlib(data)  # orjson reads the integer -0 as 0; JS (and the stdlib path here) as -0.0
     if _may_be_deep(data) and _too_deep(value):
         raise JsonError("depth", f"nested deeper than {MAX_DEPTH} levels")
-    if lossless and has_negative_zero(data if not isinstance(data, (bytearray, memoryview)) else bytes(data)):
-        raise JsonError("lossless", "-0 is not losslessly serialisable")
     return value
+
+
+def _as_bytes(data: bytes | bytearray | memoryview | str) -> bytes | str:
+    return data if isinstance(data, (bytes, str)) else bytes(data)
+
+
+def _may_hold_negative_zero(data: bytes | bytearray | memoryview | str) -> bool:
+    """A C-speed look for the text ``-0`` (a ``-0`` token, or ``-0.5``, or a date in a string)."""
+    if isinstance(data, str):
+        return "-0" in data
+    if isinstance(data, memoryview):
+        data = data.tobytes()
+    return b"-0" in data
 
 
 def _may_be_deep(data: bytes | bytearray | memoryview | str) -> bool:
     """Whether ``data`` holds enough opening brackets to nest deeper than :data:`MAX_DEPTH` (a C-speed count)."""
+    if len(data) <= 2 * MAX_DEPTH:  # a value that deep takes more bytes than that
+        return False
     if isinstance(data, str):
         return data.count("[") + data.count("{") > MAX_DEPTH
     if isinstance(data, memoryview):  # a slice of a document's buffer: count the slice, not the buffer
