@@ -201,3 +201,27 @@ def test_minus_zero_is_refused_where_dsh_refuses_it(tmp_path: Path, field: str) 
                '{"type":"turn/end","seq":1,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}')
     code, out, err = FUZZ.run_command(["validate", str(g)])
     assert code == 0, out + err
+
+
+# ----------------------------------------------------------------------------- 9. migrate -R and symlinks
+
+
+def test_migrate_recursive_follows_symlinked_session_directories(tmp_path: Path) -> None:
+    """A linked session directory was skipped silently ("0 migrated"); now it is migrated, once, and a cycle ends."""
+    import shutil
+
+    src = FIXTURES / "v0" / "text-turn" / "session.jsonl"
+    root = tmp_path / "root" / "--p--"
+    (root / "real").mkdir(parents=True)
+    shutil.copy(src, root / "real" / "session.jsonl")
+    (tmp_path / "elsewhere" / "linked").mkdir(parents=True)
+    shutil.copy(src, tmp_path / "elsewhere" / "linked" / "session.jsonl")
+    os.symlink("../../elsewhere/linked", root / "linked")
+    os.symlink("..", root / "real" / "loop")  # a cycle back to the project directory
+    code, out, err = FUZZ.run_command(["migrate", "--check", "--recursive", "--no-children", str(tmp_path / "root")])
+    assert code == 10, err
+    assert b"2 need migration" in out + err, out + err
+    code, out, err = FUZZ.run_command(["migrate", "--recursive", "--no-children", str(tmp_path / "root")])
+    assert code == 0, err
+    assert (tmp_path / "elsewhere" / "linked" / "session.v4.jsonl").exists()
+    assert (root / "real" / "session.v4.jsonl").exists()

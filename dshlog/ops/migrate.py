@@ -67,11 +67,24 @@ def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
 
     With ``recursive``, every directory below a path that holds a canonical
     generation is one session (a dsh persistence root or any tree of them).
+    Symbolic links to directories are followed, as ``ls`` lists the sessions
+    behind them; a directory reached twice (two links, or a link cycle) is
+    visited once.
     """
+    seen: set[tuple[int, int]] = set()
     for raw in paths:
         p = Path(raw)
         if p.is_dir() and recursive:
-            for dirpath, dirnames, filenames in os.walk(p):
+            for dirpath, dirnames, filenames in os.walk(p, followlinks=True):
+                try:
+                    st = os.stat(dirpath)
+                except OSError:
+                    dirnames.clear()
+                    continue
+                if (st.st_dev, st.st_ino) in seen:
+                    dirnames.clear()
+                    continue
+                seen.add((st.st_dev, st.st_ino))
                 dirnames.sort()
                 if any(parse_generation(n) is not None for n in filenames):
                     yield select_generation(Path(dirpath))
