@@ -225,3 +225,45 @@ def test_migrate_recursive_follows_symlinked_session_directories(tmp_path: Path)
     assert code == 0, err
     assert (tmp_path / "elsewhere" / "linked" / "session.v4.jsonl").exists()
     assert (root / "real" / "session.v4.jsonl").exists()
+
+
+# ----------------------------------------------------------------------------- 8. refusals under concurrent change
+
+
+def test_a_refused_read_back_of_a_changed_source_says_the_source_changed(tmp_path: Path) -> None:
+    """The read-back tripped over a staged file built from a log replaced meanwhile: exit 5 naming the log, not 4 naming the temp file."""
+    from dshlog.errors import CorruptLog, Refused
+    from dshlog.write.transaction import Publication
+
+    src = _write(tmp_path / "session.v4.jsonl", HEADER)
+    pub = Publication(src, replace=True, source=src, changed="the log changed while it was being repaired; nothing was written")
+    with pytest.raises(Refused) as exc:
+        with pub:
+            pub.stage().write(src.read_bytes() + b"x\n")
+
+            def verify(staged: Path) -> None:
+                with open(src, "ab") as fh:  # a foreign writer appends without the lock
+                    fh.write(b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n')
+                raise CorruptLog("row carries seq/time unlike the rows before it", path=str(staged))
+
+            pub.publish(verify)
+    assert exc.value.exit_code == 5 and exc.value.path == str(src)
+    assert "changed" in exc.value.message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["session.v4.jsonl"]
+
+
+def test_repair_write_refuses_a_projection_up_front(tmp_path: Path) -> None:
+    """A test-snapshot projection with an open turn: a clear usage refusal before staging, not a failed read-back."""
+    rows = [HEADER.replace('"createdAt":1', '"createdAt":0'),
+            '{"type":"turn/start","data":{"turn":1}}',
+            '{"type":"user/message","data":{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}']
+    f = _write(tmp_path / "session.v4.jsonl", *rows)
+    before = _sha(f)
+    code, out, err = FUZZ.run_command(["repair", "--write", str(f)])
+    assert code == 2, err
+    assert b"projection" in err and b"-o OUT" in err, err
+    # session.lock is dsh's, never removed once made; nothing else appears
+    assert _sha(f) == before and sorted(p.name for p in tmp_path.iterdir()) in (["session.v4.jsonl"], ["session.lock", "session.v4.jsonl"])
+    code, out, err = FUZZ.run_command(["repair", str(f), "-o", str(tmp_path / "copy.jsonl")])
+    assert code in (0, 3, 4), err  # the copy path speaks for itself; never an internal error
+    assert b"internal error" not in err

@@ -152,6 +152,7 @@ def repair_in_place(target: str) -> RepairResult:
         path = Path(probe.path)
         version, container = probe.version, probe.info.container
         sid = probe.session_id
+        projection = probe.projection
     if version != 4:
         raise UsageError(f"repair --write rewrites only v4 logs; this log is v{version}: run `dshlog migrate` first, or use -o OUT for a repaired v4 copy", path=str(path))
     if container not in (Container.JSONL, Container.ZSTD):
@@ -186,6 +187,9 @@ def repair_in_place(target: str) -> RepairResult:
             plan = RepairPlan(str(path), version, container, state.report(), closers, torn.length if torn else 0, n)
         if not closers:
             return RepairResult(plan, warnings=pub.warnings)
+        if projection:  # its rows carry no seq/time and the closers would: refuse before staging anything
+            raise UsageError("repair --write does not append to a test-snapshot projection (rows without seq/time); "
+                             "use -o OUT for a repaired copy", path=str(path))
         # where the committed bytes end (file offset)
         size = before.size
         if dropped is not None and dropped.offset is not None:

@@ -324,6 +324,9 @@ class Publication:
             try:
                 verify(staged.path)
             except DshlogError as exc:
+                # a source that changed meanwhile explains the refusal: say so, naming the source (exit 5),
+                # not what the read-back of the staged file happened to trip over
+                self.check_source()
                 if exc.path == str(staged.path):
                     exc.path = str(self.final)  # the staged name is gone with the refusal; name what was not published
                 raise
