@@ -267,3 +267,39 @@ def test_repair_write_refuses_a_projection_up_front(tmp_path: Path) -> None:
     code, out, err = FUZZ.run_command(["repair", str(f), "-o", str(tmp_path / "copy.jsonl")])
     assert code in (0, 3, 4), err  # the copy path speaks for itself; never an internal error
     assert b"internal error" not in err
+
+
+# ----------------------------------------------------------------------------- 4. empty arguments
+
+
+def test_an_empty_file_or_id_is_a_usage_error_everywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``repair --write ""`` took "" as an id prefix of every session and repaired an unrelated one in place."""
+    import shutil
+
+    home = tmp_path / "home"
+    sdir = home / "sessions" / "--home-ann-demo--" / "crash-0001"
+    sdir.mkdir(parents=True)
+    log = sdir / "session.v4.jsonl"
+    shutil.copy(FIXTURES / "v4" / "crash" / "session.v4.jsonl", log)
+    before = _sha(log)
+    monkeypatch.setenv("DSH_HOME", str(home))
+    for argv in (["repair", "--write", ""], ["repair", ""], ["info", ""], ["validate", ""], ["events", ""], ["show", ""],
+                 ["fork", "", "-o", str(tmp_path / "c.jsonl")], ["migrate", "--no-children", ""], ["export", "", "--format", "md"]):
+        code, out, err = FUZZ.run_command(argv)
+        assert code == 2, (argv, code, err)
+        assert b"empty" in err, (argv, err)
+    assert _sha(log) == before
+    assert sorted(p.name for p in sdir.iterdir()) == ["session.v4.jsonl"]
+
+
+def test_the_line_size_limit_is_a_global_option(tmp_path: Path) -> None:
+    from dshlog.read.container import DEFAULT_MAX_LINE_BYTES, LINE_LIMIT
+
+    f = _write(tmp_path / "session.v4.jsonl", HEADER, '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"x":"%s"}}' % ("a" * (2 << 20)))
+    try:
+        code, out, err = FUZZ.run_command(["--max-line-size", "1", "info", str(f)])
+        assert code == 3 and b"line 2" in err and b"1 MiB" in err, err
+        code, out, err = FUZZ.run_command(["--max-line-size", "3", "info", str(f)])
+        assert code == 0, err
+    finally:
+        LINE_LIMIT.set(DEFAULT_MAX_LINE_BYTES)

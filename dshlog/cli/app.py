@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover
 from .._version import __version__
 from ..errors import DshlogError, ExitCode
 from ..output.plain import echo
+from ..read.container import DEFAULT_MAX_LINE_BYTES, LINE_LIMIT
 from .common import ROOT_OPTIONS
 
 #: Every command, in the order help lists them, and the module (of this package) that defines it.
@@ -94,6 +95,10 @@ def _root(
         help="A package name to migrate as dsh's system-prompt producer besides @deepseek-ai/dsh-system-prompt, "
         "as the fork build that wrote the log does (e.g. @x1a0f3n9/dsh-system-prompt); repeatable. "
         "Default: upstream dsh's mapping, where any other name becomes a plugin:<name> source.")] = [],
+    max_line_size: Annotated[int, typer.Option(
+        "--max-line-size", metavar="MIB", min=1,
+        help="The longest line (decoded) any reader accepts, in MiB; a longer one is refused with exit 3 "
+        "naming the line. It bounds memory against huge lines and decompression bombs.")] = DEFAULT_MAX_LINE_BYTES >> 20,
 ) -> None:
     """Inspect and repair DeepSeek Harness session logs from outside dsh.
 
@@ -103,6 +108,7 @@ def _root(
         print(f"dshlog {__version__}")
         raise typer.Exit(0)
     ROOT_OPTIONS["system_prompt_plugins"] = tuple(system_prompt_plugin)
+    LINE_LIMIT.set(max_line_size << 20)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -135,6 +141,11 @@ def main(argv: list[str] | None = None) -> None:
         code = 0
     except KeyboardInterrupt:
         code = 130
+    except MemoryError:  # the system refused memory (a ulimit, a huge value): say so, not "internal error"
+        if debug:
+            raise
+        echo("dshlog: io: out of memory (lower --max-line-size, or allow the process more memory)", sys.stderr)
+        code = ExitCode.IO
     except Exception as exc:  # a bug: one line unless --debug
         if debug:
             raise

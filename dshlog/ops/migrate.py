@@ -72,6 +72,8 @@ def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
     visited once.
     """
     seen: set[tuple[int, int]] = set()
+    if "" in paths:  # Path("") is the current directory: an empty argument must not mean "here"
+        raise UsageError("an empty PATH names no file or directory")
     for raw in paths:
         p = Path(raw)
         if p.is_dir() and recursive:

@@ -365,6 +365,8 @@ def most_recent(root: Path, cwd: str) -> SessionEntry | None:
 def resolve_session(arg: str | None, *, root: Path | str | None = None, cwd: str | None = None) -> Resolved:
     """A command's FILE argument: a path as is, else a session id / id prefix, else the current session."""
     if arg is not None:
+        if arg == "":  # not a path, and as an id prefix it would match every session
+            raise UsageError("an empty FILE names no file and no session (give a path, an id, or nothing for the current session)")
         if arg == "-" or os.path.lexists(arg) or _looks_like_path(arg):
             return Resolved(arg)
         return _by_id(arg, Path(root) if root is not None else default_root())
