@@ -550,15 +550,8 @@ def test_source_changed_during_the_run_is_refused_naming_the_log(
 
 # ----------------------------------------------------------------------------- rescue
 # ``rescue`` publishes a successor (and, just before its name appears, the rescue record)
-# through the same transaction.  Until the command line has its ``rescue`` command it is
-# driven here through its operation, with the same kills and the same invariants.
+# through the same transaction: the same kills and the same invariants, through the CLI.
 
-RESCUE_KILLER = KILLER.replace(
-    "from dshlog.cli import main\nmain(sys.argv[2:])",
-    "from pathlib import Path\nfrom dshlog.ops.rescue import rescue_session\n"
-    "out = rescue_session(Path(sys.argv[2]), all_=True, publish=True)\n"
-    "sys.exit(int(out.exit_code))",
-)
 RESCUE_STEPS = ["stage", "write", "sync", "verify", "link", "dirsync"]
 
 
@@ -572,8 +565,9 @@ def rescue_scene(base: Path) -> tuple[Path, Path, bytes]:
 
 
 def _rescue(src: Path, step: str | None = None) -> subprocess.CompletedProcess[bytes]:
-    code = RESCUE_KILLER if step is not None else RESCUE_KILLER.replace("step = sys.argv[1]", "step = None")
-    return subprocess.run([sys.executable, "-c", code, step or "-", str(src)], capture_output=True, timeout=120, check=False)
+    code = KILLER if step is not None else KILLER.replace("step = sys.argv[1]", "step = None")
+    argv = [step or "-", "rescue", str(src), "--all", "--publish"]
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")
