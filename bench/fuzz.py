@@ -1054,6 +1054,8 @@ def warm() -> None:
     import dshlog.cli
 
     for m in pkgutil.walk_packages(dshlog.__path__, "dshlog."):
+        if m.name.endswith(".__main__"):  # runs the CLI when imported
+            continue
         with contextlib.suppress(Exception):
             importlib.import_module(m.name)
     for name in ("rich.console", "rich.table", "rich.text", "rich.markup", "rich.padding", "rich.panel", "rich.rule",
@@ -1068,6 +1070,10 @@ def warm() -> None:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
     _PREBUILT = typer.main.get_command(dshlog.cli.app)
+    # the commands are loaded lazily, each built by Typer on first use: build them all here, once
+    for name in getattr(dshlog.cli, "COMMANDS", ()):
+        with contextlib.suppress(Exception):
+            _PREBUILT.get_command(None, name)  # the lazy group caches what it built
 
 
 def _use_prebuilt_cli() -> None:
@@ -1432,6 +1438,8 @@ COMMANDS: list[Command] = [
     Command("tail -n 5", ("tail", "-n", "5", "{f}")),
     Command("diff", ("diff", "{f}", "-r", "1", "-r", "{last}")),
     Command("ls", ("ls", "{root}")),
+    Command("rescue", ("rescue", "{f}")),
+    Command("rescue --all -o", ("rescue", "{f}", "--all", "-o", "{o}"), out=".jsonl"),
     # the human renderers as on a terminal (Rich tables, the styled transcript)
     Command("tty info", ("info", "{f}"), tty=True),
     Command("tty surface", ("surface", "{f}"), tty=True),
@@ -1616,7 +1624,7 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
         if not ok and left:
             add("output-despite-error", cmd.label, f"exit {run.code} but left {left}")
         written: list[Path] = []
-        if ok and cmd.out and o.exists() and cmd.label in ("fork --at", "repair -o"):
+        if ok and cmd.out and o.exists() and cmd.label in ("fork --at", "repair -o", "rescue --all -o"):
             written.append(o)
         if copy_dir is not None and copy_before is not None:
             after = _listing(copy_dir)
