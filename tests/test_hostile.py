@@ -303,3 +303,18 @@ def test_the_line_size_limit_is_a_global_option(tmp_path: Path) -> None:
         assert code == 0, err
     finally:
         LINE_LIMIT.set(DEFAULT_MAX_LINE_BYTES)
+
+
+# ----------------------------------------------------------------------------- export --redact on long word runs
+
+
+def test_redact_is_linear_on_long_word_runs() -> None:
+    """The e-mail pattern scanned to the end of a run from every position: 128 KiB of letters took 100 s."""
+    import time
+
+    from dshlog.output.redact import redact
+
+    start = time.process_time()
+    assert redact("a" * (128 << 10)) == "a" * (128 << 10)
+    assert time.process_time() - start < 10
+    assert redact("write to ann.lee@example.com") == "write to [REDACTED:email]"
