@@ -106,17 +106,6 @@ def test_values_nested_up_to_the_limit_go_through_every_command(tmp_path: Path) 
 # ----------------------------------------------------------------------------- 5. huge lines and bombs
 
 
-@pytest.fixture()
-def small_line_limit():
-    """A 1 MiB line-size limit for this test (the policy object every reader consults)."""
-    from dshlog.read.container import LINE_LIMIT
-
-    old = LINE_LIMIT.max_bytes
-    LINE_LIMIT.set(1 << 20)
-    yield LINE_LIMIT
-    LINE_LIMIT.set(old)
-
-
 def _bomb(path: Path, plaintext_bytes: int) -> Path:
     """The loop fixture framed as dsh frames it, plus one small frame that decodes to a huge message line."""
     import zstandard
@@ -132,19 +121,18 @@ def _bomb(path: Path, plaintext_bytes: int) -> Path:
     return path
 
 
-def test_a_line_over_the_limit_is_refused_naming_the_line_and_its_size(tmp_path: Path, small_line_limit) -> None:
+def test_a_line_over_the_limit_is_refused_naming_the_line_and_its_size(tmp_path: Path) -> None:
     f = _write(tmp_path / "session.v4.jsonl", HEADER, '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"x":"%s"}}' % ("a" * (2 << 20)))
     for argv in (["info", str(f)], ["validate", str(f)], ["events", "--json", str(f)], ["repair", "--write", str(f)]):
-        code, out, err = FUZZ.run_command(argv)
+        code, out, err = FUZZ.run_command(["--max-line-size", "1", *argv])
         assert code == 3, (argv, err)
         assert b"line 2" in err + out and b"line-size limit of 1 MiB" in err + out, err
         assert b"--max-line-size" in err + out
     # under the limit the same line reads
-    small_line_limit.set(4 << 20)
-    assert FUZZ.run_command(["validate", str(f)])[0] in (0, 4)
+    assert FUZZ.run_command(["--max-line-size", "4", "validate", str(f)])[0] in (0, 4)
 
 
-def test_a_decompression_bomb_stops_at_the_limit_in_bounded_memory(tmp_path: Path, small_line_limit) -> None:
+def test_a_decompression_bomb_stops_at_the_limit_in_bounded_memory(tmp_path: Path) -> None:
     """A few KB that decode to 64 MiB: refused after about the limit, memory a small multiple of the limit."""
     import tracemalloc
 
@@ -152,7 +140,7 @@ def test_a_decompression_bomb_stops_at_the_limit_in_bounded_memory(tmp_path: Pat
     assert f.stat().st_size < 64 << 10
     tracemalloc.start()
     try:
-        code, out, err = FUZZ.run_command(["validate", str(f)])
+        code, out, err = FUZZ.run_command(["--max-line-size", "1", "validate", str(f)])
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
