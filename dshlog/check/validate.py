@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..errors import DshlogError
+from ..errors import DshlogError, InternalError
 from ..protocol import vocabulary as vocab
 from ..protocol.values import has_placeholder
 from .admission import check_data
@@ -130,7 +130,7 @@ class Validator:
     def feed(self, event: Any) -> list[Problem]:
         """Check the next event; returns the problems found so far that were not yet returned."""
         if self._finished:
-            raise RuntimeError("Validator.feed after finish")
+            raise InternalError("Validator.feed after finish")
         idx = self.count
         self.count += 1
         report = self._report

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from ..errors import CorruptLog, DshlogError, Location, MigrationRefused, UnsupportedVersion, UsageError
+from ..errors import CorruptLog, DshlogError, InternalError, Location, MigrationRefused, UnsupportedVersion, UsageError
 from ..check.problems import Problem, Problems, Severity
 from ..check.validate import Validator
 from ..protocol.packed import PackedRun
@@ -395,7 +395,7 @@ class SessionLog:
 
     def _take(self) -> Iterator[Record]:
         if self._consumed:
-            raise RuntimeError("a SessionLog body can be read once; open it again")
+            raise InternalError("a SessionLog body can be read once; open it again")
         self._consumed = True
         return self._body
 
