@@ -91,7 +91,7 @@ def _pieces(content: Any, rule: TextRule) -> Iterator[str]:
         elif kind == "image":
             yield "[image offloaded]" if block.get("offloaded") is True else "[image]"
         elif kind == "file":
-            att = block.get("attachment") if isinstance(block.get("attachment"), dict) else {}
+            att: Any = block.get("attachment") if isinstance(block.get("attachment"), dict) else {}
             name = att.get("name") or att.get("filename")
             yield f"[file {name}]" if name else "[file]"
 
