@@ -73,6 +73,25 @@ class Stage(Protocol):
     def finish(self) -> list[dict[str, Any]]: ...
 
 
+class Edge(Protocol):
+    """An edge class as the chain's table holds it: its versions and its static header step.
+
+    Called, it makes the edge's :class:`Stage` for one artifact (the options
+    differ per edge: only v3->v4 takes the child facts).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def source_version(self) -> int: ...
+
+    @property
+    def target_version(self) -> int: ...
+
+    def header(self, h: dict[str, Any], /) -> dict[str, Any]: ...
+
+
 class SeqMap:
     """Monotonic map from source seq to target seq (or :data:`CONSUMED`).
 

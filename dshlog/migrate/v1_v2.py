@@ -48,7 +48,7 @@ def v2_header(h: dict[str, Any], version: int) -> dict[str, Any]:
     src.pop("seedLength", None)
     src["isSeeded"] = seeded
     src["version"] = version
-    out = {k: src[k] for k in _HEADER_ORDER if k in src}
+    out: dict[str, Any] = {k: src[k] for k in _HEADER_ORDER if k in src}
     for k, v in src.items():  # unexpected keys are kept (validation reports them)
         if k not in out:
             out[k] = v
