@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..model.transcript import (
     AssistantText,
@@ -41,7 +41,7 @@ from . import plain
 from .text import sanitize
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from rich.console import Console
+    from rich.console import Console, JustifyMethod
     from rich.text import Text
 
 __all__ = ["TerminalRenderer", "console", "on_terminal", "renderable", "table", "use_color"]
@@ -188,7 +188,8 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
 
     t = Table(title=text(title, "table.title") if title else None, show_edge=False, header_style="bold")
     for i, c in enumerate(columns):
-        t.add_column(text(c), justify=(justify or {}).get(i, "left"), overflow="fold")
+        # callers name rich's justify methods ("left", "right", "center")
+        t.add_column(text(c), justify=cast("JustifyMethod", (justify or {}).get(i, "left")), overflow="fold")
     for r in rows:
         t.add_row(*(text("" if v is None else v) for v in r))
     console().print(t)
