@@ -52,7 +52,7 @@ def discover_child_facts(
     root: Path,
     parent_id: str,
     *,
-    open_header: Callable[[Path], dict[str, Any]],
+    open_header: Callable[[Path], dict[str, Any] | None],
     open_events: Callable[[Path], Iterable[dict[str, Any]]],
     warnings: list[str] | None = None,
 ) -> list[dict[str, Any]]:

@@ -13,13 +13,14 @@ become paths except through :func:`encode_segment`.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import time as _time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, cast
 
 from ..errors import DshlogError, IOFailure, UsageError
 from ..protocol import layout
@@ -47,9 +48,9 @@ def default_root() -> Path:
 # ----------------------------------------------------------------------------- raw reading
 
 
-def _open_raw(path: Path) -> IO[bytes]:
+def _open_raw(path: Path) -> io.BufferedReader:
     try:
-        return open(path, "rb", buffering=1 << 20)
+        return cast(io.BufferedReader, open(path, "rb", buffering=1 << 20))  # "rb" with a buffer: buffered
     except OSError as exc:
         raise IOFailure(f"cannot open: {exc.strerror}", path=str(path)) from None
 
@@ -65,7 +66,7 @@ def raw_lines(path: Path) -> Iterator[bytes]:
                 yield rec.raw
 
 
-def read_header(path: Path) -> dict | None:
+def read_header(path: Path) -> dict[str, Any] | None:
     """The physical header of a generation, reading only its first line (zstd: its first frame)."""
     with _open_raw(path) as fh:
         lines = iter_zstd_lines(fh, SourceInfo(path=str(path), container="jsonl.zstd"), parallel=False) \
@@ -91,7 +92,7 @@ class SessionEntry:
     project: str
     path: Path | None = None  # selected generation
     id: str | None = None
-    header: dict | None = None
+    header: dict[str, Any] | None = None
     size: int | None = None
     mtime_ms: int | None = None
     error: str | None = None
