@@ -35,7 +35,7 @@ FORK_MIN_BYTES = 1 << 20
 class EventCheck(Protocol):
     """A writer's own condition on its output, checked along the read-back (e.g. repair: balanced)."""
 
-    def feed(self, event: dict) -> None: ...
+    def feed(self, event: dict[str, Any]) -> None: ...
 
     def finish(self) -> None:
         """Raise :class:`Refused` when the output does not meet the condition."""
@@ -43,7 +43,7 @@ class EventCheck(Protocol):
 
 def check_rules(
     log: Any,
-    header: dict | None,
+    header: dict[str, Any] | None,
     snapshot: bool,
     path: str,
     subject: str,
@@ -88,7 +88,7 @@ class ReadBack:
     def __init__(
         self,
         staged: Path,
-        header: dict | None,
+        header: dict[str, Any] | None,
         *,
         compressed: bool,
         snapshot: bool,
@@ -142,8 +142,9 @@ class ReadBack:
             if self.compressed:
                 info = SourceInfo(path=str(path), container="jsonl.zstd")
                 for rec in iter_zstd_lines(fh, info):
-                    h.update(rec.raw + b"\n")
-                    n_bytes += len(rec.raw) + 1
+                    raw: bytes = rec.raw  # type: ignore[assignment]  # a line record always holds its bytes
+                    h.update(raw + b"\n")
+                    n_bytes += len(raw) + 1
                 torn = info.torn is not None
             else:
                 # the plaintext is the file: hash it in blocks (a third of the time of a line walk)
@@ -181,7 +182,7 @@ class _ForkedReadBack:
     """
 
     def __init__(
-        self, path: str, header: dict | None, snapshot: bool, subject: str, extra: Callable[[], EventCheck] | None
+        self, path: str, header: dict[str, Any] | None, snapshot: bool, subject: str, extra: Callable[[], EventCheck] | None
     ) -> None:
         data_r, self._data_w = os.pipe()
         self._result_r, result_w = os.pipe()
@@ -204,7 +205,7 @@ class _ForkedReadBack:
         data_r: int,
         result_w: int,
         path: str,
-        header: dict | None,
+        header: dict[str, Any] | None,
         snapshot: bool,
         subject: str,
         extra: Callable[[], EventCheck] | None,
@@ -212,7 +213,7 @@ class _ForkedReadBack:
         def work() -> None:
             try:
                 with open(data_r, "rb", buffering=1 << 20) as stream, SessionLog(path, stream=stream) as check:
-                    verdict: tuple = ("ok", check_rules(check, header, snapshot, path, subject, extra))
+                    verdict: tuple[Any, ...] = ("ok", check_rules(check, header, snapshot, path, subject, extra))
             except BaseException as exc:  # noqa: BLE001 - handed to the parent, raised there
                 verdict = ("error", _forked.pack_error(exc))
             with open(result_w, "wb") as out:

@@ -60,7 +60,7 @@ class LogWriter:
         self._flush()
         self._staged.write(data)
 
-    def header(self, header: dict | bytes) -> None:
+    def header(self, header: dict[str, Any] | bytes) -> None:
         line = (header if isinstance(header, bytes) else dumps(header)) + b"\n"
         self._flush()  # the digest follows the write order
         self._account(line)
@@ -71,7 +71,7 @@ class LogWriter:
         else:
             self._staged.write(line)
 
-    def event(self, ev: dict, raw: bytes | None = None) -> None:
+    def event(self, ev: dict[str, Any], raw: bytes | None = None) -> None:
         if self._projection:
             ev = {k: v for k, v in ev.items() if k not in ("seq", "time")}
             raw = None
