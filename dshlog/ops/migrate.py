@@ -81,7 +81,7 @@ def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
             yield p
 
 
-def _child_facts(log: Any, children: str) -> list[dict]:
+def _child_facts(log: Any, children: str) -> list[dict[str, Any]]:
     if children == "none":
         return []
     root = persistence_root(log.path)
@@ -167,7 +167,7 @@ def _clean_after_publication(d: Path, out: Outcome) -> None:
         return  # best effort: the session itself is fine
 
 
-def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system_prompt_plugins: tuple[str, ...] = ()) -> None:
+def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outcome, system_prompt_plugins: tuple[str, ...] = ()) -> None:
     """Stream the migrated events into the one publication transaction (see the module docstring)."""
     compressed = source.name.endswith(".zstd")
     with open_session(str(source)) as probe:
@@ -190,6 +190,7 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system
         with open_session(str(source), system_prompt_plugins=system_prompt_plugins) as log:
             view = log.v4(child_facts=facts)
             header, events = view.header, iter(view)
+            assert header is not None  # a generation file: migrate_session refused a header-less input
             if log.projection:
                 out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
             with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, size_hint=pub.before.size) as check:
