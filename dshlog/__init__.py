@@ -144,7 +144,7 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .errors import UnsupportedVersion as UnsupportedVersion
     from .errors import UsageError as UsageError
     from .errors import exit_code_of as exit_code_of
-    from .model.messages import derive as derive_messages
+    from .model.messages import derive as derive_messages  # noqa: F401 - public: listed in __all__ through _OWNERS
     from .model.repair import RepairPlan as RepairPlan
     from .model.summary import Summary as Summary
     from .ops.api import export_bytes as export_bytes

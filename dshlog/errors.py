@@ -98,7 +98,7 @@ class DshlogError(Exception):
         msg = " ".join(self.message.split("\n"))
         return f"{self.kind}: {where}: {msg}" if where else f"{self.kind}: {msg}"
 
-    def with_context(self, *, path: str | None = None, loc: Location | None = None, seq: int | None = None) -> "DshlogError":
+    def with_context(self, *, path: str | None = None, loc: Location | None = None, seq: int | None = None) -> DshlogError:
         """Fill in location fields that the raiser did not know (returns self)."""
         if self.path is None and path is not None:
             self.path = path
@@ -168,7 +168,7 @@ class InternalError(DshlogError, RuntimeError):
     kind = "internal"
 
     @classmethod
-    def of(cls, exc: BaseException) -> "InternalError":
+    def of(cls, exc: BaseException) -> InternalError:
         """An unexpected exception, named by its class (the traceback stays in ``__cause__``)."""
         err = cls(f"{type(exc).__name__}: {exc}")
         err.__cause__ = exc
