@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_right
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
+from collections.abc import Iterable
 
 from ..errors import DshlogError, MigrationRefused
 from ..protocol.texts import edge_refusal

@@ -10,7 +10,8 @@ unsupported passes through with its own text (:func:`~dshlog.migrate._common.rew
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, cast
+from typing import Any, cast
+from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import CorruptLog, DshlogError, UnsupportedVersion
 from ..protocol.packed import PackedRun
@@ -87,11 +88,11 @@ def header_only(header: dict[str, Any], *, projection: bool = False) -> dict[str
 class MigratedEvents(Iterator[dict[str, Any]]):
     """Lazy v4 event iterator; ``inherited_cut`` is set once it is exhausted."""
 
-    def __init__(self, gen_factory: Callable[["MigratedEvents"], Iterator[dict[str, Any]]]) -> None:
+    def __init__(self, gen_factory: Callable[[MigratedEvents], Iterator[dict[str, Any]]]) -> None:
         self.inherited_cut: int | None = None
         self._it = gen_factory(self)
 
-    def __iter__(self) -> "MigratedEvents":
+    def __iter__(self) -> MigratedEvents:
         return self
 
     def __next__(self) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from ..protocol.jsjson import UNDEFINED, js_string, json_equal, stringify
 from ..protocol.values import is_count, is_placeholder, is_safe_integer, safe_int

@@ -175,7 +175,7 @@ class V1ToV2:
         return out
 
     # attempts -----------------------------------------------------------------------
-    def _join_attempt(self, turn: Any, step: Any, out: list[dict[str, Any]]) -> "_Attempt":
+    def _join_attempt(self, turn: Any, step: Any, out: list[dict[str, Any]]) -> _Attempt:
         """The pending attempt a chunk (or run) of ``turn``/``step`` belongs to, settling the old one if needed."""
         p = self._pending
         if p is not None and (p.terminal or p.turn != turn or p.step != step):

@@ -10,7 +10,8 @@ run map keeps the reference remapping bounded.
 
 from __future__ import annotations
 
-from typing import Any, Final, Iterable
+from typing import Any, Final
+from collections.abc import Iterable
 
 from ..protocol.jsjson import js_string, stringify
 from ..protocol.values import is_count
