@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time as _time
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 
 from ..errors import CorruptLog, UsageError
 from ..protocol.jsjson import js_string

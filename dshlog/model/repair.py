@@ -15,7 +15,8 @@ clock is read), which keeps repair deterministic and byte-identical to dsh.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..errors import CorruptLog
 from ..protocol.jsjson import UNDEFINED, js_string
@@ -158,7 +159,7 @@ class TailState:
         self.last_seq = event.get("seq")
         self.last_time = event.get("time")
 
-    def feed_all(self, events: Iterable[dict[str, Any]]) -> "TailState":
+    def feed_all(self, events: Iterable[dict[str, Any]]) -> TailState:
         for event in events:
             self.feed(event)
         return self

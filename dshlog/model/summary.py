@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..protocol.packed import PackedRun
 
@@ -202,7 +203,7 @@ class Summary:
         _add_usage(self.tokens, usage)
         _add_usage(self.tokens_by_model.setdefault(model or "?", {}), usage)
 
-    def finish(self) -> "Summary":
+    def finish(self) -> Summary:
         self.turns_open = self._open_turn is not None
         self.retries = max(self.llm_retry_events, self.redispatches)
         return self
