@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import stat
 import struct
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, cast
+from typing import IO, Any, cast
+from collections.abc import Callable, Iterator
 
 from .. import forked
-from ..errors import CorruptLog, IOFailure, Location, UnsupportedVersion, UsageError
+from ..errors import CorruptLog, IOFailure, Location, UsageError
 from ..protocol.jsjson import JsonError, iter_array, loads
 from ..protocol.layout import choose_generation
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker

@@ -23,12 +23,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
+from collections.abc import Iterator
 
 from ..errors import CorruptLog, DshlogError, InternalError, Location, MigrationRefused, UnsupportedVersion, UsageError
 from ..check.problems import Problem, Problems, Severity
 from ..check.validate import Validator
-from ..protocol.packed import PackedRun
 from .rows import RowDecoder
 from ..protocol.jsjson import JsonError, dumps, iter_array, loads, top_level_keys
 from ..protocol.layout import parse_generation, persistence_root
@@ -497,7 +497,7 @@ class SessionLog:
         for events, _obj, _raw, _loc in self._rows(runs=self.version <= 1):
             yield from events
 
-    def v4(self, *, child_facts: list[dict[str, Any]] | None = None, runs: bool = True, allow_unknown: bool = False) -> "V4View":
+    def v4(self, *, child_facts: list[dict[str, Any]] | None = None, runs: bool = True, allow_unknown: bool = False) -> V4View:
         """The v4 view: what dsh holds after opening the log (older logs migrated in memory).
 
         Nothing is read until the view is iterated; its :attr:`V4View.header` needs
@@ -633,7 +633,7 @@ class SessionLog:
             if self._spool is not None:
                 self._spool.close()
 
-    def __enter__(self) -> "SessionLog":
+    def __enter__(self) -> SessionLog:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -718,7 +718,7 @@ class V4View:
                 try:
                     self._header = header_only(log._migration_header(), projection=log.snapshot)
                 except DshlogError as exc:
-                    raise exc.with_context(path=log.path, loc=log.header_loc)
+                    raise exc.with_context(path=log.path, loc=log.header_loc)  # noqa: B904 - the error itself, located
         return self._header
 
     def _source(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
@@ -738,7 +738,7 @@ class V4View:
             for ev in events:
                 yield ev, None
         except DshlogError as exc:
-            raise exc.with_context(path=log.path)
+            raise exc.with_context(path=log.path)  # noqa: B904 - the error itself, located
         self.inherited_cut = events.inherited_cut
 
     def _restored(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
@@ -795,7 +795,7 @@ class V4View:
         for _ in self._stream():
             pass
 
-    def __enter__(self) -> "V4View":
+    def __enter__(self) -> V4View:
         return self
 
     def __exit__(self, kind: Any, error: Any, tb: Any) -> None:

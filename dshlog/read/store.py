@@ -20,7 +20,8 @@ import time as _time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator, cast
+from typing import Any, cast
+from collections.abc import Iterable, Iterator
 
 from ..errors import DshlogError, IOFailure, UsageError
 from ..protocol import layout
@@ -130,7 +131,7 @@ class SessionEntry:
             return self.last_time
         return self.mtime_ms
 
-    def scan(self) -> "SessionEntry":
+    def scan(self) -> SessionEntry:
         """One cheap pass: turns, event count, title and last event time (parses few lines)."""
         if self.scanned or self.path is None:
             return self
