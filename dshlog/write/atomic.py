@@ -21,7 +21,7 @@ import errno
 import os
 import secrets
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import IOFailure, Refused
 from ..protocol.layout import is_migration_staging_name, is_staging_name, staging_affixes
@@ -152,7 +152,7 @@ class StagedFile:
         except OSError:
             pass  # leftover; cleanup_leftovers() will find it by name
 
-    def __enter__(self) -> "StagedFile":
+    def __enter__(self) -> StagedFile:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:

@@ -26,7 +26,7 @@ import stat
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..errors import IOFailure, LockHeld, Refused, UsageError
 from ..protocol.layout import LOCK_FILENAME, decode_segment
@@ -70,7 +70,7 @@ class SessionLock:
         if fd is not None:
             os.close(fd)
 
-    def __enter__(self) -> "SessionLock":
+    def __enter__(self) -> SessionLock:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -19,7 +19,8 @@ import hashlib
 import os
 import pickle
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
+from collections.abc import Callable
 
 from .. import forked as _forked
 from ..check.validate import Validator
@@ -163,7 +164,7 @@ class ReadBack:
         if self._reader is not None:
             self._reader.close()
 
-    def __enter__(self) -> "ReadBack":
+    def __enter__(self) -> ReadBack:
         return self
 
     def __exit__(self, *exc: object) -> None:

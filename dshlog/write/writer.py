@@ -12,7 +12,8 @@ original bytes, so untouched events pass through byte for byte.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .atomic import StagedFile
 from ..protocol.jsjson import dumps
