@@ -16,7 +16,8 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from ..errors import UsageError
 from ..model.fork import ForkPlan, at_turn, build_fork_seed, child_header

@@ -15,7 +15,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from ..errors import DshlogError, ExitCode, UsageError
 from ..protocol.layout import generation_name, parse_generation, persistence_root
