@@ -9,7 +9,6 @@ reading the same input agree.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -11,7 +11,6 @@ import pytest
 
 from dshlog.protocol import vocabulary as vocab
 from dshlog.check.header import validate_header
-from dshlog.protocol.values import MAX_SAFE_INTEGER
 from conftest import read_log
 from dshlog.check.problems import Problem
 from dshlog.check.validate import Validator, validate_events

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import queue
 import re
 import shutil
@@ -48,7 +47,8 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
