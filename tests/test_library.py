@@ -89,7 +89,7 @@ def test_results_are_frozen() -> None:
     for name in dshlog.__all__:
         value = getattr(dshlog, name)
         if isinstance(value, type) and value.__module__ == "dshlog.ops.results":
-            assert dataclasses.is_dataclass(value) and value.__dataclass_params__.frozen, name  # type: ignore[attr-defined]
+            assert dataclasses.is_dataclass(value) and value.__dataclass_params__.frozen, name  # type: ignore[attr-defined]  # a dataclass has its parameters
             assert callable(getattr(value, "as_dict", None)), name
 
 

@@ -35,7 +35,7 @@ from ..protocol.texts import already_owned
 try:  # POSIX only; dsh itself uses a kernel semaphore on Windows.
     import fcntl
 except ImportError:  # pragma: no cover - exercised only on Windows
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # off POSIX the module is None, tested before use
 
 _ATTEMPTS = 3
 
