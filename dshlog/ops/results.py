@@ -417,7 +417,11 @@ class Migration:
 
 @dataclass(frozen=True, slots=True)
 class ExportResult:
-    """``dshlog export -o OUT``: the file published, and what publishing could not keep."""
+    """``dshlog export -o OUT``: the file published, and what publishing could not keep.
+
+    The command prints no JSON for it (only ``written: OUT``); ``as_dict()`` is the
+    library's own document, in the same versioned form.
+    """
 
     path: str
     format: str
