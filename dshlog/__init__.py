@@ -27,7 +27,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 #: Public name -> the module that owns it (one owner each; nothing is defined here).
 _OWNERS: dict[str, str] = {

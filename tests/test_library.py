@@ -76,7 +76,7 @@ def test_import_loads_nothing_until_used() -> None:
     """``import dshlog`` (and so ``dshlog --version``) does not load the core."""
     code = "import sys, dshlog; print(sorted(m for m in sys.modules if m.startswith('dshlog')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['dshlog']"
+    assert out.strip() == "['dshlog', 'dshlog._version']"
 
 
 def test_py_typed_is_package_data() -> None:
