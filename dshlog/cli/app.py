@@ -20,7 +20,7 @@ from typer.core import TyperGroup
 try:  # Typer >= 0.24 vendors its own click
     from typer._click.exceptions import ClickException
 except ImportError:  # pragma: no cover
-    from click.exceptions import ClickException
+    from click.exceptions import ClickException  # type: ignore[import-not-found, no-redef]  # an older Typer: click itself
 
 from .._version import __version__
 from ..errors import DshlogError, ExitCode

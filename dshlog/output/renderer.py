@@ -33,7 +33,7 @@ from .text import sanitize
 
 __all__ = ["Document", "Renderer", "Write", "render"]
 
-Write = Callable[[bytes], None]
+Write = Callable[[bytes], object]  # what it returns (a count of bytes, say) is not used
 
 
 class Renderer(Protocol):
