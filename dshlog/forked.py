@@ -22,7 +22,8 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]  # off POSIX the module is None, tested before use
 
 
-def _usable_cpus() -> int:
+def usable_cpus() -> int:
+    """The cores this process may run on (its affinity mask, not the machine's count)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
@@ -30,7 +31,7 @@ def _usable_cpus() -> int:
 
 
 # A child only pays off where a second core can run it.
-PARALLEL = _usable_cpus() > 1 and hasattr(os, "fork")
+PARALLEL = usable_cpus() > 1 and hasattr(os, "fork")
 
 
 def can_fork() -> bool:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
 
 from ..errors import DshlogError, ExitCode, UsageError
+from ..executor import Executor, InProcess
 from ..protocol.layout import generation_name, parse_generation, persistence_root
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.children import discover_child_facts
@@ -204,3 +206,17 @@ def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outco
     out.warnings.extend(pub.warnings)
     out.events = w.events
     out.bytes = size
+
+
+def migrate_many(sources: list[Path], *, check: bool = False, dry_run: bool = False, children: str = "auto",
+                 system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None) -> Iterator[Outcome]:
+    """:func:`migrate_session` of each source, in input order, through the caller's executor.
+
+    Sessions are independent (each publication holds its own session's lock); a
+    parent that reads its children's facts reads whichever generation of a child
+    dsh would read at that moment, and a child's old and new generations hold the
+    same facts, so the order in which workers finish does not change any result.
+    """
+    ex = executor if executor is not None else InProcess()
+    task = partial(migrate_session, check=check, dry_run=dry_run, children=children, system_prompt_plugins=system_prompt_plugins)
+    yield from ex.map(task, sources)

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import time as _time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 from collections.abc import Iterable, Iterator
 
 from ..errors import DshlogError, IOFailure, UsageError
+from ..model.period import parse_when
 from ..protocol import layout
 from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import (
@@ -291,23 +290,13 @@ def list_sessions(root: Path | str | None = None, *, project: str | None = None,
 # ----------------------------------------------------------------------------- filters
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def parse_since(text: str, *, now: float | None = None) -> int:
-    """``--since`` as epoch ms: a duration back from now (``3d``, ``12h``) or a date/time (``2026-11-01``)."""
-    now = _time.time() if now is None else now
-    m = _DURATION.match(text)
-    if m:
-        return int((now - float(m.group(1)) * _UNIT_S[m.group(2)]) * 1000)
-    try:
-        dt = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise UsageError(f"--since {text!r}: expected a date (2026-11-01), a date and time, or a duration (3d, 12h, 30m)") from None
-    if dt.tzinfo is None:
-        dt = dt.astimezone()  # naive = local time
-    return int(dt.timestamp() * 1000)
+    """``--since`` as epoch ms: a duration back from now (``3d``, ``12h``) or a date/time (``2026-11-01``).
+
+    The grammar is :func:`dshlog.model.period.parse_when`'s (without its words), in local time.
+    """
+    now_ms = int((_time.time() if now is None else now) * 1000)
+    return parse_when(text, now_ms=now_ms, tz=None, words=False)
 
 
 # ----------------------------------------------------------------------------- resolution
