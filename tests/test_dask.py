@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timezone
+from datetime import UTC
 
 import pytest
 
@@ -37,7 +37,7 @@ def files(tmp_path_factory):
 
 
 def _outputs(files, ex) -> bytes:
-    rep = usage_report(files, ["day", "session", "model"], tz=timezone.utc, zone="UTC", executor=ex)
+    rep = usage_report(files, ["day", "session", "model"], tz=UTC, zone="UTC", executor=ex)
     hits = [(r.path, r.id, [h.as_dict() for h in r.hits]) for r in search(files, Query("the", ignore_case=True), executor=ex)]
     reports = [r.as_dict() for r in validate_many(files, executor=ex)]
     stats = [s.as_dict() for s in stats_many(files, executor=ex)]
