@@ -1012,21 +1012,21 @@ def _child(argv: list[str], out_fd: int, err_fd: int, tty: bool, env: dict[str, 
             else:
                 print(exc.code, file=sys.stderr)
                 code = 1
-        except BaseException:  # what the interpreter does with an uncaught exception
+        except BaseException:  # noqa: BLE001 - what the interpreter does with an uncaught exception
             import traceback
 
             traceback.print_exc()
             code = 1
         try:
             sys.stdout.flush()
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a failing flush at exit is the interpreter's status 120
             import traceback
 
             traceback.print_exc()
             code = 120  # the interpreter's status when flushing stdout at exit fails
         with contextlib.suppress(BaseException):
             sys.stderr.flush()
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - the child must reach os._exit whatever failed
         with contextlib.suppress(BaseException):
             os.write(2, b"fuzz child setup failed\n")
     finally:
@@ -1760,7 +1760,7 @@ def main(argv: list[str] | None = None) -> int:
             by_mut[op] += 1
         try:
             data = mutate(plain[i][0], plain[i][1], ops, others)
-        except Exception as exc:  # a bug of the fuzzer itself: say so, and go on with the run
+        except Exception as exc:  # noqa: BLE001 - a bug of the fuzzer itself: say so, and go on with the run
             mutator_errors += 1
             print(f"MUTATOR ERROR {seeds[i].name} {ops}: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue

@@ -61,14 +61,15 @@ def test_the_reader_refuses_a_value_nested_beyond_its_limit() -> None:
 @pytest.mark.parametrize("where", ["seq", "time", "turn", "refs", "version"])
 def test_deep_nesting_beyond_the_limit_is_a_clear_refusal_in_every_command(tmp_path: Path, where: str) -> None:
     """About 1000 levels (orjson parses them, Python's walkers did not): exit 3 naming the line, never exit 1."""
+    deep = _deep(1000)
     event = {
-        "seq": '{"type":"turn/start","seq":%s,"time":1,"data":{"turn":1}}' % _deep(1000),
-        "time": '{"type":"turn/start","seq":0,"time":%s,"data":{"turn":1}}' % _deep(1000),
-        "turn": '{"type":"turn/start","seq":0,"time":1,"data":{"turn":%s}}' % _deep(1000),
-        "refs": '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1},"sourceEventSeqs":%s}' % _deep(1000),
+        "seq": '{"type":"turn/start","seq":@D,"time":1,"data":{"turn":1}}',
+        "time": '{"type":"turn/start","seq":0,"time":@D,"data":{"turn":1}}',
+        "turn": '{"type":"turn/start","seq":0,"time":1,"data":{"turn":@D}}',
+        "refs": '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1},"sourceEventSeqs":@D}',
         "version": '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}',
-    }[where]
-    header = HEADER.replace('"version":4', '"version":%s' % _deep(1000)) if where == "version" else HEADER
+    }[where].replace("@D", deep)
+    header = HEADER.replace('"version":4', '"version":' + deep) if where == "version" else HEADER
     f = _write(tmp_path / "session.v4.jsonl", header, event)
     before = _sha(f)
     for argv in (["info", str(f)], ["validate", str(f)], ["events", str(f)], ["show", str(f)], ["requests", str(f)],
