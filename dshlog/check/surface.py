@@ -37,6 +37,7 @@ from ..protocol.vocabulary import MESSAGE_PROJECTION_TYPES, SETTLEMENT_TYPES, SU
 from .common import is_record
 from .data import check_event_data
 from .envelope import invalid_envelope
+from .keys import equality_digest
 from .problems import Raise
 from .shapes import check_message_shape
 
@@ -185,14 +186,25 @@ class SurfaceFold:
     ``RECENT_REPLACEMENTS`` are kept, because their shadowed seqs add up to
     every surface event of the log and validation or request series only need
     :attr:`replacement_count`.
+    ``keep_messages=False`` is the lean fold of a caller that only checks (the
+    validator, dsh's restore): a node keeps its type and only what a later rule
+    can still look at (see :func:`_lean_payload`), so a log that never compacts
+    costs a few words per node instead of its messages; :meth:`messages` and
+    :meth:`node_info` are then unavailable.
     """
 
     def __init__(
-        self, *, strict_unknown: bool = True, check_messages: bool = True, keep_replacements: bool = True
+        self,
+        *,
+        strict_unknown: bool = True,
+        check_messages: bool = True,
+        keep_replacements: bool = True,
+        keep_messages: bool = True,
     ) -> None:
         self.strict_unknown = strict_unknown
         self.check_messages = check_messages
         self.keep_replacements = keep_replacements
+        self.keep_messages = keep_messages
         # A caller that runs check_event_data itself and folds only the events that pass
         # it (the validator) switches this off; the rules are deterministic, so skipping
         # them after a pass cannot change the outcome.
@@ -214,7 +226,7 @@ class SurfaceFold:
         # Derived messages of the current nodes; appends extend it, replacements
         # and projections drop it (rebuilt lazily), so asking for the messages
         # at every settlement of a long log stays linear.
-        self._derived: list[dict] | None = []
+        self._derived: list[dict] | None = [] if keep_messages else None
         # request/header seq -> its header tools (developer/message checks need any earlier header).
         self._header_tools = HeaderTools()
 
@@ -268,6 +280,8 @@ class SurfaceFold:
 
         Returns a new list each call (the message objects are shared, not copied).
         """
+        if not self.keep_messages:
+            raise RuntimeError("a fold made with keep_messages=False keeps no messages")
         if self._derived is None:
             derived: list[dict] = []
             for seq in self.nodes:
@@ -280,6 +294,8 @@ class SurfaceFold:
 
     def node_info(self) -> list[dict]:
         """One record per current node: seq, type, role, id, empty, and its current message."""
+        if not self.keep_messages:
+            raise RuntimeError("a fold made with keep_messages=False keeps no messages")
         out: list[dict] = []
         for seq in self.nodes:
             node = self._node[seq]
@@ -368,8 +384,9 @@ class SurfaceFold:
 
         return commit_replace
 
-    @staticmethod
-    def _payload(etype: str, data: Any) -> Any:
+    def _payload(self, etype: str, data: Any) -> Any:
+        if not self.keep_messages:
+            return _lean_payload(etype, data)
         if etype == "assistant/message":
             return {"message": data.get("message") if isinstance(data, dict) else None}
         return data
@@ -467,7 +484,11 @@ class SurfaceFold:
         original = self._node[shadowed[0]]
         if original.type != "tool/result":
             raise SurfaceError("tool/result surface replacement must target a current tool/result", seq=seq)
-        if not json_equal(_blank_content(original.payload), _blank_content(event["data"])):
+        if isinstance(original.payload, _RewriteKey):
+            same = original.payload == equality_digest(_blank_content(event["data"]))
+        else:
+            same = json_equal(_blank_content(original.payload), _blank_content(event["data"]))
+        if not same:
             raise SurfaceError("tool/result surface replacement may change only content", seq=seq)
 
     def _check_developer_header(self, event: dict, seq: int) -> None:
@@ -571,6 +592,41 @@ def _offload_images(message: dict, indexes: list[int], seq: int) -> dict:
     if selected != len(indexes):
         raise SurfaceError(f"image/offload: image index {indexes[selected]} does not exist", seq=seq)
     return {**message, "content": new_content if new_content is not None else content}
+
+
+def _has_image(message: Any) -> bool:
+    """Whether ``message`` holds a top-level image block (what ``image/offload`` can select)."""
+    content = message.get("content") if is_record(message) else None
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if is_record(block) and block.get("type") == "image":
+            return True
+    return False
+
+
+def _lean_payload(etype: str, data: Any) -> Any:
+    """What the lean fold keeps of a node's data: only what a later rule can read.
+
+    Later events read a current node's payload in two rules only.  A ``tool/result``
+    rewrite (rule E) compares everything but ``message.content``, so a tool result
+    keeps the digest of its data with the content blanked (equal exactly when
+    :func:`json_equal` is).  ``image/offload`` reads the content of a ``user/message`` or
+    ``tool/result``, and only its image blocks count: a message without one is
+    refused with the same text whatever else it holds, so only a message with an
+    image block is kept whole.  Every other node keeps nothing but its type.
+    """
+    if etype == "user/message":
+        return data if _has_image(data) else None
+    if etype == "tool/result":
+        return data if _has_image(message_of(etype, data)) else _RewriteKey(equality_digest(_blank_content(data)))
+    return None
+
+
+class _RewriteKey(bytes):
+    """The lean fold's stand-in for a tool result's data: the digest of all but its content."""
+
+    __slots__ = ()
 
 
 def _blank_content(data: Any) -> Any:
