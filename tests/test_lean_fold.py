@@ -2,7 +2,8 @@
 
 The validator and dsh's restore fold with ``keep_messages=False``: a node keeps its
 type and only what a later rule reads (a digest of a tool result's non-content
-data, the whole message only when it holds an image).  These tests fold the same
+data, the whole message only when it holds an image); ``requests`` folds with
+``digests=True`` as well, and its digests must be those of the full fold's messages.  These tests fold the same
 events both ways, event by event, and require the same outcome: the same refusal
 text and type, or the same surface.  Inputs: hand-made cases of the two rules that
 read a node's payload, every v4 view of the shared corpus, and the fuzzer's
@@ -21,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_surface import ev, tool, user
 
-from dshlog.check.keys import equality_digest
+from dshlog.check.keys import equality_digest, message_digest
 from dshlog.check.surface import SurfaceFold
 from dshlog.errors import DshlogError
 from dshlog.protocol.jsjson import json_equal
@@ -32,17 +33,19 @@ def _outcomes(events: list[Any]) -> list[tuple[Any, ...]]:
     """Fold ``events`` fully and leanly side by side; one outcome per event (both must agree)."""
     full = SurfaceFold(strict_unknown=False, keep_replacements=False)
     lean = SurfaceFold(strict_unknown=False, keep_replacements=False, keep_messages=False)
+    hashed = SurfaceFold(strict_unknown=False, keep_replacements=False, keep_messages=False, digests=True)
     out: list[tuple[Any, ...]] = []
     for event in events:
         results = []
-        for state in (full, lean):
+        for state in (full, lean, hashed):
             try:
                 state.apply(event)
                 results.append(("ok", list(state.nodes), state.content_generation, sorted(state.projected)))
             except DshlogError as exc:
                 results.append((type(exc).__name__, exc.message))
                 state.next_seq += 1  # as the validator does: skip the refused event and go on
-        assert results[0] == results[1], f"event {len(out)}: full {results[0]!r} lean {results[1]!r}"
+        assert results[0] == results[1] == results[2], f"event {len(out)}: full, lean, digests: {results!r}"
+        assert hashed.message_digests() == [message_digest(m) for m in full.messages()]
         out.append(results[0])
     return out
 

@@ -15,9 +15,9 @@ import itertools
 import re
 from typing import Any
 
-from ..protocol.jsjson import key_bytes
+from ..protocol.jsjson import dumps, key_bytes
 
-__all__ = ["attempt_key", "equality_digest", "fact_key", "value_digest", "value_key"]
+__all__ = ["attempt_key", "equality_digest", "fact_key", "message_digest", "value_digest", "value_key"]
 
 
 def _canonical(value: Any) -> Any:
@@ -107,6 +107,15 @@ def equality_digest(value: Any) -> bytes:
     except TypeError:
         raw = b"\x00exact:" + repr(_equality_form(value)).encode("utf-8", "surrogatepass")
     return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def message_digest(message: Any) -> bytes:
+    """16-byte digest of a message's ``JSON.stringify`` text: equal exactly when the texts are.
+
+    What a request's prefix is compared by (byte for byte, key order significant),
+    kept instead of the message.
+    """
+    return hashlib.blake2b(dumps(message), digest_size=16).digest()
 
 
 _UNIQUE = itertools.count()

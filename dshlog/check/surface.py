@@ -37,7 +37,7 @@ from ..protocol.vocabulary import MESSAGE_PROJECTION_TYPES, SETTLEMENT_TYPES, SU
 from .common import is_record
 from .data import check_event_data
 from .envelope import invalid_envelope
-from .keys import equality_digest
+from .keys import equality_digest, message_digest
 from .problems import Raise
 from .shapes import check_message_shape
 
@@ -108,11 +108,13 @@ class _Node:
     is kept: its raw ``stream`` can be large and is never needed again.
     """
 
-    __slots__ = ("type", "payload")
+    __slots__ = ("type", "payload", "digest")
 
-    def __init__(self, etype: str, payload: Any) -> None:
+    def __init__(self, etype: str, payload: Any, digest: bytes | None = None) -> None:
         self.type = etype
         self.payload = payload
+        #: the lean fold's digest of the node's derived message (``None``: it derives none)
+        self.digest = digest
 
     def message(self) -> Any:
         return message_of(self.type, self.payload)
@@ -190,7 +192,9 @@ class SurfaceFold:
     validator, dsh's restore): a node keeps its type and only what a later rule
     can still look at (see :func:`_lean_payload`), so a log that never compacts
     costs a few words per node instead of its messages; :meth:`messages` and
-    :meth:`node_info` are then unavailable.
+    :meth:`node_info` are then unavailable.  With ``digests`` as well, each node keeps
+    the 16-byte digest of its derived message's JSON text instead (what ``requests``
+    compares), and :meth:`message_digests` stands in for :meth:`messages`.
     """
 
     def __init__(
@@ -200,11 +204,13 @@ class SurfaceFold:
         check_messages: bool = True,
         keep_replacements: bool = True,
         keep_messages: bool = True,
+        digests: bool = False,
     ) -> None:
         self.strict_unknown = strict_unknown
         self.check_messages = check_messages
         self.keep_replacements = keep_replacements
         self.keep_messages = keep_messages
+        self.digests = digests and not keep_messages
         # A caller that runs check_event_data itself and folds only the events that pass
         # it (the validator) switches this off; the rules are deterministic, so skipping
         # them after a pass cannot change the outcome.
@@ -218,6 +224,7 @@ class SurfaceFold:
         self.replace_generation = 0
         self.content_generation = 0
         self.projected: dict[int, dict] = {}
+        self._projected_digests: dict[int, bytes] = {}
         self.next_seq = 0  # seq the next event must carry
         self.shadowed_count = 0
         self.surface_event_count = 0
@@ -227,6 +234,8 @@ class SurfaceFold:
         # and projections drop it (rebuilt lazily), so asking for the messages
         # at every settlement of a long log stays linear.
         self._derived: list[dict] | None = [] if keep_messages else None
+        # The lean fold's digests of the derived messages (``digests=True``), kept like _derived.
+        self._derived_digests: list[bytes] | None = [] if self.digests else None
         # request/header seq -> its header tools (developer/message checks need any earlier header).
         self._header_tools = HeaderTools()
 
@@ -292,6 +301,28 @@ class SurfaceFold:
             self._derived = derived
         return list(self._derived)
 
+    def message_digests(self) -> list[bytes]:
+        """Digests of the derived messages of the current surface (a ``digests=True`` fold).
+
+        Equal exactly when the messages' JSON texts are (``JSON.stringify``, key order
+        significant), as :meth:`messages` would compare.  The list is the fold's own, not
+        a copy: appends extend it in place and any other change replaces it, so its first
+        ``n`` entries stay those of the moment it was taken for as long as it is alive.
+        """
+        if not self.digests:
+            raise RuntimeError("message_digests needs a fold made with keep_messages=False, digests=True")
+        if self._derived_digests is None:
+            projected = self._projected_digests
+            derived: list[bytes] = []
+            for seq in self.nodes:
+                digest = projected.get(seq) if projected else None
+                if digest is None:
+                    digest = self._node[seq].digest
+                if digest is not None:
+                    derived.append(digest)
+            self._derived_digests = derived
+        return self._derived_digests
+
     def node_info(self) -> list[dict]:
         """One record per current node: seq, type, role, id, empty, and its current message."""
         if not self.keep_messages:
@@ -330,26 +361,37 @@ class SurfaceFold:
         if etype in MESSAGE_PROJECTION_TYPES:
             updates = self._project_image_offload(event)
 
+            digests = {seq: message_digest(message) for seq, message in updates.items()} if self.digests else None
+
             def commit_projection() -> None:
                 self.projected.update(updates)
+                if digests is not None:
+                    self._projected_digests.update(digests)
                 self.content_generation += 1
                 self._derived = None
+                self._derived_digests = None
 
             return commit_projection
         if op is None:
             return _noop
         payload = self._payload(etype, event["data"])
+        digest = None
+        if self.digests:
+            derived = derive_message(etype, event["data"])
+            digest = message_digest(derived) if derived is not None else None
         if op == "append":
 
             def commit_append() -> None:
                 self.nodes.append(seq)
-                node = _Node(etype, payload)
+                node = _Node(etype, payload, digest)
                 self._node[seq] = node
                 self.surface_event_count += 1
                 if self._derived is not None:
                     message = derive_message(etype, payload)
                     if message is not None:
                         self._derived.append(message)
+                if digest is not None and self._derived_digests is not None:
+                    self._derived_digests.append(digest)
 
             return commit_append
         start, end = op["startSeq"], op["endSeq"]
@@ -373,10 +415,12 @@ class SurfaceFold:
                 del self._node[old]
                 if projected:
                     projected.pop(old, None)  # a projection only ever applies to a current node
-            self._node[seq] = _Node(etype, payload)
+                    self._projected_digests.pop(old, None)
+            self._node[seq] = _Node(etype, payload, digest)
             self.replace_generation += 1
             self.content_generation += 1
             self._derived = None
+            self._derived_digests = None
             self.shadowed_count += len(shadowed)
             self.surface_event_count += 1
             self.replacement_count += 1
