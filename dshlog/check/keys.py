@@ -86,8 +86,10 @@ def _integral_floats_as_ints(value: Any) -> Any:
     return value
 
 
-# orjson writes every float with a '.' or an exponent after a digit; integers never.
-_FLOAT_TOKEN = re.compile(rb"[0-9][.eE]")
+# orjson writes a value first or right after ':', ',' or '[' (compact), and every float with a '.' or
+# an exponent after its leading digits; integers never.  (A string may match too: it only
+# costs the rewrite.)
+_FLOAT_TOKEN = re.compile(rb"(?:\A|[:,\[])-?[0-9]+[.eE]")
 
 
 def equality_digest(value: Any) -> bytes:
