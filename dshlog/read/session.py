@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import io
 import os
-import pickle
 import shutil
-import signal
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from .. import forked
 from ..errors import CorruptLog, DshlogError, Location, MigrationRefused, UnsupportedVersion, UsageError
 from ..check.problems import Problem, Problems, Severity
 from ..check.validate import Validator
@@ -674,162 +671,6 @@ def _restore_unsupported(problem: Any) -> bool:
     return problem.code == "unsupported" or problem.message.startswith("format v4 rejects retired event type")
 
 
-#: A dsh view of a plain log at least this large judges it in a forked child (see _ForkedRestore).
-RESTORE_FORK_MIN_BYTES = 4 << 20
-
-
-class _TeeLines:
-    """The plain body's file as :meth:`SessionLog._plain_rows` iterates it, each line also sent on.
-
-    Lines are gathered into blocks of about 1 MB and written to ``fd``; :meth:`rest`
-    sends what is gathered and then the unread rest of the file as it is.
-    """
-
-    def __init__(self, fh: IO[bytes], fd: int) -> None:
-        self._fh = fh
-        self._fd = fd
-        self._buf = bytearray()
-
-    def __iter__(self) -> Iterator[bytes]:
-        buf = self._buf
-        for line in self._fh:
-            buf += line
-            if len(buf) >= 1 << 20:
-                self._send()
-            yield line
-        self._send()
-
-    def _send(self) -> None:
-        if self._fd >= 0 and self._buf:
-            try:
-                _write_all(self._fd, self._buf)
-            except BrokenPipeError:
-                self._fd = -1  # the child stopped reading: it met an error the parent will meet too
-        self._buf.clear()
-
-    def rest(self) -> None:
-        """Send what is gathered, then every byte of the file not read yet."""
-        self._send()
-        for block in iter(lambda: self._fh.read(1 << 20), b""):
-            if self._fd < 0:
-                break
-            self._buf += block
-            self._send()
-
-    def close(self) -> None:
-        self._fh.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._fh, name)
-
-
-def _write_all(fd: int, data: bytes | bytearray) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-class _ForkedRestore:
-    """dsh's v4 restore of a plain log, run by a forked child over the bytes the parent reads.
-
-    The restore is a whole validation (every rule of :class:`~dshlog.check.validate.Validator`
-    over every event), about as costly as reading the log again; on a second core it
-    runs beside the command instead of after it.  The child is a copy of the view as
-    it stood before the first row was read; its body is the parent's body, line for
-    line, through a pipe (:class:`_TeeLines`), so it reads exactly the bytes the parent
-    reads, with the same reader, and restores them with the same code as the serial
-    view.  Its verdict (the exception the serial view would raise when the last event
-    has gone by, or none) is raised by the parent at that same point.  A consumer that
-    stops early does not read the rest: the rest of the file goes to the child as it
-    is, and the child's notes and framing facts (what reading the rest adds) replace
-    the parent's.
-    """
-
-    def __init__(self, view: "V4View") -> None:
-        log = view._log
-        data_r, self._data_w = os.pipe()
-        self._result_r, result_w = os.pipe()
-        forked.enlarge_pipe(self._data_w)
-        try:
-            pid = os.fork()
-        except OSError:
-            for fd in (data_r, self._data_w, self._result_r, result_w):
-                os.close(fd)
-            raise
-        if pid == 0:  # pragma: no cover - the child's coverage is not collected
-            self._child(view, data_r, result_w)
-        self._pid: int | None = pid
-        os.close(data_r)
-        os.close(result_w)
-        self._tee = _TeeLines(log._fh, self._data_w)
-        log._fh = self._tee  # type: ignore[assignment]
-        self._log = log
-
-    @staticmethod
-    def _child(view: "V4View", data_r: int, result_w: int) -> None:
-        def work() -> None:
-            log = view._log
-            log._fh = open(data_r, "rb", buffering=1 << 20)
-            view._forkable = False
-            view._gen = None  # the parent's generator, which forked this child from inside itself
-            try:
-                view.finish()
-                error: bytes | None = None
-            except BaseException as exc:  # noqa: BLE001 - handed to the parent, raised there
-                error = forked.pack_error(exc)
-            log._fh.close()  # the parent's writes fail now rather than wait for this verdict to be read
-            verdict = (error, log.notes.items, log.notes.counts, log.info, view.inherited_cut)
-            with open(result_w, "wb") as out:
-                out.write(pickle.dumps(verdict))
-
-        forked.run_child((data_r, result_w), work)
-
-    def verdict(self, *, early: bool) -> BaseException | None:
-        """End the body and wait for the child's verdict (``early``: the parent stopped reading)."""
-        if early:
-            self._tee.rest()
-        else:
-            self._tee._send()
-        os.close(self._data_w)
-        self._data_w = -1
-        with open(self._result_r, "rb", closefd=False) as fh:
-            blob = fh.read()
-        self._reap(kill=False)
-        if not blob:
-            raise RuntimeError("the forked v4 restore ended without a verdict")
-        error, items, counts, info, cut = pickle.loads(blob)
-        if early:
-            log = self._log
-            log.notes.items[:] = items
-            log.notes.counts.clear()
-            log.notes.counts.update(counts)
-            for name in vars(info):
-                setattr(log.info, name, getattr(info, name))
-            self.inherited_cut = cut
-        else:
-            self.inherited_cut = None
-        return forked.unpack_error(error) if error is not None else None
-
-    def abandon(self) -> None:
-        """The parent's own read failed (its error wins, as in the serial view): stop the child."""
-        if self._data_w >= 0:
-            os.close(self._data_w)
-            self._data_w = -1
-        self._reap(kill=True)
-
-    def _reap(self, *, kill: bool) -> None:
-        if self._pid is None:
-            return
-        if kill:
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        os.waitpid(self._pid, 0)
-        os.close(self._result_r)
-        self._pid = None
-
-
 class V4View:
     """The v4 events of a session log, as dsh holds them after opening it.
 
@@ -860,23 +701,6 @@ class V4View:
         self.dsh = log.strict
         if self.dsh:
             log.decoder.recoverable = True
-        # The restore may run in a forked child (_ForkedRestore): a plain body of a large
-        # file not read yet, one core to spare and no other thread.
-        self._forkable = True
-        self._restore: _ForkedRestore | None = None
-        self._ended = False  # the source has gone by to its end (or failed)
-
-    def _fork_restore(self) -> _ForkedRestore | None:
-        log = self._log
-        size = log.info.size_on_disk or 0
-        if not (self._forkable and log._plain is not None and not log._consumed and size >= RESTORE_FORK_MIN_BYTES
-                and forked.can_fork()):
-            return None
-        _ = log.snapshot  # sampled here, once, so the child inherits it (it reads a pipe)
-        try:
-            return _ForkedRestore(self)
-        except OSError:
-            return None  # no process to spare: restore in process
 
     @property
     def header(self) -> dict | None:
@@ -916,24 +740,12 @@ class V4View:
 
     def _restored(self) -> Iterator[tuple[dict, bytes | None]]:
         """The source, with dsh's v4 restore over it (dsh's view only)."""
+        pairs = self._source()
         if not self.dsh:
-            yield from self._source()
+            yield from pairs
             return
         log = self._log
-        header = self.header
-        restore = self._restore = self._fork_restore()
-        if restore is not None:
-            try:
-                yield from self._source()
-            except BaseException:
-                self._ended = True
-                restore.abandon()  # the parent's own error wins, as it does in process
-                raise
-            self._ended = True
-            self._take_verdict(early=False)
-            return
-        pairs = self._source()
-        rules = Validator(header, projection=log.snapshot)
+        rules = Validator(self.header, projection=log.snapshot)
         first: Any = None
         for pair in pairs:
             problems = rules.feed(pair[0])
@@ -975,31 +787,8 @@ class V4View:
         """(v4 event, original line bytes or ``None``): untouched v4 lines keep their exact bytes."""
         return self._stream()
 
-    def _take_verdict(self, *, early: bool) -> None:
-        restore = self._restore
-        assert restore is not None
-        self._restore = None
-        error = restore.verdict(early=early)
-        if early:
-            self.inherited_cut = restore.inherited_cut
-        if error is not None:
-            raise error
-
     def finish(self) -> None:
         """Read what is left of the log (keeping nothing): raises dsh's refusal, if dsh refuses it."""
-        if self._restore is not None and not self._ended:
-            # a forked restore judges the rest: it is handed over unread, not read here
-            gen, self._gen = self._gen, iter(())
-            self._ended = True
-            restore = self._restore
-            try:
-                self._take_verdict(early=True)
-            finally:
-                if gen is not None:
-                    self._restore = None
-                    gen.close()  # type: ignore[attr-defined]
-                restore.abandon()
-            return
         for _ in self._stream():
             pass
 
