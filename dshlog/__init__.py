@@ -5,4 +5,6 @@ top (:mod:`dshlog.cli`).  Data flows one way: bytes -> rows -> events ->
 (fold | migrate | repair | fork) -> output.
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
+
+__all__ = ["__version__"]

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import sys
 
+from ._version import __version__
+
 
 def main() -> None:
+    """Run the command line (``--version`` alone needs none of it)."""
     if sys.argv[1:] == ["--version"]:
-        from . import __version__
-
         print(f"dshlog {__version__}")
         return
-    from .cli import main as cli_main
+    from .cli import main as cli_main  # the whole CLI framework: only when a command runs
 
     cli_main()
 

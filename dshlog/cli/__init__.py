@@ -1,0 +1,12 @@
+"""The ``dshlog`` command line: options in, one core call, a renderer out.
+
+No log logic lives here.  Every command opens its input through
+:func:`dshlog.read.session.open_session`, calls the core, and renders.  Errors from the
+core (:class:`dshlog.errors.DshlogError`) become one line on stderr and the exit code
+the error class carries, in exactly one place (:func:`dshlog.cli.app.main`).  Each
+command is a module of this package, loaded only when it runs (:data:`app.COMMANDS`).
+"""
+
+from .app import COMMANDS, app, main
+
+__all__ = ["COMMANDS", "app", "main"]

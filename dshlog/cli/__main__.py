@@ -1,0 +1,5 @@
+"""``python -m dshlog.cli``: the command line."""
+
+from .app import main
+
+main()

@@ -1,0 +1,67 @@
+"""`dshlog export`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import DshlogError, UsageError
+from ..model.transcript import SessionHead, session_facts
+from ..ops.export import export_to_file
+from ..output.export import FORMATS
+from ..output.export import export as write_export
+from ..output.plain import echo
+from .app import command_app
+from .common import (
+    DeferredStdout,
+    FileArg,
+    FormatOpt,
+    SelectOpt,
+    located,
+    open_log,
+    print_notes,
+)
+
+app = command_app()
+
+
+@app.command("export")
+def export(
+    file: FileArg,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|html|json", help="md (readable as plain text), html (one self-contained file) or json (versioned shape).")] = "md",
+    out: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write to OUT (atomically; never overwrites) instead of stdout.")] = None,
+    redact: Annotated[bool, typer.Option("--redact", help="Mask API keys, tokens, JWTs, passwords and e-mail addresses everywhere.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Do not trim long tool output, arguments and system prompts.")] = False,
+    select: SelectOpt = None,
+    format_version: FormatOpt = None,
+) -> None:
+    """A transcript to share: Markdown, a self-contained HTML page, or JSON.
+
+    The HTML file loads nothing from anywhere (inline CSS, no scripts); tool output and reasoning fold.
+
+    Example: dshlog export session.v4.jsonl --format html --redact -o session.html
+    """
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
+    log = open_log(file, select=select, format_version=format_version)
+    with log:
+        facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
+        head = SessionHead(log.session_id, log.version, log.path, log.projection, facts)
+        try:
+            if out is None:
+                deferred = DeferredStdout()
+                with log.v4() as view:  # dsh's decision on the whole log before anything is written
+                    write_export(view, head, fmt, deferred.write, full=full, redact=redact)
+                deferred.release()
+            else:
+                target, warnings = export_to_file(log, head, fmt, out, full=full, redact=redact)
+                for w in warnings:
+                    echo(f"dshlog: warning: {w}", sys.stderr)
+                echo(f"written: {target}", sys.stderr)
+        except DshlogError as exc:
+            raise located(log, exc)
+        print_notes(log)
+

@@ -1,0 +1,61 @@
+"""`dshlog fork`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import UsageError
+from ..ops.fork import write_fork
+from ..output.plain import echo
+from .app import command_app
+from .common import (
+    JSON_SHAPE,
+    FileArg,
+    FormatOpt,
+    JsonOpt,
+    SelectOpt,
+    closer_lines,
+    emit_json,
+    plugins,
+    resolve,
+)
+
+app = command_app()
+
+
+@app.command("fork")
+def fork(
+    file: FileArg = None,
+    *,
+    out: Annotated[str, typer.Option("-o", "--output", metavar="OUT", help="Where to write the child log (a file, or a directory to create it in).")],
+    at: Annotated[Optional[int], typer.Option("--at", metavar="SEQ", help="Inclusive last parent seq (dsh's fork boundary). Default: the last event.")] = None,
+    at_turn: Annotated[Optional[int], typer.Option("--at-turn", metavar="N", help="Cut right after turn N's turn/end.")] = None,
+    child_id: Annotated[Optional[str], typer.Option("--id", metavar="ID", help="Child session id (default: a fresh UUID).")] = None,
+    json_: JsonOpt = False,
+    select: SelectOpt = None,
+    format_version: FormatOpt = None,
+) -> None:
+    """A child session from a prefix of the parent: prefix, inherited end-seed marker, forked closers.
+
+    The parent is never modified; the child is written atomically and never over an existing file.
+
+    Example: dshlog fork session.v4.jsonl --at 15 -o child/
+    """
+    if at is not None and at_turn is not None:
+        raise UsageError("choose either --at SEQ or --at-turn N")
+    file = resolve(file)
+    result = write_fork(file, out, at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version,
+                        system_prompt_plugins=plugins())
+    if json_:
+        emit_json({"shape": JSON_SHAPE, **result})
+        return
+    for w in result.get("warnings", []):
+        echo(f"dshlog: warning: {w}", sys.stderr)
+    echo(f"{result['path']}: child {result['childId']} of {result['parentId']}: {result['events']} events "
+         f"(parent prefix 0..{result['at']}, marker at {result['at'] + 1}, {len(result['closers'])} closers)")
+    for line in closer_lines(result["closers"]):
+        echo(f"  {line}")
+

@@ -1,0 +1,74 @@
+"""`dshlog info`."""
+
+from __future__ import annotations
+
+from ..model.summary import summarize
+from ..output import labels
+from ..output.plain import echo
+from ..output.terminal import table
+from ..output.text import human_bytes
+from .app import command_app
+from .common import (
+    JSON_SHAPE,
+    FileArg,
+    FormatOpt,
+    JsonOpt,
+    SelectOpt,
+    emit_json,
+    js,
+    open_log,
+    print_notes,
+)
+
+app = command_app()
+
+
+@app.command("info")
+def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None, format_version: FormatOpt = None) -> None:
+    """Header fields, version, generation, counts by event type, turns, steps, model calls, tokens, sizes.
+
+    Example: dshlog info session.v4.jsonl --json | jq .summary.tokens
+    """
+    log = open_log(file, strict=False, select=select, format_version=format_version)
+    with log:
+        s = summarize(log.stored_runs())
+        doc = {
+            "shape": JSON_SHAPE,
+            "path": log.path,
+            "container": log.info.container,
+            "version": log.version,
+            "projection": log.projection,
+            "header": log.header,
+            "sizeOnDisk": log.info.size_on_disk,
+            "decodedBytes": log.info.decoded_bytes,
+            "frames": log.info.frames if log.info.container == "jsonl.zstd" else None,
+            "tornTail": (log.info.torn.length if log.info.torn else 0),
+            "sessions": log.info.wrapped_sessions or None,
+            "summary": s.as_dict(),
+            "notes": [{"code": n.code, "message": n.message, "where": n.where()} for n in log.notes],
+        }
+        if json_:
+            emit_json(doc)
+            return
+        h = log.header or {}
+        echo(f"file        {log.path}")
+        echo(f"container   {log.info.container}" + (f", {log.info.frames} frames" if log.info.container == "jsonl.zstd" else ""))
+        echo(f"version     v{log.version}" + ("  (test-snapshot projection: no seq/time)" if log.projection else ""))
+        if h:
+            echo("header      " + ", ".join(f"{k}={v if isinstance(v, str) else js(v)}" for k, v in h.items() if k != "type"))
+        else:
+            echo("header      (none)")
+        echo(f"size        {human_bytes(log.info.size_on_disk)} on disk, {human_bytes(log.info.decoded_bytes)} decoded")
+        if log.info.torn:
+            echo(f"torn tail   {log.info.torn.length} bytes ignored")
+        if s.title:
+            echo(f"title       {s.title}")
+        echo(f"events      {s.events}" + (f" (seq {s.first_seq}..{s.last_seq})" if s.events else ""))
+        echo(f"turns       {s.turns}" + (" (last turn open)" if s.turns_open else ""))
+        echo(f"steps       {s.steps}")
+        echo(f"model calls {s.model_calls} ({s.attempts} without surface message, {s.interrupted} interrupted)")
+        if s.tokens:
+            echo("tokens      " + labels.tokens_text(s.tokens))
+        table("events by type", ["type", "count"], sorted(s.by_type.items(), key=lambda kv: (-kv[1], str(kv[0]))), justify={1: "right"})
+        print_notes(log)
+

@@ -1,0 +1,107 @@
+"""`dshlog requests`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import DshlogError
+from ..model.requests import iter_requests
+from ..output import labels
+from ..output.terminal import table
+from ..protocol.jsjson import dumps
+from .app import command_app
+from .common import (
+    JSON_SHAPE,
+    BatchedStdout,
+    FileArg,
+    FormatOpt,
+    JsonOpt,
+    SelectOpt,
+    UnknownOpt,
+    located,
+    open_log,
+    print_notes,
+)
+
+app = command_app()
+
+
+@app.command("requests")
+def requests(
+    file: FileArg = None,
+    allow_unknown: UnknownOpt = False,
+    json_: JsonOpt = False,
+    select: SelectOpt = None,
+    format_version: FormatOpt = None,
+) -> None:
+    """Every request in one table: settlement, message count, prefix reuse and why it broke, tokens.
+
+    "extends" says whether the request starts with the previous request's messages byte for byte, which is
+    what a provider's prefix cache needs; when it does not, "reason" says why.
+
+    Example: dshlog requests session.v4.jsonl --json | jq '.requests[] | select(.extends == false)'
+    """
+    log = open_log(file, select=select, format_version=format_version)
+
+    def rows():
+        # dsh's decision on the whole log comes before any row is shown
+        try:
+            with log.v4(allow_unknown=allow_unknown) as view:
+                return list(iter_requests(view, session_id=log.session_id, strict_unknown=not allow_unknown))
+        except DshlogError as exc:
+            raise located(log, exc)
+
+    with log:
+        if json_:
+            # streamed, one request per line, so memory stays flat however many requests the log holds
+
+            out = BatchedStdout()
+            out.write(b'{"shape":%d,"requests":[' % JSON_SHAPE)
+            sep = b"\n"
+            for r in rows():
+                out.write(sep + dumps(_request_row(r)))
+                sep = b",\n"
+            out.write(b"\n]}\n")
+            out.flush()
+            return
+        table(
+            None,
+            ["#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", labels.token_name("inputTokens"), labels.token_name("outputTokens")],
+            (
+                [
+                    r.number,
+                    r.seq,
+                    r.kind.split("/")[1] + (f" ({labels.INTERRUPTED})" if r.interrupted else ""),
+                    f"{r.turn}.{r.step}",
+                    r.message_count,
+                    "-" if r.extends is None else ("yes" if r.extends else "no"),
+                    r.reason or "",
+                    r.input_tokens,
+                    r.output_tokens,
+                ]
+                for r in rows()
+            ),
+            justify={0: "right", 1: "right", 4: "right", 7: "right", 8: "right"},
+        )
+        print_notes(log)
+
+
+def _request_row(r: Any) -> dict[str, Any]:
+    """The versioned --json shape of one request."""
+    return {
+        "number": r.number,
+        "settlementSeq": r.seq,
+        "settlement": r.kind,
+        "turn": r.turn,
+        "step": r.step,
+        "messages": r.message_count,
+        "extends": r.extends,
+        "reason": r.reason,
+        "changes": r.changes,
+        "headerSeq": r.header_seq,
+        "interrupted": r.interrupted,
+        "inputTokens": r.input_tokens,
+        "outputTokens": r.output_tokens,
+        "cacheReadTokens": r.cache_read_tokens,
+    }
+

@@ -1,0 +1,77 @@
+"""`dshlog surface`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..check.surface import fold
+from ..errors import DshlogError, UsageError
+from ..output.plain import echo
+from ..output.terminal import table
+from ..output.text import preview
+from .app import command_app
+from .common import (
+    JSON_SHAPE,
+    FileArg,
+    FormatOpt,
+    JsonOpt,
+    SelectOpt,
+    UnknownOpt,
+    emit_json,
+    located,
+    open_log,
+    print_notes,
+)
+
+app = command_app()
+
+
+@app.command("surface")
+def surface(
+    file: FileArg = None,
+    at: Annotated[Optional[int], typer.Option("--at", metavar="SEQ", help="Fold only the prefix up to and including this seq.")] = None,
+    messages: Annotated[bool, typer.Option("--messages", help="With --json, include the derived messages.")] = False,
+    allow_unknown: UnknownOpt = False,
+    json_: JsonOpt = False,
+    select: SelectOpt = None,
+    format_version: FormatOpt = None,
+) -> None:
+    """The model view: surface nodes (seq, type, role, preview), derived roles, and replacements.
+
+    Older logs are migrated to v4 in memory first (nothing is written).
+
+    Example: dshlog surface session.v4.jsonl --at 15
+    """
+    log = open_log(file, select=select, format_version=format_version)
+    with log:
+        try:
+            with log.v4(allow_unknown=allow_unknown) as view:
+                state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
+        except DshlogError as exc:
+            raise located(log, exc)
+        if at is not None and state.next_seq <= at:
+
+            raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
+        nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in state.node_info()]
+        derived = state.messages()
+        roles = [m.get("role") for m in derived]
+        if json_:
+            doc: dict[str, Any] = {
+                "shape": JSON_SHAPE,
+                "nodes": nodes,
+                "roles": roles,
+                "replacements": state.replacements,
+            }
+            if messages:
+                doc["messages"] = derived
+            emit_json(doc)
+            return
+        table(None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
+        echo(f"nodes: {[n['seq'] for n in nodes]}")
+        echo(f"roles: {', '.join(str(r) for r in roles)}")
+        for r in state.replacements:
+            echo(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
+        print_notes(log)
+
