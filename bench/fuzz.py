@@ -27,7 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 import orjson
 
@@ -316,7 +317,7 @@ def _traceback(argv: list[str]) -> str:
 
     try:
         run_command(["--debug", *argv])
-    except Exception:
+    except Exception:  # noqa: BLE001 - any crash is the finding: its traceback is kept
         return "\n" + "".join(traceback.format_exc().splitlines(keepends=True)[-12:])
     return ""
 

@@ -37,7 +37,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,7 +206,7 @@ def last_request(path: Path) -> int | None:
     p = subprocess.run(DSHLOG + ["info", "--json", str(path)], capture_output=True, cwd=ROOT)
     try:
         return int(orjson.loads(p.stdout)["summary"]["modelCalls"])
-    except Exception:
+    except Exception:  # noqa: BLE001 - a benchmark without the count still runs
         return None
 
 
@@ -508,7 +507,7 @@ def inputs(sizes: list[str], shapes: list[str], args) -> list[str]:
 
 
 def report(rows: list[Row], extra: list[tuple[str, str, str]], sizes: list[str], shapes: list[str], args) -> str:
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         BEGIN,
         f"Measured {now} by `bench/run.py {' '.join(x for x in sys.argv[1:] if x != '--no-write')}`.",

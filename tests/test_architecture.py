@@ -29,6 +29,7 @@ LAYERS: tuple[str, ...] = (
     "dshlog.output",
     "dshlog.migrate",
     "dshlog.forked",
+    "dshlog.executor",  # how batch work runs: a policy the caller passes (docs/architecture.md)
     "dshlog.read",
     "dshlog.write",
     "dshlog.ops",

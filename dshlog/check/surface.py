@@ -27,7 +27,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 from ..errors import CorruptLog, UnsupportedVersion
@@ -71,7 +71,7 @@ class SurfaceError(CorruptLog):
 
 
 
-def derive_message(event_type: str, data: Any, projected: Mapping[str, Any] | None = None) -> dict | None:
+def derive_message(event_type: str, data: Any, projected: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The message one surface node contributes, or ``None`` (SEMANTICS §3 step 2).
 
     ``projected`` is the node's entry from a message projection (``image/offload``);
@@ -222,13 +222,13 @@ class SurfaceFold:
         self.check_data = True
         self.nodes: list[int] = []
         # (seq, startSeq, endSeq, shadowed seqs); the seqs in an array, not as int objects.
-        self._replacements: list[tuple[int, Any, Any, array]] | deque[tuple[int, Any, Any, array]] = (
+        self._replacements: list[tuple[int, Any, Any, array[int]]] | deque[tuple[int, Any, Any, array[int]]] = (
             [] if keep_replacements else deque(maxlen=RECENT_REPLACEMENTS)
         )
         self.replacement_count = 0
         self.replace_generation = 0
         self.content_generation = 0
-        self.projected: dict[int, dict] = {}
+        self.projected: dict[int, dict[str, Any]] = {}
         self._projected_digests: dict[int, bytes] = {}
         self.next_seq = 0  # seq the next event must carry
         self.shadowed_count = 0
@@ -238,7 +238,7 @@ class SurfaceFold:
         # Derived messages of the current nodes; appends extend it, replacements
         # and projections drop it (rebuilt lazily), so asking for the messages
         # at every settlement of a long log stays linear.
-        self._derived: list[dict] | None = [] if keep_messages else None
+        self._derived: list[dict[str, Any]] | None = [] if keep_messages else None
         # The lean fold's digests of the derived messages (``digests=True``), kept like _derived.
         self._derived_digests: list[bytes] | None = [] if self.digests else None
         # request/header seq -> its header tools (developer/message checks need any earlier header).
@@ -246,7 +246,7 @@ class SurfaceFold:
 
     # ------------------------------------------------------------------ public API
 
-    def apply(self, event: dict) -> None:
+    def apply(self, event: dict[str, Any]) -> None:
         """Validate ``event`` as the next event of the log, then commit it."""
         index = self.next_seq
         if not isinstance(event, dict):
@@ -278,7 +278,7 @@ class SurfaceFold:
         self.next_seq = index + 1
 
     @property
-    def replacements(self) -> list[dict]:
+    def replacements(self) -> list[dict[str, Any]]:
         """The replacement records, oldest first: ``{seq, start, end, shadowedSeqs}``.
 
         Built on each access from the compact records (a new list each time).
@@ -289,7 +289,7 @@ class SurfaceFold:
             for seq, start, end, shadowed in self._replacements
         ]
 
-    def messages(self) -> list[dict]:
+    def messages(self) -> list[dict[str, Any]]:
         """Derived messages of the current surface (SEMANTICS §3), the stored objects themselves.
 
         Returns a new list each call (the message objects are shared, not copied).
@@ -297,7 +297,7 @@ class SurfaceFold:
         if not self.keep_messages:
             raise RuntimeError("a fold made with keep_messages=False keeps no messages")
         if self._derived is None:
-            derived: list[dict] = []
+            derived: list[dict[str, Any]] = []
             for seq in self.nodes:
                 node = self._node[seq]
                 message = derive_message(node.type, node.payload, self.projected.get(seq))
@@ -328,11 +328,11 @@ class SurfaceFold:
             self._derived_digests = derived
         return self._derived_digests
 
-    def node_info(self) -> list[dict]:
+    def node_info(self) -> list[dict[str, Any]]:
         """One record per current node: seq, type, role, id, empty, and its current message."""
         if not self.keep_messages:
             raise RuntimeError("a fold made with keep_messages=False keeps no messages")
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         for seq in self.nodes:
             node = self._node[seq]
             projected = self.projected.get(seq)
@@ -352,7 +352,7 @@ class SurfaceFold:
 
     # ------------------------------------------------------------------ planning (no mutation)
 
-    def _plan(self, event: dict, seq: int, etype: str, known: bool, ignorable: bool):  # noqa: C901
+    def _plan(self, event: dict[str, Any], seq: int, etype: str, known: bool, ignorable: bool) -> Callable[[], None]:  # noqa: C901
         """Run every check of SEMANTICS §2.2 and return a closure that commits the event."""
         op = self._surface_op(event, seq, etype, known, ignorable)
         if op is not None and op != "append" and (op["startSeq"] >= seq or op["endSeq"] >= seq):
@@ -440,7 +440,7 @@ class SurfaceFold:
             return {"message": data.get("message") if isinstance(data, dict) else None}
         return data
 
-    def _surface_op(self, event: dict, seq: int, etype: str, known: bool, ignorable: bool) -> Any:
+    def _surface_op(self, event: dict[str, Any], seq: int, etype: str, known: bool, ignorable: bool) -> Any:
         """Rule A (marker eligibility): the event's op, or ``None`` for log-only."""
         if etype not in SURFACE_TYPES_V4:
             if not known and ignorable:
@@ -472,7 +472,7 @@ class SurfaceFold:
             raise SurfaceError(f'session event "{etype}" carries an invalid replace surfaceOp', seq=seq)
         return op
 
-    def _check_sources(self, event: dict, seq: int, etype: str, shadowed: list[int]) -> None:
+    def _check_sources(self, event: dict[str, Any], seq: int, etype: str, shadowed: list[int]) -> None:
         """Rule B: ``sourceEventSeqs`` shape, then coverage of every shadowed node."""
         present = "sourceEventSeqs" in event
         raw = event.get("sourceEventSeqs")
@@ -525,7 +525,7 @@ class SurfaceFold:
             )
         return a, b
 
-    def _check_tool_result_rewrite(self, event: dict, shadowed: list[int]) -> None:
+    def _check_tool_result_rewrite(self, event: dict[str, Any], shadowed: list[int]) -> None:
         """Rule E: a tool/result may only rewrite the content of exactly one current tool/result."""
         seq = self.next_seq
         if len(shadowed) != 1:
@@ -540,7 +540,7 @@ class SurfaceFold:
         if not same:
             raise SurfaceError("tool/result surface replacement may change only content", seq=seq)
 
-    def _check_developer_header(self, event: dict, seq: int) -> None:
+    def _check_developer_header(self, event: dict[str, Any], seq: int) -> None:
         """Rule D: tool additions must resolve to complete definitions of an earlier header.
 
         The shared data rules have run by now (here, or in a caller that folds only
@@ -575,14 +575,14 @@ class SurfaceFold:
             if "deferLoading" in definition and definition["deferLoading"] is not True:
                 raise SurfaceError("developer/message referenced tool deferLoading must be true when present", seq=seq)
 
-    def _project_image_offload(self, event: dict) -> dict[int, dict]:
+    def _project_image_offload(self, event: dict[str, Any]) -> dict[int, dict[str, Any]]:
         """``image/offload`` projection: mark selected image occurrences ``offloaded: true``."""
         seq = self.next_seq
         data = event["data"]
         targets = data.get("targets") if is_record(data) else None
         if not is_record(data) or len(data) != 1 or not isinstance(targets, list) or len(targets) == 0:
             raise SurfaceError("image/offload: data must contain a nonempty targets array", seq=seq)
-        updates: dict[int, dict] = {}
+        updates: dict[int, dict[str, Any]] = {}
         for target in targets:
             if (
                 not is_record(target)
@@ -614,7 +614,7 @@ class SurfaceFold:
         return updates
 
 
-def _offload_images(message: dict, indexes: list[int], seq: int) -> dict:
+def _offload_images(message: dict[str, Any], indexes: list[int], seq: int) -> dict[str, Any]:
     """Copy ``message`` with the selected image occurrences (depth-first count) offloaded.
 
     Unchanged blocks stay the same objects; a changed block keeps its key order
@@ -623,7 +623,7 @@ def _offload_images(message: dict, indexes: list[int], seq: int) -> dict:
     image_index = 0
     selected = 0
     # Not a record only when the caller skipped the shape checks (validate reports it there).
-    content = message.get("content") if is_record(message) and isinstance(message.get("content"), list) else []
+    content: Any = message.get("content") if is_record(message) and isinstance(message.get("content"), list) else []
     new_content: list[Any] | None = None
     for position, block in enumerate(content):
         projected = block
@@ -692,7 +692,7 @@ def _noop() -> None:
     return None
 
 
-def fold(events: Iterable[dict], *, until_seq: int | None = None, strict_unknown: bool = True) -> SurfaceFold:
+def fold(events: Iterable[dict[str, Any]], *, until_seq: int | None = None, strict_unknown: bool = True) -> SurfaceFold:
     """Fold a log (any iterable of v4 events) in one pass.
 
     With ``until_seq`` the fold stops right after the event with that seq

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..errors import DshlogError
+from ..errors import DshlogError, InternalError
 from ..protocol import vocabulary as vocab
 from ..protocol.values import has_placeholder
 from .admission import check_data
@@ -76,7 +76,7 @@ class _Collector:
         return out
 
 
-class _Gather(list):
+class _Gather(list[Any]):
     """A plain list as a reporter (the shared data rules' findings for one event)."""
 
     report = list.append
@@ -96,7 +96,7 @@ class Validator:
 
     def __init__(
         self,
-        header: dict | None = None,
+        header: dict[str, Any] | None = None,
         *,
         inherited_cut: int | None = None,
         projection: bool = False,
@@ -131,7 +131,7 @@ class Validator:
     def feed(self, event: Any) -> list[Problem]:
         """Check the next event; returns the problems found so far that were not yet returned."""
         if self._finished:
-            raise RuntimeError("Validator.feed after finish")
+            raise InternalError("Validator.feed after finish")
         idx = self.count
         self.count += 1
         report = self._report
@@ -178,7 +178,7 @@ class Validator:
         surfaced = self._apply_surface(event, idx) if data_ok else self._advance_fold(idx)
         self.lifecycle.check(etype, event, data, idx, before, surfaced, report)
 
-    def _check_data(self, etype: str, event: dict, data: Any, idx: int) -> bool:
+    def _check_data(self, etype: str, event: dict[str, Any], data: Any, idx: int) -> bool:
         """Every data rule of a known event; returns whether dsh's shared rules passed (the fold may see it)."""
         report = self._report
         shared = self._data
@@ -199,7 +199,7 @@ class Validator:
         self._fold.next_seq = idx + 1
         return False
 
-    def _apply_surface(self, event: dict, idx: int) -> bool:
+    def _apply_surface(self, event: dict[str, Any], idx: int) -> bool:
         """Fold the event; a refusal is reported and the event's surface effect skipped."""
         candidate = event
         if event.get("seq") != idx or type(event.get("seq")) is not int:
@@ -213,8 +213,8 @@ class Validator:
 
 
 def validate_events(
-    header: dict | None,
-    events: Iterable[dict],
+    header: dict[str, Any] | None,
+    events: Iterable[dict[str, Any]],
     *,
     inherited_cut: int | None = None,
     projection: bool = False,

@@ -12,15 +12,18 @@ import importlib
 import os
 import sys
 import traceback
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-try:  # Typer >= 0.24 vendors its own click
+if TYPE_CHECKING:  # the installed Typer vendors its own click
     from typer._click.exceptions import ClickException
-except ImportError:  # pragma: no cover
-    from click.exceptions import ClickException
+else:
+    try:  # Typer >= 0.24 vendors its own click
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover
+        from click.exceptions import ClickException
 
 from .._version import __version__
 from ..errors import DshlogError, ExitCode

@@ -167,14 +167,14 @@ def located(log: Any, exc: Exception) -> Exception:
     return exc
 
 
-def event_bytes(ev: dict, raw: bytes | None, json_: bool) -> bytes:
+def event_bytes(ev: dict[str, Any], raw: bytes | None, json_: bool) -> bytes:
     """One event the way ``events`` prints it (``--json``: its exact line when there is one)."""
     if json_:
         return (raw if raw is not None else dumps(ev)) + b"\n"
     return event_line(ev)
 
 
-def closer_lines(closers: list[dict]) -> list[str]:
+def closer_lines(closers: list[dict[str, Any]]) -> list[str]:
     """The synthetic events a writer appended (``repair``, ``fork``), one line each."""
     out = []
     for c in closers:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
-from typing import Annotated, Optional
+from collections.abc import Iterator
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -47,6 +48,7 @@ def events(
     log = open_log(file, strict=v4, select=select, format_version=format_version)
     with log:
         view = log.v4() if v4 else None
+        source: Iterator[tuple[dict[str, Any], bytes | None]]
         if view is not None:
             source = ((ev, None) for ev in view)
         else:
@@ -64,7 +66,7 @@ def events(
         for ev, raw in source:
             t = ev.get("type")
             seq = ev.get("seq")
-            data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+            data: Any = ev.get("data") if isinstance(ev.get("data"), dict) else {}
             if t == "turn/start":
                 current_turn = data.get("turn")
             in_turn = current_turn

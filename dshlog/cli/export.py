@@ -62,6 +62,6 @@ def export(
                     echo(f"dshlog: warning: {w}", sys.stderr)
                 echo(f"written: {target}", sys.stderr)
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
         print_notes(log)
 

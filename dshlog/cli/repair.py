@@ -82,7 +82,7 @@ def repair(
                 echo(f"torn tail: {plan.torn_bytes} bytes after the last complete line")
             for w in plan.warnings:
                 echo(f"dshlog: warning: {w}", sys.stderr)
-            echo(("appended:" if result.written else "would append:"))
+            echo("appended:" if result.written else "would append:")
             for line in closer_lines(plan.closers):
                 echo(f"  {line}")
             if result.written:

@@ -50,6 +50,6 @@ def show(
             else:
                 render(log.v4(), head, PlainRenderer(sys.stdout.buffer.write, reasoning=reasoning), full=full)
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
         print_notes(log)
 

@@ -50,7 +50,7 @@ def surface(
             with log.v4(allow_unknown=allow_unknown) as view:
                 state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
         if at is not None and state.next_seq <= at:
 
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)

@@ -50,7 +50,7 @@ def tail(
     if not follow:
         log = open_log(file, strict=False, format_version=format_version)
         with log:
-            last: deque = deque((), maxlen=lines)
+            last: deque[bytes] = deque((), maxlen=lines)
             for r in log.stored():
                 last.append(event_bytes(r.event, r.raw, json_))
             for b in last:

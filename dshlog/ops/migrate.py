@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import DshlogError, ExitCode, UsageError
+from ..executor import Executor, InProcess
 from ..protocol.layout import generation_name, parse_generation, persistence_root
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.children import discover_child_facts
@@ -81,7 +84,7 @@ def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
             yield p
 
 
-def _child_facts(log: Any, children: str) -> list[dict]:
+def _child_facts(log: Any, children: str) -> list[dict[str, Any]]:
     if children == "none":
         return []
     root = persistence_root(log.path)
@@ -167,7 +170,7 @@ def _clean_after_publication(d: Path, out: Outcome) -> None:
         return  # best effort: the session itself is fine
 
 
-def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system_prompt_plugins: tuple[str, ...] = ()) -> None:
+def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outcome, system_prompt_plugins: tuple[str, ...] = ()) -> None:
     """Stream the migrated events into the one publication transaction (see the module docstring)."""
     compressed = source.name.endswith(".zstd")
     with open_session(str(source)) as probe:
@@ -190,6 +193,7 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system
         with open_session(str(source), system_prompt_plugins=system_prompt_plugins) as log:
             view = log.v4(child_facts=facts)
             header, events = view.header, iter(view)
+            assert header is not None  # a generation file: migrate_session refused a header-less input
             if log.projection:
                 out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
             with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, size_hint=pub.before.size) as check:
@@ -202,3 +206,17 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system
     out.warnings.extend(pub.warnings)
     out.events = w.events
     out.bytes = size
+
+
+def migrate_many(sources: list[Path], *, check: bool = False, dry_run: bool = False, children: str = "auto",
+                 system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None) -> Iterator[Outcome]:
+    """:func:`migrate_session` of each source, in input order, through the caller's executor.
+
+    Sessions are independent (each publication holds its own session's lock); a
+    parent that reads its children's facts reads whichever generation of a child
+    dsh would read at that moment, and a child's old and new generations hold the
+    same facts, so the order in which workers finish does not change any result.
+    """
+    ex = executor if executor is not None else InProcess()
+    task = partial(migrate_session, check=check, dry_run=dry_run, children=children, system_prompt_plugins=system_prompt_plugins)
+    yield from ex.map(task, sources)

@@ -18,6 +18,8 @@ its final name; otherwise nothing is published.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,7 +50,7 @@ class _Balanced:
         self._subject = subject
         self._path = path
 
-    def feed(self, event: dict) -> None:
+    def feed(self, event: dict[str, Any]) -> None:
         self._state.feed(event)
 
     def finish(self) -> None:
@@ -177,9 +179,10 @@ def repair_in_place(target: str) -> RepairResult:
                 state.feed(ev)
                 n += 1
             torn = log.info.torn
-            dropped = log.decoder.issue_loc if log.decoder.issue is not None else None
-            if dropped is not None and container != Container.JSONL:
-                raise Refused(f"rows after the accepted prefix are damaged ({log.decoder.issue.message}); "
+            issue = log.decoder.issue
+            dropped = log.decoder.issue_loc if issue is not None else None
+            if issue is not None and dropped is not None and container != Container.JSONL:
+                raise Refused(f"rows after the accepted prefix are damaged ({issue.message}); "
                               "repair --write cuts them only from plain logs (use -o OUT)", path=str(path))
             header, snapshot = log.header, log.snapshot
             closers = state.closers("interrupted")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..model.transcript import (
     AssistantText,
@@ -41,7 +41,7 @@ from . import plain
 from .text import sanitize
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from rich.console import Console
+    from rich.console import Console, JustifyMethod
     from rich.text import Text
 
 __all__ = ["TerminalRenderer", "console", "on_terminal", "renderable", "table", "use_color"]
@@ -64,7 +64,7 @@ def on_terminal() -> bool:
     return sys.stdout.isatty() or bool(os.environ.get("FORCE_COLOR"))
 
 
-def console(stderr: bool = False) -> "Console":
+def console(stderr: bool = False) -> Console:
     """A Rich console on stdout (or stderr) that never interprets text: no markup, no emoji codes, no highlighting."""
     from rich.console import Console  # lazy: heavy, only for terminal output
 
@@ -81,25 +81,25 @@ def console(stderr: bool = False) -> "Console":
     )
 
 
-def text(value: Any = "", style: str = "") -> "Text":
+def text(value: Any = "", style: str = "") -> Text:
     """A Rich ``Text`` of ``value`` as data: sanitised, never parsed as markup."""
     from rich.text import Text  # lazy: heavy, only for terminal output
 
     return Text(sanitize(str(value)), style=style)
 
 
-def _append(t: "Text", value: str, style: str | None = None) -> None:
+def _append(t: Text, value: str, style: str | None = None) -> None:
     t.append(sanitize(value), style=style)
 
 
-def _styled(value: str, style: str) -> "Text":
+def _styled(value: str, style: str) -> Text:
     """A ``Text`` whose first part is styled and whose later parts (appended) are not."""
     t = text()
     _append(t, value, style)
     return t
 
 
-def _cut(t: "Text", item: Any) -> None:
+def _cut(t: Text, item: Any) -> None:
     if item.cut_chars:
         _append(t, "\n" + L.cut_note(item.cut_lines, item.cut_chars, L.FULL_HINT), "italic dim")
 
@@ -164,7 +164,7 @@ def renderable(item: Item, *, reasoning: bool = False) -> Any:  # noqa: C901 - o
 class TerminalRenderer:
     """``show`` on a terminal: the session line in bold, then one renderable per item."""
 
-    def __init__(self, con: "Console", *, reasoning: bool = False) -> None:
+    def __init__(self, con: Console, *, reasoning: bool = False) -> None:
         self.console = con
         self.reasoning = reasoning
 
@@ -188,7 +188,8 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
 
     t = Table(title=text(title, "table.title") if title else None, show_edge=False, header_style="bold")
     for i, c in enumerate(columns):
-        t.add_column(text(c), justify=(justify or {}).get(i, "left"), overflow="fold")
+        # callers name rich's justify methods ("left", "right", "center")
+        t.add_column(text(c), justify=cast("JustifyMethod", (justify or {}).get(i, "left")), overflow="fold")
     for r in rows:
         t.add_row(*(text("" if v is None else v) for v in r))
     console().print(t)

@@ -30,7 +30,7 @@ elsewhere, so it is UTC to the second and says so (:func:`utc_seconds`).
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from ..model.content import PREVIEW, TextRule, message_text
 
@@ -87,7 +87,7 @@ def local_minutes(ms: int | None) -> str:
     """Local ``YYYY-MM-DD HH:MM`` for epoch ms (``-`` when unknown)."""
     if not ms:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def utc_seconds(ms: object) -> str | None:
@@ -95,6 +95,6 @@ def utc_seconds(ms: object) -> str | None:
     if type(ms) is not int or ms <= 0:
         return None
     try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     except (OverflowError, OSError, ValueError):
         return None

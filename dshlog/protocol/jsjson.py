@@ -143,9 +143,9 @@ def _format_positive(x: float) -> str:
 class _Undefined:
     """JavaScript's ``undefined``: an absent key, distinct from JSON ``null``."""
 
-    _instance: "_Undefined | None" = None
+    _instance: _Undefined | None = None
 
-    def __new__(cls) -> "_Undefined":
+    def __new__(cls) -> _Undefined:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance

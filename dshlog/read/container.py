@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import stat
 import struct
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, cast
+from collections.abc import Callable, Iterator
 
 from .. import forked
-from ..errors import CorruptLog, IOFailure, Location, UnsupportedVersion, UsageError
+from ..errors import CorruptLog, IOFailure, Location, UsageError
 from ..protocol.jsjson import JsonError, iter_array, loads
 from ..protocol.layout import choose_generation
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
@@ -67,7 +67,7 @@ class Record:
         return _make_loc(self.line, self.offset, self.frame, self.index)
 
 
-def _loc_factory():
+def _loc_factory() -> Callable[[int | None, int | None, int | None, int | None], Location]:
     """A fast ``Location(line, offset, frame, index)`` for the per-row hot path.
 
     ``Location`` is a frozen slotted dataclass whose generated ``__init__`` goes
@@ -77,8 +77,9 @@ def _loc_factory():
     """
     try:
         new = object.__new__
-        set_line, set_offset = Location.line.__set__, Location.offset.__set__  # type: ignore[attr-defined]
-        set_frame, set_index = Location.frame.__set__, Location.index.__set__  # type: ignore[attr-defined]
+        slots: Any = Location  # its slot descriptors (type checkers see the fields' values)
+        set_line, set_offset = slots.line.__set__, slots.offset.__set__
+        set_frame, set_index = slots.frame.__set__, slots.index.__set__
     except AttributeError:  # pragma: no cover - Location without slots
         return Location
 
@@ -384,7 +385,8 @@ def sniff(head: bytes) -> str:
 def open_binary(target: str) -> tuple[IO[bytes], str, int | None]:
     """Open a path or ``-`` for buffered binary reading; returns (stream, display path, size)."""
     if target == "-":
-        return io.BufferedReader(sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer, CHUNK), "<stdin>", None  # type: ignore[arg-type]
+        stdin = cast(io.RawIOBase, sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer)  # a raw stream at run time
+        return io.BufferedReader(stdin, CHUNK), "<stdin>", None
     path = resolve_path(target)
     try:
         fh = open(path, "rb", buffering=CHUNK)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO
+from collections.abc import Callable, Iterator
 
 from ..errors import CorruptLog, IOFailure, Location, Refused
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker

@@ -13,15 +13,16 @@ become paths except through :func:`encode_segment`.
 
 from __future__ import annotations
 
+import io
 import os
-import re
 import time as _time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import Any, cast
+from collections.abc import Iterable, Iterator
 
 from ..errors import DshlogError, IOFailure, UsageError
+from ..model.period import parse_when
 from ..protocol import layout
 from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import (
@@ -47,9 +48,9 @@ def default_root() -> Path:
 # ----------------------------------------------------------------------------- raw reading
 
 
-def _open_raw(path: Path) -> IO[bytes]:
+def _open_raw(path: Path) -> io.BufferedReader:
     try:
-        return open(path, "rb", buffering=1 << 20)
+        return cast(io.BufferedReader, open(path, "rb", buffering=1 << 20))  # "rb" with a buffer: buffered
     except OSError as exc:
         raise IOFailure(f"cannot open: {exc.strerror}", path=str(path)) from None
 
@@ -65,7 +66,7 @@ def raw_lines(path: Path) -> Iterator[bytes]:
                 yield rec.raw
 
 
-def read_header(path: Path) -> dict | None:
+def read_header(path: Path) -> dict[str, Any] | None:
     """The physical header of a generation, reading only its first line (zstd: its first frame)."""
     with _open_raw(path) as fh:
         lines = iter_zstd_lines(fh, SourceInfo(path=str(path), container="jsonl.zstd"), parallel=False) \
@@ -91,7 +92,7 @@ class SessionEntry:
     project: str
     path: Path | None = None  # selected generation
     id: str | None = None
-    header: dict | None = None
+    header: dict[str, Any] | None = None
     size: int | None = None
     mtime_ms: int | None = None
     error: str | None = None
@@ -129,7 +130,7 @@ class SessionEntry:
             return self.last_time
         return self.mtime_ms
 
-    def scan(self) -> "SessionEntry":
+    def scan(self) -> SessionEntry:
         """One cheap pass: turns, event count, title and last event time (parses few lines)."""
         if self.scanned or self.path is None:
             return self
@@ -289,23 +290,13 @@ def list_sessions(root: Path | str | None = None, *, project: str | None = None,
 # ----------------------------------------------------------------------------- filters
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def parse_since(text: str, *, now: float | None = None) -> int:
-    """``--since`` as epoch ms: a duration back from now (``3d``, ``12h``) or a date/time (``2026-11-01``)."""
-    now = _time.time() if now is None else now
-    m = _DURATION.match(text)
-    if m:
-        return int((now - float(m.group(1)) * _UNIT_S[m.group(2)]) * 1000)
-    try:
-        dt = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise UsageError(f"--since {text!r}: expected a date (2026-11-01), a date and time, or a duration (3d, 12h, 30m)") from None
-    if dt.tzinfo is None:
-        dt = dt.astimezone()  # naive = local time
-    return int(dt.timestamp() * 1000)
+    """``--since`` as epoch ms: a duration back from now (``3d``, ``12h``) or a date/time (``2026-11-01``).
+
+    The grammar is :func:`dshlog.model.period.parse_when`'s (without its words), in local time.
+    """
+    now_ms = int((_time.time() if now is None else now) * 1000)
+    return parse_when(text, now_ms=now_ms, tz=None, words=False)
 
 
 # ----------------------------------------------------------------------------- resolution
