@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 import orjson
 
@@ -86,7 +86,7 @@ def _candidates() -> dict[str, Callable[[list[bytes]], None]]:
             name: NonEmpty | None = None
 
         class Data(msgspec.Struct):
-            stream: list[Union[ChunkRecord, TextRun, ReasoningRun, ToolRun]] | None = None
+            stream: list[ChunkRecord | TextRun | ReasoningRun | ToolRun] | None = None
 
         class TypedEnvelope(msgspec.Struct):
             type: str
