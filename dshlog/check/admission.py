@@ -310,7 +310,7 @@ def check_data(etype: str, event: dict[str, Any], data: Any, index: int, report:
         if etype in OBJECT_DATA_TYPES:
             problem(f"{etype} requires an object")
         return
-    retired = retired_wrapper_text(etype, index)
+    # the retired-wrapper text is worded only where a branch below can report it
     if etype == "user/message":
         check_ordinary_message(etype, data, index, report)
     elif etype == "system/message":
@@ -336,26 +336,28 @@ def check_data(etype: str, event: dict[str, Any], data: Any, index: int, report:
                         problem(f"{subject}: tool-call blocks need a string name and arguments")
         if "interrupted" in data and data["interrupted"] is not True:
             problem(f"{subject}: interrupted must be true when present")
-        check_stream_blocks(data, index, retired, report)
+        check_stream_blocks(data, index, retired_wrapper_text(etype, index), report)
     elif etype == "assistant/attempt":
         _check_settlement(etype, data, index, report)
-        check_stream_blocks(data, index, retired, report)
+        check_stream_blocks(data, index, retired_wrapper_text(etype, index), report)
     elif etype == "tool/result":
         check_tool_result_message(event, data, index, report)
     elif etype in ("agent/inbox/spliced", "session/title-llm-request"):
         messages = data.get("inserted" if etype == "agent/inbox/spliced" else "messages")
+        retired = retired_wrapper_text(etype, index)
         for message in messages if isinstance(messages, list) else []:
             if isinstance(message, dict):
                 check_slot_message(etype, message, index, retired, report)
     elif etype == "team/message/queued":
         message = data.get("message")
         if isinstance(message, dict):
-            check_blocks(message.get("content"), index, retired, report)
+            check_blocks(message.get("content"), index, retired_wrapper_text(etype, index), report)
     elif etype == "compaction/summary":
+        retired = retired_wrapper_text(etype, index)
         check_blocks(data.get("summary"), index, retired, report)
         check_blocks(data.get("rawOutput"), index, retired, report)
     elif etype == "tool/ptc-dispatch":
-        check_blocks(data.get("content"), index, retired, report)
+        check_blocks(data.get("content"), index, retired_wrapper_text(etype, index), report)
     elif etype in ("turn/start", "step/start", "step/end", "turn/end"):
         if not is_count(data.get("turn")) or data.get("turn") == 0:
             problem(f"{subject}: turn must be a positive safe integer")

@@ -44,6 +44,7 @@ from ..protocol.vocabulary import (
 from .common import is_record
 from .data import check_event_data
 from .envelope import invalid_envelope
+from .keys import equality_digest, message_digest
 from .problems import Raise
 from .shapes import check_message_shape
 
@@ -112,11 +113,13 @@ class _Node:
     is kept: its raw ``stream`` can be large and is never needed again.
     """
 
-    __slots__ = ("type", "payload")
+    __slots__ = ("type", "payload", "digest")
 
-    def __init__(self, etype: str, payload: Any) -> None:
+    def __init__(self, etype: str, payload: Any, digest: bytes | None = None) -> None:
         self.type = etype
         self.payload = payload
+        #: the lean fold's digest of the node's derived message (``None``: it derives none)
+        self.digest = digest
 
     def message(self) -> Any:
         return message_of(self.type, self.payload)
@@ -190,14 +193,29 @@ class SurfaceFold:
     ``RECENT_REPLACEMENTS`` are kept, because their shadowed seqs add up to
     every surface event of the log and validation or request series only need
     :attr:`replacement_count`.
+    ``keep_messages=False`` is the lean fold of a caller that only checks (the
+    validator, dsh's restore): a node keeps its type and only what a later rule
+    can still look at (see :func:`_lean_payload`), so a log that never compacts
+    costs a few words per node instead of its messages; :meth:`messages` and
+    :meth:`node_info` are then unavailable.  With ``digests`` as well, each node keeps
+    the 16-byte digest of its derived message's JSON text instead (what ``requests``
+    compares), and :meth:`message_digests` stands in for :meth:`messages`.
     """
 
     def __init__(
-        self, *, strict_unknown: bool = True, check_messages: bool = True, keep_replacements: bool = True
+        self,
+        *,
+        strict_unknown: bool = True,
+        check_messages: bool = True,
+        keep_replacements: bool = True,
+        keep_messages: bool = True,
+        digests: bool = False,
     ) -> None:
         self.strict_unknown = strict_unknown
         self.check_messages = check_messages
         self.keep_replacements = keep_replacements
+        self.keep_messages = keep_messages
+        self.digests = digests and not keep_messages
         # A caller that runs check_event_data itself and folds only the events that pass
         # it (the validator) switches this off; the rules are deterministic, so skipping
         # them after a pass cannot change the outcome.
@@ -211,6 +229,7 @@ class SurfaceFold:
         self.replace_generation = 0
         self.content_generation = 0
         self.projected: dict[int, dict[str, Any]] = {}
+        self._projected_digests: dict[int, bytes] = {}
         self.next_seq = 0  # seq the next event must carry
         self.shadowed_count = 0
         self.surface_event_count = 0
@@ -219,7 +238,9 @@ class SurfaceFold:
         # Derived messages of the current nodes; appends extend it, replacements
         # and projections drop it (rebuilt lazily), so asking for the messages
         # at every settlement of a long log stays linear.
-        self._derived: list[dict[str, Any]] | None = []
+        self._derived: list[dict[str, Any]] | None = [] if keep_messages else None
+        # The lean fold's digests of the derived messages (``digests=True``), kept like _derived.
+        self._derived_digests: list[bytes] | None = [] if self.digests else None
         # request/header seq -> its header tools (developer/message checks need any earlier header).
         self._header_tools = HeaderTools()
 
@@ -273,6 +294,8 @@ class SurfaceFold:
 
         Returns a new list each call (the message objects are shared, not copied).
         """
+        if not self.keep_messages:
+            raise RuntimeError("a fold made with keep_messages=False keeps no messages")
         if self._derived is None:
             derived: list[dict[str, Any]] = []
             for seq in self.nodes:
@@ -283,8 +306,32 @@ class SurfaceFold:
             self._derived = derived
         return list(self._derived)
 
+    def message_digests(self) -> list[bytes]:
+        """Digests of the derived messages of the current surface (a ``digests=True`` fold).
+
+        Equal exactly when the messages' JSON texts are (``JSON.stringify``, key order
+        significant), as :meth:`messages` would compare.  The list is the fold's own, not
+        a copy: appends extend it in place and any other change replaces it, so its first
+        ``n`` entries stay those of the moment it was taken for as long as it is alive.
+        """
+        if not self.digests:
+            raise RuntimeError("message_digests needs a fold made with keep_messages=False, digests=True")
+        if self._derived_digests is None:
+            projected = self._projected_digests
+            derived: list[bytes] = []
+            for seq in self.nodes:
+                digest = projected.get(seq) if projected else None
+                if digest is None:
+                    digest = self._node[seq].digest
+                if digest is not None:
+                    derived.append(digest)
+            self._derived_digests = derived
+        return self._derived_digests
+
     def node_info(self) -> list[dict[str, Any]]:
         """One record per current node: seq, type, role, id, empty, and its current message."""
+        if not self.keep_messages:
+            raise RuntimeError("a fold made with keep_messages=False keeps no messages")
         out: list[dict[str, Any]] = []
         for seq in self.nodes:
             node = self._node[seq]
@@ -319,26 +366,37 @@ class SurfaceFold:
         if etype in MESSAGE_PROJECTION_TYPES:
             updates = self._project_image_offload(event)
 
+            digests = {seq: message_digest(message) for seq, message in updates.items()} if self.digests else None
+
             def commit_projection() -> None:
                 self.projected.update(updates)
+                if digests is not None:
+                    self._projected_digests.update(digests)
                 self.content_generation += 1
                 self._derived = None
+                self._derived_digests = None
 
             return commit_projection
         if op is None:
             return _noop
         payload = self._payload(etype, event["data"])
+        digest = None
+        if self.digests:
+            derived = derive_message(etype, event["data"])
+            digest = message_digest(derived) if derived is not None else None
         if op == "append":
 
             def commit_append() -> None:
                 self.nodes.append(seq)
-                node = _Node(etype, payload)
+                node = _Node(etype, payload, digest)
                 self._node[seq] = node
                 self.surface_event_count += 1
                 if self._derived is not None:
                     message = derive_message(etype, payload)
                     if message is not None:
                         self._derived.append(message)
+                if digest is not None and self._derived_digests is not None:
+                    self._derived_digests.append(digest)
 
             return commit_append
         start, end = op["startSeq"], op["endSeq"]
@@ -362,10 +420,12 @@ class SurfaceFold:
                 del self._node[old]
                 if projected:
                     projected.pop(old, None)  # a projection only ever applies to a current node
-            self._node[seq] = _Node(etype, payload)
+                    self._projected_digests.pop(old, None)
+            self._node[seq] = _Node(etype, payload, digest)
             self.replace_generation += 1
             self.content_generation += 1
             self._derived = None
+            self._derived_digests = None
             self.shadowed_count += len(shadowed)
             self.surface_event_count += 1
             self.replacement_count += 1
@@ -373,8 +433,9 @@ class SurfaceFold:
 
         return commit_replace
 
-    @staticmethod
-    def _payload(etype: str, data: Any) -> Any:
+    def _payload(self, etype: str, data: Any) -> Any:
+        if not self.keep_messages:
+            return _lean_payload(etype, data)
         if etype == "assistant/message":
             return {"message": data.get("message") if isinstance(data, dict) else None}
         return data
@@ -472,7 +533,11 @@ class SurfaceFold:
         original = self._node[shadowed[0]]
         if original.type != "tool/result":
             raise SurfaceError("tool/result surface replacement must target a current tool/result", seq=seq)
-        if not json_equal(_blank_content(original.payload), _blank_content(event["data"])):
+        if isinstance(original.payload, _RewriteKey):
+            same = original.payload == equality_digest(_blank_content(event["data"]))
+        else:
+            same = json_equal(_blank_content(original.payload), _blank_content(event["data"]))
+        if not same:
             raise SurfaceError("tool/result surface replacement may change only content", seq=seq)
 
     def _check_developer_header(self, event: dict[str, Any], seq: int) -> None:
@@ -576,6 +641,41 @@ def _offload_images(message: dict[str, Any], indexes: list[int], seq: int) -> di
     if selected != len(indexes):
         raise SurfaceError(f"image/offload: image index {indexes[selected]} does not exist", seq=seq)
     return {**message, "content": new_content if new_content is not None else content}
+
+
+def _has_image(message: Any) -> bool:
+    """Whether ``message`` holds a top-level image block (what ``image/offload`` can select)."""
+    content = message.get("content") if is_record(message) else None
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if is_record(block) and block.get("type") == "image":
+            return True
+    return False
+
+
+def _lean_payload(etype: str, data: Any) -> Any:
+    """What the lean fold keeps of a node's data: only what a later rule can read.
+
+    Later events read a current node's payload in two rules only.  A ``tool/result``
+    rewrite (rule E) compares everything but ``message.content``, so a tool result
+    keeps the digest of its data with the content blanked (equal exactly when
+    :func:`json_equal` is).  ``image/offload`` reads the content of a ``user/message`` or
+    ``tool/result``, and only its image blocks count: a message without one is
+    refused with the same text whatever else it holds, so only a message with an
+    image block is kept whole.  Every other node keeps nothing but its type.
+    """
+    if etype == "user/message":
+        return data if _has_image(data) else None
+    if etype == "tool/result":
+        return data if _has_image(message_of(etype, data)) else _RewriteKey(equality_digest(_blank_content(data)))
+    return None
+
+
+class _RewriteKey(bytes):
+    """The lean fold's stand-in for a tool result's data: the digest of all but its content."""
+
+    __slots__ = ()
 
 
 def _blank_content(data: Any) -> Any:

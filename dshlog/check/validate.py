@@ -119,9 +119,10 @@ class Validator:
                 self._report.report(Problem("header", text, value=value))
         self.ownership = Ownership(header, inherited_cut, self._report)
 
-        # Validation needs only the count of replacements, not their records; the data
-        # rules run here, and only the events that pass them are folded.
-        self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=False)
+        # Validation needs only the count of replacements, not their records, and no
+        # messages (the lean fold keeps what its own rules read); the data rules run
+        # here, and only the events that pass them are folded.
+        self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=False, keep_messages=False)
         self._fold.check_data = False
         self.lifecycle = Lifecycle(self._fold)
 

@@ -449,10 +449,13 @@ class RequestBuilder:
     applying that settlement) returns the request of the prefix seen so far.
     """
 
-    def __init__(self, *, session_id: str | None = None, strict_unknown: bool = True) -> None:
+    def __init__(self, *, session_id: str | None = None, strict_unknown: bool = True, lean: bool = False) -> None:
+        """``lean``: keep a digest of each message instead of the message; :meth:`message_digests`
+        then stands in for :meth:`messages` and :meth:`build` is unavailable."""
         self.session_id = session_id
         # Requests need to know that a replacement happened, never the records.
-        self.surface = SurfaceFold(strict_unknown=strict_unknown, keep_replacements=False)
+        self.surface = SurfaceFold(strict_unknown=strict_unknown, keep_replacements=False,
+                                   keep_messages=not lean, digests=lean)
         self.tool_history = ToolHistory()
         self.header: dict[str, Any] | None = None  # canonical current header
         self.header_seq: int | None = None
@@ -522,6 +525,13 @@ class RequestBuilder:
         if self.header is None and require_header:
             raise self._missing_header()
         return self.surface.messages()
+
+    def message_digests(self, *, require_header: bool = True) -> list[bytes]:
+        """:meth:`messages` as digests, same checks (a lean builder; see
+        :meth:`~dshlog.check.surface.SurfaceFold.message_digests` for how long the list holds)."""
+        if self.header is None and require_header:
+            raise self._missing_header()
+        return self.surface.message_digests()
 
     def _missing_header(self) -> CorruptLog:
         return CorruptLog(
@@ -607,10 +617,13 @@ def iter_requests(
     """Describe every request of the log in one pass (number, settlement, size,
     whether it extends its predecessor and, when not, why; token usage).
 
-    Only the previous request's message list is retained between requests.
+    Messages are compared by digests of their JSON text (equal exactly when the texts
+    are), so a long surface costs 16 bytes a message, not the messages; only a
+    reference to the previous request's digest list and its length are retained.
     """
-    builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown)
-    previous: list[Any] | None = None
+    builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown, lean=True)
+    previous: list[bytes] | None = None
+    previous_count = 0
     previous_header: dict[str, Any] | None = None
     previous_generation = -1
     # The header changes found for the last (previous header, header) pair of objects compared.
@@ -627,7 +640,7 @@ def iter_requests(
         if event.get("type") not in SETTLEMENT_TYPES or event.get("seq") != builder.surface.next_seq:
             builder.apply(event)
             continue
-        messages = builder.messages(require_header=require_header)
+        messages = builder.message_digests(require_header=require_header)
         header = builder.header
         changes: list[str] = []
         header_reason = builder._since_header_reason
@@ -657,10 +670,13 @@ def iter_requests(
                 changes.append(REASON_REWRITTEN)
             if builder.surface.content_generation == previous_generation:
                 # Only appends since the previous request: its messages are a prefix
-                # of these, object for object, so nothing needs comparing.
-                extends: bool | None = len(messages) >= len(previous)
+                # of these, so nothing needs comparing.
+                extends: bool | None = len(messages) >= previous_count
             else:
-                extends = _extends(previous, messages)
+                # Seed wording (SEMANTICS §4.6): these start with all of the previous
+                # messages, byte for byte (the list taken then still holds them: only
+                # appends extend a digest list in place).
+                extends = len(messages) >= previous_count and messages[:previous_count] == previous[:previous_count]
         else:
             extends = None
             changes = [c for c in changes if c != REASON_SERIES]
@@ -689,7 +705,7 @@ def iter_requests(
             cache_read_tokens=_int_or_none(usage.get("cacheReadTokens")),
             reasoning_tokens=_int_or_none(usage.get("reasoningTokens")),
         )
-        previous = messages
+        previous, previous_count = messages, len(messages)
         previous_header = header
         previous_generation = builder.surface.content_generation
         builder.apply(event)
