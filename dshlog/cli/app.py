@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "show": "show",
     "export": "export",
     "diff": "diff",
+    "browse": "browse",
     "rescue": "rescue",
 }
 

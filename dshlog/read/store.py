@@ -22,6 +22,7 @@ from typing import Any, cast
 from collections.abc import Iterable, Iterator
 
 from ..errors import DshlogError, IOFailure, UsageError
+from ..model.content import TRANSCRIPT, content_text
 from ..model.period import parse_when
 from ..protocol import layout
 from ..protocol.jsjson import JsonError, loads
@@ -102,6 +103,7 @@ class SessionEntry:
     events: int = 0
     last_time: int | None = None  # time of the last event (0/None in projections)
     children: list[str] = field(default_factory=list)
+    first_prompt: str | None = None  # the user's first words, for a listing of untitled sessions
 
     @property
     def version(self) -> int | None:
@@ -146,6 +148,8 @@ class SessionEntry:
                         continue  # the header
                 self.events += 1
                 last = raw
+                if self.first_prompt is None and b'"user/message"' in raw:
+                    self.first_prompt = _prompt(_loads(raw))
                 if b"turn/start" in raw or b"session/title" in raw:
                     obj = _loads(raw)
                     t = obj.get("type") if isinstance(obj, dict) else None
@@ -189,6 +193,20 @@ class SessionEntry:
             "children": list(self.children),
             "error": self.error,
         }
+
+
+def _prompt(obj: Any) -> str | None:
+    """The text of a ``user/message`` the user wrote (``None`` for the harness's context messages)."""
+    if not isinstance(obj, dict) or obj.get("type") != "user/message" or not isinstance(obj.get("data"), dict):
+        return None
+    data = obj["data"]
+    source = data.get("source")
+    if isinstance(source, dict) and source.get("kind") not in (None, "user"):
+        return None
+    message = data.get("message")
+    content = data.get("content", message.get("content") if isinstance(message, dict) else None)  # v0 wraps the message
+    text = content_text(content, TRANSCRIPT).strip()
+    return text or None
 
 
 def _loads(raw: bytes) -> Any:
