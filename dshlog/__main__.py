@@ -10,6 +10,7 @@ import sys
 
 
 def main() -> None:
+    """Run the command line of this process and exit with its code."""
     if sys.argv[1:] == ["--version"]:
         from ._version import __version__
 
@@ -17,7 +18,7 @@ def main() -> None:
         return
     from .cli import main as cli_main
 
-    cli_main()
+    sys.exit(int(cli_main()))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -37,7 +37,7 @@ def test_ls_json_shape(root, capsysbinary):
     assert code == 0
     rows = ndjson(out)
     assert [r["id"] for r in rows] == ["crash-0001", "fork-0002", "loop-0001", "loop-0001"]
-    want = {"shape", "id", "title", "cwd", "project", "dir", "path", "generation", "version", "size", "events", "turns",
+    want = {"shape", "id", "title", "prompt", "cwd", "project", "dir", "path", "generation", "version", "size", "events", "turns",
             "createdAt", "lastActivity", "lastEventTime", "mtime", "parentSession", "origin", "children", "error"}
     for r in rows:
         assert set(r) == want and r["shape"] == 1

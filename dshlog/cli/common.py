@@ -1,20 +1,95 @@
-"""What the commands share: options, output, input resolution."""
+"""What the commands share: options, the run's environment, output, input resolution.
+
+Every command reaches the process only through :func:`current` (the :class:`Run` that
+:func:`dshlog.cli.app.main` made from its :class:`~dshlog.cli.env.Env`): it writes with
+:func:`out`, :func:`err`, :func:`emit` and :func:`emit_json`, asks :func:`screen` how
+to style, and opens its input with :func:`open_log`.  A command never touches
+``sys.stdout``, ``os.environ``, the cwd or the clock itself.
+"""
 
 from __future__ import annotations
 
+import io
 import shutil
-import sys
 import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
-from ..errors import DshlogError
+from ..errors import DshlogError, ExitCode
 from ..output.events import event_line
-from ..output.plain import echo
+from ..output.jsondoc import JSON_SHAPE
+from ..output.screen import Screen
+from ..output.text import sanitize
 from ..protocol.jsjson import dumps, dumps_pretty, stringify
+from ..protocol.layout import default_root
 from ..read.session import SessionLog, open_session
 from ..read.store import resolve_session
+from .env import Env
+
+try:  # Typer >= 0.24 vendors its own click
+    from typer._click.globals import get_current_context
+except ImportError:  # pragma: no cover
+    from click.globals import get_current_context
+
+__all__ = [
+    "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JsonOpt", "Run", "SelectOpt",
+    "UnknownOpt", "closer_lines", "current", "emit", "emit_json", "err", "event_bytes", "js", "located",
+    "open_log", "out", "plugins", "print_notes", "release", "resolve", "root", "screen",
+]
+
+
+@dataclass
+class Run:
+    """One invocation: its environment, the root's options, and the worst outcome reported so far.
+
+    ``worst`` is how a reader that printed what it could still exits with the
+    code of what it found (a corrupt line it skipped is exit 4), without a
+    second error line: the notes on stderr already said it.
+    """
+
+    env: Env
+    debug: bool = False
+    plugins: tuple[str, ...] = ()
+    worst: ExitCode = ExitCode.OK
+    stdin_used: bool = field(default=False)
+
+    def note_outcome(self, code: ExitCode) -> None:
+        self.worst = max(self.worst, code)
+
+
+def current() -> Run:
+    """The run of the command being executed (set by :func:`dshlog.cli.app.main`)."""
+    obj = get_current_context().find_root().obj
+    if not isinstance(obj, Run):  # pragma: no cover - a command run outside main()
+        raise RuntimeError("dshlog commands run through dshlog.cli.main")
+    return obj
+
+
+def screen(stderr: bool = False) -> Screen:
+    """How the current run's stdout (or stderr) shows human output."""
+    return current().env.screen(stderr)
+
+
+def out(text: str = "") -> None:
+    """One line for people on stdout, sanitised (session text is data)."""
+    current().env.stdout.write(sanitize(text).encode("utf-8") + b"\n")
+
+
+def err(text: str = "") -> None:
+    """One line for people on stderr (notes, warnings, what was written), sanitised."""
+    e = current().env
+    e.stdout.flush()  # what was printed so far comes first
+    e.stderr.write(sanitize(text).encode("utf-8") + b"\n")
+    e.stderr.flush()
+
+
+def root() -> Path:
+    """The persistence root of this run: ``$DSH_HOME/sessions`` (``~/.dsh/sessions``)."""
+    e = current().env
+    return default_root(e.dsh_home, e.home)
 
 FileArg = Annotated[
     Optional[str],
@@ -48,9 +123,6 @@ FormatOpt = Annotated[
 ]
 
 
-JSON_SHAPE = 1  # bump when a --json shape changes incompatibly
-
-
 class BatchedStdout:
     """Collects output lines and writes them in ~1 MiB batches (one syscall each, buffered or not)."""
 
@@ -67,8 +139,9 @@ class BatchedStdout:
 
     def flush(self) -> None:
         if self._parts:
-            sys.stdout.buffer.write(b"".join(self._parts))
-            sys.stdout.buffer.flush()
+            stdout = current().env.stdout
+            stdout.write(b"".join(self._parts))
+            stdout.flush()
             self._parts.clear()
             self._size = 0
 
@@ -94,14 +167,15 @@ class DeferredStdout(BatchedStdout):
     def release(self) -> None:
         self.flush()
         self._spool.seek(0)
-        shutil.copyfileobj(self._spool, sys.stdout.buffer, 1 << 20)
-        sys.stdout.buffer.flush()
+        stdout = current().env.stdout
+        shutil.copyfileobj(self._spool, stdout, 1 << 20)
+        stdout.flush()
         self._spool.close()
 
 
 def emit(data: bytes) -> None:
     """Bytes to stdout as they are."""
-    sys.stdout.buffer.write(data)
+    current().env.stdout.write(data)
 
 
 def emit_json(obj: Any, pretty: bool = True) -> None:
@@ -114,40 +188,54 @@ def js(v: Any) -> str:
     return stringify(v)
 
 
+#: Notes a reader reports although they are no problem: readers say a torn tail was ignored.
+_SHOWN_INFO = frozenset({"torn-tail"})
+
+
 def print_notes(log: Any, quiet: bool = False) -> None:
-    """Deviations noticed while reading go to stderr, never to stdout."""
-    if quiet:
-        return
+    """Deviations noticed while reading go to stderr, never to stdout; an error among them sets exit 4.
+
+    This is the exit-code policy of every reader that shows what it can: what it
+    skipped is said here, once, and the run exits with the code of the worst of it.
+    """
+    worst = ExitCode.OK
     for n in log.notes:
-        if n.severity == "info":
+        if n.severity == "error":
+            worst = ExitCode.CORRUPT
+        if quiet or (n.severity == "info" and n.code not in _SHOWN_INFO):
             continue
         where = n.where()
-        echo(f"dshlog: {log.path}: {where + ': ' if where else ''}{n.code}: {n.message}", sys.stderr)
-    for code, extra in log.notes.suppressed().items():
-        echo(f"dshlog: {log.path}: {code}: {extra} more not shown", sys.stderr)
+        err(f"dshlog: {log.path}: {where + ': ' if where else ''}{n.code}: {n.message}")
+    if not quiet:
+        for code, extra in log.notes.suppressed().items():
+            err(f"dshlog: {log.path}: {code}: {extra} more not shown")
+    current().note_outcome(worst)
 
 
 def resolve(target: str | None) -> str:
     """A FILE argument as a path: ids and the default session are looked up, and named on stderr."""
-    r = resolve_session(target)
+    r = resolve_session(target, root=root(), cwd=current().env.cwd)
     if r.chosen:
-        echo(f"dshlog: using session {r.session_id} ({r.path})", sys.stderr)
+        err(f"dshlog: using session {r.session_id} ({r.path})")
     return r.path
-
-
-#: Options of the root callback that commands read (set anew by every invocation).
-ROOT_OPTIONS: dict[str, Any] = {}
 
 
 def plugins() -> tuple[str, ...]:
     """The root's ``--system-prompt-plugin`` names (for every command that migrates a log)."""
-    return tuple(ROOT_OPTIONS.get("system_prompt_plugins", ()))
+    return current().plugins
+
+
+def stdin_stream() -> io.BufferedReader:
+    """Standard input of this run as a buffered binary stream (what ``-`` reads)."""
+    raw = current().env.stdin
+    return raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, 1 << 20)  # type: ignore[arg-type]
 
 
 def open_log(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None) -> SessionLog:
     """Open a FILE argument (resolved as :func:`resolve` does) with the root's options."""
-    return open_session(resolve(target), strict=strict, select=select, format_version=format_version,
-                        system_prompt_plugins=plugins())
+    path = resolve(target)
+    return open_session(path, strict=strict, select=select, format_version=format_version,
+                        system_prompt_plugins=plugins(), stream=stdin_stream() if path == "-" else None)
 
 
 def release(out: BatchedStdout, view: Any) -> None:

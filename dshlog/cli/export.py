@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -13,13 +12,14 @@ from ..model.transcript import SessionHead, session_facts
 from ..ops.export import export_to_file
 from ..output.export import FORMATS
 from ..output.export import export as write_export
-from ..output.plain import echo
+from ..write.target import STDOUT
 from .app import command_app
 from .common import (
     DeferredStdout,
     FileArg,
     FormatOpt,
     SelectOpt,
+    err,
     located,
     open_log,
     print_notes,
@@ -30,9 +30,9 @@ app = command_app()
 
 @app.command("export")
 def export(
-    file: FileArg,
+    file: FileArg = None,
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|html|json", help="md (readable as plain text), html (one self-contained file) or json (versioned shape).")] = "md",
-    out: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write to OUT (atomically; never overwrites) instead of stdout.")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write to OUT (atomically; never overwrites) instead of stdout: a file, or a directory to create it in (existing, or ending in /); - is stdout.")] = None,
     redact: Annotated[bool, typer.Option("--redact", help="Mask API keys, tokens, JWTs, passwords and e-mail addresses everywhere.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Do not trim long tool output, arguments and system prompts.")] = False,
     select: SelectOpt = None,
@@ -51,16 +51,16 @@ def export(
         facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
         head = SessionHead(log.session_id, log.version, log.path, log.projection, facts)
         try:
-            if out is None:
+            if output is None or output == STDOUT:
                 deferred = DeferredStdout()
                 with log.v4() as view:  # dsh's decision on the whole log before anything is written
                     write_export(view, head, fmt, deferred.write, full=full, redact=redact)
                 deferred.release()
             else:
-                target, warnings = export_to_file(log, head, fmt, out, full=full, redact=redact)
+                target, warnings = export_to_file(log, head, fmt, output, full=full, redact=redact)
                 for w in warnings:
-                    echo(f"dshlog: warning: {w}", sys.stderr)
-                echo(f"written: {target}", sys.stderr)
+                    err(f"dshlog: warning: {w}")
+                err(f"written: {target}")
         except DshlogError as exc:
             raise located(log, exc)
         print_notes(log)

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 from ..model.summary import summarize
 from ..output import labels
-from ..output.plain import echo
 from ..output.terminal import table
 from ..output.text import human_bytes
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     FileArg,
     FormatOpt,
+    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     emit_json,
     js,
     open_log,
+    out,
     print_notes,
+    screen,
 )
 
 app = command_app()
@@ -51,24 +52,24 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
             emit_json(doc)
             return
         h = log.header or {}
-        echo(f"file        {log.path}")
-        echo(f"container   {log.info.container}" + (f", {log.info.frames} frames" if log.info.container == "jsonl.zstd" else ""))
-        echo(f"version     v{log.version}" + ("  (test-snapshot projection: no seq/time)" if log.projection else ""))
+        out(f"file        {log.path}")
+        out(f"container   {log.info.container}" + (f", {log.info.frames} frames" if log.info.container == "jsonl.zstd" else ""))
+        out(f"version     v{log.version}" + ("  (test-snapshot projection: no seq/time)" if log.projection else ""))
         if h:
-            echo("header      " + ", ".join(f"{k}={v if isinstance(v, str) else js(v)}" for k, v in h.items() if k != "type"))
+            out("header      " + ", ".join(f"{k}={v if isinstance(v, str) else js(v)}" for k, v in h.items() if k != "type"))
         else:
-            echo("header      (none)")
-        echo(f"size        {human_bytes(log.info.size_on_disk)} on disk, {human_bytes(log.info.decoded_bytes)} decoded")
+            out("header      (none)")
+        out(f"size        {human_bytes(log.info.size_on_disk)} on disk, {human_bytes(log.info.decoded_bytes)} decoded")
         if log.info.torn:
-            echo(f"torn tail   {log.info.torn.length} bytes ignored")
+            out(f"torn tail   {log.info.torn.length} bytes ignored")
         if s.title:
-            echo(f"title       {s.title}")
-        echo(f"events      {s.events}" + (f" (seq {s.first_seq}..{s.last_seq})" if s.events else ""))
-        echo(f"turns       {s.turns}" + (" (last turn open)" if s.turns_open else ""))
-        echo(f"steps       {s.steps}")
-        echo(f"model calls {s.model_calls} ({s.attempts} without surface message, {s.interrupted} interrupted)")
+            out(f"title       {s.title}")
+        out(f"events      {s.events}" + (f" (seq {s.first_seq}..{s.last_seq})" if s.events else ""))
+        out(f"turns       {s.turns}" + (" (last turn open)" if s.turns_open else ""))
+        out(f"steps       {s.steps}")
+        out(f"model calls {s.model_calls} ({s.attempts} without surface message, {s.interrupted} interrupted)")
         if s.tokens:
-            echo("tokens      " + labels.tokens_text(s.tokens))
-        table("events by type", ["type", "count"], sorted(s.by_type.items(), key=lambda kv: (-kv[1], str(kv[0]))), justify={1: "right"})
+            out("tokens      " + labels.tokens_text(s.tokens))
+        table(screen(), "events by type", ["type", "count"], sorted(s.by_type.items(), key=lambda kv: (-kv[1], str(kv[0]))), justify={1: "right"})
         print_notes(log)
 

@@ -11,16 +11,17 @@ from ..output.terminal import table
 from ..protocol.jsjson import dumps
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     BatchedStdout,
     FileArg,
     FormatOpt,
+    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     UnknownOpt,
     located,
     open_log,
     print_notes,
+    screen,
 )
 
 app = command_app()
@@ -64,7 +65,7 @@ def requests(
             out.write(b"\n]}\n")
             out.flush()
             return
-        table(
+        table(screen(), 
             None,
             ["#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", labels.token_name("inputTokens"), labels.token_name("outputTokens")],
             (

@@ -13,13 +13,14 @@ from ..output.terminal import table
 from ..output.text import human_duration
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     FormatOpt,
+    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     emit_json,
     open_log,
     print_notes,
+    screen,
 )
 
 app = command_app()
@@ -61,12 +62,12 @@ def stats(
     rows = [row(str(s["id"] or s["path"]), s) for s in sessions]
     if len(sessions) > 1:
         rows.append(row("total", total))
-    table(None, ["session", "turns", "steps", "calls", "retries", "cancelled", "tools", labels.token_name("inputTokens"), labels.token_name("outputTokens"), "time"], rows,
+    table(screen(), None, ["session", "turns", "steps", "calls", "retries", "cancelled", "tools", labels.token_name("inputTokens"), labels.token_name("outputTokens"), "time"], rows,
           justify={i: "right" for i in range(1, 10)})
     if total["toolCalls"]:
-        table("tool calls", ["tool", "calls", "errors"], ([n, c["calls"], c["errors"]] for n, c in total["toolCalls"].items()), justify={1: "right", 2: "right"})
+        table(screen(), "tool calls", ["tool", "calls", "errors"], ([n, c["calls"], c["errors"]] for n, c in total["toolCalls"].items()), justify={1: "right", 2: "right"})
     if total["tokensByModel"]:
         keys = sorted({k for u in total["tokensByModel"].values() for k in u})
-        table("tokens by model", ["model", *map(labels.token_name, keys)], ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()),
+        table(screen(), "tokens by model", ["model", *map(labels.token_name, keys)], ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()),
               justify={i + 1: "right" for i in range(len(keys))})
 

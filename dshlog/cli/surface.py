@@ -8,21 +8,22 @@ import typer
 
 from ..check.surface import fold
 from ..errors import DshlogError, UsageError
-from ..output.plain import echo
 from ..output.terminal import table
 from ..output.text import preview
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     FileArg,
     FormatOpt,
+    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     UnknownOpt,
     emit_json,
     located,
     open_log,
+    out,
     print_notes,
+    screen,
 )
 
 app = command_app()
@@ -68,10 +69,10 @@ def surface(
                 doc["messages"] = derived
             emit_json(doc)
             return
-        table(None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
-        echo(f"nodes: {[n['seq'] for n in nodes]}")
-        echo(f"roles: {', '.join(str(r) for r in roles)}")
+        table(screen(), None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
+        out(f"nodes: {[n['seq'] for n in nodes]}")
+        out(f"roles: {', '.join(str(r) for r in roles)}")
         for r in state.replacements:
-            echo(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
+            out(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
         print_notes(log)
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
 from ..model.transcript import SessionHead
 from ..output.export import export as render_export
+from ..output.export import export_name
+from ..write.target import output_path
 from ..write.transaction import Ownership, Publication, output_lock
 
 
@@ -28,10 +29,13 @@ def export_to_file(
     full: bool = False,
     redact: bool = False,
 ) -> tuple[Path, list[str]]:
-    """Render ``log``'s transcript into ``out``; returns the published path and what could not be kept."""
-    target = Path(out)
-    if target.is_dir():
-        raise UsageError(f"{out} is a directory; give a file name for -o", path=out)
+    """Render ``log``'s transcript into ``out``; returns the published path and what could not be kept.
+
+    ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`); into a
+    directory the file is named after the session (:func:`dshlog.output.export.export_name`).
+    Standard output (``-``) is the caller's: it needs no publication.
+    """
+    target = output_path(out, export_name(head, fmt), owner=Ownership.shared(), what="export")
     source = Path(log.path) if log.target != "-" else None  # standard input has no identity to check
     pub = Publication(
         target,

@@ -13,13 +13,14 @@ from collections.abc import Iterable
 
 from ..errors import UsageError
 from ..model.transcript import SessionHead, Totals
+from ..protocol.layout import encode_segment
 from .html import HtmlRenderer
 from .jsondoc import JsonRenderer
 from .markdown import MarkdownRenderer
 from .redact import redact as mask
 from .renderer import Write, render
 
-__all__ = ["FORMATS", "RENDERERS", "export"]
+__all__ = ["FORMATS", "RENDERERS", "export", "export_name"]
 
 RENDERERS = {"md": MarkdownRenderer, "html": HtmlRenderer, "json": JsonRenderer}
 FORMATS = tuple(RENDERERS)
@@ -35,3 +36,9 @@ def export(events: Iterable[dict], head: SessionHead, fmt: str, write: Write, *,
     if fmt not in RENDERERS:
         raise UsageError(f"unknown export format {fmt!r} (choose {', '.join(FORMATS)})")
     return render(events, head, RENDERERS[fmt](write), full=full, redact=mask if redact else None)
+
+
+def export_name(head: SessionHead, fmt: str) -> str:
+    """The file name of an export written into a directory: the session id (encoded as dsh names
+    session directories, so it is a safe single name) and the format's extension."""
+    return f"{encode_segment(head.session_id) if head.session_id else 'session'}.{fmt}"

@@ -18,9 +18,12 @@ from ..protocol.jsjson import dumps
 from .renderer import Write
 from .text import preview
 
-__all__ = ["SHAPE", "JsonRenderer", "diff_document"]
+__all__ = ["JSON_SHAPE", "SHAPE", "JsonRenderer", "diff_document"]
 
 SHAPE = 1
+
+#: The ``shape`` field of every command's ``--json`` document; bump when one changes incompatibly.
+JSON_SHAPE = 1
 
 
 class JsonRenderer:

@@ -115,13 +115,17 @@ class PlainRenderer(Document):
         pass
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """A table as tab-separated lines on stdout, streamed row by row (``None`` is an empty cell)."""
+def table(write: Write, title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A table as tab-separated lines, streamed row by row (``None`` is an empty cell)."""
+
+    def line(text: str) -> None:
+        write(sanitize(text).encode("utf-8") + b"\n")
+
     if title:
-        echo(f"# {title}")
-    echo("\t".join(columns))
+        line(f"# {title}")
+    line("\t".join(columns))
     for r in rows:
-        echo("\t".join("" if v is None else str(v) for v in r))
+        line("\t".join("" if v is None else str(v) for v in r))
 
 
 # --------------------------------------------------------------------------- diff

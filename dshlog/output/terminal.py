@@ -12,9 +12,8 @@ commands that print plain lines should start without it.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..model.transcript import (
@@ -38,47 +37,16 @@ from ..model.transcript import (
 )
 from . import labels as L
 from . import plain
+from .screen import Screen
 from .text import sanitize
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from rich.console import Console
     from rich.text import Text
 
-__all__ = ["TerminalRenderer", "console", "on_terminal", "renderable", "table", "use_color"]
+__all__ = ["Column", "TerminalRenderer", "renderable", "table"]
 
 _TURN_END_STYLE = {"completed": "green", "aborted": "yellow", "error": "red", "max-tokens": "yellow", "open": "red"}
-
-
-def use_color(stream: Any = None) -> bool:
-    """Colour only on a terminal, honouring NO_COLOR and FORCE_COLOR."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    stream = stream or sys.stdout
-    return bool(getattr(stream, "isatty", lambda: False)())
-
-
-def on_terminal() -> bool:
-    """Whether stdout gets the terminal renderer (a terminal, or FORCE_COLOR) rather than plain text."""
-    return sys.stdout.isatty() or bool(os.environ.get("FORCE_COLOR"))
-
-
-def console(stderr: bool = False) -> "Console":
-    """A Rich console on stdout (or stderr) that never interprets text: no markup, no emoji codes, no highlighting."""
-    from rich.console import Console  # lazy: heavy, only for terminal output
-
-    stream = sys.stderr if stderr else sys.stdout
-    color = use_color(stream)
-    return Console(
-        file=stream,
-        no_color=not color,
-        force_terminal=True if os.environ.get("FORCE_COLOR") else None,
-        markup=False,
-        emoji=False,
-        highlight=False,
-        soft_wrap=not stream.isatty() if hasattr(stream, "isatty") else True,
-    )
 
 
 def text(value: Any = "", style: str = "") -> "Text":
@@ -178,17 +146,73 @@ class TerminalRenderer:
         pass
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, justify: dict[int, str] | None = None) -> None:
-    """Print a table: Rich on a terminal, tab-separated plain text when piped (streamed, row by row)."""
-    if not on_terminal():
-        plain.table(title, columns, rows)
+@dataclass(frozen=True)
+class Column:
+    """A table column: its header, alignment, and how it gives way when the screen is narrow.
+
+    ``flex`` columns (a title, a preview) are cut with ``…`` first; ``drop`` columns are
+    left out, lowest ``drop`` first, when even that does not fit; every other cell
+    keeps its width and never folds (an id or a count cut in two reads wrong).
+    """
+
+    header: str
+    justify: str = "left"
+    flex: bool = False
+    drop: int = 0
+
+
+def _columns(columns: Sequence[str | Column], justify: dict[int, str] | None) -> list[Column]:
+    out = []
+    for i, c in enumerate(columns):
+        if isinstance(c, str):
+            c = Column(c, (justify or {}).get(i, "left"))
+        out.append(c)
+    return out
+
+
+def _fit(cols: list[Column], rows: list[list[str]], width: int) -> list[int]:
+    """The indices of the columns shown at ``width``: every column, less the droppable ones that do not fit."""
+    gap = 2
+
+    def need(keep: list[int]) -> int:
+        total = 0
+        for i in keep:
+            w = max([len(cols[i].header)] + [len(r[i]) for r in rows])
+            total += min(w, 12) if cols[i].flex else w
+        return total + gap * (len(keep) - 1)
+
+    keep = list(range(len(cols)))
+    for i in sorted((i for i, c in enumerate(cols) if c.drop), key=lambda i: cols[i].drop):
+        if need(keep) <= width:
+            break
+        keep.remove(i)
+    return keep
+
+
+def table(
+    screen: Screen,
+    title: str | None,
+    columns: Sequence[str | Column],
+    rows: Iterable[Sequence[Any]],
+    *,
+    justify: dict[int, str] | None = None,
+) -> None:
+    """Print a table: Rich fitted to the screen's width on a terminal, tab-separated plain text otherwise (streamed)."""
+    cols = _columns(columns, justify)
+    if not screen.terminal:
+        plain.table(screen.stream.write, title, [c.header for c in cols], rows)
         return
-    rows = list(rows)
     from rich.table import Table  # lazy: heavy, only for terminal output
 
-    t = Table(title=text(title, "table.title") if title else None, show_edge=False, header_style="bold")
-    for i, c in enumerate(columns):
-        t.add_column(text(c), justify=(justify or {}).get(i, "left"), overflow="fold")
-    for r in rows:
-        t.add_row(*(text("" if v is None else v) for v in r))
-    console().print(t)
+    cells = [[sanitize("" if v is None else str(v)) for v in r] for r in rows]
+    con = screen.console()
+    keep = _fit(cols, cells, con.width)
+    t = Table(title=text(title, "table.title") if title else None, show_edge=False, header_style="bold", pad_edge=False, box=None)
+    for i in keep:
+        c = cols[i]
+        t.add_column(text(c.header), justify=c.justify, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]
+                     min_width=None if c.flex else max([len(c.header)] + [len(r[i]) for r in cells]),
+                     ratio=1 if c.flex else None)
+    for r in cells:
+        t.add_row(*(text(r[i]) for i in keep))
+    con.print(t)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 import re
-import time as _time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
 from ..errors import DshlogError, IOFailure, UsageError
+from ..model.content import PREVIEW, message_text
 from ..protocol import layout
 from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import (
@@ -39,9 +39,9 @@ from .container import SourceInfo, iter_lines, iter_zstd_lines, select_generatio
 # ----------------------------------------------------------------------------- naming
 
 
-def default_root() -> Path:
-    """``$DSH_HOME/sessions`` (``~/.dsh/sessions`` when ``DSH_HOME`` is unset or empty)."""
-    return layout.default_root(os.environ.get("DSH_HOME"), Path.home())
+def default_root(dsh_home: str | None, home: Path) -> Path:
+    """``$DSH_HOME/sessions`` (``~/.dsh/sessions`` when ``DSH_HOME`` is unset or empty), from values the caller read."""
+    return layout.default_root(dsh_home, home)
 
 
 # ----------------------------------------------------------------------------- raw reading
@@ -97,6 +97,7 @@ class SessionEntry:
     error: str | None = None
     scanned: bool = False
     title: str | None = None
+    prompt: str | None = None  # the first thing the user wrote: what a session without a title is about
     turns: int = 0
     events: int = 0
     last_time: int | None = None  # time of the last event (0/None in projections)
@@ -123,6 +124,11 @@ class SessionEntry:
         return o if isinstance(o, str) else None
 
     @property
+    def display_title(self) -> str | None:
+        """The title, or, for a session without ``session/title``, its first user prompt."""
+        return self.title or self.prompt
+
+    @property
     def last_activity(self) -> int | None:
         """Epoch ms of the last event, or the file's mtime when events carry no time."""
         if self.last_time:
@@ -145,7 +151,15 @@ class SessionEntry:
                         continue  # the header
                 self.events += 1
                 last = raw
-                if b"turn/start" in raw or b"session/title" in raw:
+                if self.prompt is None and b"user/message" in raw:
+                    obj = _loads(raw)
+                    if isinstance(obj, dict) and obj.get("type") == "user/message" and isinstance(obj.get("data"), dict):
+                        data = obj["data"]
+                        source = data.get("source")
+                        if not isinstance(source, dict) or source.get("kind") in (None, "user"):
+                            text = " ".join(message_text(data.get("message", data), PREVIEW).split())
+                            self.prompt = text or None
+                elif b"turn/start" in raw or b"session/title" in raw:
                     obj = _loads(raw)
                     t = obj.get("type") if isinstance(obj, dict) else None
                     if t == "turn/start":
@@ -170,6 +184,7 @@ class SessionEntry:
             "shape": 1,
             "id": self.id,
             "title": self.title,
+            "prompt": self.prompt,
             "cwd": self.cwd,
             "project": self.project,
             "dir": str(self.dir),
@@ -263,9 +278,9 @@ def _session_dirs(root: Path, project: str | None = None) -> Iterator[tuple[Path
                 yield pdir, sdir
 
 
-def list_sessions(root: Path | str | None = None, *, project: str | None = None, scan: bool = True) -> list[SessionEntry]:
+def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = True) -> list[SessionEntry]:
     """Every session of a root (or of one project directory), with parent/child links filled in."""
-    root = Path(root) if root is not None else default_root()
+    root = Path(root)
     if not root.is_dir():
         raise IOFailure("no such session root (set DSH_HOME or pass ROOT)", path=str(root))
     entries = [_entry(p, s, header=True) for p, s in _session_dirs(root, project)]
@@ -293,9 +308,8 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def parse_since(text: str, *, now: float | None = None) -> int:
-    """``--since`` as epoch ms: a duration back from now (``3d``, ``12h``) or a date/time (``2026-11-01``)."""
-    now = _time.time() if now is None else now
+def parse_since(text: str, *, now: float) -> int:
+    """``--since`` as epoch ms: a duration back from ``now`` (``3d``, ``12h``) or a date/time (``2026-11-01``)."""
     m = _DURATION.match(text)
     if m:
         return int((now - float(m.group(1)) * _UNIT_S[m.group(2)]) * 1000)
@@ -325,6 +339,8 @@ def _looks_like_path(arg: str) -> bool:
 
 
 def _by_id(arg: str, root: Path) -> Resolved:
+    if not arg.strip():
+        raise UsageError("an empty session id names no session")
     exact: list[tuple[str, Path]] = []
     prefix: list[tuple[str, Path]] = []
     if root.is_dir():
@@ -362,21 +378,25 @@ def most_recent(root: Path, cwd: str) -> SessionEntry | None:
     return max(entries, key=lambda e: (e.last_activity or 0, e.mtime_ms or 0, e.id or ""))
 
 
-def resolve_session(arg: str | None, *, root: Path | str | None = None, cwd: str | None = None) -> Resolved:
-    """A command's FILE argument: a path as is, else a session id / id prefix, else the current session."""
+def resolve_session(arg: str | None, *, root: Path | str, cwd: str | None = None) -> Resolved:
+    """A command's FILE argument: a path as is, else a session id / id prefix, else the current session
+    (the most recent of ``cwd``'s project under ``root``; both are the caller's)."""
     if arg is not None:
+        if arg == "":
+            raise UsageError("an empty FILE argument names no file and no session")
         if arg == "-" or os.path.lexists(arg) or _looks_like_path(arg):
             return Resolved(arg)
-        return _by_id(arg, Path(root) if root is not None else default_root())
-    root_p = Path(root) if root is not None else default_root()
-    cwd = cwd if cwd is not None else os.getcwd()
+        return _by_id(arg, Path(root))
+    root_p = Path(root)
+    if cwd is None:
+        raise UsageError("no FILE given, and no current directory to find its session")
     e = most_recent(root_p, cwd)
     if e is None:
         raise UsageError(f"no FILE given and no session of this directory under {root_p / project_key(cwd)}")
     return Resolved(str(e.path), e.id, True)
 
 
-def resolve_target(arg: str | None, *, root: Path | str | None = None, cwd: str | None = None) -> str:
+def resolve_target(arg: str | None, *, root: Path | str, cwd: str | None = None) -> str:
     """Path to open for a command argument (see :func:`resolve_session`)."""
     return resolve_session(arg, root=root, cwd=cwd).path
 
