@@ -126,9 +126,13 @@ class UnsupportedVersion(DshlogError):
 
 
 class MigrationRefused(UnsupportedVersion):
-    """dsh refuses to convert this historical log (SessionFormatUnsupportedMigrationError)."""
+    """dsh refuses to convert this historical log (SessionFormatUnsupportedMigrationError).
 
-    kind = "refused"
+    Its one-line label is the exit code's, ``unsupported`` (exit 3): "refused" is the
+    README's word for exit 5, refused as unsafe.
+    """
+
+    kind = "unsupported"
 
 
 class Refused(DshlogError):

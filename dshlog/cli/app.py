@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover
     from click.exceptions import UsageError as ClickUsageError
 
 from .._version import __version__
-from ..errors import DshlogError, ExitCode
+from ..errors import DshlogError, ExitCode, UnsupportedVersion
 from ..output.text import sanitize
 from .common import Run, current, out
 from .env import Env
@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
         if debug:
             _message(env, traceback.format_exc().rstrip())
         _message(env, f"dshlog: {exc.one_line()}")
+        if isinstance(exc, UnsupportedVersion) and "unknown event type" in exc.message:
+            _message(env, "dshlog: hint: surface, rebuild and requests read unknown event types as log-only with --allow-unknown")
         code = exc.exit_code
     except KeyboardInterrupt:
         code = 130

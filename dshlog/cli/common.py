@@ -18,13 +18,15 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..errors import DshlogError, ExitCode
+from ..errors import DshlogError, ExitCode, UsageError
+from ..ops.outcome import worst
 from ..output.events import event_line
 from ..output.jsondoc import JSON_SHAPE
 from ..output.screen import Screen
 from ..output.text import sanitize
 from ..protocol.jsjson import dumps, dumps_pretty, stringify
 from ..protocol.layout import default_root
+from ..read.container import Container
 from ..read.session import SessionLog, open_session
 from ..read.store import resolve_session
 from .env import Env
@@ -188,6 +190,15 @@ def js(v: Any) -> str:
     return stringify(v)
 
 
+#: Reader notes that say the log is intact but not one this build interprets (exit 3, not 4).
+_UNSUPPORTED_NOTES = frozenset({"unsupported", "unsupported-version", "refused", "unknown-type"})
+
+
+def note_exit_code(code: str) -> ExitCode:
+    """The exit code an error note of a lenient reader stands for: 3 for what is unsupported, else 4."""
+    return ExitCode.UNSUPPORTED if code in _UNSUPPORTED_NOTES else ExitCode.CORRUPT
+
+
 #: Notes a reader reports although they are no problem: readers say a torn tail was ignored.
 _SHOWN_INFO = frozenset({"torn-tail"})
 
@@ -198,10 +209,10 @@ def print_notes(log: Any, quiet: bool = False) -> None:
     This is the exit-code policy of every reader that shows what it can: what it
     skipped is said here, once, and the run exits with the code of the worst of it.
     """
-    worst = ExitCode.OK
+    codes = [ExitCode.OK]
     for n in log.notes:
         if n.severity == "error":
-            worst = ExitCode.CORRUPT
+            codes.append(note_exit_code(n.code))
         if quiet or (n.severity == "info" and n.code not in _SHOWN_INFO):
             continue
         where = n.where()
@@ -209,7 +220,7 @@ def print_notes(log: Any, quiet: bool = False) -> None:
     if not quiet:
         for code, extra in log.notes.suppressed().items():
             err(f"dshlog: {log.path}: {code}: {extra} more not shown")
-    current().note_outcome(worst)
+    current().note_outcome(worst(codes))
 
 
 def resolve(target: str | None) -> str:
@@ -234,18 +245,22 @@ def stdin_stream() -> io.BufferedReader:
 def open_log(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None) -> SessionLog:
     """Open a FILE argument (resolved as :func:`resolve` does) with the root's options."""
     path = resolve(target)
-    return open_session(path, strict=strict, select=select, format_version=format_version,
-                        system_prompt_plugins=plugins(), stream=stdin_stream() if path == "-" else None)
+    log = open_session(path, strict=strict, select=select, format_version=format_version,
+                       system_prompt_plugins=plugins(), stream=stdin_stream() if path == "-" else None)
+    if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
+        log.close()
+        raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}", path=path)
+    return log
 
 
 def release(out: BatchedStdout, view: Any) -> None:
     """Write out what a command printed; a dsh view first reads the rest of the log (dsh's decision)."""
-    if view is None:
+    if view is not None:
+        view.finish()
+    if isinstance(out, DeferredStdout):
+        out.release()
+    else:
         out.flush()
-        return
-    view.finish()
-    assert isinstance(out, DeferredStdout)
-    out.release()
 
 
 def located(log: Any, exc: Exception) -> Exception:

@@ -53,6 +53,8 @@ def requests(
             raise located(log, exc)
 
     with log:
+        if not json_:
+            found = rows()  # dsh's decision, and every row, before the table's header is printed
         if json_:
             # streamed, one request per line, so memory stays flat however many requests the log holds
 
@@ -80,7 +82,7 @@ def requests(
                     r.input_tokens,
                     r.output_tokens,
                 ]
-                for r in rows()
+                for r in found
             ),
             justify={0: "right", 1: "right", 4: "right", 7: "right", 8: "right"},
         )

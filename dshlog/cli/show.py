@@ -6,8 +6,10 @@ from typing import Annotated
 
 import typer
 
-from ..errors import DshlogError
+from ..errors import CorruptLog, DshlogError, UnsupportedVersion
 from ..model.transcript import SessionHead
+from ..read.session import SessionLog
+from ..output.labels import refusal_mark
 from ..output.plain import PlainRenderer
 from ..output.renderer import render
 from ..output.terminal import TerminalRenderer
@@ -41,12 +43,21 @@ def show(
         scr = run.env.screen()
         try:
             if not scr.terminal:
-                render(log.v4(), head, PlainRenderer(scr.stream.write, reasoning=reasoning), full=full)
+                _render(log, head, PlainRenderer(scr.stream.write, reasoning=reasoning), full)
             elif scr.tty and not no_pager:
                 with paged(run.env) as stream:
-                    render(log.v4(), head, TerminalRenderer(scr.console(stream), reasoning=reasoning), full=full)
+                    _render(log, head, TerminalRenderer(scr.console(stream), reasoning=reasoning), full)
             else:
-                render(log.v4(), head, TerminalRenderer(scr.console(), reasoning=reasoning), full=full)
+                _render(log, head, TerminalRenderer(scr.console(), reasoning=reasoning), full)
         except DshlogError as exc:
             raise located(log, exc)
         print_notes(log)
+
+
+def _render(log: SessionLog, head: SessionHead, renderer: PlainRenderer | TerminalRenderer, full: bool) -> None:
+    """The transcript; where dsh's decision stops it, a mark saying so ends what was shown."""
+    try:
+        render(log.v4(), head, renderer, full=full)
+    except (UnsupportedVersion, CorruptLog) as exc:
+        renderer.mark(refusal_mark(exc.message))
+        raise

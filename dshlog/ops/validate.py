@@ -17,7 +17,7 @@ from typing import Any
 
 from ..check.problems import Problem, Severity
 from ..check.validate import Validator
-from ..errors import DshlogError, ExitCode, UnsupportedVersion
+from ..errors import DshlogError, ExitCode, MigrationRefused, UnsupportedVersion
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.session import open_session
@@ -115,7 +115,7 @@ def _from_error(report: Report, exc: DshlogError) -> None:
     unsupported = isinstance(exc, UnsupportedVersion)
     if unsupported:
         report.unsupported = True
-    code = "unsupported" if unsupported and exc.kind != "refused" else exc.kind
+    code = "refused" if isinstance(exc, MigrationRefused) else ("unsupported" if unsupported else exc.kind)
     report.add(Problem(code, exc.message, Severity.ERROR, exc.seq, exc.loc, exc.path))
 
 

@@ -157,3 +157,12 @@ def totals_text(turns: int, tokens: Mapping[str, int], title: str | None = None)
     if tokens:
         bits.append("tokens: " + tokens_text(tokens))
     return "; ".join(bits)
+
+
+#: What ``show`` prints where dsh's decision stopped the transcript (the reason follows, and stderr has it too).
+DSH_REFUSES = "dsh refuses to open this session"
+
+
+def refusal_mark(reason: str) -> str:
+    """``dsh refuses to open this session: <reason>``: the mark after a partial transcript."""
+    return f"{DSH_REFUSES}: {reason}"

@@ -114,6 +114,10 @@ class PlainRenderer(Document):
     def end(self, totals: Totals) -> None:
         pass
 
+    def mark(self, text: str) -> None:
+        """A line of dshlog's own about the transcript (where dsh's decision stopped it)."""
+        self.out(f"\n!!! {text}\n")
+
 
 def table(write: Write, title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """A table as tab-separated lines, streamed row by row (``None`` is an empty cell)."""

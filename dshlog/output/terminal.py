@@ -145,6 +145,10 @@ class TerminalRenderer:
     def end(self, totals: Totals) -> None:
         pass
 
+    def mark(self, text_: str) -> None:
+        """A line of dshlog's own about the transcript (where dsh's decision stopped it)."""
+        self.console.print(text(text_, "bold red"))
+
 
 @dataclass(frozen=True)
 class Column:

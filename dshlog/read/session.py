@@ -318,6 +318,8 @@ class SessionLog:
             if sid != wanted:
                 continue
             yield Record(None, ev, rec.line, rec.offset, rec.frame)
+        if self.select is not None and self.select not in seen:
+            raise UsageError(f"--select {self.select!r} names no session of this stream (sessions: {', '.join(seen) or 'none'})", path=self.path)
 
     @staticmethod
     def _demux(sid: str, ev: Any, streams: dict[str, list[int]]) -> str:
