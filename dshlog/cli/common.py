@@ -59,7 +59,7 @@ class Run:
     stdin_used: bool = field(default=False)
 
     def note_outcome(self, code: ExitCode) -> None:
-        self.worst = max(self.worst, code)
+        self.worst = worst([self.worst, code])
 
 
 def current() -> Run:

@@ -57,14 +57,18 @@ def list_store(root: Path, *, cwd: str | None = None, since: str | None = None, 
     return sort_entries(entries, sort, reverse=reverse)
 
 
-def unique_prefixes(ids: list[str], *, minimum: int = 8) -> dict[str, str]:
-    """The shortest prefix (at least ``minimum`` characters) of each id that no other id starts with.
+def unique_prefixes(ids: list[str], *, minimum: int = 8, longer_than: int = 12) -> dict[str, str]:
+    """The shortest prefix (at least ``minimum`` characters) of each id longer than ``longer_than``
+    that no other id starts with; shorter ids stay whole.
 
     Every prefix is accepted wherever a session id is (the store's id lookup), so a
     listing on a terminal can show ids people can type.
     """
     out: dict[str, str] = {}
     for i in ids:
+        if len(i) <= longer_than:
+            out[i] = i
+            continue
         n = min(minimum, len(i))
         while n < len(i) and any(o != i and o.startswith(i[:n]) for o in ids):
             n += 1

@@ -60,7 +60,13 @@ class Screen:
         """
         from rich.console import Console  # lazy: heavy, only for terminal output
 
-        return Console(
+        class _Console(Console):
+            def on_broken_pipe(self) -> None:
+                # Rich would point stdout at /dev/null and exit 1; a closed pipe (| head, a pager
+                # that quit) is the caller's to decide: it is normal, not an error
+                raise BrokenPipeError()
+
+        return _Console(
             file=TextSink(stream if stream is not None else self.stream, self.tty),
             no_color=not self.colour,
             color_system="standard" if self.colour else None,

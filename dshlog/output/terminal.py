@@ -174,23 +174,40 @@ def _columns(columns: Sequence[str | Column], justify: dict[int, str] | None) ->
     return out
 
 
-def _fit(cols: list[Column], rows: list[list[str]], width: int) -> list[int]:
-    """The indices of the columns shown at ``width``: every column, less the droppable ones that do not fit."""
+def _widths(cols: list[Column], rows: list[list[str]], width: int) -> dict[int, int]:
+    """Column index -> width at ``width`` columns of screen.
+
+    Fixed columns get their widest cell (header included); droppable columns that are
+    empty everywhere, then droppable columns lowest ``drop`` first, are left out until
+    the fixed widths and a few characters per flex column fit; the flex columns share
+    what is left, none wider than its widest cell.
+    """
+    from rich.cells import cell_len  # lazy: heavy, only for terminal output
+
     gap = 2
+    natural = {i: max([len(c.header)] + [cell_len(r[i]) for r in rows]) for i, c in enumerate(cols)}
+    keep = [i for i, c in enumerate(cols) if not (c.drop and all(not r[i] for r in rows))]
 
-    def need(keep: list[int]) -> int:
-        total = 0
-        for i in keep:
-            w = max([len(cols[i].header)] + [len(r[i]) for r in rows])
-            total += min(w, 12) if cols[i].flex else w
-        return total + gap * (len(keep) - 1)
+    def floor(i: int) -> int:
+        return min(natural[i], max(len(cols[i].header), 8)) if cols[i].flex else natural[i]
 
-    keep = list(range(len(cols)))
-    for i in sorted((i for i, c in enumerate(cols) if c.drop), key=lambda i: cols[i].drop):
-        if need(keep) <= width:
+    for i in sorted((i for i in keep if cols[i].drop), key=lambda i: cols[i].drop):
+        if sum(floor(k) for k in keep) + gap * (len(keep) - 1) <= width:
             break
         keep.remove(i)
-    return keep
+    out = {i: floor(i) for i in keep}
+    spare = width - sum(out.values()) - gap * (len(keep) - 1)
+    flex = [i for i in keep if cols[i].flex]
+    while spare > 0 and flex:
+        grow = [i for i in flex if out[i] < natural[i]]
+        if not grow:
+            break
+        share = max(1, spare // len(grow))
+        for i in grow:
+            add = min(share, natural[i] - out[i], spare)
+            out[i] += add
+            spare -= add
+    return out
 
 
 def table(
@@ -210,13 +227,12 @@ def table(
 
     cells = [[sanitize("" if v is None else str(v)) for v in r] for r in rows]
     con = screen.console()
-    keep = _fit(cols, cells, con.width)
-    t = Table(title=text(title, "table.title") if title else None, show_edge=False, header_style="bold", pad_edge=False, box=None)
-    for i in keep:
+    widths = _widths(cols, cells, con.width)
+    t = Table(title=text(title, "table.title") if title else None, title_justify="left", show_edge=False,
+              header_style="bold", pad_edge=False, box=None)
+    for i, w in widths.items():
         c = cols[i]
-        t.add_column(text(c.header), justify=c.justify, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]
-                     min_width=None if c.flex else max([len(c.header)] + [len(r[i]) for r in cells]),
-                     ratio=1 if c.flex else None)
+        t.add_column(text(c.header), justify=c.justify, no_wrap=True, overflow="ellipsis", width=w)  # type: ignore[arg-type]
     for r in cells:
-        t.add_row(*(text(r[i]) for i in keep))
+        t.add_row(*(text(r[i]) for i in widths))
     con.print(t)
