@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from ..model.summary import summarize
 from ..output import labels
+from ..output.jsondoc import info_document
 from ..output.terminal import table
 from ..output.text import human_bytes
 from .app import command_app
 from .common import (
     FileArg,
     FormatOpt,
-    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     emit_json,
@@ -33,23 +33,8 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
     log = open_log(file, strict=False, select=select, format_version=format_version)
     with log:
         s = summarize(log.stored_runs())
-        doc = {
-            "shape": JSON_SHAPE,
-            "path": log.path,
-            "container": log.info.container,
-            "version": log.version,
-            "projection": log.projection,
-            "header": log.header,
-            "sizeOnDisk": log.info.size_on_disk,
-            "decodedBytes": log.info.decoded_bytes,
-            "frames": log.info.frames if log.info.container == "jsonl.zstd" else None,
-            "tornTail": (log.info.torn.length if log.info.torn else 0),
-            "sessions": log.info.wrapped_sessions or None,
-            "summary": s.as_dict(),
-            "notes": [{"code": n.code, "message": n.message, "where": n.where()} for n in log.notes],
-        }
         if json_:
-            emit_json(doc)
+            emit_json(info_document(log, s))
             return
         h = log.header or {}
         out(f"file        {log.path}")

@@ -8,11 +8,11 @@ import typer
 
 from ..errors import ExitCode, UsageError
 from ..ops.repair import RepairResult, plan_repair, repair_copy, repair_in_place
+from ..output.jsondoc import repair_document
 from .app import command_app
 from .common import (
     FileArg,
     FormatOpt,
-    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     closer_lines,
@@ -55,22 +55,7 @@ def repair(
         result = RepairResult(plan_repair(file, select=select, format_version=format_version, system_prompt_plugins=plugins()))
     plan = result.plan
     if json_:
-        rep = plan.report
-        emit_json(
-            {
-                "shape": JSON_SHAPE,
-                "path": plan.path,
-                "healthy": plan.healthy,
-                "openTurn": rep.open_turn,
-                "openStep": rep.open_step,
-                "pendingCalls": [{"callId": c.call_id, "step": c.step, "started": c.started, "callSeq": c.call_seq} for c in rep.pending],
-                "tornBytes": plan.torn_bytes,
-                "closers": plan.closers,
-                "warnings": plan.warnings,
-                "written": result.written,
-                "sidecar": result.sidecar,
-            }
-        )
+        emit_json(repair_document(result))
     else:
         rep = plan.report
         if plan.healthy:

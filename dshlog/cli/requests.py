@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import DshlogError
 from ..model.requests import iter_requests
 from ..output import labels
+from ..output.jsondoc import request_row
 from ..output.terminal import table
 from ..protocol.jsjson import dumps
 from .app import command_app
@@ -62,7 +61,7 @@ def requests(
             out.write(b'{"shape":%d,"requests":[' % JSON_SHAPE)
             sep = b"\n"
             for r in rows():
-                out.write(sep + dumps(_request_row(r)))
+                out.write(sep + dumps(request_row(r)))
                 sep = b",\n"
             out.write(b"\n]}\n")
             out.flush()
@@ -87,24 +86,3 @@ def requests(
             justify={0: "right", 1: "right", 4: "right", 7: "right", 8: "right"},
         )
         print_notes(log)
-
-
-def _request_row(r: Any) -> dict[str, Any]:
-    """The versioned --json shape of one request."""
-    return {
-        "number": r.number,
-        "settlementSeq": r.seq,
-        "settlement": r.kind,
-        "turn": r.turn,
-        "step": r.step,
-        "messages": r.message_count,
-        "extends": r.extends,
-        "reason": r.reason,
-        "changes": r.changes,
-        "headerSeq": r.header_seq,
-        "interrupted": r.interrupted,
-        "inputTokens": r.input_tokens,
-        "outputTokens": r.output_tokens,
-        "cacheReadTokens": r.cache_read_tokens,
-    }
-

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from ..check.surface import fold
 from ..errors import DshlogError, UsageError
 from ..output.terminal import table
-from ..output.text import preview
+from ..output.jsondoc import surface_document, surface_nodes
 from .app import command_app
 from .common import (
     FileArg,
     FormatOpt,
-    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     UnknownOpt,
@@ -55,20 +54,11 @@ def surface(
         if at is not None and state.next_seq <= at:
 
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
-        nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in state.node_info()]
-        derived = state.messages()
-        roles = [m.get("role") for m in derived]
         if json_:
-            doc: dict[str, Any] = {
-                "shape": JSON_SHAPE,
-                "nodes": nodes,
-                "roles": roles,
-                "replacements": state.replacements,
-            }
-            if messages:
-                doc["messages"] = derived
-            emit_json(doc)
+            emit_json(surface_document(state, messages=messages))
             return
+        nodes = surface_nodes(state)
+        roles = [m.get("role") for m in state.messages()]
         table(screen(), None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
         out(f"nodes: {[n['seq'] for n in nodes]}")
         out(f"roles: {', '.join(str(r) for r in roles)}")
