@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import sys
 
+from ._version import __version__
+
 
 def main() -> None:
-    """Run the command line of this process and exit with its code."""
+    """Run the command line of this process and exit with its code (``--version`` alone needs none of it)."""
     if sys.argv[1:] == ["--version"]:
-        from ._version import __version__
-
         print(f"dshlog {__version__}")
         return
-    from .cli import main as cli_main
+    from .cli import main as cli_main  # the whole CLI framework: only when a command runs
 
     sys.exit(int(cli_main()))
 

@@ -36,11 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, lock_held_elsewhere, run_cli
-from dshlog.errors import ExitCode, IOFailure
-from dshlog.write import atomic, transaction
 from test_reliability_support import assert_clean_failure, dshlog_cmd, leftovers, run
+
+from dshlog.errors import ExitCode, IOFailure
+from dshlog.ops.rescue import rescue_session
+from dshlog.write import atomic, transaction
 
 V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 CRASH = FIXTURES / "v4" / "crash" / "session.v4.jsonl"
@@ -545,3 +546,92 @@ def test_source_changed_during_the_run_is_refused_naming_the_log(
     else:
         assert not os.path.lexists(sc.final)
     assert leftovers(sc.target_dir) == []
+
+
+# ----------------------------------------------------------------------------- rescue
+# ``rescue`` publishes a successor (and, just before its name appears, the rescue record)
+# through the same transaction: the same kills and the same invariants, through the CLI.
+
+RESCUE_STEPS = ["stage", "write", "sync", "verify", "link", "dirsync"]
+
+
+def rescue_scene(base: Path) -> tuple[Path, Path, bytes]:
+    """A v0 session dsh refuses (its header lacks delegationDepth): (source, successor, source bytes)."""
+    d = base / "root" / PROJECT / "s-rescue"
+    d.mkdir(parents=True)
+    src = d / "session.jsonl"
+    src.write_bytes(V0.read_bytes().replace(b',"delegationDepth":0}', b"}", 1))
+    return src, d / "session.v4.jsonl", src.read_bytes()
+
+
+def _rescue(src: Path, step: str | None = None) -> subprocess.CompletedProcess[bytes]:
+    code = KILLER if step is not None else KILLER.replace("step = sys.argv[1]", "step = None")
+    argv = [step or "-", "rescue", str(src), "--all", "--publish"]
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def rescued_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, bytes]:
+    """(successor, record) of an uninterrupted rescue."""
+    src, final, _ = rescue_scene(tmp_path_factory.mktemp("rescue-ref"))
+    p = _rescue(src)
+    assert p.returncode == 0, p.stderr
+    record = final.with_name(final.name + ".rescue.json")
+    return final.read_bytes(), record.read_bytes().replace(str(src.resolve()).encode(), b"SOURCE")
+
+
+def test_rescue_reference_is_a_rescue(rescued_reference: tuple[bytes, bytes]) -> None:
+    successor, record = rescued_reference
+    assert successor.startswith(b'{"type":"session","version":4,')
+    assert b'"transformations": [\n    "header-delegation-depth"\n  ]' in record
+
+
+@pytest.mark.parametrize("step", RESCUE_STEPS)
+def test_rescue_kill9_at_each_step_keeps_the_source_and_publishes_all_or_nothing(
+    tmp_path: Path, rescued_reference: tuple[bytes, bytes], step: str
+) -> None:
+    src, final, source_bytes = rescue_scene(tmp_path)
+    record = final.with_name(final.name + ".rescue.json")
+    p = _rescue(src, step)
+    assert p.returncode == -signal.SIGKILL, (p.returncode, p.stderr)
+    assert src.read_bytes() == source_bytes, "source changed"
+    if os.path.lexists(final):
+        assert step in ("link", "dirsync") and final.read_bytes() == rescued_reference[0], "a partial successor"
+        assert record.exists(), "a successor without its rescue record"
+    if record.exists():
+        assert record.read_bytes().replace(str(src.resolve()).encode(), b"SOURCE") == rescued_reference[1]
+    if step in ("stage", "write", "sync", "verify"):
+        assert not os.path.lexists(final) and not record.exists(), "published before it was verified"
+        assert leftovers(src.parent), "the kill should have left the staged file"
+    # run again: it completes (after a complete run it refuses to overwrite), the source untouched
+    complete = os.path.lexists(final)
+    q = _rescue(src)
+    assert q.returncode == (ExitCode.CONFLICT if complete else 0), q.stderr
+    assert final.read_bytes() == rescued_reference[0]
+    assert record.read_bytes().replace(str(src.resolve()).encode(), b"SOURCE") == rescued_reference[1]
+    assert src.read_bytes() == source_bytes
+    assert leftovers(src.parent) == []
+
+
+@pytest.mark.parametrize("kind", ["io-error", "interrupt"])
+@pytest.mark.parametrize("step", ["stage", "write", "sync", "verify", "link"])
+def test_rescue_failure_at_each_step_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str, kind: str
+) -> None:
+    src, final, source_bytes = rescue_scene(tmp_path)
+    exc: BaseException = IOFailure("injected failure", path="x") if kind == "io-error" else KeyboardInterrupt()
+    with monkeypatch.context() as m:
+        _inject(m, step, exc)
+        if kind == "interrupt":
+            with pytest.raises(KeyboardInterrupt):
+                rescue_session(src, all_=True, publish=True)
+        else:
+            out = rescue_session(src, all_=True, publish=True)
+            assert out.status == "failed" and out.exit_code == ExitCode.IO, out.as_dict()
+    assert src.read_bytes() == source_bytes
+    assert not os.path.lexists(final)
+    assert not os.path.lexists(final.with_name(final.name + ".rescue.json"))
+    assert leftovers(src.parent) == [], "a failed run left its staged file"
+    out = rescue_session(src, all_=True, publish=True)
+    assert out.status == "rescued", out.as_dict()
+    assert src.read_bytes() == source_bytes

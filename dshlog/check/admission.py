@@ -16,7 +16,13 @@ from typing import Any
 from ..protocol.jsjson import js_string
 from ..protocol.texts import CLOSER_ERROR, TOOL_NOT_STARTED, closer_message_prefix
 from ..protocol.values import is_count, is_safe_integer
-from ..protocol.vocabulary import IMAGE_MEDIA_TYPES, REQUEST_REASONS, SURFACE_TYPES_V4, TOOL_CHANGE_BLOCKS, TURN_END_KINDS
+from ..protocol.vocabulary import (
+    IMAGE_MEDIA_TYPES,
+    OBJECT_DATA_TYPES,
+    REQUEST_REASONS,
+    TOOL_CHANGE_BLOCKS,
+    TURN_END_KINDS,
+)
 from .common import DECIMAL, is_record, nonempty_str
 from .problems import Problem, Reporter, Severity
 from .shapes import check_content, check_identified, check_role, check_settlement, check_typed_source
@@ -26,16 +32,6 @@ __all__ = ["check_data", "check_request_header"]
 
 _NOT_STARTED_ERROR = CLOSER_ERROR[False]
 _FORKED_PREFIX = closer_message_prefix("forked", "")[:-1]  # "forked-tool-result-"
-# Types whose non-object data ``check_data`` reports ("<type> requires an object"); a
-# tool/result's is the shared rule's to report.
-_OBJECT_DATA = (SURFACE_TYPES_V4 - {"tool/result"}) | {
-    "assistant/attempt",
-    "turn/start",
-    "turn/end",
-    "step/start",
-    "step/end",
-    "tool/call",
-}
 
 
 def _report(report: Reporter, message: str, index: int) -> None:
@@ -311,7 +307,7 @@ def check_data(etype: str, event: dict, data: Any, index: int, report: Reporter)
         check_request_header(data, index, report)
         return
     if not isinstance(data, dict):
-        if etype in _OBJECT_DATA:
+        if etype in OBJECT_DATA_TYPES:
             problem(f"{etype} requires an object")
         return
     retired = retired_wrapper_text(etype, index)

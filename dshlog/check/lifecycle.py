@@ -17,7 +17,7 @@ from typing import Any
 
 from ..protocol.texts import CLOSER_ERROR, CLOSER_TEXT, TOOL_NOT_STARTED, closer_message_prefix
 from ..protocol.values import MAX_SAFE_INTEGER, is_count
-from ..protocol.vocabulary import PTC_DISPATCH_TYPES
+from ..protocol.vocabulary import OPEN_STEP_TYPES, PTC_DISPATCH_TYPES
 from .common import DECIMAL, nonempty_str, seq_in
 from .compaction import Compactions
 from .problems import Problem, Reporter, Severity
@@ -29,7 +29,6 @@ __all__ = ["Lifecycle"]
 
 NOT_STARTED_TEXT = CLOSER_TEXT["interrupted"]["notStarted"]
 _NOT_STARTED_ERROR = CLOSER_ERROR[False]
-_STEP_TYPES = frozenset({"system/message", "developer/message", "assistant/attempt"})
 
 
 class _Call:
@@ -101,7 +100,7 @@ class Lifecycle:
         if not isinstance(data, dict):
             return  # reported by the data rules; nothing to relate
         compactions = self.compactions
-        if etype in _STEP_TYPES:
+        if etype in OPEN_STEP_TYPES:
             self._require_step(etype, data, seq, report)
         if etype.startswith("turn/"):
             compactions.crossing(etype, seq)

@@ -33,7 +33,14 @@ from typing import Any, cast
 from ..errors import CorruptLog, UnsupportedVersion
 from ..protocol.jsjson import UNDEFINED, js_string, json_equal, key_bytes
 from ..protocol.values import is_count
-from ..protocol.vocabulary import MESSAGE_PROJECTION_TYPES, SETTLEMENT_TYPES, SURFACE_TYPES_V4, V4_TYPES, message_of
+from ..protocol.vocabulary import (
+    EMPTY_DERIVES_NOTHING_TYPES,
+    MESSAGE_PROJECTION_TYPES,
+    SETTLEMENT_TYPES,
+    SURFACE_TYPES_V4,
+    V4_TYPES,
+    message_of,
+)
 from .common import is_record
 from .data import check_event_data
 from .envelope import invalid_envelope
@@ -61,8 +68,6 @@ class SurfaceError(CorruptLog):
 
 # --------------------------------------------------------------------------- derivation (SEMANTICS §3)
 
-# Types whose empty-content message stays a node but derives nothing.
-_EMPTY_YIELDS_NOTHING = frozenset({"system/message", "developer/message", "assistant/message"})
 
 
 def derive_message(event_type: str, data: Any, projected: Mapping[str, Any] | None = None) -> dict | None:
@@ -76,7 +81,7 @@ def derive_message(event_type: str, data: Any, projected: Mapping[str, Any] | No
         return cast("dict[str, Any]", projected)
     if event_type == "user/message":
         return data if isinstance(data, dict) else None
-    if event_type in _EMPTY_YIELDS_NOTHING:
+    if event_type in EMPTY_DERIVES_NOTHING_TYPES:
         message = message_of(event_type, data)
         if not isinstance(message, dict):
             return None

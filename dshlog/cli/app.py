@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "show": "show",
     "export": "export",
     "diff": "diff",
+    "rescue": "rescue",
 }
 
 #: Settings every command module's own Typer shares with the root.

@@ -90,14 +90,6 @@ class SeqMap:
         self._tgt = array("q")
         self._next = 0  # the next source seq expected
 
-    @property
-    def recorded(self) -> int:
-        """How many source seqs have been recorded (``0 .. recorded-1``)."""
-        return self._next
-
-    def runs(self) -> int:
-        return len(self._src)
-
     def record(self, source: int, target: int) -> None:
         if source != self._next:
             raise ValueError(f"seq map expects source {self._next}, got {source}")

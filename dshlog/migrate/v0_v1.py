@@ -13,6 +13,7 @@ from typing import Any, Final
 from ..protocol.jsjson import dumps, js_string, stringify
 from ..protocol.values import is_count
 from ..protocol.vocabulary import (
+    REFUSED_LEGACY_TYPES,
     COMPACT_RENAMES,
     RELEASED_V0_PAYLOADS,
     SURFACE_TYPES_V0,
@@ -130,7 +131,7 @@ class V0ToV1:
         if t in COMPACT_RENAMES:
             ev = {**ev, "type": COMPACT_RENAMES[t]}
             t = ev["type"]
-        if t in ("request/header-delta", "mode/set"):
+        if t in REFUSED_LEGACY_TYPES:
             raise UnsupportedStageRefusal(f"session {stringify(self._sid)} contains unsupported legacy {t} event at seq {seq}",
                                seq=seq)
         if t == "request/header" and record(ev.get("data")).get("reason") == "fallback":

@@ -14,7 +14,7 @@ from typing import Any, Final, Iterable
 
 from ..protocol.jsjson import js_string, stringify
 from ..protocol.values import is_count
-from ..protocol.vocabulary import SYSTEM_PROMPT_PLUGIN, V3_TYPES, WRAPPED_MESSAGE_TYPES
+from ..protocol.vocabulary import PLUGIN_PREFIX, SYSTEM_PROMPT_PLUGIN, V3_TYPES, WRAPPED_MESSAGE_TYPES
 from ._common import SeqMap, StageRefusal, UnsupportedStageRefusal, record
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v3-to-v4"
@@ -53,7 +53,7 @@ def producer_kind(plugin: str, role: Any, system_prompt_plugins: frozenset[str] 
         return _RENAMED[plugin]
     if plugin in _SAME_NAME:
         return plugin
-    return "plugin:" + plugin
+    return PLUGIN_PREFIX + plugin
 
 
 def rewrite_source(source: dict[str, Any], seq: int, role: Any,
@@ -90,7 +90,7 @@ def _tag_blocks(blocks: Any, seq: int) -> Any:
         if not isinstance(b, dict) or not isinstance(b.get("type"), str):
             raise StageRefusal(f"format v3 content block at seq {seq} requires a string type", seq=seq)
         if b["type"] not in _BLOCK_KINDS:
-            b = {**b, "type": "plugin:" + b["type"]}
+            b = {**b, "type": PLUGIN_PREFIX + b["type"]}
             changed = True
         out.append(b)
     return out if changed else blocks
@@ -115,12 +115,12 @@ def _tag_stream(stream: Any) -> Any:
             if chunk.get("type") == "block-end" and isinstance(chunk.get("block"), dict):
                 bt = chunk["block"].get("type")
                 if isinstance(bt, str) and bt not in _BLOCK_KINDS:
-                    rec = {**rec, "chunk": {**chunk, "block": {**chunk["block"], "type": "plugin:" + bt}}}
+                    rec = {**rec, "chunk": {**chunk, "block": {**chunk["block"], "type": PLUGIN_PREFIX + bt}}}
                     changed = True
             elif chunk.get("type") == "block-start":
                 bt = chunk.get("blockType")
                 if isinstance(bt, str) and bt not in _BLOCK_KINDS:
-                    rec = {**rec, "chunk": {**chunk, "blockType": "plugin:" + bt}}
+                    rec = {**rec, "chunk": {**chunk, "blockType": PLUGIN_PREFIX + bt}}
                     changed = True
         out.append(rec)
     return out if changed else stream
@@ -152,10 +152,10 @@ def lift_tool_result(message: dict[str, Any], seq: int) -> dict[str, Any]:
     out["id"] = mid
     for k, v in message.items():
         if k not in ("id", "role", "source", "content"):
-            out["plugin:message:" + k] = v
+            out[PLUGIN_PREFIX + "message:" + k] = v
     for k, v in wrapper.items():
         if k not in ("type", "toolCallId", "content", "isError"):
-            out["plugin:result:" + k] = v
+            out[PLUGIN_PREFIX + "result:" + k] = v
     return out
 
 
@@ -288,7 +288,7 @@ class V3ToV4:
             if event.get("ignorable") is True:
                 self._map.record(seq, target)  # type: ignore[arg-type]
                 new = dict(event)
-                new["type"] = "plugin:" + str(t)
+                new["type"] = PLUGIN_PREFIX + str(t)
                 new["ignorable"] = True
                 new["seq"] = target
                 out.append(new)

@@ -38,6 +38,7 @@ __all__ = [
     "parse_generation",
     "persistence_root",
     "project_key",
+    "rescue_record_name",
     "session_dir",
     "staging_affixes",
 ]
@@ -235,6 +236,18 @@ def staging_affixes(final_name: str, *, migration: bool = False) -> tuple[str, s
     if migration:
         return "session.migration.", ".jsonl.zstd.tmp" if final_name.endswith(ZSTD_SUFFIX) else ".jsonl.tmp"
     return f".{final_name}{STAGING_MARK}", ".tmp"
+
+
+#: What follows a rescued successor's name in the name of its rescue record (docs/rescue.md).
+RESCUE_RECORD_SUFFIX: Final[str] = ".rescue.json"
+
+
+def rescue_record_name(final_name: str) -> str:
+    """The rescue record beside a rescued successor: ``session.v4.jsonl.rescue.json``.
+
+    Not a generation name (dsh ignores it), and tied to the successor by its name.
+    """
+    return final_name + RESCUE_RECORD_SUFFIX
 
 
 def is_staging_name(name: str) -> bool:

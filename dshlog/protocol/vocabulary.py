@@ -247,13 +247,6 @@ def types_for(version: int) -> frozenset[str]:
     return V4_TYPES if version > CURRENT_VERSION else V0_TYPES
 
 
-def surface_types_for(version: int) -> frozenset[str]:
-    """The surface-eligible types of ``version`` (current set for anything newer)."""
-    if version in SURFACE_TYPES:
-        return SURFACE_TYPES[version]
-    return SURFACE_TYPES_V4 if version > CURRENT_VERSION else SURFACE_TYPES_V0
-
-
 def is_known(type_: str, version: int = CURRENT_VERSION) -> bool:
     """Whether a reader of ``version`` interprets events of ``type_``.
 
@@ -287,6 +280,27 @@ def message_of(event_type: str, data: object) -> object:
     if isinstance(data, dict):
         return data.get("message")
     return None
+
+
+#: Types whose ``data`` must be an object ("<type> requires an object"); a tool/result's data
+#: has its own shared rule.
+OBJECT_DATA_TYPES: Final[frozenset[str]] = (SURFACE_TYPES_V4 - {"tool/result"}) | {
+    "assistant/attempt",
+    "turn/start",
+    "turn/end",
+    "step/start",
+    "step/end",
+    "tool/call",
+}
+
+#: Types that must name the open turn and step in their data (besides the settlement and
+#: tool events, which have rules of their own).
+OPEN_STEP_TYPES: Final[frozenset[str]] = frozenset({"system/message", "developer/message", "assistant/attempt"})
+
+#: Message types whose message with empty content stays a surface node but derives nothing.
+EMPTY_DERIVES_NOTHING_TYPES: Final[frozenset[str]] = frozenset(
+    {"system/message", "developer/message", "assistant/message"}
+)
 
 
 #: The events that settle a model call (exactly one per call, SEMANTICS §4).

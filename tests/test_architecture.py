@@ -1,0 +1,307 @@
+"""The package's shape: one owner per fact, one-way layers, no cycles, no hidden imports.
+
+These tests read the source (with ``ast``), they run nothing.  They fail when a fact
+is defined again outside its owner, when a layer imports one above it, when the
+import graph has a cycle, or when a function imports a project module (which hides
+a dependency the layers would otherwise show).  docs/architecture.md explains the
+layers and owners these rules encode.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dshlog"
+
+#: Bottom to top: a module may import its own layer and the layers before it.
+LAYERS: tuple[str, ...] = (
+    "dshlog._version",
+    "dshlog.errors",
+    "dshlog.protocol",
+    "dshlog.check",
+    "dshlog.model",
+    "dshlog.output",
+    "dshlog.migrate",
+    "dshlog.forked",
+    "dshlog.read",
+    "dshlog.write",
+    "dshlog.ops",
+    "dshlog.cli",
+    "dshlog.__main__",
+)
+#: The facade re-exports the public API of every layer.
+FACADE = "dshlog"
+
+#: The entry point imports the command line only when it runs a command (``--version``
+#: answers before the CLI framework is loaded).
+LAZY_ENTRY = {("dshlog.__main__", "dshlog.cli")}
+
+#: Heavy optional dependencies a function may import lazily (start-up time).
+LAZY_OK = {"rich", "ijson", "zstandard", "typer", "click", "textual", "dask", "distributed", "markdown_it", "pygments"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in sorted(PACKAGE.rglob("*.py")):
+        parts = p.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1]) if parts[-1] == "__init__" else ".".join(parts)
+        out[name] = p
+    return out
+
+
+MODULES = _modules()
+_TREES = {name: ast.parse(path.read_text()) for name, path in MODULES.items()}
+
+
+def _package_of(name: str) -> str:
+    return name if MODULES[name].name == "__init__.py" else name.rsplit(".", 1)[0]
+
+
+def _imports(name: str) -> list[tuple[str, int, bool]]:
+    """(imported dshlog module, line, inside a function) for every import of a module."""
+    tree = _TREES[name]
+    found: list[tuple[str, int, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.ImportFrom):
+                base = importlib.util.resolve_name("." * child.level + (child.module or ""), _package_of(name)) if child.level else (child.module or "")
+                for alias in child.names:
+                    full = f"{base}.{alias.name}"
+                    found.append((full if full in MODULES else base, child.lineno, in_function))
+            elif isinstance(child, ast.Import):
+                for alias in child.names:
+                    found.append((alias.name, child.lineno, in_function))
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def _layer(name: str) -> int | None:
+    for i, prefix in enumerate(LAYERS):
+        if name == prefix or name.startswith(prefix + "."):
+            return i
+    return None
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [m for m in MODULES if m != FACADE and _layer(m) is None] == []
+
+
+def test_layers_import_only_downwards() -> None:
+    wrong = []
+    for name in MODULES:
+        if name == FACADE:
+            continue
+        mine = _layer(name)
+        for target, line, _ in _imports(name):
+            if not target.startswith("dshlog") or target == FACADE and name == "dshlog.__main__":
+                continue
+            theirs = _layer(target)
+            if target == FACADE or theirs is None or mine is None or theirs > mine:
+                wrong.append(f"{name}:{line} imports {target}")
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for name in MODULES:
+        for target, _line, _ in _imports(name):
+            if target in MODULES and target != name:
+                graph[name].add(target)
+    # Tarjan's strongly connected components, iteratively
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = 0
+    for root in MODULES:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == v:
+                        break
+                if len(comp) > 1:
+                    cycles.append(sorted(comp))
+    assert cycles == []
+
+
+def test_no_function_imports_a_project_module() -> None:
+    """A function-level import hides a dependency; only heavy optional libraries may be imported late."""
+    hidden = []
+    for name in MODULES:
+        for target, line, in_function in _imports(name):
+            if in_function and target.split(".")[0] not in LAZY_OK and (name, target) not in LAZY_ENTRY:
+                hidden.append(f"{name}:{line} imports {target} inside a function")
+    assert hidden == [], "\n".join(hidden)
+
+
+# ------------------------------------------------------------------ facts outside their owners
+
+
+def _code_nodes(owner_exempt: set[str]) -> list[tuple[str, ast.AST]]:
+    out = []
+    for name, tree in _TREES.items():
+        if name in owner_exempt:
+            continue
+        for node in ast.walk(tree):
+            out.append((name, node))
+    return out
+
+
+def _call_name(node: ast.Call) -> str:
+    f = node.func
+    parts = []
+    while isinstance(f, ast.Attribute):
+        parts.append(f.attr)
+        f = f.value
+    if isinstance(f, ast.Name):
+        parts.append(f.id)
+    return ".".join(reversed(parts))
+
+
+def test_only_the_protocol_reader_parses_json() -> None:
+    found = []
+    for name, node in _code_nodes({"dshlog.protocol.jsjson"}):
+        if isinstance(node, ast.Call) and _call_name(node) in {"orjson.loads", "json.loads", "json.load", "ijson.items", "ijson.parse", "ijson.kvitems"}:
+            found.append(f"{name}:{node.lineno} {_call_name(node)}")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(m in ("json", "ijson") for m in mods):
+                found.append(f"{name}:{node.lineno} imports {mods}")
+    assert found == [], "\n".join(found)
+
+
+def test_only_the_protocol_writer_writes_json() -> None:
+    found = []
+    for name, node in _code_nodes({"dshlog.protocol.jsjson"}):
+        if isinstance(node, ast.Call) and _call_name(node) in {"orjson.dumps", "json.dumps", "json.dump"}:
+            found.append(f"{name}:{node.lineno} {_call_name(node)}")
+    assert found == [], "\n".join(found)
+
+
+def test_the_safe_integer_bound_is_spelt_once() -> None:
+    found = []
+    for name, node in _code_nodes({"dshlog.protocol.values"}):
+        if isinstance(node, ast.Constant) and node.value in (2**53 - 1, 2**53):
+            found.append(f"{name}:{node.lineno} {node.value}")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.left, ast.Constant) \
+                and node.left.value == 2 and isinstance(node.right, ast.Constant) and node.right.value == 53:
+            found.append(f"{name}:{node.lineno} 2**53")
+    assert found == [], "\n".join(found)
+
+
+def _strings(node: ast.AST) -> list[str]:
+    return [e.value for e in getattr(node, "elts", []) if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+
+
+def _docstrings() -> set[int]:
+    ids = set()
+    for tree in _TREES.values():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+                first = node.body[0]
+                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                    ids.add(id(first.value))
+    return ids
+
+
+def test_generation_file_names_are_spelt_only_by_the_layout() -> None:
+    """No code spells a generation or lock name (docstrings and help texts may mention them)."""
+    name = re.compile(r"^session(\.v[0-9]+)?\.jsonl(\.zstd)?$|^session\.lock$|session\\?\.(v|migration)")
+    docs = _docstrings()
+    found = []
+    for mod, node in _code_nodes({"dshlog.protocol.layout"}):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs and name.search(node.value):
+            found.append(f"{mod}:{node.lineno} {node.value!r}")
+    assert found == [], "\n".join(found)
+
+
+def test_event_type_sets_are_defined_only_in_the_vocabulary() -> None:
+    """A named set of event types (a module or class constant, or any set built with
+    ``set``/``frozenset``) is vocabulary.  A membership test written inline in a function
+    is a switch over types, as dsh's own code has them, and may stay where it decides."""
+    from dshlog.protocol.vocabulary import LEGACY_RENAMES, V0_TYPES, V4_TYPES
+
+    known = set(V0_TYPES) | set(V4_TYPES) | set(LEGACY_RENAMES)
+
+    def event_types(node: ast.AST) -> list[str]:
+        values = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        return [v for v in values if v in known]
+
+    def dispatch(value: ast.AST) -> bool:
+        """A table from types to the functions that handle them is a switch, not a set."""
+        return isinstance(value, ast.Dict) and all(isinstance(v, (ast.Name, ast.Attribute)) for v in value.values)
+
+    found = []
+    for mod, tree in _TREES.items():
+        if mod == "dshlog.protocol.vocabulary":
+            continue
+        scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+        for scope in scopes:
+            for stmt in scope.body:
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and not dispatch(stmt.value) \
+                        and len(event_types(stmt.value)) >= 2:
+                    found.append(f"{mod}:{stmt.lineno} {event_types(stmt.value)}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _call_name(node) in ("set", "frozenset") and len(event_types(node)) >= 2:
+                found.append(f"{mod}:{node.lineno} {event_types(node)}")
+    assert found == [], "\n".join(found)
+
+
+def test_there_is_one_zstd_frame_walker() -> None:
+    found = []
+    for mod, node in _code_nodes({"dshlog.protocol.zstd"}):
+        if isinstance(node, ast.Constant) and node.value in (b"\x28\xb5\x2f\xfd", 0xFD2FB528):
+            found.append(f"{mod}:{node.lineno} the frame magic")
+        if isinstance(node, ast.Attribute) and node.attr in ("ZstdDecompressor", "decompressobj", "stream_reader"):
+            found.append(f"{mod}:{node.lineno} {node.attr}")
+    assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize("owner,names", [
+    ("dshlog.protocol.jsjson", ["format_number", "js_string", "json_equal"]),
+    ("dshlog.protocol.values", ["is_safe_integer", "is_count", "is_placeholder"]),
+    ("dshlog.protocol.layout", ["encode_segment", "decode_segment", "project_key", "choose_generation", "persistence_root"]),
+])
+def test_fact_functions_are_defined_once(owner: str, names: list[str]) -> None:
+    defined = defaultdict(list)
+    for mod, node in _code_nodes(set()):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.lstrip("_") in names:
+            defined[node.name.lstrip("_")].append(mod)
+    assert {n: mods for n, mods in defined.items() if mods != [owner]} == {}
