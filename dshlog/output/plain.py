@@ -7,9 +7,8 @@ Every line passes :func:`dshlog.output.text.sanitize` before it is written.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
+from typing import Any
 
 from ..model.transcript import (
     AssistantText,
@@ -35,12 +34,7 @@ from . import labels as L
 from .renderer import Document, Write
 from .text import preview, sanitize
 
-__all__ = ["PlainRenderer", "diff_lines", "echo", "item_lines", "session_line", "table"]
-
-
-def echo(text: str = "", file: TextIO | None = None) -> None:
-    """Print one line for people (stdout by default), sanitised."""
-    print(sanitize(text), file=file if file is not None else sys.stdout)
+__all__ = ["PlainRenderer", "diff_lines", "item_lines", "session_line", "table"]
 
 
 def session_line(head: SessionHead) -> str:
