@@ -298,3 +298,38 @@ def test_readers_report_a_torn_tail(tmp_path) -> None:
     for command in ("events", "show", "info"):
         code, _, err = run_env(command, str(p))
         assert code == 0 and b"torn tail" in err, (command, err)
+
+
+def test_turn_end_without_a_reason_kind_is_not_python_none(tmp_path) -> None:
+    p = tmp_path / "session.jsonl"
+    p.write_bytes(jsonl(v4_header(), ev(0, "turn/start", {"turn": 1}), ev(1, "turn/end", {"turn": 1})))
+    _, out, _ = run_env("events", str(p), "--format-version", "4")
+    assert b"None" not in out and b"1 turn/end reason=(none)" in out
+
+
+def test_previews_are_cut_by_display_width_with_an_ellipsis() -> None:
+    from dshlog.output.text import display_width, preview
+
+    p = preview({"content": [{"type": "text", "text": "第一点是" * 20}]}, 30)
+    assert p.endswith("…") and display_width(p) <= 30
+    assert preview({"content": [{"type": "text", "text": "short"}]}, 30) == "short"
+
+
+def test_token_counts_have_thousands_separators() -> None:
+    from dshlog.output import labels
+
+    assert labels.tokens_text({"inputTokens": 1234567, "outputTokens": 12}) == "in 1,234,567, out 12"
+
+
+def test_session_ids_and_option_values_complete(tmp_path) -> None:
+    import os
+
+    root, _ = store(tmp_path)
+    def complete(words: str, cword: int) -> list[str]:
+        env = dict(os.environ, _DSHLOG_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD=str(cword), DSH_HOME=str(root.parent))
+        done = subprocess.run([sys.executable, "-m", "dshlog"], env=env, capture_output=True, cwd=ROOT)
+        return done.stdout.decode().split()
+
+    assert complete("dshlog info cr", 2) == ["crash-0001"]
+    assert complete("dshlog export -f ", 3) == ["md", "html", "json"]
+    assert complete("dshlog ls --sort ", 3) == ["time", "size", "id", "turns"]

@@ -28,7 +28,7 @@ from ..protocol.jsjson import dumps, dumps_pretty, stringify
 from ..protocol.layout import default_root
 from ..read.container import Container
 from ..read.session import SessionLog, open_session
-from ..read.store import resolve_session
+from ..read.store import list_sessions, resolve_session
 from .env import Env
 
 try:  # Typer >= 0.24 vendors its own click
@@ -93,10 +93,21 @@ def root() -> Path:
     e = current().env
     return default_root(e.dsh_home, e.home)
 
+def complete_session(incomplete: str) -> list[str]:
+    """Shell completion of a FILE argument: the session ids of ``$DSH_HOME/sessions`` that start so."""
+    env = Env.from_process()  # completion runs outside main(): read the process the one way
+    try:
+        entries = list_sessions(default_root(env.dsh_home, env.home), scan=False)
+    except DshlogError:
+        return []
+    return sorted({e.id for e in entries if e.id and e.id.startswith(incomplete)})
+
+
 FileArg = Annotated[
     Optional[str],
     typer.Argument(
         metavar="FILE",
+        autocompletion=complete_session,
         help="Session log: a generation file (.jsonl, .jsonl.zstd), a session directory, a JSON array or wrapped "
         "event stream, - for standard input, or a session id (prefix) under $DSH_HOME/sessions. "
         "Default: the most recent session of the current directory.",

@@ -31,7 +31,7 @@ app = command_app()
 @app.command("export")
 def export(
     file: FileArg = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|html|json", help="md (readable as plain text), html (one self-contained file) or json (versioned shape).")] = "md",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|html|json", help="md (readable as plain text), html (one self-contained file) or json (versioned shape).", autocompletion=lambda: list(FORMATS))] = "md",
     output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write to OUT (atomically; never overwrites) instead of stdout: a file, or a directory to create it in (existing, or ending in /); - is stdout.")] = None,
     redact: Annotated[bool, typer.Option("--redact", help="Mask API keys, tokens, JWTs, passwords and e-mail addresses everywhere.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Do not trim long tool output, arguments and system prompts.")] = False,

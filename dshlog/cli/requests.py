@@ -78,8 +78,8 @@ def requests(
                     r.message_count,
                     "-" if r.extends is None else ("yes" if r.extends else "no"),
                     r.reason or "",
-                    r.input_tokens,
-                    r.output_tokens,
+                    labels.count(r.input_tokens),
+                    labels.count(r.output_tokens),
                 ]
                 for r in found
             ),

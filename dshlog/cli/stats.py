@@ -57,7 +57,7 @@ def stats(
         tokens = d["tokens"]
         timed = d.get("timed", True)
         return [name, d["turns"], d["steps"], d["modelCalls"], d["retries"], d["cancellations"], f"{tools} ({errors} err)",
-                tokens.get("inputTokens", 0), tokens.get("outputTokens", 0), human_duration(d["durationMs"]) if timed else "-"]
+                labels.count(tokens.get("inputTokens", 0)), labels.count(tokens.get("outputTokens", 0)), human_duration(d["durationMs"]) if timed else "-"]
 
     rows = [row(str(s["id"] or s["path"]), s) for s in sessions]
     if len(sessions) > 1:
@@ -68,6 +68,6 @@ def stats(
         table(screen(), "tool calls", ["tool", "calls", "errors"], ([n, c["calls"], c["errors"]] for n, c in total["toolCalls"].items()), justify={1: "right", 2: "right"})
     if total["tokensByModel"]:
         keys = sorted({k for u in total["tokensByModel"].values() for k in u})
-        table(screen(), "tokens by model", ["model", *map(labels.token_name, keys)], ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()),
+        table(screen(), "tokens by model", ["model", *map(labels.token_name, keys)], ([m, *(labels.count(u.get(k, 0)) for k in keys)] for m, u in total["tokensByModel"].items()),
               justify={i + 1: "right" for i in range(len(keys))})
 

@@ -102,9 +102,14 @@ def token_name(key: str) -> str:
     return TOKEN_LABELS.get(key, key)
 
 
+def count(n: object) -> str:
+    """A count for people: ``12,345`` (thousands separated); anything not an integer as it is."""
+    return f"{n:,}" if type(n) is int else ("" if n is None else str(n))
+
+
 def tokens_text(tokens: Mapping[str, int]) -> str:
-    """``in 10, out 2``."""
-    return ", ".join(f"{token_name(k)} {v}" for k, v in tokens.items())
+    """``in 10, out 2``, ``in 12,345``."""
+    return ", ".join(f"{token_name(k)} {count(v)}" for k, v in tokens.items())
 
 
 def cut_note(cut_lines: int, cut_chars: int, hint: str = "") -> str:
