@@ -3,7 +3,8 @@
 An example is a README code block (indented four spaces) holding a ``$ dshlog ...``
 line followed by the output it prints.  The runner makes a scratch directory
 with what the examples name (``fixtures/``, a copy ``fixtures-copy/`` of the v0
-fixtures to migrate, and ``root/``, a persistence root holding the two v4
+fixtures to migrate, with ``no-depth/``, the v0 fixture without the header's
+``delegationDepth``, to rescue, and ``root/``, a persistence root holding the two v4
 fixtures where dsh keeps them), runs the ``dshlog`` part in-process through a test
 environment (a terminal 100 columns wide without colour, or a pipe when the line
 goes on with ``| ...``, whose rest runs in ``bash``), and compares stdout and
@@ -69,6 +70,10 @@ def scratch(base: Path) -> Path:
     work = base / "work"
     shutil.copytree(FIXTURES, work / "fixtures", ignore=shutil.ignore_patterns("build.py", "__pycache__"))
     shutil.copytree(FIXTURES / "v0", work / "fixtures-copy")
+    # an early writer's log: the v0 fixture without the header's delegationDepth (what rescue brings back)
+    lines = (FIXTURES / "v0" / "text-turn" / "session.jsonl").read_bytes().split(b"\n", 1)
+    (work / "fixtures-copy" / "no-depth").mkdir()
+    (work / "fixtures-copy" / "no-depth" / "session.jsonl").write_bytes(lines[0].replace(b',"delegationDepth":0', b"") + b"\n" + lines[1])
     for name in ("loop", "crash"):
         src = FIXTURES / "v4" / name / "session.v4.jsonl"
         h = read_header(src) or {}
