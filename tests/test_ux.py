@@ -333,3 +333,13 @@ def test_session_ids_and_option_values_complete(tmp_path) -> None:
     assert complete("dshlog info cr", 2) == ["crash-0001"]
     assert complete("dshlog export -f ", 3) == ["md", "html", "json"]
     assert complete("dshlog ls --sort ", 3) == ["time", "size", "id", "turns"]
+
+
+def test_a_truncated_zstd_log_says_its_last_write_was_lost(tmp_path) -> None:
+    src = FIXTURES / "v4" / "loop-zstd" / "session.v4.jsonl.zstd"
+    p = tmp_path / "session.v4.jsonl.zstd"
+    p.write_bytes(src.read_bytes()[:-20])
+    code, out, err = run_env("info", str(p))
+    assert code == 0, err
+    assert b"0 bytes ignored" not in out
+    assert b"incomplete" in out and b"events of that write are lost" in err

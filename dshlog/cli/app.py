@@ -22,8 +22,8 @@ try:  # Typer >= 0.24 vendors its own click
     from typer._click.exceptions import ClickException
     from typer._click.exceptions import UsageError as ClickUsageError
 except ImportError:  # pragma: no cover
-    from click.exceptions import ClickException
-    from click.exceptions import UsageError as ClickUsageError
+    from click.exceptions import ClickException  # type: ignore[no-redef]  # the same classes, older typer
+    from click.exceptions import UsageError as ClickUsageError  # type: ignore[no-redef]
 
 from .._version import __version__
 from ..errors import DshlogError, ExitCode, UnsupportedVersion

@@ -34,7 +34,7 @@ from .env import Env
 try:  # Typer >= 0.24 vendors its own click
     from typer._click.globals import get_current_context
 except ImportError:  # pragma: no cover
-    from click.globals import get_current_context
+    from click.globals import get_current_context  # type: ignore[no-redef]  # the same function, older typer
 
 __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JsonOpt", "Run", "SelectOpt",
@@ -281,14 +281,14 @@ def located(log: Any, exc: Exception) -> Exception:
     return exc
 
 
-def event_bytes(ev: dict, raw: bytes | None, json_: bool) -> bytes:
+def event_bytes(ev: dict[str, Any], raw: bytes | None, json_: bool) -> bytes:
     """One event the way ``events`` prints it (``--json``: its exact line when there is one)."""
     if json_:
         return (raw if raw is not None else dumps(ev)) + b"\n"
     return event_line(ev)
 
 
-def closer_lines(closers: list[dict]) -> list[str]:
+def closer_lines(closers: list[dict[str, Any]]) -> list[str]:
     """The synthetic events a writer appended (``repair``, ``fork``), one line each."""
     out = []
     for c in closers:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..model.summary import summarize
 from ..output import labels
 from ..output.jsondoc import info_document
+from ..read.container import torn_text
 from ..output.terminal import table
 from ..output.text import human_bytes
 from .app import command_app
@@ -46,7 +47,7 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
             out("header      (none)")
         out(f"size        {human_bytes(log.info.size_on_disk)} on disk, {human_bytes(log.info.decoded_bytes)} decoded")
         if log.info.torn:
-            out(f"torn tail   {log.info.torn.length} bytes ignored")
+            out(f"torn tail   {torn_text(log.info.torn, log.info.size_on_disk).removeprefix('torn tail ignored: ')}")
         if s.title:
             out(f"title       {s.title}")
         out(f"events      {s.events}" + (f" (seq {s.first_seq}..{s.last_seq})" if s.events else ""))

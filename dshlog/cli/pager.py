@@ -13,7 +13,7 @@ import shlex
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import BinaryIO
+from typing import IO
 
 from .env import Env
 
@@ -21,7 +21,7 @@ __all__ = ["paged"]
 
 
 @contextmanager
-def paged(env: Env) -> Iterator[BinaryIO]:
+def paged(env: Env) -> Iterator[IO[bytes]]:
     """A byte stream that ends up on the terminal through the pager (or stdout itself, without one).
 
     Quitting the pager before the end is normal: the rest is not rendered, and

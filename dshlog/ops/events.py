@@ -58,7 +58,8 @@ def filtered(source: Iterable[Pair], f: EventFilter) -> Iterator[Pair]:
         seq = ev.get("seq")
         if type(seq) is int:
             last_seq = seq
-        data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        raw_data = ev.get("data")
+        data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
         if t == "turn/start":
             current_turn = data.get("turn")
             turns.append(current_turn)

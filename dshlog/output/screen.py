@@ -67,7 +67,7 @@ class Screen:
                 raise BrokenPipeError()
 
         return _Console(
-            file=TextSink(stream if stream is not None else self.stream, self.tty),
+            file=TextSink(stream if stream is not None else self.stream, self.tty),  # type: ignore[arg-type]  # a text file by duck typing (write, flush, isatty)
             no_color=not self.colour,
             color_system="standard" if self.colour else None,
             force_terminal=self.terminal,

@@ -48,6 +48,7 @@ from .container import (
     iter_lines,
     iter_zstd_lines,
     open_binary,
+    torn_text,
     zstd_prefix,
     sniff,
 )
@@ -417,9 +418,8 @@ class SessionLog:
         if plain is not None:
             yield from self._plain_rows(plain[1], plain[2])
         t = self.info.torn
-        if t is not None and t.length:
-            where = f"frame {t.frame}" if t.frame is not None else f"byte {t.offset}"
-            self.notes.add(Problem("torn-tail", f"torn tail ignored: {t.length} bytes after the last complete line ({where})", Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
+        if t is not None and (t.length or t.frame is not None):
+            self.notes.add(Problem("torn-tail", torn_text(t, self.info.size_on_disk), Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
         dec = self.decoder
         if dec.recoverable:
             if dec.issue is not None:

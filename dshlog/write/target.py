@@ -60,7 +60,7 @@ def is_persistence_root(directory: Path, *, near: str | os.PathLike[str] | None 
     """Whether ``directory`` is a dsh persistence root: the root ``near`` (a generation file) lives in,
     or a directory that already holds project directories."""
     if near is not None:
-        root = persistence_root(near)
+        root = persistence_root(os.fspath(near))
         if root is not None and root.exists() and directory.exists() and os.path.samefile(root, directory):
             return True
     try:
