@@ -225,3 +225,14 @@ def test_tail_f_follows_a_newer_generation(tmp_path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_stats_shortens_long_ids_on_a_terminal(tmp_path) -> None:
+    root = tmp_path / "sessions"
+    sid = "3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b"
+    p = markup_session(root, sid, "/home/ann/demo")
+    code, shown, _ = on_pty(["stats", str(p)], columns=80)
+    assert code == 0, shown.decode(errors="replace")
+    lines = [line for line in shown.decode().splitlines() if line.strip()]
+    assert lines[1].startswith("3f2a9c1e ") and sid not in shown.decode()
+    assert all(len(line) <= 80 for line in lines)

@@ -8,6 +8,7 @@ import typer
 
 from ..model.stats import session_stats, total_stats
 from ..model.summary import summarize
+from ..ops.sessions import unique_prefixes
 from ..output import labels
 from ..output.terminal import table
 from ..output.text import human_duration
@@ -59,7 +60,9 @@ def stats(
         return [name, d["turns"], d["steps"], d["modelCalls"], d["retries"], d["cancellations"], f"{tools} ({errors} err)",
                 labels.count(tokens.get("inputTokens", 0)), labels.count(tokens.get("outputTokens", 0)), human_duration(d["durationMs"]) if timed else "-"]
 
-    rows = [row(str(s["id"] or s["path"]), s) for s in sessions]
+    names = [str(s["id"] or s["path"]) for s in sessions]
+    short = unique_prefixes(names) if screen().tty else {}  # a terminal shows ids people can type, not fold them
+    rows = [row(short.get(n, n), s) for n, s in zip(names, sessions)]
     if len(sessions) > 1:
         rows.append(row("total", total))
     table(screen(), None, ["session", "turns", "steps", "calls", "retries", "cancelled", "tools", labels.token_name("inputTokens"), labels.token_name("outputTokens"), "time"], rows,
