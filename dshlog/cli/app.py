@@ -189,9 +189,10 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     except DshlogError as exc:
         if debug:
             _message(env, traceback.format_exc().rstrip())
-        _message(env, f"dshlog: {exc.one_line()}")
         if isinstance(exc, UnsupportedVersion) and "unknown event type" in exc.message:
+            # before the error, so the error stays the last line (scripts read it there)
             _message(env, "dshlog: hint: surface, rebuild and requests read unknown event types as log-only with --allow-unknown")
+        _message(env, f"dshlog: {exc.one_line()}")
         code = exc.exit_code
     except KeyboardInterrupt:
         code = 130

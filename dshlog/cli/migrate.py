@@ -48,7 +48,8 @@ def migrate(
         if json_:
             return
         if o.status == "failed":
-            out(f"failed {o.source}: {o.error}")  # a result like the others: on stdout, naming its session
+            out(f"failed {o.source}")  # a result like the others, on stdout, naming its session
+            err(f"dshlog: {o.error}")  # and why, as every error is said: on stderr, naming it too
         elif o.status == "migrated":
             out(f"migrated {o.source} -> {o.target} ({o.events} events)")
         elif o.status == "would-migrate":
