@@ -19,10 +19,11 @@ from typing import NoReturn
 try:  # POSIX only; without it pipes keep their default size
     import fcntl
 except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # off POSIX the module is None, tested before use
 
 
-def _usable_cpus() -> int:
+def usable_cpus() -> int:
+    """The cores this process may run on (its affinity mask, not the machine's count)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
@@ -30,7 +31,7 @@ def _usable_cpus() -> int:
 
 
 # A child only pays off where a second core can run it.
-PARALLEL = _usable_cpus() > 1 and hasattr(os, "fork")
+PARALLEL = usable_cpus() > 1 and hasattr(os, "fork")
 
 
 def can_fork() -> bool:
@@ -77,7 +78,7 @@ def pack_error(exc: BaseException) -> bytes:
 def unpack_error(blob: bytes) -> BaseException:
     """The exception :func:`pack_error` described, rebuilt without calling its ``__init__``."""
     cls, args, attrs = pickle.loads(blob)
-    exc = cls.__new__(cls)
+    exc: BaseException = cls.__new__(cls)
     exc.args = args
     exc.__dict__.update(attrs)
     return exc

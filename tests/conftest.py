@@ -94,7 +94,7 @@ def run_env(*args: str, stdin: bytes = b"", tty: bool = False, **env: object) ->
     return code, e.stdout.getvalue(), e.stderr.getvalue()  # type: ignore[attr-defined]
 
 
-def read_log(source: "Path | bytes", tmp_dir: "Path | None" = None, name: str = "session.jsonl") -> tuple[dict | None, list[dict]]:
+def read_log(source: Path | bytes, tmp_dir: Path | None = None, name: str = "session.jsonl") -> tuple[dict | None, list[dict]]:
     """(header, stored-version events) through the project's reader, leniently.
 
     ``source`` is a path, or the bytes of a log (written to ``tmp_dir/name`` first).
@@ -111,7 +111,7 @@ def read_log(source: "Path | bytes", tmp_dir: "Path | None" = None, name: str = 
     else:
         path = Path(source)
     with open_session(path, strict=False) as log:
-        return log.header, list((r.event for r in log.stored()))
+        return log.header, list(r.event for r in log.stored())
 
 
 def load_golden(name: str) -> list[dict]:

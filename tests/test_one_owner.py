@@ -263,3 +263,54 @@ def test_a_reserved_frame_bit_is_corruption_for_reading_and_for_following(tmp_pa
     assert code == 4 and b"reserved frame header bits" in err
     proc = subprocess.run([sys.executable, "-m", "dshlog", "tail", "-f", str(path)], capture_output=True, timeout=30)
     assert proc.returncode == 4 and b"reserved frame header bits" in proc.stderr
+
+
+def test_a_non_canonical_directory_name_is_no_session_id_for_listing_nor_for_locking(tmp_path: Path, capsysbinary: Any) -> None:
+    """Disagreement 8: the store's segment decoder refused ``~0041bc`` (``A`` needs no escape)
+    while the lock's decoded it to ``Abc``, so a lock refusal named a session that ``ls`` and an
+    id lookup never show.  One codec: neither takes the name for the id ``Abc``, and a writer
+    into that session directory holds its lock and names the directory as it is."""
+    from conftest import lock_held_elsewhere
+
+    d = tmp_path / "sessions" / "-home-ann-demo-" / "~0041bc"
+    d.mkdir(parents=True)
+    shutil.copyfile(LOOP, d / "session.v4.jsonl")
+    code, out, err = run_cli(capsysbinary, "ls", str(tmp_path / "sessions"), "--json")
+    assert b'"id":"Abc"' not in out
+    code, _, err = run_cli(capsysbinary, "info", "Abc", "--json")
+    assert code != 0
+    with lock_held_elsewhere(d):
+        code, _, err = run_cli(capsysbinary, "fork", str(LOOP), "-o", str(d / "child.jsonl"))
+    assert code == 5, err
+    assert b"Abc" not in err and b"~0041bc" in err, err
+    assert not (d / "child.jsonl").exists()
+
+
+def test_every_writer_compares_the_source_by_the_same_identity(tmp_path: Path, capsysbinary: Any) -> None:
+    """Disagreement 10: ``repair`` compared (dev, ino, size, mtime) and ``migrate`` also the
+    ctime, so a rewrite that kept size and mtime passed one and not the other.  One identity:
+    a source whose ctime alone moves during the run is refused by both."""
+    import os
+
+    from dshlog.write import transaction
+
+    real = transaction.Publication.verify_staged
+    for argv, src in (
+        (["repair", "{p}", "--write"], FIXTURES / "v4" / "crash" / "session.v4.jsonl"),
+        (["migrate", "--no-children", "{d}"], FIXTURES / "v0" / "text-turn" / "session.jsonl"),
+    ):
+        d = tmp_path / argv[0]
+        d.mkdir()
+        p = d / src.name
+        shutil.copyfile(src, p)
+
+        def touch_ctime(self: Any, *a: Any, _p: Path = p, **k: Any) -> None:
+            real(self, *a, **k)
+            os.chmod(_p, os.stat(_p).st_mode & 0o7777)  # same mode, same size, same mtime: only the ctime moves
+
+        transaction.Publication.verify_staged = touch_ctime  # type: ignore[method-assign]  # restored below
+        try:
+            code, _, err = run_cli(capsysbinary, *(a.format(p=p, d=d) for a in argv))
+        finally:
+            transaction.Publication.verify_staged = real  # type: ignore[method-assign]  # the real method back
+        assert code == 5 and b"changed" in err, (argv, err)

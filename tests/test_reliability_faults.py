@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

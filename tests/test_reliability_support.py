@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from conftest import load_bench_script
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import pty
 import re
 import select
 import shutil
@@ -18,7 +17,6 @@ import subprocess
 import sys
 import termios
 import time
-import uuid
 from pathlib import Path
 
 import pytest

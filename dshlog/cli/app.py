@@ -13,21 +13,26 @@ import importlib
 import os
 import sys
 import traceback
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-try:  # Typer >= 0.24 vendors its own click
+if TYPE_CHECKING:  # the installed Typer vendors its own click
     from typer._click.exceptions import ClickException
     from typer._click.exceptions import UsageError as ClickUsageError
-except ImportError:  # pragma: no cover
-    from click.exceptions import ClickException  # type: ignore[no-redef]  # the same classes, older typer
-    from click.exceptions import UsageError as ClickUsageError  # type: ignore[no-redef]
+else:
+    try:  # Typer >= 0.24 vendors its own click
+        from typer._click.exceptions import ClickException
+        from typer._click.exceptions import UsageError as ClickUsageError
+    except ImportError:  # pragma: no cover
+        from click.exceptions import ClickException
+        from click.exceptions import UsageError as ClickUsageError
 
 from .._version import __version__
 from ..errors import DshlogError, ExitCode, UnsupportedVersion
 from ..output.text import sanitize
+from ..read.container import DEFAULT_MAX_LINE_BYTES, LINE_LIMIT
 from .common import Run, current, out
 from .env import Env
 
@@ -111,6 +116,10 @@ def _root(
         help="A package name to migrate as dsh's system-prompt producer besides @deepseek-ai/dsh-system-prompt, "
         "as the fork build that wrote the log does (e.g. @x1a0f3n9/dsh-system-prompt); repeatable. "
         "Default: upstream dsh's mapping, where any other name becomes a plugin:<name> source.")] = [],
+    max_line_size: Annotated[int, typer.Option(
+        "--max-line-size", metavar="MIB", min=1,
+        help="The longest line (decoded) any reader accepts, in MiB; a longer one is refused with exit 3 "
+        "naming the line. It bounds memory against huge lines and decompression bombs.")] = DEFAULT_MAX_LINE_BYTES >> 20,
 ) -> None:
     """Inspect and repair DeepSeek Harness session logs from outside dsh.
 
@@ -120,6 +129,7 @@ def _root(
         out(f"dshlog {__version__}")
         raise typer.Exit(0)
     current().plugins = tuple(system_prompt_plugin)
+    LINE_LIMIT.set(max_line_size << 20)
 
 
 def _split_debug(args: list[str]) -> tuple[list[str], bool]:
@@ -196,6 +206,11 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
         code = exc.exit_code
     except KeyboardInterrupt:
         code = 130
+    except MemoryError:  # the system refused memory (a ulimit, a huge value): say so, not "internal error"
+        if debug:
+            raise
+        _message(env, "dshlog: io: out of memory (lower --max-line-size, or allow the process more memory)")
+        code = ExitCode.IO
     except Exception as exc:
         if isinstance(exc, ClosedStdout) or _closed_pipe(exc):  # the reader of our stdout went away (| head): not an error
             _quiet_stdout(env)

@@ -21,7 +21,7 @@ import typer
 from ..errors import DshlogError, ExitCode, UsageError
 from ..ops.outcome import worst
 from ..output.events import event_line
-from ..output.jsondoc import JSON_SHAPE
+from ..output.jsondoc import SHAPE as JSON_SHAPE
 from ..output.screen import Screen
 from ..output.text import sanitize
 from ..protocol.jsjson import dumps, dumps_pretty, stringify

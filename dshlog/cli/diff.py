@@ -47,7 +47,7 @@ def diff(
                 with log.v4() as view:
                     built = requests_at(view, list(request), session_id=log.session_id)
             except DshlogError as exc:
-                raise located(log, exc)
+                raise located(log, exc)  # noqa: B904 - the error itself, located
             req_a, req_b = built[request[0]], built[request[1]]
             label_a, label_b = f"request {request[0]}", f"request {request[1]}"
             print_notes(log)
@@ -63,7 +63,7 @@ def diff(
                     with log.v4() as view:
                         reqs.append(requests_at(view, [n], session_id=log.session_id)[n])
                 except DshlogError as exc:
-                    raise located(log, exc)
+                    raise located(log, exc)  # noqa: B904 - the error itself, located
                 print_notes(log)
         req_a, req_b = reqs
         label_a, label_b = f"{files[0]} request {numbers[0]}", f"{files[1]} request {numbers[1]}"

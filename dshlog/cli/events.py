@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from collections.abc import Iterator
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -49,6 +50,7 @@ def events(
     log = open_log(file, strict=v4, select=select, format_version=format_version)
     with log:
         view = log.v4() if v4 else None
+        source: Iterator[tuple[dict[str, Any], bytes | None]]
         if view is not None:
             source = ((ev, None) for ev in view)
         else:

@@ -62,6 +62,6 @@ def export(
                     err(f"dshlog: warning: {w}")
                 err(f"written: {target}")
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
         print_notes(log)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..model.summary import summarize
 from ..output import labels
-from ..output.jsondoc import info_document
+from ..ops.results import SessionInfo
 from ..read.container import torn_text
 from ..output.terminal import table
 from ..output.text import human_bytes
@@ -35,7 +35,7 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
     with log:
         s = summarize(log.stored_runs())
         if json_:
-            emit_json(info_document(log, s))
+            emit_json(SessionInfo.of(log, s).as_dict())
             return
         h = log.header or {}
         out(f"file        {log.path}")

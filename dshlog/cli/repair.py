@@ -8,7 +8,7 @@ import typer
 
 from ..errors import ExitCode, UsageError
 from ..ops.repair import RepairResult, plan_repair, repair_copy, repair_in_place
-from ..output.jsondoc import repair_document
+from ..ops.results import RepairOutcome
 from .app import command_app
 from .common import (
     FileArg,
@@ -55,7 +55,7 @@ def repair(
         result = RepairResult(plan_repair(file, select=select, format_version=format_version, system_prompt_plugins=plugins()))
     plan = result.plan
     if json_:
-        emit_json(repair_document(result))
+        emit_json(RepairOutcome.of(result).as_dict())
     else:
         rep = plan.report
         if plan.healthy:
@@ -67,7 +67,7 @@ def repair(
                 out(f"torn tail: {plan.torn_bytes} bytes after the last complete line")
             for w in plan.warnings:
                 err(f"dshlog: warning: {w}")
-            out(("appended:" if result.written else "would append:"))
+            out("appended:" if result.written else "would append:")
             for line in closer_lines(plan.closers):
                 out(f"  {line}")
             if result.written:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..errors import DshlogError
-from ..model.requests import iter_requests
+from ..model.requests import RequestInfo, iter_requests
 from ..output import labels
-from ..output.jsondoc import request_row
+from ..ops.results import RequestRow
 from ..output.terminal import table
 from ..protocol.jsjson import dumps
 from .app import command_app
@@ -43,13 +43,13 @@ def requests(
     """
     log = open_log(file, select=select, format_version=format_version)
 
-    def rows():
+    def rows() -> list[RequestInfo]:
         # dsh's decision on the whole log comes before any row is shown
         try:
             with log.v4(allow_unknown=allow_unknown) as view:
                 return list(iter_requests(view, session_id=log.session_id, strict_unknown=not allow_unknown))
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
 
     with log:
         if not json_:
@@ -61,7 +61,7 @@ def requests(
             out.write(b'{"shape":%d,"requests":[' % JSON_SHAPE)
             sep = b"\n"
             for r in rows():
-                out.write(sep + dumps(request_row(r)))
+                out.write(sep + dumps(RequestRow.of(r).as_dict()))
                 sep = b",\n"
             out.write(b"\n]}\n")
             out.flush()

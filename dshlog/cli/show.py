@@ -50,7 +50,7 @@ def show(
             else:
                 _render(log, head, TerminalRenderer(scr.console(), reasoning=reasoning), full)
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
         print_notes(log)
 
 

@@ -41,7 +41,8 @@ def stats(
     Example: dshlog stats ~/.dsh/sessions/--home-ann-p--/*/ --json | jq .total.tokensByModel
     """
     sessions = []
-    for f in files or [None]:
+    current: list[str | None] = [None]  # no FILE: the current session
+    for f in files or current:
         log = open_log(f, strict=False, select=select, format_version=format_version)
         with log:
             s = summarize(log.stored_runs())

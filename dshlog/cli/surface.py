@@ -9,7 +9,8 @@ import typer
 from ..check.surface import fold
 from ..errors import DshlogError, UsageError
 from ..output.terminal import table
-from ..output.jsondoc import surface_document, surface_nodes
+from ..ops.results import SurfaceView
+from ..output.text import preview
 from .app import command_app
 from .common import (
     FileArg,
@@ -50,14 +51,14 @@ def surface(
             with log.v4(allow_unknown=allow_unknown) as view:
                 state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
         if at is not None and state.next_seq <= at:
 
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
         if json_:
-            emit_json(surface_document(state, messages=messages))
+            emit_json(SurfaceView(tuple(state.node_info()), tuple(state.messages()), tuple(state.replacements)).as_dict(messages=messages))
             return
-        nodes = surface_nodes(state)
+        nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in state.node_info()]
         roles = [m.get("role") for m in state.messages()]
         table(screen(), None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
         out(f"nodes: {[n['seq'] for n in nodes]}")

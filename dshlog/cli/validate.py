@@ -39,7 +39,8 @@ def validate(
     Example: dshlog validate ~/.dsh/sessions/*/*/
     """
     reports = []
-    for f in files or [None]:
+    current: list[str | None] = [None]  # no FILE: the current session
+    for f in files or current:
         report = validate_log(resolve(f), select=select, format_version=format_version, system_prompt_plugins=plugins())
         reports.append(report)
         if not json_:

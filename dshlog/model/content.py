@@ -19,6 +19,13 @@ their own:
 * a string where the content array should be is read as one text block; other
   blocks and non-dict entries give nothing.
 
+A rule that asks for ``arguments`` gives a ``tool-call`` block's arguments as the
+text a person reads in them: the string values of the JSON object they hold (never
+its keys), or the whole string when it is not JSON.  A rule without
+``placeholders`` leaves images and files out (``search`` looks for what was
+written, not for dshlog's spelling of an attachment).  :func:`content_pieces`
+gives each piece with the kind of block it came from.
+
 Non-empty pieces are joined with the rule's separator.  The placeholder
 spellings live here, with the rule that produces them; every other word a
 renderer prints lives in :mod:`dshlog.output.labels`.
@@ -34,9 +41,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..protocol.jsjson import JsonError, loads
 from ..protocol.vocabulary import TOOL_CHANGE_BLOCKS
 
-__all__ = ["EVENT_LINE", "PREVIEW", "SEARCH", "TRANSCRIPT", "TextRule", "content_text", "message_text"]
+__all__ = ["EVENT_LINE", "FIND", "PREVIEW", "SEARCH", "TRANSCRIPT", "TextRule", "content_pieces", "content_text", "message_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +53,15 @@ class TextRule:
 
     ``tool_calls``: tool-call, tool-addition and tool-removal blocks as markers.
     ``reasoning``: the model's reasoning text.  ``separator``: between pieces.
+    ``arguments``: a tool call's arguments as text (instead of a marker).
+    ``placeholders``: images and files as ``[image]``, ``[file NAME]``.
     """
 
     tool_calls: bool = True
     reasoning: bool = False
     separator: str = ""
+    arguments: bool = False
+    placeholders: bool = True
 
 
 #: Previews (``surface``, ``diff``): dsh's own demo rule, calls as markers, no reasoning, pieces run together.
@@ -60,13 +72,47 @@ EVENT_LINE = TextRule(tool_calls=False, reasoning=True)
 SEARCH = TextRule(tool_calls=False, reasoning=True, separator="\n")
 #: ``show`` and ``export``: reasoning, calls and tool changes are items of their own; pieces one per line.
 TRANSCRIPT = TextRule(tool_calls=False, separator="\n")
+#: ``search``: what a person reads, each piece apart: text, reasoning, call arguments, tool output; no placeholders.
+FIND = TextRule(tool_calls=False, reasoning=True, separator="\n", arguments=True, placeholders=False)
 
 
-def _pieces(content: Any, rule: TextRule) -> Iterator[str]:
-    """The text of each block, depth first; iterative, so nesting depth cannot exhaust the stack."""
-    stack: list[Iterator[Any]] = [iter([{"type": "text", "text": content}] if isinstance(content, str) else content if isinstance(content, list) else ())]
+def argument_strings(arguments: str) -> Iterator[str]:
+    """The string values of a call's JSON arguments, in document order (the string itself when it is no JSON)."""
+    try:
+        value = loads(arguments)
+    except JsonError:
+        yield arguments
+        return
+    if isinstance(value, str):
+        yield value
+        return
+    stack: list[Iterator[Any]] = [iter([value])]
     while stack:
-        block = next(stack[-1], None)
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+        elif isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.append(iter(item.values()))
+        elif isinstance(item, list):
+            stack.append(iter(item))
+
+
+_END = object()
+
+
+def content_pieces(content: Any, rule: TextRule = PREVIEW) -> Iterator[tuple[str, str]]:
+    """``(kind, text)`` of each block, depth first; iterative, so nesting depth cannot exhaust the stack.
+
+    ``kind`` is the block's type, except that text nested in a ``tool-result``
+    wrapper (v0..v3) has the kind ``tool-result``: it is a tool's output.
+    """
+    stack: list[tuple[Iterator[Any], bool]] = [
+        (iter([{"type": "text", "text": content}] if isinstance(content, str) else content if isinstance(content, list) else ()), False)]
+    while stack:
+        top, nested_in_result = stack[-1]
+        block = next(top, None)
         if block is None:
             stack.pop()
             continue
@@ -75,30 +121,37 @@ def _pieces(content: Any, rule: TextRule) -> Iterator[str]:
         kind = block.get("type")
         if kind == "text" or (kind == "reasoning" and rule.reasoning):
             if isinstance(block.get("text"), str):
-                yield block["text"]
+                yield ("tool-result" if nested_in_result else kind), block["text"]
         elif kind == "tool-call":
-            if rule.tool_calls:
-                yield f"[tool-call {block.get('name')}]"
+            if rule.arguments:
+                args = block.get("arguments")
+                if isinstance(args, str):
+                    for piece in argument_strings(args):
+                        yield kind, piece
+            elif rule.tool_calls:
+                yield kind, f"[tool-call {block.get('name')}]"
         elif kind in TOOL_CHANGE_BLOCKS:
             if rule.tool_calls:
-                yield f"[{kind} {block.get('toolName')}]"
+                yield kind, f"[{kind} {block.get('toolName')}]"
         elif kind == "tool-result":
             nested = block.get("content")
             if isinstance(nested, str):
-                yield nested
+                yield kind, nested
             elif isinstance(nested, list):
-                stack.append(iter(nested))
+                stack.append((iter(nested), True))
+        elif not rule.placeholders:
+            continue
         elif kind == "image":
-            yield "[image offloaded]" if block.get("offloaded") is True else "[image]"
+            yield kind, "[image offloaded]" if block.get("offloaded") is True else "[image]"
         elif kind == "file":
-            att = block.get("attachment") if isinstance(block.get("attachment"), dict) else {}
+            att: dict[str, Any] = block["attachment"] if isinstance(block.get("attachment"), dict) else {}
             name = att.get("name") or att.get("filename")
-            yield f"[file {name}]" if name else "[file]"
+            yield kind, f"[file {name}]" if name else "[file]"
 
 
 def content_text(content: Any, rule: TextRule = PREVIEW) -> str:
     """The visible text of a content array (or string) under ``rule``."""
-    return rule.separator.join(p for p in _pieces(content, rule) if p)
+    return rule.separator.join(p for _, p in content_pieces(content, rule) if p)
 
 
 def message_text(message: Any, rule: TextRule = PREVIEW) -> str:

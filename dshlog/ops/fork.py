@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from ..errors import UsageError
 from ..model.fork import ForkPlan, at_turn, build_fork_seed, child_header
@@ -23,7 +24,7 @@ from ..protocol.layout import generation_name, persistence_root, session_dir
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.container import resolve_path
 from ..protocol.texts import EMPTY_FORK
-from ..read.session import open_session
+from ..read.session import SessionLog, open_session
 from ..write.transaction import Ownership, Publication, make_directory, output_lock
 from ..write.target import is_persistence_root, means_directory, output_path
 from ..write.verify import ReadBack
@@ -59,7 +60,7 @@ def write_fork(
     :func:`build_fork_seed` still gives the empty child of an empty seed).
     """
 
-    def _open():
+    def _open() -> SessionLog:
         return open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins)
 
     if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)
@@ -101,7 +102,7 @@ def write_fork(
             raws: dict[int, bytes] = {}
             view = log.v4()
 
-            def events() -> Iterator[dict]:
+            def events() -> Iterator[dict[str, Any]]:
                 for ev, raw in view.records():
                     if raw is not None:
                         raws[id(ev)] = raw
@@ -113,7 +114,7 @@ def write_fork(
                 w = LogWriter(staged, compressed=compressed, projection=log.projection, tee=check.tee)
                 w.header(header)
                 plan: list[ForkPlan] = []
-                closers: list[dict] = []
+                closers: list[dict[str, Any]] = []
                 for index, ev in enumerate(build_fork_seed(events(), at, session_id=str(parent_id), now_ms=created, plan=plan)):
                     # the plan is known once the marker is due; what follows the marker are the closers
                     if plan and index > plan[0].inherited:

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from collections.abc import Callable, Iterable
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import DshlogError, ExitCode, UsageError
-from ..output.jsondoc import JSON_SHAPE
+from ..executor import Executor, InProcess
+from ..output.jsondoc import SHAPE
 from ..protocol.layout import generation_name, parse_generation, persistence_root
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.children import discover_child_facts
@@ -78,16 +81,16 @@ class Batch:
         return worst(o.exit_code for o in self.outcomes)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"shape": JSON_SHAPE, "sessions": [o.as_dict() for o in self.outcomes], "summary": self.counts()}
+        return {"shape": SHAPE, "sessions": [o.as_dict() for o in self.outcomes], "summary": self.counts()}
 
 
 def migrate_all(sources: Iterable[Path], *, check: bool = False, dry_run: bool = False, children: str = "auto",
-                system_prompt_plugins: tuple[str, ...] = (),
+                system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
                 progress: Callable[[Outcome], None] | None = None) -> Batch:
-    """:func:`migrate_session` for every source, in order; ``progress`` hears each outcome as it is known."""
+    """:func:`migrate_many` gathered into a :class:`Batch`; ``progress`` hears each outcome, in input order."""
     batch = Batch()
-    for src in sources:
-        o = migrate_session(src, check=check, dry_run=dry_run, children=children, system_prompt_plugins=system_prompt_plugins)
+    for o in migrate_many(list(sources), check=check, dry_run=dry_run, children=children,
+                          system_prompt_plugins=system_prompt_plugins, executor=executor):
         batch.outcomes.append(o)
         if progress is not None:
             progress(o)
@@ -105,11 +108,26 @@ def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
 
     With ``recursive``, every directory below a path that holds a canonical
     generation is one session (a dsh persistence root or any tree of them).
+    Symbolic links to directories are followed, as ``ls`` lists the sessions
+    behind them; a directory reached twice (two links, or a link cycle) is
+    visited once.
     """
+    seen: set[tuple[int, int]] = set()
+    if "" in paths:  # Path("") is the current directory: an empty argument must not mean "here"
+        raise UsageError("an empty PATH names no file or directory")
     for raw in paths:
         p = Path(raw)
         if p.is_dir() and recursive:
-            for dirpath, dirnames, filenames in os.walk(p):
+            for dirpath, dirnames, filenames in os.walk(p, followlinks=True):
+                try:
+                    st = os.stat(dirpath)
+                except OSError:
+                    dirnames.clear()
+                    continue
+                if (st.st_dev, st.st_ino) in seen:
+                    dirnames.clear()
+                    continue
+                seen.add((st.st_dev, st.st_ino))
                 dirnames.sort()
                 if any(parse_generation(n) is not None for n in filenames):
                     yield select_generation(Path(dirpath))
@@ -119,7 +137,7 @@ def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
             yield p
 
 
-def _child_facts(log: Any, children: str) -> list[dict]:
+def _child_facts(log: Any, children: str) -> list[dict[str, Any]]:
     if children == "none":
         return []
     root = persistence_root(log.path)
@@ -205,7 +223,7 @@ def _clean_after_publication(d: Path, out: Outcome) -> None:
         return  # best effort: the session itself is fine
 
 
-def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system_prompt_plugins: tuple[str, ...] = ()) -> None:
+def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outcome, system_prompt_plugins: tuple[str, ...] = ()) -> None:
     """Stream the migrated events into the one publication transaction (see the module docstring)."""
     compressed = source.name.endswith(".zstd")
     with open_session(str(source)) as probe:
@@ -228,6 +246,7 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system
         with open_session(str(source), system_prompt_plugins=system_prompt_plugins) as log:
             view = log.v4(child_facts=facts)
             header, events = view.header, iter(view)
+            assert header is not None  # a generation file: migrate_session refused a header-less input
             if log.projection:
                 out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
             with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, size_hint=pub.before.size) as check:
@@ -240,3 +259,17 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system
     out.warnings.extend(pub.warnings)
     out.events = w.events
     out.bytes = size
+
+
+def migrate_many(sources: list[Path], *, check: bool = False, dry_run: bool = False, children: str = "auto",
+                 system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None) -> Iterator[Outcome]:
+    """:func:`migrate_session` of each source, in input order, through the caller's executor.
+
+    Sessions are independent (each publication holds its own session's lock); a
+    parent that reads its children's facts reads whichever generation of a child
+    dsh would read at that moment, and a child's old and new generations hold the
+    same facts, so the order in which workers finish does not change any result.
+    """
+    ex = executor if executor is not None else InProcess()
+    task = partial(migrate_session, check=check, dry_run=dry_run, children=children, system_prompt_plugins=system_prompt_plugins)
+    yield from ex.map(task, sources)

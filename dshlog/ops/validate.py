@@ -12,12 +12,15 @@ is one more error, in dsh's words.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from ..check.problems import Problem, Severity
 from ..check.validate import Validator
 from ..errors import DshlogError, ExitCode, MigrationRefused, UnsupportedVersion
+from ..executor import Executor, InProcess
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.session import open_session
@@ -229,3 +232,11 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
         except DshlogError as exc:
             _from_error(report, exc)
     return report
+
+
+def validate_many(targets: Iterable[str], *, select: str | None = None, format_version: int | None = None,
+                  system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None) -> Iterator[Report]:
+    """:func:`validate_log` of each target, in input order, through the caller's executor."""
+    ex = executor if executor is not None else InProcess()
+    task = partial(validate_log, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins)
+    yield from ex.map(task, list(targets))

@@ -9,7 +9,8 @@ exporting a long session never holds it in memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..errors import UsageError
 from ..model.transcript import SessionHead, Totals
@@ -18,15 +19,15 @@ from .html import HtmlRenderer
 from .jsondoc import JsonRenderer
 from .markdown import MarkdownRenderer
 from .redact import redact as mask
-from .renderer import Write, render
+from .renderer import Renderer, Write, render
 
 __all__ = ["FORMATS", "RENDERERS", "export", "export_name"]
 
-RENDERERS = {"md": MarkdownRenderer, "html": HtmlRenderer, "json": JsonRenderer}
+RENDERERS: dict[str, Callable[[Write], Renderer]] = {"md": MarkdownRenderer, "html": HtmlRenderer, "json": JsonRenderer}
 FORMATS = tuple(RENDERERS)
 
 
-def export(events: Iterable[dict], head: SessionHead, fmt: str, write: Write, *, full: bool = False, redact: bool = False) -> Totals:
+def export(events: Iterable[dict[str, Any]], head: SessionHead, fmt: str, write: Write, *, full: bool = False, redact: bool = False) -> Totals:
     """Write the transcript of ``events`` in ``fmt`` through ``write``; returns its totals.
 
     ``head.facts`` holds the header facts (:func:`dshlog.model.transcript.session_facts`).

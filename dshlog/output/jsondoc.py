@@ -18,13 +18,9 @@ from ..protocol.jsjson import dumps
 from .renderer import Write
 from .text import preview
 
-__all__ = ["JSON_SHAPE", "SHAPE", "JsonRenderer", "diff_document", "info_document", "repair_document", "request_row", "surface_document", "surface_nodes"]
+__all__ = ["SHAPE", "JsonRenderer", "diff_document"]
 
 SHAPE = 1
-
-#: The ``shape`` field of every command's ``--json`` document; bump when one changes incompatibly.
-JSON_SHAPE = 1
-
 
 class JsonRenderer:
     """``{"shape":1,"session":…,"turns":[…],"summary":…}``, one turn per line."""
@@ -76,83 +72,3 @@ def diff_document(d: dict[str, Any], label_a: str, label_b: str) -> dict[str, An
     }
     return {"a": label_a, "b": label_b, **d, "messages": messages}
 
-
-# --------------------------------------------------------------------------- command documents
-
-
-def info_document(log: Any, summary: Any) -> dict[str, Any]:
-    """``info --json``: where the log is, how it is stored, and its summary."""
-    info = log.info
-    return {
-        "shape": JSON_SHAPE,
-        "path": log.path,
-        "container": info.container,
-        "version": log.version,
-        "projection": log.projection,
-        "header": log.header,
-        "sizeOnDisk": info.size_on_disk,
-        "decodedBytes": info.decoded_bytes,
-        "frames": info.frames if info.container == "jsonl.zstd" else None,
-        "tornTail": (info.torn.length if info.torn else 0),
-        "sessions": info.wrapped_sessions or None,
-        "summary": summary.as_dict(),
-        "notes": [{"code": n.code, "message": n.message, "where": n.where()} for n in log.notes],
-    }
-
-
-def repair_document(result: Any) -> dict[str, Any]:
-    """``repair --json``: what is open, what is (or would be) appended, and what was written."""
-    plan = result.plan
-    rep = plan.report
-    return {
-        "shape": JSON_SHAPE,
-        "path": plan.path,
-        "healthy": plan.healthy,
-        "openTurn": rep.open_turn,
-        "openStep": rep.open_step,
-        "pendingCalls": [{"callId": c.call_id, "step": c.step, "started": c.started, "callSeq": c.call_seq} for c in rep.pending],
-        "tornBytes": plan.torn_bytes,
-        "closers": plan.closers,
-        "warnings": plan.warnings,
-        "written": result.written,
-        "sidecar": result.sidecar,
-    }
-
-
-def request_row(r: Any) -> dict[str, Any]:
-    """One request of ``requests --json``."""
-    return {
-        "number": r.number,
-        "settlementSeq": r.seq,
-        "settlement": r.kind,
-        "turn": r.turn,
-        "step": r.step,
-        "messages": r.message_count,
-        "extends": r.extends,
-        "reason": r.reason,
-        "changes": r.changes,
-        "headerSeq": r.header_seq,
-        "interrupted": r.interrupted,
-        "inputTokens": r.input_tokens,
-        "outputTokens": r.output_tokens,
-        "cacheReadTokens": r.cache_read_tokens,
-    }
-
-
-def surface_document(state: Any, *, messages: bool) -> dict[str, Any]:
-    """``surface --json``: the nodes (with a preview), the derived roles, the replacements."""
-    derived = state.messages()
-    doc: dict[str, Any] = {
-        "shape": JSON_SHAPE,
-        "nodes": surface_nodes(state),
-        "roles": [m.get("role") for m in derived],
-        "replacements": state.replacements,
-    }
-    if messages:
-        doc["messages"] = derived
-    return doc
-
-
-def surface_nodes(state: Any) -> list[dict[str, Any]]:
-    """The surface nodes as ``surface`` shows them: each node's facts and a preview of its message."""
-    return [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in state.node_info()]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..model.transcript import (
     AssistantText,
@@ -41,7 +41,7 @@ from .screen import Screen
 from .text import sanitize
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from rich.console import Console
+    from rich.console import Console, JustifyMethod
     from rich.text import Text
 
 __all__ = ["Column", "TerminalRenderer", "renderable", "table"]
@@ -49,25 +49,25 @@ __all__ = ["Column", "TerminalRenderer", "renderable", "table"]
 _TURN_END_STYLE = {"completed": "green", "aborted": "yellow", "error": "red", "max-tokens": "yellow", "open": "red"}
 
 
-def text(value: Any = "", style: str = "") -> "Text":
+def text(value: Any = "", style: str = "") -> Text:
     """A Rich ``Text`` of ``value`` as data: sanitised, never parsed as markup."""
     from rich.text import Text  # lazy: heavy, only for terminal output
 
     return Text(sanitize(str(value)), style=style)
 
 
-def _append(t: "Text", value: str, style: str | None = None) -> None:
+def _append(t: Text, value: str, style: str | None = None) -> None:
     t.append(sanitize(value), style=style)
 
 
-def _styled(value: str, style: str) -> "Text":
+def _styled(value: str, style: str) -> Text:
     """A ``Text`` whose first part is styled and whose later parts (appended) are not."""
     t = text()
     _append(t, value, style)
     return t
 
 
-def _cut(t: "Text", item: Any) -> None:
+def _cut(t: Text, item: Any) -> None:
     if item.cut_chars:
         _append(t, "\n" + L.cut_note(item.cut_lines, item.cut_chars, L.FULL_HINT), "italic dim")
 
@@ -132,7 +132,7 @@ def renderable(item: Item, *, reasoning: bool = False) -> Any:  # noqa: C901 - o
 class TerminalRenderer:
     """``show`` on a terminal: the session line in bold, then one renderable per item."""
 
-    def __init__(self, con: "Console", *, reasoning: bool = False) -> None:
+    def __init__(self, con: Console, *, reasoning: bool = False) -> None:
         self.console = con
         self.reasoning = reasoning
 
@@ -232,7 +232,8 @@ def table(
               header_style="bold", pad_edge=False, box=None)
     for i, w in widths.items():
         c = cols[i]
-        t.add_column(text(c.header), justify=c.justify, no_wrap=True, overflow="ellipsis", width=w)  # type: ignore[arg-type]
+        # columns name rich's justify methods ("left", "right", "center")
+        t.add_column(text(c.header), justify=cast("JustifyMethod", c.justify), no_wrap=True, overflow="ellipsis", width=w)
     for r in cells:
         t.add_row(*(text(r[i]) for i in widths))
     con.print(t)

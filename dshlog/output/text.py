@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ..model.content import PREVIEW, TextRule, message_text
 
@@ -113,7 +113,7 @@ def local_minutes(ms: int | None) -> str:
     """Local ``YYYY-MM-DD HH:MM`` for epoch ms (``-`` when unknown)."""
     if not ms:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def utc_seconds(ms: object) -> str | None:
@@ -121,6 +121,6 @@ def utc_seconds(ms: object) -> str | None:
     if type(ms) is not int or ms <= 0:
         return None
     try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     except (OverflowError, OSError, ValueError):
         return None

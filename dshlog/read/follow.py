@@ -13,15 +13,17 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO
+from collections.abc import Callable, Iterator
 
 from ..check.problems import Problem, Problems, Severity
 from ..errors import CorruptLog, IOFailure, Location, Refused, UsageError
 from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import parse_generation
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
-from .container import select_generation
+from .container import LINE_LIMIT, select_generation
 from .rows import RowDecoder
+
 
 class Replaced(Refused):
     """The followed file was replaced (a repair swapped it in, a rename) or shrank below what was read."""
@@ -99,6 +101,8 @@ class Follower:
             end = buf.rfind(b"\n")
             if end < 0:
                 pending = buf  # a line still being written: wait for its newline
+                if len(pending) > LINE_LIMIT.max_bytes:
+                    raise LINE_LIMIT.refusal(str(self.path), self.lines_read + 1, self.offset, len(pending))
                 continue
             lines = buf[:end].split(b"\n")
             pending = buf[end + 1 :]
@@ -127,6 +131,8 @@ class Follower:
                 pending = buf[cut + 1 :]
             else:
                 pending = buf
+                if len(pending) > LINE_LIMIT.max_bytes:
+                    raise LINE_LIMIT.refusal(str(self.path), self.lines_read + len(lines) + 1, self.offset, len(pending))
             if end:
                 if pending:
                     raise CorruptLog(

@@ -13,15 +13,16 @@ become paths except through :func:`encode_segment`.
 
 from __future__ import annotations
 
+import io
 import os
-import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import Any, cast
+from collections.abc import Iterable, Iterator
 
 from ..errors import DshlogError, IOFailure, UsageError
 from ..model.content import PREVIEW, message_text
+from ..model.period import parse_when
 from ..protocol import layout
 from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import (
@@ -47,9 +48,9 @@ def default_root(dsh_home: str | None, home: Path) -> Path:
 # ----------------------------------------------------------------------------- raw reading
 
 
-def _open_raw(path: Path) -> IO[bytes]:
+def _open_raw(path: Path) -> io.BufferedReader:
     try:
-        return open(path, "rb", buffering=1 << 20)
+        return cast(io.BufferedReader, open(path, "rb", buffering=1 << 20))  # "rb" with a buffer: buffered
     except OSError as exc:
         raise IOFailure(f"cannot open: {exc.strerror}", path=str(path)) from None
 
@@ -65,7 +66,7 @@ def raw_lines(path: Path) -> Iterator[bytes]:
                 yield rec.raw
 
 
-def read_header(path: Path) -> dict | None:
+def read_header(path: Path) -> dict[str, Any] | None:
     """The physical header of a generation, reading only its first line (zstd: its first frame)."""
     with _open_raw(path) as fh:
         lines = iter_zstd_lines(fh, SourceInfo(path=str(path), container="jsonl.zstd"), parallel=False) \
@@ -91,7 +92,7 @@ class SessionEntry:
     project: str
     path: Path | None = None  # selected generation
     id: str | None = None
-    header: dict | None = None
+    header: dict[str, Any] | None = None
     size: int | None = None
     mtime_ms: int | None = None
     error: str | None = None
@@ -135,7 +136,7 @@ class SessionEntry:
             return self.last_time
         return self.mtime_ms
 
-    def scan(self) -> "SessionEntry":
+    def scan(self) -> SessionEntry:
         """One cheap pass: turns, event count, title and last event time (parses few lines)."""
         if self.scanned or self.path is None:
             return self
@@ -304,22 +305,13 @@ def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = 
 # ----------------------------------------------------------------------------- filters
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def parse_since(text: str, *, now: float) -> int:
-    """``--since`` as epoch ms: a duration back from ``now`` (``3d``, ``12h``) or a date/time (``2026-11-01``)."""
-    m = _DURATION.match(text)
-    if m:
-        return int((now - float(m.group(1)) * _UNIT_S[m.group(2)]) * 1000)
-    try:
-        dt = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise UsageError(f"--since {text!r}: expected a date (2026-11-01), a date and time, or a duration (3d, 12h, 30m)") from None
-    if dt.tzinfo is None:
-        dt = dt.astimezone()  # naive = local time
-    return int(dt.timestamp() * 1000)
+    """``--since`` as epoch ms: a duration back from ``now`` (epoch seconds; ``3d``, ``12h``) or a date/time
+    (``2026-11-01``).
+
+    The grammar is :func:`dshlog.model.period.parse_when`'s (without its words), in local time.
+    """
+    return parse_when(text, now_ms=int(now * 1000), tz=None, words=False)
 
 
 # ----------------------------------------------------------------------------- resolution
@@ -382,8 +374,8 @@ def resolve_session(arg: str | None, *, root: Path | str, cwd: str | None = None
     """A command's FILE argument: a path as is, else a session id / id prefix, else the current session
     (the most recent of ``cwd``'s project under ``root``; both are the caller's)."""
     if arg is not None:
-        if arg == "":
-            raise UsageError("an empty FILE argument names no file and no session")
+        if arg == "":  # not a path, and as an id prefix it would match every session
+            raise UsageError("an empty FILE names no file and no session (give a path, an id, or nothing for the current session)")
         if arg == "-" or os.path.lexists(arg) or _looks_like_path(arg):
             return Resolved(arg)
         return _by_id(arg, Path(root))

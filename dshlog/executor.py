@@ -1,0 +1,253 @@
+"""How per-session batch work runs: one interface, chosen by the caller.
+
+Commands over many sessions (``report``, ``search``, ``validate`` and ``stats`` of
+many files, ``migrate -R``) do the same thing for each session, independently, and
+merge the results in the order of their input.  This module owns how that work
+runs; the operations only say *what* runs for one session (a module-level
+function of one argument, usually a path) and consume results in input order.
+
+Three policies, one contract (:meth:`Executor.map`):
+
+* :class:`InProcess` runs each item in the calling process, one after the other.
+  It is the library default, and what ``-j 1`` means.
+* :class:`ProcessPool` runs them in ``jobs`` worker processes on this machine.
+* :class:`DaskExecutor` sends them to a Dask ``distributed`` scheduler (the optional
+  ``dshlog[dask]`` extra), so a fleet of machines can share a large store.
+
+The contract, whatever the policy: results come back in input order; an exception
+raised for an item is raised in the caller when that item's turn comes, as the
+exception the in-process run would have raised (class, message, location), after
+the results of every item before it; only the items travel (paths, never file
+bytes), so what a worker reads is the file as the worker sees it.  At most a
+bounded window of chunks is in flight, so memory does not grow with the number of
+sessions.  Ctrl-C in the caller stops the workers and raises ``KeyboardInterrupt``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import threading
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from .errors import UsageError
+from .forked import pack_error, unpack_error, usable_cpus
+
+__all__ = ["DaskExecutor", "Executor", "InProcess", "ProcessPool", "default_jobs", "run_chunk"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: One item's outcome as it crosses a process boundary: (True, result) or (False, packed error).
+Outcome = tuple[bool, Any]
+
+
+def default_jobs() -> int:
+    """What ``-j`` means when it is not given: every core this process may run on."""
+    return usable_cpus()
+
+
+def run_chunk(fn: Callable[[T], R], items: Sequence[T]) -> list[Outcome]:
+    """Run ``fn`` on each item of a chunk, in order, in a worker.
+
+    An exception is packed (:func:`dshlog.forked.pack_error`) instead of raised, so
+    the items after it still run, and the caller decides when to raise it: when
+    the item's turn comes in input order, as the serial run does.
+    """
+    out: list[Outcome] = []
+    for item in items:
+        try:
+            out.append((True, fn(item)))
+        except Exception as exc:  # noqa: BLE001 - every error crosses back to the caller
+            out.append((False, pack_error(exc)))
+    return out
+
+
+def _unpack(outcomes: list[Outcome]) -> Iterator[Any]:
+    for ok, value in outcomes:
+        if not ok:
+            raise unpack_error(value)
+        yield value
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def _chunk_size(n: int, workers: int) -> int:
+    """Items per hand-off: a few chunks per worker, so no worker idles at the end, but not one per item."""
+    return max(1, min(32, n // (workers * 8)))
+
+
+class Executor(ABC):
+    """The one interface for per-session batch work (see the module docstring)."""
+
+    #: How many items may run at the same time.
+    jobs: int = 1
+
+    @abstractmethod
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """``fn(item)`` for each item, yielded in input order.
+
+        ``fn`` must be picklable for the parallel policies: a module-level function,
+        or a :func:`functools.partial` of one with picklable arguments.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional to override: nothing to release by default
+        """Release workers or connections (nothing for the in-process policy)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+class InProcess(Executor):
+    """Each item in the calling process, in order: the library default and ``-j 1``."""
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        for item in items:
+            yield fn(item)
+
+
+def _ignore_sigint() -> None:
+    """In a pool worker: Ctrl-C is the parent's to handle (it stops the workers), not each worker's."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _Windowed(Executor):
+    """Shared by the parallel policies: chunks submitted ahead within a window, collected in order."""
+
+    def _submit(self, fn: Callable[[Any], Any], chunk: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def _collect(self, handle: Any) -> list[Outcome]:
+        raise NotImplementedError
+
+    def _abort(self) -> None:
+        raise NotImplementedError
+
+    #: Whether one item (or one job) runs in the caller instead: right for a local pool, whose
+    #: workers see what the caller sees; never for a cluster, whose workers are the ones to read.
+    _local_shortcut = True
+
+    def _window(self) -> int:
+        return self.jobs * 4
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        todo = list(items)
+        if self._local_shortcut and (len(todo) <= 1 or self.jobs <= 1):  # nothing to share: no start-up
+            yield from InProcess().map(fn, todo)
+            return
+        chunks = _chunks(todo, _chunk_size(len(todo), self.jobs))
+        pending: deque[Any] = deque()
+        try:
+            for chunk in chunks:
+                pending.append(self._submit(fn, chunk))
+                if len(pending) >= self._window():
+                    break
+            while pending:
+                outcomes = self._collect(pending.popleft())
+                nxt = next(chunks, None)
+                if nxt is not None:
+                    pending.append(self._submit(fn, nxt))
+                yield from _unpack(outcomes)
+        except BaseException:
+            # Ctrl-C, an item's error, or the consumer closing the generator early: stop the rest
+            self._abort()
+            raise
+
+
+class ProcessPool(_Windowed):
+    """``jobs`` worker processes on this machine.
+
+    Workers are forked when the caller runs no other thread (forking a threaded
+    process can leave a child holding a lock nobody releases), else spawned.  They
+    ignore SIGINT: Ctrl-C reaches the whole process group, and the parent alone
+    stops the pool, so no worker prints a traceback of its own.
+    """
+
+    def __init__(self, jobs: int | None = None) -> None:
+        self.jobs = max(1, jobs if jobs is not None else default_jobs())
+        self._pool: Any = None
+
+    def _ensure(self) -> Any:
+        if self._pool is None:
+            method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            ctx = multiprocessing.get_context(method)
+            self._pool = ctx.Pool(self.jobs, initializer=_ignore_sigint)
+        return self._pool
+
+    def _submit(self, fn: Callable[[Any], Any], chunk: Sequence[Any]) -> Any:
+        return self._ensure().apply_async(run_chunk, (fn, list(chunk)))
+
+    def _collect(self, handle: Any) -> list[Outcome]:
+        result: list[Outcome] = handle.get()
+        return result
+
+    def _abort(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool.join()
+            self._pool = None
+
+
+class DaskExecutor(_Windowed):
+    """Items sent to a Dask ``distributed`` scheduler: ``--scheduler ADDRESS``.
+
+    Workers need dshlog installed (the same version) and must see the session
+    paths the caller passes, at the same names (a shared file system); they read
+    the files themselves.  ``client`` lets a caller (a test, a notebook) pass a
+    connected :class:`distributed.Client` instead of an address.
+    """
+
+    def __init__(self, address: str | None = None, *, client: Any = None) -> None:
+        if client is None:
+            try:
+                from distributed import (
+                    Client,  # lazy: an optional extra, heavy to import
+                )
+            except ImportError:
+                raise UsageError("--scheduler needs Dask distributed: pip install 'dshlog[dask]'") from None
+            client = Client(address)  # type: ignore[no-untyped-call]  # distributed ships without annotations here
+            self._owned = True
+        else:
+            self._owned = False
+        self._client = client
+        workers = client.scheduler_info().get("workers", {})
+        self.jobs = max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
+        self._futures: list[Any] = []
+
+    _local_shortcut = False
+
+    def _submit(self, fn: Callable[[Any], Any], chunk: Sequence[Any]) -> Any:
+        fut = self._client.submit(run_chunk, fn, list(chunk), pure=False)
+        self._futures.append(fut)
+        return fut
+
+    def _collect(self, handle: Any) -> list[Outcome]:
+        result: list[Outcome] = handle.result()
+        self._futures.remove(handle)
+        return result
+
+    def _abort(self) -> None:
+        if self._futures:
+            self._client.cancel(self._futures)
+            self._futures.clear()
+
+    def close(self) -> None:
+        self._abort()
+        if self._owned:
+            self._client.close()

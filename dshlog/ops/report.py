@@ -1,0 +1,118 @@
+"""``dshlog report``: usage across a store, one session per task of the executor.
+
+The per-session task (:func:`session_usage`) reads one generation, as ``stats``
+reads it, into a :class:`~dshlog.model.usage.SegmentedSummary`; the caller merges
+the results in input order (:func:`~dshlog.model.usage.build_report`).  Tasks take
+a path and the time window, never file bytes, so a cluster's workers read the
+files themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import tzinfo
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ..errors import DshlogError, IOFailure, UsageError
+from ..executor import Executor, InProcess
+from ..model.usage import (
+    PriceTable,
+    SegmentedSummary,
+    SessionUsage,
+    UsageReport,
+    build_report,
+)
+from ..protocol.jsjson import JsonError, loads
+from ..protocol.layout import is_project_dir, project_key
+from ..read.session import open_session
+from .migrate import find_sessions
+
+__all__ = ["load_prices", "matches_project", "project_of", "session_usage", "store_sessions", "usage_report"]
+
+
+def load_prices(path: str) -> PriceTable:
+    """A LiteLLM-shaped price table from a file (``--prices``)."""
+    try:
+        with open(path, "rb") as fh:
+            doc = loads(fh.read())
+    except OSError as exc:
+        raise IOFailure(f"cannot read the price table: {exc.strerror}", path=path) from None
+    except JsonError as exc:
+        raise UsageError(f"the price table is not JSON: {exc}", path=path) from None
+    if not isinstance(doc, dict):
+        raise UsageError("the price table must be a JSON object of model names (LiteLLM's shape)", path=path)
+    table = PriceTable(doc)
+    if not len(table):
+        raise UsageError("the price table has no model with input_cost_per_token and output_cost_per_token", path=path)
+    return table
+
+
+def store_sessions(targets: Iterable[str]) -> list[str]:
+    """The generation of every session below the targets (roots, project or session directories, files), in walk order."""
+    return [str(p) for p in find_sessions(list(targets), recursive=True)]
+
+
+def project_of(path: Path) -> str | None:
+    """The project directory a generation sits in (``<root>/<project>/<session>/<file>``), if it does."""
+    name = path.parent.parent.name
+    return name if is_project_dir(name) else None
+
+
+def session_usage(path: str, *, since: int | None = None, until: int | None = None) -> SessionUsage:
+    """One session's contribution to a report; never raises for the session's own problems."""
+    out = SessionUsage(path=path, project=project_of(Path(path)))
+    try:
+        with open_session(path, strict=False) as log:
+            out.path = log.path
+            h = log.header if isinstance(log.header, dict) else {}
+            out.id = log.session_id
+            out.cwd = h.get("cwd") if isinstance(h.get("cwd"), str) else None
+            out.parent = h.get("parentSession") if isinstance(h.get("parentSession"), str) else None
+            out.origin = h.get("origin") if isinstance(h.get("origin"), str) else None
+            seg = SegmentedSummary(since=since, until=until, projection=log.projection)
+            for ev in log.stored_runs():
+                seg.feed(ev)
+            out.stats = seg.finish()
+            out.spans = seg.spans
+            out.title = seg.summary.title
+    except DshlogError as exc:
+        out.error = exc.one_line()
+    return out
+
+
+def matches_project(wanted: str, cwd: str | None, project_dir: str | None) -> bool:
+    """``--project TEXT``: a part of the session's working directory or of its project directory's name."""
+    return wanted in (cwd or "") or wanted in (project_dir or "")
+
+
+def _keeper(project: str | None, cwd: str | None) -> Any:
+    """``--project TEXT`` and ``--cwd PATH`` (absolute: exactly that project) as a filter of roots."""
+    want_key = project_key(cwd) if cwd is not None else None
+
+    def keep(root: SessionUsage) -> bool:
+        if want_key is not None and project_key(root.cwd) != want_key:
+            return False
+        return project is None or matches_project(project, root.cwd, root.project)
+
+    return keep if (project is not None or cwd is not None) else None
+
+
+def usage_report(targets: Iterable[str], by: list[str], *, tz: tzinfo | None, zone: str,
+                 since: int | None = None, until: int | None = None, prices: PriceTable | None = None,
+                 project: str | None = None, cwd: str | None = None,
+                 executor: Executor | None = None) -> UsageReport:
+    """The report over every session below ``targets`` (see :mod:`dshlog.model.usage`)."""
+    paths = store_sessions(targets)
+    ex = executor if executor is not None else InProcess()
+    task = partial(session_usage, since=since, until=until)
+    return build_report(ex.map(task, paths), by, tz=tz, zone=zone, prices=prices,
+                        keep=_keeper(project, cwd), since=since, until=until)
+
+
+def session_usages(paths: list[str], *, since: int | None = None, until: int | None = None,
+                   executor: Executor | None = None) -> Iterator[SessionUsage]:
+    """Each session's usage in input order (for callers that merge on their own)."""
+    ex = executor if executor is not None else InProcess()
+    yield from ex.map(partial(session_usage, since=since, until=until), paths)

@@ -1,0 +1,62 @@
+"""``dshlog search``: hits of a pattern across sessions, one session per task of the executor.
+
+A task (:func:`search_session`) gets a path and the query, opens the session as
+``events`` reads it (the stored events, any version, plain or zstd), and returns
+its hits; the caller receives the sessions' results in input order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from ..errors import DshlogError, ExitCode
+from ..executor import Executor, InProcess
+from ..model.search import Hit, Query, Searcher
+from ..protocol.packed import PackedRun
+from ..read.session import open_session
+from .report import matches_project, project_of
+
+__all__ = ["SessionHits", "search", "search_session"]
+
+
+@dataclass
+class SessionHits:
+    """One session's hits, in log order; ``error`` when it could not be read."""
+
+    path: str
+    id: str | None = None
+    hits: list[Hit] = field(default_factory=list)
+    error: str | None = None
+    exit_code: int = ExitCode.OK
+
+
+def search_session(path: str, query: Query) -> SessionHits:
+    """The hits of ``query`` in one session; never raises for the session's own problems."""
+    out = SessionHits(path)
+    searcher = Searcher(query)
+    try:
+        with open_session(path, strict=False) as log:
+            out.path, out.id = log.path, log.session_id
+            h = log.header if isinstance(log.header, dict) else {}
+            cwd = h.get("cwd") if isinstance(h.get("cwd"), str) else None
+            if query.project is not None and not matches_project(query.project, cwd, project_of(Path(log.path))):
+                return out
+            for ev in log.stored_runs():
+                if type(ev) is PackedRun:  # v0/v1 streaming chunks: the settled message holds their text
+                    continue
+                out.hits.extend(searcher.feed(ev))
+                if query.first_only and out.hits:
+                    break
+    except DshlogError as exc:
+        out.error, out.exit_code = exc.one_line(), exc.exit_code
+    return out
+
+
+def search(paths: Iterable[str], query: Query, *, executor: Executor | None = None) -> Iterator[SessionHits]:
+    """Each session's hits, in input order (sessions without hits included, with none)."""
+    Searcher(query)  # a bad pattern is the caller's error, raised before any task runs
+    ex = executor if executor is not None else InProcess()
+    yield from ex.map(partial(search_session, query=query), list(paths))
