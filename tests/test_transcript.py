@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, GOLDEN, corpus_files, corpus_ids, ev, jsonl, requires_corpus, run_cli, run_env, v4_header
+from conftest import FIXTURES, GOLDEN, corpus_files, corpus_ids, ev, jsonl, requires_corpus, run_env, v4_header
 from dshlog.model import transcript as tr
 from dshlog.output.plain import item_lines
 from dshlog.read.session import open_session

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -31,10 +31,13 @@ from ..read.session import SessionLog, open_session
 from ..read.store import list_sessions, resolve_session
 from .env import Env
 
-try:  # Typer >= 0.24 vendors its own click
+if TYPE_CHECKING:  # the installed Typer vendors its own click
     from typer._click.globals import get_current_context
-except ImportError:  # pragma: no cover
-    from click.globals import get_current_context  # type: ignore[no-redef]  # the same function, older typer
+else:
+    try:  # Typer >= 0.24 vendors its own click
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover
+        from click.globals import get_current_context
 
 __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JsonOpt", "Run", "SelectOpt",

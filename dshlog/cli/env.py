@@ -77,7 +77,7 @@ class Env:
     process: bool = False
 
     @classmethod
-    def from_process(cls) -> "Env":
+    def from_process(cls) -> Env:
         """The real process: ``sys`` streams, ``os.environ``, the cwd, the wall clock."""
         environ = dict(os.environ)
         try:
@@ -110,7 +110,7 @@ class Env:
         )
 
     @classmethod
-    def for_test(cls, *, stdin: bytes = b"", tty: bool = False, **over: object) -> "Env":
+    def for_test(cls, *, stdin: bytes = b"", tty: bool = False, **over: object) -> Env:
         """An environment of in-memory streams (``env.stdout.getvalue()``), a fixed clock, no terminal by default."""
         base: dict[str, object] = {
             "stdin": io.BytesIO(stdin),

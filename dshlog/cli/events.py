@@ -68,6 +68,6 @@ def events(
                 for ev, raw in filtered(source, flt):
                     write(event_bytes(ev, raw, json_))
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
         release(out, view)
         print_notes(log)

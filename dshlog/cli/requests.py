@@ -66,7 +66,7 @@ def requests(
             out.write(b"\n]}\n")
             out.flush()
             return
-        table(screen(), 
+        table(screen(),
             None,
             ["#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", labels.token_name("inputTokens"), labels.token_name("outputTokens")],
             (

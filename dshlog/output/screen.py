@@ -9,7 +9,7 @@ the same screen, in a test as on a real terminal.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from rich.console import Console
@@ -20,7 +20,7 @@ __all__ = ["Screen", "TextSink"]
 class TextSink:
     """A text file over a byte stream (what Rich writes to), UTF-8, flushed through."""
 
-    def __init__(self, stream: BinaryIO, tty: bool) -> None:
+    def __init__(self, stream: IO[bytes], tty: bool) -> None:
         self._stream = stream
         self._tty = tty
 
@@ -43,7 +43,7 @@ class TextSink:
 class Screen:
     """One output stream as people see it."""
 
-    stream: BinaryIO
+    stream: IO[bytes]
     #: styled output (Rich) rather than plain text: a terminal, or colour forced
     terminal: bool = False
     #: the stream is an interactive terminal (a pager may be used, ids may be shortened)
@@ -52,7 +52,7 @@ class Screen:
     #: columns, ``None`` when unknown (Rich then assumes 80)
     width: int | None = None
 
-    def console(self, stream: BinaryIO | None = None) -> "Console":
+    def console(self, stream: IO[bytes] | None = None) -> Console:
         """A Rich console on this screen (or on ``stream``, a pager's pipe) that never interprets text.
 
         Markup, emoji codes and highlighting are off: session text is data

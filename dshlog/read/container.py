@@ -148,7 +148,7 @@ def _loc_factory() -> Callable[[int | None, int | None, int | None, int | None],
 _make_loc = _loc_factory()
 
 
-def torn_text(t: "Torn", size_on_disk: int | None) -> str:
+def torn_text(t: Torn, size_on_disk: int | None) -> str:
     """What a torn tail is, for people: the bytes of an unfinished line, or an unfinished zstd frame
     (whose write's events are lost, however little of it decodes)."""
     if t.frame is not None and t.frame_offset is not None and size_on_disk is not None:

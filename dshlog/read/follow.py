@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from collections.abc import Callable, Iterator
 
 from ..check.problems import Problem, Problems, Severity
@@ -220,7 +220,7 @@ class EventFollower:
         self._decoder: RowDecoder | None = None
         self._line = 0
 
-    def _decode(self, raw: bytes) -> list[tuple[dict, bytes | None]]:
+    def _decode(self, raw: bytes) -> list[tuple[dict[str, Any], bytes | None]]:
         self._line += 1
         try:
             obj = loads(raw)
@@ -261,7 +261,7 @@ class EventFollower:
             return True
         return False
 
-    def drain(self) -> Iterator[tuple[dict, bytes | None]]:
+    def drain(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
         """(event, its exact line when it is one) for every event committed now."""
         while True:
             try:
@@ -276,7 +276,7 @@ class EventFollower:
                         return
                     raise
 
-    def follow(self, *, stop: Callable[[], bool] | None = None) -> Iterator[tuple[dict, bytes | None]]:
+    def follow(self, *, stop: Callable[[], bool] | None = None) -> Iterator[tuple[dict[str, Any], bytes | None]]:
         """Events as they are appended, across replacements and newer generations (until interrupted or ``stop()``)."""
         while True:
             got = False
