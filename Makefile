@@ -8,8 +8,8 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)

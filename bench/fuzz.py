@@ -963,11 +963,7 @@ def run_command(argv: list[str]) -> tuple[int, bytes, bytes]:
     signal.alarm(TIMEOUT_S)
     try:
         with contextlib.redirect_stdout(o_w), contextlib.redirect_stderr(e_w):
-            try:
-                main(argv)
-                code = 0
-            except SystemExit as exc:
-                code = int(exc.code or 0)
+            code = int(main(argv))
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)

@@ -142,9 +142,13 @@ class BeyondLimit(UnsupportedVersion):
 
 
 class MigrationRefused(UnsupportedVersion):
-    """dsh refuses to convert this historical log (SessionFormatUnsupportedMigrationError)."""
+    """dsh refuses to convert this historical log (SessionFormatUnsupportedMigrationError).
 
-    kind = "refused"
+    Its one-line label is the exit code's, ``unsupported`` (exit 3): "refused" is the
+    README's word for exit 5, refused as unsafe.
+    """
+
+    kind = "unsupported"
 
 
 class Refused(DshlogError):

@@ -195,7 +195,7 @@ KILLER = textwrap.dedent(
     elif step == "dirsync":
         atomic.fsync_dir = lambda *a, **k: die()
     from dshlog.cli import main
-    main(sys.argv[2:])
+    sys.exit(main(sys.argv[2:]))
     """
 )
 STEPS = ["stage", "write", "sync", "verify", "link", "rename", "dirsync"]

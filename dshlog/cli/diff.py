@@ -9,16 +9,17 @@ import typer
 from ..errors import DshlogError, UsageError
 from ..model.diff import diff_requests, requests_at
 from ..output.jsondoc import diff_document
-from ..output.plain import diff_lines, echo
+from ..output.plain import diff_lines
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     FormatOpt,
+    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     emit_json,
     located,
     open_log,
+    out,
     print_notes,
 )
 
@@ -73,5 +74,5 @@ def diff(
         emit_json({"shape": JSON_SHAPE, **diff_document(d, label_a, label_b)})
         return
     for line in diff_lines(d, label_a, label_b):
-        echo(line)
+        out(line)
 

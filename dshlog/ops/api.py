@@ -13,6 +13,7 @@ errors of :mod:`dshlog.errors` leave it (a bug is an
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Literal, cast
@@ -153,21 +154,7 @@ def session_info(target: Target, *, select: str | None = None, format_version: i
     """``dshlog info``: header, container, sizes, counts by type, turns, tokens (the stored events)."""
     with _open(target, strict=False, select=select, format_version=format_version) as log:
         summary = summarize(log.stored_runs())
-        info = log.info
-        return SessionInfo(
-            path=log.path,
-            container=info.container,
-            version=log.version,
-            projection=log.projection,
-            header=log.header,
-            size_on_disk=info.size_on_disk,
-            decoded_bytes=info.decoded_bytes,
-            frames=info.frames if info.container == "jsonl.zstd" else None,
-            torn_tail=info.torn.length if info.torn else 0,
-            sessions=tuple(info.wrapped_sessions),
-            summary=summary,
-            notes=tuple(log.notes),
-        )
+        return SessionInfo.of(log, summary)
 
 
 @boundary
@@ -289,7 +276,7 @@ def fork_session(target: Target, out: Target, *, at: int | None = None, turn: in
         raise UsageError("choose either at (a seq) or turn")
     # a trailing slash names a directory to create the child in: the name is passed on as given
     return ForkResult.of(_fork.write_fork(os.fspath(target), os.fspath(out), at=at, turn=turn, child_id=child_id,
-                                          created_at=created_at, select=select, format_version=format_version,
+                                          created_at=created_at, now_ms=time.time_ns() // 1_000_000, select=select, format_version=format_version,
                                           system_prompt_plugins=tuple(system_prompt_plugins)))
 
 

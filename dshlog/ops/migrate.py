@@ -17,10 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import DshlogError, ExitCode, UsageError
 from ..executor import Executor, InProcess
+from ..output.jsondoc import SHAPE
 from ..protocol.layout import generation_name, parse_generation, persistence_root
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.children import discover_child_facts
@@ -29,6 +31,7 @@ from ..read.session import _open_events, _open_header, open_session
 from ..write.transaction import Publication, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
+from .outcome import worst
 
 
 @dataclass
@@ -57,6 +60,41 @@ class Outcome:
         if self.warnings:
             d["warnings"] = self.warnings
         return d
+
+
+#: Every status an :class:`Outcome` may have, in the order a summary lists them.
+STATUSES: tuple[str, ...] = ("migrated", "current", "needed", "would-migrate", "failed")
+
+
+@dataclass
+class Batch:
+    """The outcomes of one ``migrate`` run, their counts, and the batch's exit code."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {k: sum(1 for o in self.outcomes if o.status == k) for k in STATUSES}
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The most severe per-session outcome (:func:`dshlog.ops.outcome.worst`)."""
+        return worst(o.exit_code for o in self.outcomes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"shape": SHAPE, "sessions": [o.as_dict() for o in self.outcomes], "summary": self.counts()}
+
+
+def migrate_all(sources: Iterable[Path], *, check: bool = False, dry_run: bool = False, children: str = "auto",
+                system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
+                progress: Callable[[Outcome], None] | None = None) -> Batch:
+    """:func:`migrate_many` gathered into a :class:`Batch`; ``progress`` hears each outcome, in input order."""
+    batch = Batch()
+    for o in migrate_many(list(sources), check=check, dry_run=dry_run, children=children,
+                          system_prompt_plugins=system_prompt_plugins, executor=executor):
+        batch.outcomes.append(o)
+        if progress is not None:
+            progress(o)
+    return batch
 
 
 def target_name(source: Path) -> str:
@@ -155,7 +193,7 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
         out.status = "migrated"
     except DshlogError as exc:
         out.status = "failed"
-        out.error = exc.one_line()
+        out.error = exc.with_context(path=out.source).one_line()  # every failure names its session
         out.exit_code = exc.exit_code
     return out
 

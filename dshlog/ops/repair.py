@@ -28,7 +28,10 @@ from ..model.repair import RepairPlan, TailState
 from ..protocol.jsjson import dumps
 from ..read.container import Container, resolve_path
 from ..read.session import open_session
-from ..write.transaction import Publication, output_lock
+from ..protocol.layout import generation_name
+from ..protocol.vocabulary import CURRENT_VERSION
+from ..write.target import means_directory, output_path
+from ..write.transaction import Ownership, Publication, output_lock
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter, frame
 
@@ -88,12 +91,20 @@ def _regular_source(target: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def repair_copy(target: str, out: Path, *, select: str | None = None, format_version: int | None = None,
+def repair_copy(target: str, out: Path | str, *, select: str | None = None, format_version: int | None = None,
                 system_prompt_plugins: tuple[str, ...] = ()) -> RepairResult:
-    """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched."""
-    out = Path(out)
-    compressed = out.name.endswith(".zstd")
+    """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched.
+
+    ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`): into a
+    directory, the copy is named as the v4 generation in the input's container.
+    """
     source = _regular_source(target)
+    if means_directory(out):
+        compressed = source is not None and source.name.endswith(".zstd")
+        out = output_path(out, generation_name(CURRENT_VERSION, compressed), owner=Ownership.of(source) if source else None, what="repair")
+    else:
+        out = output_path(out, "", owner=None, what="repair")
+    compressed = out.name.endswith(".zstd")
     pub = Publication(
         out,
         lock=output_lock(out),

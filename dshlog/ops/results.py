@@ -73,6 +73,25 @@ class SessionInfo:
     summary: Summary
     notes: tuple[Problem, ...] = ()
 
+    @classmethod
+    def of(cls, log: Any, summary: Summary) -> SessionInfo:
+        """The info of an opened log whose stored events ``summary`` summarises."""
+        info = log.info
+        return cls(
+            path=log.path,
+            container=info.container,
+            version=log.version,
+            projection=log.projection,
+            header=log.header,
+            size_on_disk=info.size_on_disk,
+            decoded_bytes=info.decoded_bytes,
+            frames=info.frames if info.container == "jsonl.zstd" else None,
+            torn_tail=info.torn.length if info.torn else 0,
+            sessions=tuple(info.wrapped_sessions),
+            summary=summary,
+            notes=tuple(log.notes),
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "shape": SHAPE,

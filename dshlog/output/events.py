@@ -68,7 +68,9 @@ def _step(d: dict[str, Any], width: int) -> str:
 
 def _turn_end(d: dict[str, Any], width: int) -> str:
     r = d.get("reason")
-    return f"reason={r.get('kind') if isinstance(r, dict) else r}"
+    if isinstance(r, dict) and isinstance(r.get("kind"), str):
+        return f"reason={r['kind']}"
+    return "reason=(none)" if r is None else f"reason={js_quote(r)}"  # what is there, never Python's None
 
 
 def _request_header(d: dict[str, Any], width: int) -> str:

@@ -50,6 +50,7 @@ from .container import (
     iter_lines,
     iter_zstd_lines,
     open_binary,
+    torn_text,
     zstd_prefix,
     sniff,
 )
@@ -332,6 +333,8 @@ class SessionLog:
             if sid != wanted:
                 continue
             yield Record(None, ev, rec.line, rec.offset, rec.frame)
+        if self.select is not None and self.select not in seen:
+            raise UsageError(f"--select {self.select!r} names no session of this stream (sessions: {', '.join(seen) or 'none'})", path=self.path)
 
     @staticmethod
     def _demux(sid: str, ev: Any, streams: dict[str, list[int]]) -> str:
@@ -429,9 +432,8 @@ class SessionLog:
         if plain is not None:
             yield from self._plain_rows(plain[1], plain[2])
         t = self.info.torn
-        if t is not None and t.length:
-            where = f"frame {t.frame}" if t.frame is not None else f"byte {t.offset}"
-            self.notes.add(Problem("torn-tail", f"torn tail ignored: {t.length} bytes after the last complete line ({where})", Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
+        if t is not None and (t.length or t.frame is not None):
+            self.notes.add(Problem("torn-tail", torn_text(t, self.info.size_on_disk), Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
         dec = self.decoder
         if dec.recoverable:
             if dec.issue is not None:

@@ -540,11 +540,7 @@ def run_dshlog(argv: list[str]) -> Run:
     sys.stdout, sys.stderr = out, err
     try:
         with _app_built_once():
-            try:
-                main(list(argv))
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            code = int(main(list(argv)))
     finally:
         sys.stdout, sys.stderr = saved
     out.flush()
