@@ -4,12 +4,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test fidelity bench stress fuzz clean
+.PHONY: demo test lint fidelity bench stress fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -32,8 +32,13 @@ demo: $(STAMP)
 	@$(VENV)/bin/dshlog validate fixtures/v0/text-turn/session.jsonl
 	@$(VENV)/bin/dshlog migrate --dry-run --no-children fixtures/v0/text-turn
 
-test: $(STAMP)
+test: lint
 	$(PY) -m pytest
+
+# mypy --strict over the package and ruff over the code (settings in pyproject.toml); part of `make test`
+lint: $(STAMP)
+	$(PY) -m mypy
+	$(PY) -m ruff check dshlog tests bench
 
 # agreement with dsh's own code (the differential suite's comparisons), into docs/fidelity.md
 fidelity: $(STAMP)
@@ -46,7 +51,8 @@ stress: $(STAMP)
 	$(PY) bench/stress.py
 
 fuzz: $(STAMP)
-	$(PY) bench/fuzz.py --seconds $${FUZZ_SECONDS:-300} --report bench/out/fuzz.jsonl
+	$(PY) bench/fuzz.py --seconds $${FUZZ_SECONDS:-300} --huge-line-mb $${FUZZ_HUGE_MB:-8} --bomb-mb $${FUZZ_BOMB_MB:-256} \
+		--report bench/out/fuzz.jsonl
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache build *.egg-info

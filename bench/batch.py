@@ -20,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import generate
+import generate  # noqa: E402 - found through the path set just above
 
 JOB = r"""
 import json, os, resource, sys, time

@@ -1,10 +1,195 @@
-"""dshlog: inspect, validate, repair, fork and migrate DeepSeek Harness session logs.
+"""dshlog: inspect, validate, repair, fork and migrate DeepSeek Harness (dsh) session logs.
 
-The package is a small core library (no printing, no exiting) with a Typer CLI on
-top (:mod:`dshlog.cli`).  Data flows one way: bytes -> rows -> events ->
-(fold | migrate | repair | fork) -> output.
+The library gives a script the same truth the ``dshlog`` command prints::
+
+    import dshlog
+
+    report = dshlog.validate("session.v4.jsonl")
+    print(report.exit_code, [p.message for p in report.files[0].errors])
+
+    with dshlog.open_session("session.v4.jsonl") as log:   # dsh's view of the log
+        messages = dshlog.derive_messages(log.v4())
+
+Each operation returns a typed, frozen result whose ``as_dict()`` is the
+versioned JSON document (``{"shape": 1, ...}``) the matching command prints
+with ``--json``.  Events are plain dicts, typed as :class:`Event`.  Only the
+errors of :mod:`dshlog.errors` leave the library (:class:`DshlogError` and its
+subclasses, each with its :class:`ExitCode`; a bug is :class:`InternalError`).
+The library never prints, never exits and reads no environment variable: roots
+and paths are passed in.  docs/python-api.md has the guide and examples.
+
+The names below are loaded on first use, so ``dshlog --version`` and the
+command line pay only for what they use.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 
-__all__ = ["__version__"]
+#: Public name -> the module that owns it (one owner each; nothing is defined here).
+_OWNERS: dict[str, str] = {
+    # opening a log, and its views
+    "open_session": "dshlog.ops.api",
+    "find_session": "dshlog.ops.api",
+    "stored_events": "dshlog.ops.api",
+    "v4_events": "dshlog.ops.api",
+    "SessionLog": "dshlog.read.session",
+    "V4View": "dshlog.read.session",
+    "EventRecord": "dshlog.read.session",
+    # the fold, derived messages, requests
+    "fold": "dshlog.check.surface",
+    "SurfaceFold": "dshlog.check.surface",
+    "derive_messages": "dshlog.model.messages",
+    "surface": "dshlog.ops.api",
+    "rebuild_request": "dshlog.ops.api",
+    "request_series": "dshlog.ops.api",
+    # checking, summaries
+    "validate": "dshlog.ops.api",
+    "session_info": "dshlog.ops.api",
+    "session_stats": "dshlog.ops.api",
+    "Problem": "dshlog.check.problems",
+    "Severity": "dshlog.check.problems",
+    "Summary": "dshlog.model.summary",
+    # writers
+    "plan_repair": "dshlog.ops.api",
+    "repair_copy": "dshlog.ops.api",
+    "repair_in_place": "dshlog.ops.api",
+    "fork_session": "dshlog.ops.api",
+    "migrate_session": "dshlog.ops.api",
+    "migrate_sessions": "dshlog.ops.api",
+    "export_transcript": "dshlog.ops.api",
+    "export_bytes": "dshlog.ops.api",
+    "RepairPlan": "dshlog.model.repair",
+    # the store
+    "list_sessions": "dshlog.ops.api",
+    "grep_session": "dshlog.ops.api",
+    "SessionEntry": "dshlog.read.store",
+    # typed results
+    "SHAPE": "dshlog.ops.results",
+    "ExportResult": "dshlog.ops.results",
+    "ForkResult": "dshlog.ops.results",
+    "Migration": "dshlog.ops.results",
+    "MigrationOutcome": "dshlog.ops.results",
+    "RebuiltRequest": "dshlog.ops.results",
+    "RepairOutcome": "dshlog.ops.results",
+    "RequestRow": "dshlog.ops.results",
+    "RequestSeries": "dshlog.ops.results",
+    "SessionInfo": "dshlog.ops.results",
+    "SessionStats": "dshlog.ops.results",
+    "Stats": "dshlog.ops.results",
+    "SurfaceView": "dshlog.ops.results",
+    "Validation": "dshlog.ops.results",
+    "ValidationReport": "dshlog.ops.results",
+    # the records of a log
+    "Event": "dshlog.protocol.events",
+    "StoredEvent": "dshlog.protocol.events",
+    "SessionHeader": "dshlog.protocol.events",
+    "SurfaceOp": "dshlog.protocol.events",
+    # JSON exactly as dsh writes it
+    "dumps": "dshlog.protocol.jsjson",
+    "dumps_pretty": "dshlog.protocol.jsjson",
+    "loads": "dshlog.protocol.jsjson",
+    # errors and exit codes
+    "ExitCode": "dshlog.errors",
+    "exit_code_of": "dshlog.errors",
+    "Location": "dshlog.errors",
+    "DshlogError": "dshlog.errors",
+    "InternalError": "dshlog.errors",
+    "UsageError": "dshlog.errors",
+    "CorruptLog": "dshlog.errors",
+    "UnsupportedVersion": "dshlog.errors",
+    "MigrationRefused": "dshlog.errors",
+    "Refused": "dshlog.errors",
+    "LockHeld": "dshlog.errors",
+    "IOFailure": "dshlog.errors",
+}
+
+#: What the name is called in its owner, where the public name differs.
+_RENAMED: dict[str, str] = {"derive_messages": "derive"}
+
+__all__ = ["__version__", *_OWNERS]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its owner on first use (PEP 562), then keep it here."""
+    owner = _OWNERS.get(name)
+    if owner is None:
+        raise AttributeError(f"module 'dshlog' has no attribute {name!r}")
+    value = getattr(import_module(owner), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_OWNERS))
+
+
+if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
+    from .check.problems import Problem as Problem
+    from .check.problems import Severity as Severity
+    from .check.surface import SurfaceFold as SurfaceFold
+    from .check.surface import fold as fold
+    from .errors import CorruptLog as CorruptLog
+    from .errors import DshlogError as DshlogError
+    from .errors import ExitCode as ExitCode
+    from .errors import InternalError as InternalError
+    from .errors import IOFailure as IOFailure
+    from .errors import Location as Location
+    from .errors import LockHeld as LockHeld
+    from .errors import MigrationRefused as MigrationRefused
+    from .errors import Refused as Refused
+    from .errors import UnsupportedVersion as UnsupportedVersion
+    from .errors import UsageError as UsageError
+    from .errors import exit_code_of as exit_code_of
+    from .model.messages import derive as derive_messages  # noqa: F401 - public: listed in __all__ through _OWNERS
+    from .model.repair import RepairPlan as RepairPlan
+    from .model.summary import Summary as Summary
+    from .ops.api import export_bytes as export_bytes
+    from .ops.api import export_transcript as export_transcript
+    from .ops.api import find_session as find_session
+    from .ops.api import fork_session as fork_session
+    from .ops.api import grep_session as grep_session
+    from .ops.api import list_sessions as list_sessions
+    from .ops.api import migrate_session as migrate_session
+    from .ops.api import migrate_sessions as migrate_sessions
+    from .ops.api import open_session as open_session
+    from .ops.api import plan_repair as plan_repair
+    from .ops.api import rebuild_request as rebuild_request
+    from .ops.api import repair_copy as repair_copy
+    from .ops.api import repair_in_place as repair_in_place
+    from .ops.api import request_series as request_series
+    from .ops.api import session_info as session_info
+    from .ops.api import session_stats as session_stats
+    from .ops.api import stored_events as stored_events
+    from .ops.api import surface as surface
+    from .ops.api import v4_events as v4_events
+    from .ops.api import validate as validate
+    from .ops.results import SHAPE as SHAPE
+    from .ops.results import ExportResult as ExportResult
+    from .ops.results import ForkResult as ForkResult
+    from .ops.results import Migration as Migration
+    from .ops.results import MigrationOutcome as MigrationOutcome
+    from .ops.results import RebuiltRequest as RebuiltRequest
+    from .ops.results import RepairOutcome as RepairOutcome
+    from .ops.results import RequestRow as RequestRow
+    from .ops.results import RequestSeries as RequestSeries
+    from .ops.results import SessionInfo as SessionInfo
+    from .ops.results import SessionStats as SessionStats
+    from .ops.results import Stats as Stats
+    from .ops.results import SurfaceView as SurfaceView
+    from .ops.results import Validation as Validation
+    from .ops.results import ValidationReport as ValidationReport
+    from .read.session import EventRecord as EventRecord
+    from .read.session import SessionLog as SessionLog
+    from .read.session import V4View as V4View
+    from .read.store import SessionEntry as SessionEntry
+    from .protocol.events import Event as Event
+    from .protocol.events import SessionHeader as SessionHeader
+    from .protocol.events import StoredEvent as StoredEvent
+    from .protocol.events import SurfaceOp as SurfaceOp
+    from .protocol.jsjson import dumps as dumps
+    from .protocol.jsjson import dumps_pretty as dumps_pretty
+    from .protocol.jsjson import loads as loads

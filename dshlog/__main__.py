@@ -12,13 +12,13 @@ from ._version import __version__
 
 
 def main() -> None:
-    """Run the command line (``--version`` alone needs none of it)."""
+    """Run the command line of this process and exit with its code (``--version`` alone needs none of it)."""
     if sys.argv[1:] == ["--version"]:
         print(f"dshlog {__version__}")
         return
     from .cli import main as cli_main  # the whole CLI framework: only when a command runs
 
-    cli_main()
+    sys.exit(int(cli_main()))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,8 +8,12 @@ failure kind to process status lives in exactly one place.
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import ParamSpec, Protocol, TypeVar, cast, runtime_checkable
 
 
 class ExitCode(IntEnum):
@@ -23,6 +27,7 @@ class ExitCode(IntEnum):
     CONFLICT = 5  # refused as unsafe: lock held, target exists, source changed
     IO = 6  # the operating system refused (permission, disk full, not found)
     PENDING = 10  # --check: work is needed (migration, repair), nothing was written
+    INTERRUPTED = 130  # stopped by the user (Ctrl-C), as a shell reports SIGINT
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +98,7 @@ class DshlogError(Exception):
         msg = " ".join(self.message.split("\n"))
         return f"{self.kind}: {where}: {msg}" if where else f"{self.kind}: {msg}"
 
-    def with_context(self, *, path: str | None = None, loc: Location | None = None, seq: int | None = None) -> "DshlogError":
+    def with_context(self, *, path: str | None = None, loc: Location | None = None, seq: int | None = None) -> DshlogError:
         """Fill in location fields that the raiser did not know (returns self)."""
         if self.path is None and path is not None:
             self.path = path
@@ -125,10 +130,25 @@ class UnsupportedVersion(DshlogError):
     kind = "unsupported"
 
 
-class MigrationRefused(UnsupportedVersion):
-    """dsh refuses to convert this historical log (SessionFormatUnsupportedMigrationError)."""
+class BeyondLimit(UnsupportedVersion):
+    """An intact log beyond one of dshlog's documented resource limits (line size, nesting depth).
 
-    kind = "refused"
+    Not corruption: dsh may read it, and nothing about it is damaged, so no
+    writer may treat it as a damaged tail.  The message names the limit and how
+    to raise it where it can be raised.
+    """
+
+    kind = "limit"
+
+
+class MigrationRefused(UnsupportedVersion):
+    """dsh refuses to convert this historical log (SessionFormatUnsupportedMigrationError).
+
+    Its one-line label is the exit code's, ``unsupported`` (exit 3): "refused" is the
+    README's word for exit 5, refused as unsafe.
+    """
+
+    kind = "unsupported"
 
 
 class Refused(DshlogError):
@@ -149,3 +169,111 @@ class IOFailure(DshlogError):
 
     exit_code = ExitCode.IO
     kind = "io"
+
+
+class InternalError(DshlogError, RuntimeError):
+    """A bug in dshlog (or a call the API does not allow): the one error that is not the log's fault.
+
+    It is also a :class:`RuntimeError`, which is what such failures were before
+    the hierarchy covered them.  The original exception, when there is one, is
+    its ``__cause__``.
+    """
+
+    exit_code = ExitCode.INTERNAL
+    kind = "internal"
+
+    @classmethod
+    def of(cls, exc: BaseException) -> InternalError:
+        """An unexpected exception, named by its class (the traceback stays in ``__cause__``)."""
+        err = cls(f"{type(exc).__name__}: {exc}")
+        err.__cause__ = exc
+        return err
+
+
+def library_error(exc: Exception) -> DshlogError:
+    """The error of the hierarchy that stands for ``exc`` when it reaches the library's boundary.
+
+    An error of the hierarchy is itself; an operating-system error the core did
+    not translate is an :class:`IOFailure` (the system refused, whatever the
+    call); anything else is a bug, an :class:`InternalError`.
+    """
+    if isinstance(exc, DshlogError):
+        return exc
+    if isinstance(exc, OSError):
+        err: DshlogError = IOFailure(exc.strerror or str(exc), path=None if exc.filename is None else str(exc.filename))
+    else:
+        err = InternalError.of(exc)
+    err.__cause__ = exc
+    return err
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+Y = TypeVar("Y")
+
+
+def _guarded(gen: Iterator[Y]) -> Iterator[Y]:
+    """Iterate ``gen``, translating what escapes it (one ``try`` around the loop costs nothing per item)."""
+    try:
+        yield from gen
+    except Exception as exc:  # noqa: BLE001 - the boundary: every failure leaves as the hierarchy's error
+        err = library_error(exc)
+        if err is exc:
+            raise
+        raise err from exc
+
+
+def boundary(fn: Callable[P, R]) -> Callable[P, R]:
+    """Decorate a library entry point so only the hierarchy's errors leave it (see :func:`library_error`).
+
+    A generator function is guarded while it is iterated, not only when it is called.
+    """
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen_wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            return cast(R, _guarded(cast(Iterator[object], fn(*args, **kwargs))))
+
+        return gen_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the boundary: every failure leaves as the hierarchy's error
+            err = library_error(exc)
+            if err is exc:
+                raise
+            raise err from exc
+
+    return wrapper
+
+
+@runtime_checkable
+class HasExitCode(Protocol):
+    """A result that knows its process status (a validation report, a migration outcome, ...)."""
+
+    @property
+    def exit_code(self) -> int: ...
+
+
+def exit_code_of(outcome: ExitCode | BaseException | HasExitCode | None) -> ExitCode:
+    """The one mapping from how a command ended to its process status (the README's table).
+
+    ``None`` is success; an :class:`ExitCode` is itself; an error of the hierarchy
+    carries its code; Ctrl-C is :attr:`ExitCode.INTERRUPTED`; a reader that went
+    away (``dshlog ... | head``) is not a failure; any other exception is a bug;
+    a result says its own code.
+    """
+    if outcome is None:
+        return ExitCode.OK
+    if isinstance(outcome, ExitCode):
+        return outcome
+    if isinstance(outcome, DshlogError):
+        return ExitCode(outcome.exit_code)
+    if isinstance(outcome, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    if isinstance(outcome, BrokenPipeError):
+        return ExitCode.OK
+    if isinstance(outcome, BaseException):
+        return ExitCode.INTERNAL
+    return ExitCode(outcome.exit_code)

@@ -98,7 +98,7 @@ class Executor(ABC):
         or a :func:`functools.partial` of one with picklable arguments.
         """
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional to override: nothing to release by default
         """Release workers or connections (nothing for the in-process policy)."""
 
     def __enter__(self) -> Self:
@@ -221,7 +221,7 @@ class DaskExecutor(_Windowed):
                 )
             except ImportError:
                 raise UsageError("--scheduler needs Dask distributed: pip install 'dshlog[dask]'") from None
-            client = Client(address)  # type: ignore[no-untyped-call]
+            client = Client(address)  # type: ignore[no-untyped-call]  # distributed ships without annotations here
             self._owned = True
         else:
             self._owned = False

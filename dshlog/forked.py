@@ -19,7 +19,7 @@ from typing import NoReturn
 try:  # POSIX only; without it pipes keep their default size
     import fcntl
 except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # off POSIX the module is None, tested before use
 
 
 def usable_cpus() -> int:
@@ -78,7 +78,7 @@ def pack_error(exc: BaseException) -> bytes:
 def unpack_error(blob: bytes) -> BaseException:
     """The exception :func:`pack_error` described, rebuilt without calling its ``__init__``."""
     cls, args, attrs = pickle.loads(blob)
-    exc = cls.__new__(cls)
+    exc: BaseException = cls.__new__(cls)
     exc.args = args
     exc.__dict__.update(attrs)
     return exc

@@ -99,19 +99,30 @@ def ev(seq: int, type_: str, data: object = None, time: int = 1000, **extra: obj
 
 
 def run_cli(capsysbinary, *args: str) -> tuple[int, bytes, bytes]:
-    """Run ``dshlog ARGS`` in-process; returns (exit code, stdout bytes, stderr bytes)."""
+    """Run ``dshlog ARGS`` in-process in this process's environment; returns (exit code, stdout, stderr)."""
     from dshlog.cli import main
 
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
+    code = int(main(list(args)))
     out, err = capsysbinary.readouterr()
     return code, out, err
 
 
-def read_log(source: "Path | bytes", tmp_dir: "Path | None" = None, name: str = "session.jsonl") -> tuple[dict | None, list[dict]]:
+def run_env(*args: str, stdin: bytes = b"", tty: bool = False, **env: object) -> tuple[int, bytes, bytes]:
+    """Run ``dshlog ARGS`` in-process in a test environment (``Env.for_test``: in-memory streams,
+    no terminal unless ``tty``, a fixed clock; ``dsh_home=``, ``cwd=``, ``colour=``, ``width=`` ... as given).
+
+    Returns (exit code, stdout bytes, stderr bytes).  This is how a test picks a terminal,
+    a home or a cwd: through the environment the CLI is given, never by patching globals.
+    """
+    from dshlog.cli import main
+    from dshlog.cli.env import Env
+
+    e = Env.for_test(stdin=stdin, tty=tty, **env)
+    code = int(main(list(args), e))
+    return code, e.stdout.getvalue(), e.stderr.getvalue()  # type: ignore[attr-defined]
+
+
+def read_log(source: Path | bytes, tmp_dir: Path | None = None, name: str = "session.jsonl") -> tuple[dict | None, list[dict]]:
     """(header, stored-version events) through the project's reader, leniently.
 
     ``source`` is a path, or the bytes of a log (written to ``tmp_dir/name`` first).
@@ -128,7 +139,7 @@ def read_log(source: "Path | bytes", tmp_dir: "Path | None" = None, name: str = 
     else:
         path = Path(source)
     with open_session(path, strict=False) as log:
-        return log.header, list((r.event for r in log.stored()))
+        return log.header, list(r.event for r in log.stored())
 
 
 def load_golden(name: str) -> list[dict]:

@@ -307,3 +307,78 @@ def test_fact_functions_are_defined_once(owner: str, names: list[str]) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.lstrip("_") in names:
             defined[node.name.lstrip("_")].append(mod)
     assert {n: mods for n, mods in defined.items() if mods != [owner]} == {}
+
+
+# ----------------------------------------------------------------------------- a thin CLI, one environment
+
+#: What the command line may import from the layers below it: the operations, the renderers,
+#: the session opener and the store's lookups, the errors, and the facts it prints.  Decoding
+#: rows (read.rows, read.container's readers, protocol.packed/zstd), parsing JSON and staging
+#: files (write.transaction/atomic/writer/verify/lock) are the core's.
+CLI_FORBIDDEN = (
+    "dshlog.read.rows",
+    "dshlog.protocol.packed",
+    "dshlog.protocol.zstd",
+    "dshlog.write.transaction",
+    "dshlog.write.atomic",
+    "dshlog.write.writer",
+    "dshlog.write.verify",
+    "dshlog.write.lock",
+    "dshlog.migrate",
+)
+#: Names the command line may not import even from an allowed module (the JSON reader, row readers).
+CLI_FORBIDDEN_NAMES = {"loads", "iter_array", "top_level_keys", "RowDecoder", "iter_lines", "iter_zstd_lines", "FrameWalker"}
+
+#: The process state only ``dshlog.cli.env`` reads (and ``app.main`` its argv).
+PROCESS_STATE = {"os.environ", "os.getenv", "os.getcwd", "os.getcwdb", "time.time", "time.time_ns",
+                 "shutil.get_terminal_size", "os.get_terminal_size", "Path.cwd", "Path.home", "datetime.now",
+                 "sys.stdout", "sys.stderr", "sys.stdin"}
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def test_the_cli_only_translates() -> None:
+    """A command resolves its input, calls the core once and renders: no decoding, JSON parsing or staging."""
+    found = []
+    for name, tree in _TREES.items():
+        if not name.startswith("dshlog.cli"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = importlib.util.resolve_name("." * node.level + (node.module or ""), _package_of(name)) if node.level else (node.module or "")
+                if any(base == f or base.startswith(f + ".") for f in CLI_FORBIDDEN):
+                    found.append(f"{name}:{node.lineno} imports {base}")
+                for alias in node.names:
+                    if alias.name in CLI_FORBIDDEN_NAMES:
+                        found.append(f"{name}:{node.lineno} imports {base}.{alias.name}")
+    assert not found, "\n".join(found)
+
+
+def test_only_the_environment_reads_the_process() -> None:
+    """Streams, isatty, the environment, the cwd and the clock are read once, by ``dshlog.cli.env``
+    (``Env.from_process``); everything else gets them passed in."""
+    # the library facade's documented default for library callers: a fork child's creation time is now
+    allowed = {"dshlog.cli.env", "dshlog.__main__", "dshlog.ops.api"}
+    # ``-`` as a target names the process's standard input when no stream is passed (the library's
+    # default); the command line passes its Env's stdin where it opens the log itself
+    stdin_default = {"dshlog.read.container", "dshlog.read.session"}
+    found = []
+    for name, tree in _TREES.items():
+        if name in allowed:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                dotted = _dotted(node)
+                if dotted in PROCESS_STATE or dotted.endswith(".isatty") and not name.startswith("dshlog.output.screen"):
+                    if dotted == "sys.stdin" and name in stdin_default:
+                        continue
+                    found.append(f"{name}:{node.lineno} reads {dotted}")
+    assert not found, "\n".join(found)

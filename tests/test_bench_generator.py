@@ -24,7 +24,7 @@ def gen():
 
 def _events(path: Path) -> list[dict]:
     with open_session(str(path), strict=True) as log:
-        return list((r.event for r in log.stored()))
+        return list(r.event for r in log.stored())
 
 
 def _check(paths: dict, version: int) -> None:

@@ -8,7 +8,7 @@ import shutil
 import orjson
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, run_cli, run_env
 from dshlog.errors import ExitCode
 from dshlog.read.store import session_dir
 from test_store import put
@@ -37,7 +37,7 @@ def test_ls_json_shape(root, capsysbinary):
     assert code == 0
     rows = ndjson(out)
     assert [r["id"] for r in rows] == ["crash-0001", "fork-0002", "loop-0001", "loop-0001"]
-    want = {"shape", "id", "title", "cwd", "project", "dir", "path", "generation", "version", "size", "events", "turns",
+    want = {"shape", "id", "title", "prompt", "cwd", "project", "dir", "path", "generation", "version", "size", "events", "turns",
             "createdAt", "lastActivity", "lastEventTime", "mtime", "parentSession", "origin", "children", "error"}
     for r in rows:
         assert set(r) == want and r["shape"] == 1
@@ -95,9 +95,8 @@ def test_ls_filters(root, capsysbinary, tmp_path):
     assert code == ExitCode.USAGE
 
 
-def test_ls_default_root_from_dsh_home(root, capsysbinary, monkeypatch):
-    monkeypatch.setenv("DSH_HOME", str(root.parent))
-    code, out, _ = run_cli(capsysbinary, "ls", "--json")
+def test_ls_default_root_from_dsh_home(root):
+    code, out, _ = run_env("ls", "--json", dsh_home=str(root.parent))
     assert code == 0 and len(ndjson(out)) == 4
 
 
@@ -116,62 +115,62 @@ def test_help_shows_an_example(cmd, capsysbinary):
 
 
 @pytest.fixture
-def here(tmp_path, monkeypatch):
-    """DSH_HOME with two sessions of the current directory; the crash log is the more recent."""
+def here(tmp_path):
+    """DSH_HOME with two sessions of a project directory ``work``; the crash log is the more recent."""
     work = tmp_path / "work"
     work.mkdir()
     cwd = os.path.realpath(work)
     root = tmp_path / "home" / "sessions"
     put(root, "loop", sid="loop-0001", cwd=cwd)
     crash = put(root, "crash", sid="crash-0001", cwd=cwd)
-    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(work)
     return crash
 
 
-def test_info_without_file_uses_the_current_session(here, capsysbinary):
-    code, out, err = run_cli(capsysbinary, "info", "--json")
+def in_here(here, *args: str, **env):
+    """``dshlog ARGS`` run in ``work`` with ``DSH_HOME`` at the fixture's home (through the test Env)."""
+    home = here.parents[3]
+    return run_env(*args, dsh_home=str(home), cwd=os.path.realpath(home.parent / "work"), **env)
+
+
+def test_info_without_file_uses_the_current_session(here):
+    code, out, err = in_here(here, "info", "--json")
     assert code == 0
     assert orjson.loads(out)["header"]["id"] == "crash-0001"
     assert f"dshlog: using session crash-0001 ({here})".encode() in err
 
 
-def test_rebuild_by_id_prefix(here, capsysbinary):
-    code, out, err = run_cli(capsysbinary, "rebuild", "loop", "--request", "3", "--messages-only")
+def test_rebuild_by_id_prefix(here):
+    code, out, err = in_here(here, "rebuild", "loop", "--request", "3", "--messages-only")
     assert code == 0, err
     assert len(orjson.loads(out)) == 6
     assert b"using session loop-0001" in err
 
 
-def test_repair_and_validate_resolve_too(here, capsysbinary):
+def test_repair_and_validate_resolve_too(here):
     before = here.read_bytes()
-    code, out, err = run_cli(capsysbinary, "repair", "--json")
+    code, out, err = in_here(here, "repair", "--json")
     assert code == 0, err
     doc = orjson.loads(out)
     assert doc["path"] == str(here) and doc["healthy"] is False
     assert here.read_bytes() == before  # nothing written without --write
-    code, out, err = run_cli(capsysbinary, "validate", "cra")
+    code, out, err = in_here(here, "validate", "cra")
     assert b"using session crash-0001" in err
-    code, out, err = run_cli(capsysbinary, "fork", "-o", str(here.parent.parent.parent / "child.jsonl"), "--json")
+    code, out, err = in_here(here, "fork", "-o", str(here.parent.parent.parent / "child.jsonl"), "--json")
     assert code == 0, err
     assert orjson.loads(out)["parentId"] == "crash-0001"
 
 
-def test_ambiguous_prefix_in_a_command(here, capsysbinary):
-    code, _, err = run_cli(capsysbinary, "events", "loop-0001")
+def test_ambiguous_prefix_in_a_command(here):
+    code, _, err = in_here(here, "events", "loop-0001")
     assert code == 0
-    code, _, err = run_cli(capsysbinary, "events", "c")  # only crash-0001 starts with c
+    code, _, err = in_here(here, "events", "c")  # only crash-0001 starts with c
     assert code == 0
     put(here.parent.parent.parent, "loop", sid="crash-0002", cwd="/x")
-    code, _, err = run_cli(capsysbinary, "events", "crash")
+    code, _, err = in_here(here, "events", "crash")
     assert code == ExitCode.USAGE and b"ambiguous" in err and b"crash-0002" in err
 
 
-def test_stdin_is_still_stdin(here, capsysbinary, monkeypatch):
-    import io
-    import sys
-
+def test_stdin_is_still_stdin(here):
     data = (FIXTURES / "v4/loop/session.v4.jsonl").read_bytes()
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))
-    code, out, err = run_cli(capsysbinary, "events", "-")
+    code, out, err = in_here(here, "events", "-", stdin=data)
     assert code == 0 and out.count(b"\n") == 41 and b"using session" not in err

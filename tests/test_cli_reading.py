@@ -28,9 +28,9 @@ def test_events_json_of_array_is_dsh_compact_json(capsysbinary):
 
 def test_events_filters(capsysbinary):
     _, out, _ = run_cli(capsysbinary, "events", str(LOOP), "--type", "tool/*")
-    assert [l.split()[:2] for l in out.splitlines()] == [[b"9", b"tool/call"], [b"10", b"tool/result"]]
+    assert [line.split()[:2] for line in out.splitlines()] == [[b"9", b"tool/call"], [b"10", b"tool/result"]]
     _, out, _ = run_cli(capsysbinary, "events", str(LOOP), "--turn", "2")
-    assert [int(l.split()[0]) for l in out.splitlines()] == list(range(17, 25))
+    assert [int(line.split()[0]) for line in out.splitlines()] == list(range(17, 25))
     _, out, _ = run_cli(capsysbinary, "events", str(LOOP), "--from", "30", "--to", "32")
     assert out.splitlines() == [b'30 assistant/message append "\xe7\xac\xac\xe4\xb8\x80\xe7\x82\xb9\xe6\x98\xaf" interrupted', b"31 step/end turn 3 step 1", b"32 turn/end reason=aborted"]
 

@@ -190,7 +190,7 @@ def test_tail_f_command_follows_and_exits_cleanly_on_ctrl_c(tmp_path, zstd):
     head = b"".join(ln + b"\n" for ln in LOOP_LINES[:11])  # header + 10 events
     p.write_bytes(frame(head) if zstd else head)
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from dshlog.cli import main; main()", "tail", "-f", "-n", "2", "--interval", "0.02", str(p)],
+        [sys.executable, "-c", "import sys; from dshlog.cli import main; sys.exit(main())", "tail", "-f", "-n", "2", "--interval", "0.02", str(p)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import orjson
 import pytest

@@ -18,7 +18,7 @@ def write(tmp_path, data: bytes, name: str = "session.v4.jsonl"):
 
 def events(path, **kw):
     with open_session(path, **kw) as s:
-        return list((r.event for r in s.stored())), s
+        return list(r.event for r in s.stored()), s
 
 
 V0_HEADER = {"type": "session", "version": 0, "id": "s", "createdAt": 1, "cwd": "/p", "delegationDepth": 0}

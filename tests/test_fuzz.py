@@ -1,23 +1,31 @@
 """Mutation fuzzing of every command (hypothesis over the mutators of ``bench/fuzz.py``).
 
 Inputs start from the shared corpus and the fixtures; hypothesis picks a seed
-file and a short list of mutations (flip, truncate, duplicate, drop, reorder,
-retype a field to a hostile value, insert garbage, splice lines of another log).
-Each mutated log is given to ``events``, ``events --json``, ``info``,
-``validate``, ``surface``, ``requests``, ``rebuild --request 1``, ``repair``,
-``fork -o`` and ``migrate --dry-run --no-children``; every one must end with a
-result or a clean error (never exit 1, never a traceback, no hang), leave the
-input untouched and leave no partial output file.  ``make fuzz`` runs the same
-checks for minutes with plain random choices and reports counts.
+file and a short list of named mutations: the structural ones (flip, truncate,
+duplicate, drop, reorder, retype a field to a hostile value, insert garbage,
+splice lines of another log) and the hostile-value and container classes
+(``deep_nesting``, ``lone_surrogate``, ``control_chars``, ``rich_markup``,
+``numbers``, ``nul_bytes``, ``bom``, ``crlf``, ``no_final_newline``,
+``huge_line`` and the ``zstd_*`` frame damage, bombs included).
+``test_every_mutation_class`` runs each class at least once, so a failure
+names its class.  Each mutated log goes through every reader and writer of
+``bench/fuzz.py``'s ``COMMANDS`` (on a pseudo-terminal too), each in a forked
+child with a timeout and a memory limit; each must end with a result or a clean
+error (never exit 1, a traceback, a signal or a hang), leave the input
+untouched, leave no output after an error, and print no raw control
+character for a person to see.  ``make fuzz`` runs the same checks for minutes
+with plain random choices, larger huge lines and bombs, and reports counts.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
+import zlib
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conftest import load_bench_script
@@ -26,27 +34,68 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 FUZZ = load_bench_script("fuzz")
+# CI sizes: a 1 MiB line and a bomb decompressing to 4 MiB keep each input near a second or two.
+FUZZ.PARAMS.huge_line_bytes = int(float(os.environ.get("DSHLOG_FUZZ_HUGE_MB", "1")) * FUZZ.MB)
+FUZZ.PARAMS.bomb_bytes = int(float(os.environ.get("DSHLOG_FUZZ_BOMB_MB", "4")) * FUZZ.MB)
+FUZZ.PARAMS.timeout_s = 30
+FUZZ.PARAMS.debug_reruns = False  # the failure text names the exception; make fuzz locates it
 SEEDS = FUZZ.seed_files()
 PLAIN = [FUZZ.decoded(p) for p in SEEDS]
 OTHERS = [p for p, _ in PLAIN]
 WORK = Path(tempfile.mkdtemp(prefix="dshlog-test-fuzz-"))
 
+@pytest.fixture(autouse=True, scope="module")
+def _command_server():
+    """The fuzzer forks every command from a small server process; it must not outlive this module
+    (other tests check that dshlog leaves no child process behind)."""
+    yield
+    FUZZ.stop_server()
+
+
 ops_strategy = st.lists(
     st.tuples(st.sampled_from(sorted(FUZZ.MUTATORS)), st.integers(0, 2**32 - 1)), min_size=1, max_size=4
 )
+# hypothesis runs a failing example again to report it; the verdict of an input does not change
+_VERDICTS: dict[tuple, list] = {}
 
 
 def _check(index: int, ops: list[tuple[str, int]]) -> None:
-    data = FUZZ.mutate(PLAIN[index][0], PLAIN[index][1], ops, OTHERS)
-    failures = FUZZ.check_input(data, SEEDS[index].name, WORK)
-    assert not failures, f"{SEEDS[index].name} {ops}:\n" + "\n".join(failures)
+    key = (index, tuple(ops))
+    if key not in _VERDICTS:
+        data = FUZZ.mutate(PLAIN[index][0], PLAIN[index][1], ops, OTHERS)
+        _VERDICTS[key] = FUZZ.check_input(data, FUZZ.input_name(SEEDS[index].name, ops), WORK)
+    failures = _VERDICTS[key]
+    assert not failures, f"{SEEDS[index].name} {ops}:\n" + "\n".join(map(str, failures))
+
+
+# Shrinking re-runs some thirty commands per step: the failing example is reported as found, unshrunk.
+NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
 
 
 @pytest.mark.skipif(not SEEDS, reason="no corpus or fixtures to mutate")
-@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
 @given(index=st.integers(0, max(0, len(SEEDS) - 1)), ops=ops_strategy)
 def test_mutated_logs_end_cleanly(index: int, ops: list[tuple[str, int]]) -> None:
     _check(index, ops)
+
+
+@pytest.mark.skipif(not SEEDS, reason="no corpus or fixtures to mutate")
+@pytest.mark.parametrize("cls", sorted(FUZZ.MUTATORS))
+@settings(max_examples=1, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
+@given(index=st.integers(0, max(0, len(SEEDS) - 1)), seed=st.integers(0, 2**32 - 1),
+       extra=st.lists(st.tuples(st.sampled_from(sorted(FUZZ.MUTATORS)), st.integers(0, 2**32 - 1)), max_size=1))
+def test_every_mutation_class(cls: str, index: int, seed: int, extra: list[tuple[str, int]]) -> None:
+    """Each named class at least once per CI run (with, sometimes, one more mutation).
+
+    The class name offsets the drawn seed file and seed, so that hypothesis's first (simplest)
+    example is a different file for each class, and the same one in every run.
+    """
+    salt = zlib.crc32(cls.encode())
+    ops = [(cls, (seed + salt) % 2**32), *extra]
+    if not extra and salt % 3 == 0:
+        names = sorted(FUZZ.MUTATORS)
+        ops.append((names[salt % len(names)], salt))
+    _check((index + salt) % len(SEEDS), ops)
 
 
 @pytest.mark.stress
@@ -64,7 +113,7 @@ def _unmutated(step: int) -> None:
             continue
         failures = FUZZ.check_input(p.read_bytes(), p.name, WORK)
         if failures:
-            bad[p.name] = failures
+            bad[p.name] = [str(f) for f in failures]
     assert not bad, bad
 
 
@@ -76,6 +125,18 @@ def test_unmutated_seeds_end_cleanly() -> None:
 @pytest.mark.stress
 def test_unmutated_seeds_end_cleanly_all() -> None:
     _unmutated(1)
+
+
+def test_every_mutator_runs_on_every_kind_of_seed() -> None:
+    """The mutators themselves never raise, whatever the seed (a fixture, a corpus file, a JSON document)."""
+    import random
+
+    picked = [i for i, p in enumerate(SEEDS) if ROOT in p.parents or i % 15 == 0]
+    for name in sorted(FUZZ.MUTATORS):
+        for i in picked:
+            for k in range(3):
+                s = random.Random(f"{name}{i}.{k}").randrange(2**32)
+                FUZZ.mutate(PLAIN[i][0], PLAIN[i][1], [(name, s)], OTHERS)
 
 
 # ----------------------------------------------------------------------------- found by the fuzzer

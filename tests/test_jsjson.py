@@ -180,7 +180,7 @@ def test_format_number_rejects_non_numbers() -> None:
     with pytest.raises(TypeError):
         format_number(True)
     with pytest.raises(TypeError):
-        format_number("1")  # type: ignore[arg-type]
+        format_number("1")  # type: ignore[arg-type]  # the wrong type is the test
 
 
 @settings(max_examples=2000)

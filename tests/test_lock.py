@@ -16,7 +16,7 @@ import dshlog.write.lock as lock_mod
 try:
     import fcntl as real_fcntl
 except ImportError:  # pragma: no cover
-    real_fcntl = None  # type: ignore[assignment]
+    real_fcntl = None  # type: ignore[assignment]  # off POSIX the module is None
 from dshlog.errors import LockHeld
 from dshlog.write.lock import LOCK_FILENAME, acquire_session_lock, decode_segment, find_holder, session_lock
 
@@ -126,7 +126,7 @@ def test_relocks_when_the_file_was_replaced(tmp_path: Path, monkeypatch: pytest.
     with session_lock(tmp_path) as held:
         assert fake.calls == 2
         # the inode we hold is the one at the path now
-        assert os.fstat(held._fd).st_ino == (tmp_path / LOCK_FILENAME).stat().st_ino  # type: ignore[arg-type]
+        assert os.fstat(held._fd).st_ino == (tmp_path / LOCK_FILENAME).stat().st_ino  # type: ignore[arg-type]  # a held lock has its descriptor
 
 
 def test_gives_up_after_three_replacements(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

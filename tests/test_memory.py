@@ -29,6 +29,8 @@ from dshlog.check.validate import Validator
 SMALL, LARGE = "1M", "4M"
 # Four times the log may hold at most this much more (the current surface varies a little).
 GROWTH = 1.5
+# What the checking fold may hold per surface node of a log that never compacts.
+NODE_BYTES = 256
 
 
 
@@ -45,6 +47,15 @@ class _Log:
     def events(self) -> Iterator[dict]:
         for row in self.rows:
             yield orjson.loads(row)
+
+
+@pytest.fixture(scope="module")
+def growing(tmp_path_factory: pytest.TempPathFactory) -> dict[str, _Log]:
+    """The same session never compacted: the surface holds every message of the log."""
+    gen = load_bench_script("generate")
+    out = tmp_path_factory.mktemp("memory-growing")
+    shape = gen.Shape(compaction=False)
+    return {size: _Log(gen.generate(out, size, 4, seed=11, zstd=False, shape=shape)["plain"]) for size in (SMALL, LARGE)}
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +95,28 @@ def _requests(log: _Log, probe: Callable[[], None]) -> None:
         probe()  # the iterator's state is alive only while it runs
 
 
+def _deep_size(value: object) -> int:
+    """Bytes of a container of plain values and everything it holds."""
+    size = sys.getsizeof(value)
+    if isinstance(value, dict):
+        return size + sum(_deep_size(k) + _deep_size(v) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return size + sum(_deep_size(v) for v in value)
+    return size
+
+
+def _retry_facts(rules: Validator) -> int:
+    """What dsh's retry rules must remember for the whole log: a few digests per retry event.
+
+    Once the fold keeps no messages, a validator's other state is so small that these
+    per-retry facts (the generated logs retry eight times as often as real ones) would
+    decide the comparison; they are bounded on their own in
+    :func:`test_retry_facts_are_a_few_digests_per_retry`, the rest must stay flat.
+    """
+    retries = rules.lifecycle.retries
+    return sum(_deep_size(getattr(retries, name)) for name in type(retries).__slots__)
+
+
 def _held(run: Callable[[_Log, Callable[[], None]], object], log: _Log) -> int:
     """Traced bytes a pass still holds at its end: the state a longer log could grow."""
     run(log, lambda: None)  # lazy imports and caches first, so both sizes start alike
@@ -96,6 +129,8 @@ def _held(run: Callable[[_Log, Callable[[], None]], object], log: _Log) -> int:
     try:
         state = run(log, probe)
         held = tracemalloc.get_traced_memory()[0] if state is not None else seen[0]
+        if isinstance(state, Validator):
+            held -= _retry_facts(state)
         del state
         return held
     finally:
@@ -114,6 +149,31 @@ def test_memory_is_flat_in_log_length(logs: dict[str, _Log], run: Callable) -> N
     assert held_large < GROWTH * held_small, (
         f"{len(small.rows)} events hold {held_small} B, {len(large.rows)} events hold {held_large} B"
     )
+
+
+@pytest.mark.parametrize("run", [_validate, _requests], ids=["validate", "requests"])
+def test_memory_is_flat_while_the_surface_grows(growing: dict[str, _Log], run: Callable) -> None:
+    """Checking a log that never compacts, or listing its requests, holds a few words per node, not messages.
+
+    Every node must be remembered (a later replacement may cite it), so the state
+    grows with the surface; what may grow is that, a few hundred bytes a node
+    (holding the messages cost about 3.5 KB a node on these logs).
+    """
+    small, large = growing[SMALL], growing[LARGE]
+    assert len(large.rows) > 3 * len(small.rows)
+    held_small, held_large = _held(run, small), _held(run, large)
+    nodes_small, nodes_large = (len(_validate(log, lambda: None)._fold.nodes) for log in (small, large))
+    assert nodes_large > 3 * nodes_small
+    per_node = (held_large - held_small) / (nodes_large - nodes_small)
+    assert per_node < NODE_BYTES, f"{nodes_small} nodes hold {held_small} B, {nodes_large} nodes hold {held_large} B"
+
+
+def test_retry_facts_are_a_few_digests_per_retry(logs: dict[str, _Log]) -> None:
+    log = logs[LARGE]
+    rules = _validate(log, lambda: None)
+    retries = sum(1 for row in log.rows if b'"type":"llm/retry' in row)
+    assert retries > 20
+    assert _retry_facts(rules) < 600 * retries
 
 
 def test_replacement_records_are_kept_on_request(logs: dict[str, _Log]) -> None:

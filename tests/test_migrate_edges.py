@@ -520,6 +520,6 @@ def test_seq_strings_is_a_dict(items: list[tuple[int, str]], probes: list[Any]) 
         assert packed.get(probe) == plain.get(probe), probe
     assert packed.get(7, "none") == plain.get(7, "none")
     with pytest.raises(TypeError):
-        plain.get([1])  # type: ignore[call-overload]
+        plain.get([1])  # type: ignore[call-overload]  # the wrong key type is the test
     with pytest.raises(TypeError):
         packed.get([1])

@@ -41,7 +41,7 @@ def test_text_turn_25_rows_become_17_events(tmp_path, capsysbinary):
     assert (d / "session.lock").stat().st_size == 0
     with open_session(d) as s:
         assert s.version == 4 and s.info.container == "jsonl"
-        evs = list((r.event for r in s.stored()))
+        evs = list(r.event for r in s.stored())
     assert len(evs) == 17
     assert [e["type"] for e in evs][6:12] == ["step/start", "system/message", "user/message", "user/message", "session/title", "system/message"]
     # what dsh publishes: a plain header line then compact event lines

@@ -312,5 +312,5 @@ def test_every_writer_compares_the_source_by_the_same_identity(tmp_path: Path, c
         try:
             code, _, err = run_cli(capsysbinary, *(a.format(p=p, d=d) for a in argv))
         finally:
-            transaction.Publication.verify_staged = real  # type: ignore[method-assign]
+            transaction.Publication.verify_staged = real  # type: ignore[method-assign]  # the real method back
         assert code == 5 and b"changed" in err, (argv, err)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ev, jsonl, run_cli, v4_header
+from conftest import ev, jsonl, run_env, v4_header
 from dshlog.model import transcript as tr
 from dshlog.model.content import EVENT_LINE, PREVIEW, SEARCH, TRANSCRIPT, TextRule, content_text, message_text
 from dshlog.output.text import sanitize
@@ -120,14 +120,8 @@ def write_session(root: Path, sid: str, cwd: str, title: str, text: str) -> Path
     return p
 
 
-def terminal(monkeypatch) -> None:
-    monkeypatch.setenv("FORCE_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "400")
-    monkeypatch.delenv("NO_COLOR", raising=False)
-
-
-def piped(monkeypatch) -> None:
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
+#: A styled terminal 400 columns wide (the test environment's streams, colour forced).
+TERMINAL = {"colour": "always", "width": 400}
 
 
 def visible(out: bytes) -> str:
@@ -136,13 +130,12 @@ def visible(out: bytes) -> str:
 
 
 @pytest.mark.parametrize("command", ["show", "surface", "ls", "stats"])
-def test_markup_looking_text_prints_as_written_on_a_terminal(tmp_path, capsysbinary, monkeypatch, command) -> None:
-    terminal(monkeypatch)
+def test_markup_looking_text_prints_as_written_on_a_terminal(tmp_path, command) -> None:
     root = tmp_path / "sessions"
     joined = " ".join(MARKUP)
     p = write_session(root, "s-[red]1[/red]", "/tmp/[bold]p", title=joined, text=joined)
     args = {"show": ["show", "--no-pager", str(p)], "surface": ["surface", str(p)], "ls": ["ls", str(root)], "stats": ["stats", str(p)]}[command]
-    code, out, err = run_cli(capsysbinary, *args)
+    code, out, err = run_env(*args, **TERMINAL)
     assert code == 0, err
     shown = visible(out)
     assert "\x1b" not in shown  # nothing but styling was escape codes
@@ -151,9 +144,8 @@ def test_markup_looking_text_prints_as_written_on_a_terminal(tmp_path, capsysbin
         assert needle in shown, (needle, shown)
 
 
-def test_markup_looking_text_in_the_transcript_items(capsysbinary, monkeypatch, tmp_path) -> None:
+def test_markup_looking_text_in_the_transcript_items(tmp_path) -> None:
     """Every item kind renders through Text on the terminal: a tool name or output like markup survives too."""
-    terminal(monkeypatch)
     events = [
         ev(0, "turn/start", {"turn": 1}),
         ev(1, "step/start", {"turn": 1, "step": 1}),
@@ -167,7 +159,7 @@ def test_markup_looking_text_in_the_transcript_items(capsysbinary, monkeypatch, 
     ]
     f = tmp_path / "session.v4.jsonl"
     f.write_bytes(jsonl(v4_header(id="[/sid]"), *events))
-    code, out, err = run_cli(capsysbinary, "show", "--no-pager", "--reasoning", str(f))
+    code, out, err = run_env("show", "--no-pager", "--reasoning", str(f), **TERMINAL)
     assert code == 0, err
     shown = visible(out)
     for needle in ("[/sid]", "[/system]", "[/reason]", "[/name]", "[/id]", "[/args]", "[/out]", "[/code]", "[/st]", "[/todo]", "[/err]", "[/p]/m", "[/text]"):
@@ -176,8 +168,7 @@ def test_markup_looking_text_in_the_transcript_items(capsysbinary, monkeypatch, 
 
 @pytest.mark.parametrize("mode", ["piped", "terminal"])
 @pytest.mark.parametrize("command", ["info", "ls", "show", "events", "surface", "fork"])
-def test_control_characters_never_reach_the_terminal_raw(tmp_path, capsysbinary, monkeypatch, command, mode) -> None:
-    (terminal if mode == "terminal" else piped)(monkeypatch)
+def test_control_characters_never_reach_the_terminal_raw(tmp_path, command, mode) -> None:
     root = tmp_path / "sessions"
     sid = "id\x1b[2J"
     p = write_session(root, sid, "/tmp/\x1b]0;pwned\x07", title="t\x1b[2J", text="hi\x1b[2J\x1b]0;pwned\x07 \x9b1m")
@@ -189,7 +180,7 @@ def test_control_characters_never_reach_the_terminal_raw(tmp_path, capsysbinary,
         "surface": ["surface", str(p)],
         "fork": ["fork", str(p), "-o", str(tmp_path / "child"), "--id", "child\x1b[2J"],
     }[command]
-    code, out, err = run_cli(capsysbinary, *args)
+    code, out, err = run_env(*args, **(TERMINAL if mode == "terminal" else {}))
     assert code == 0, err
     text = out.decode("utf-8")
     for seq in ESC_TEXTS + ["\x9b"]:
@@ -199,11 +190,10 @@ def test_control_characters_never_reach_the_terminal_raw(tmp_path, capsysbinary,
     assert "\\x1b[2J" in text or "\\u001b[2J" in text  # shown, as a visible escape (JSON-quoted in the events line)
 
 
-def test_json_output_stays_exact(tmp_path, capsysbinary, monkeypatch) -> None:
-    piped(monkeypatch)
+def test_json_output_stays_exact(tmp_path) -> None:
     p = write_session(tmp_path / "sessions", "s-1", "/tmp/p", title="t\x7f", text="hi\x1b[2J\x9b")
-    code, out, _ = run_cli(capsysbinary, "events", "--json", str(p))
+    code, out, _ = run_env("events", "--json", str(p))
     assert code == 0 and out == b"".join(p.read_bytes().splitlines(keepends=True)[1:])
-    code, out, _ = run_cli(capsysbinary, "export", "-f", "json", str(p))
+    code, out, _ = run_env("export", "-f", "json", str(p))
     doc = json.loads(out)
     assert doc["summary"]["title"] == "t\x7f" and "\\u001b[2J\x9b" in out.decode()

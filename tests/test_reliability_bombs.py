@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import orjson
 import pytest

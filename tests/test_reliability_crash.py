@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -44,8 +44,8 @@ class Case:
     name: str
     pristine: Path  # session directory (or parent directory for fork)
     args: Callable[[Path], list[str]]  # command line for a trial directory
-    check: Callable[["Case", Path, int | None], str]  # invariants after a kill; returns the outcome class
-    rerun: Callable[["Case", Path, str], None]
+    check: Callable[[Case, Path, int | None], str]  # invariants after a kill; returns the outcome class
+    rerun: Callable[[Case, Path, str], None]
     expected: dict[str, bytes] = field(default_factory=dict)
     duration: float = 0.0
 

@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from conftest import load_bench_script
 
@@ -31,7 +32,7 @@ def dshlog_cmd(*args: str) -> list[str]:
     """Command line of the installed entry point (falls back to ``python -m``-style import)."""
     if os.path.exists(DSHLOG):
         return [DSHLOG, *args]
-    return [sys.executable, "-c", "from dshlog.cli import main; main()", *args]
+    return [sys.executable, "-c", "import sys; from dshlog.cli import main; sys.exit(main())", *args]
 
 
 def run(*args: str, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess[bytes]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import orjson
 import pytest
@@ -300,7 +301,7 @@ def test_malformed_assistant_message_is_corrupt() -> None:
 
 def test_unknown_cause_is_rejected() -> None:
     with pytest.raises(ValueError):
-        TailState().closers("crashed")  # type: ignore[arg-type]
+        TailState().closers("crashed")  # type: ignore[arg-type]  # the unknown cause is the test
 
 
 # --- property: every prefix + closers is balanced --------------------------------------------------

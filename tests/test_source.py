@@ -194,7 +194,7 @@ def _decode(path, parallel: bool):
         try:
             for r in iter_zstd_lines(fh, info, parallel=parallel):
                 got.append((r.raw, r.line, r.offset, r.frame))
-        except Exception as exc:  # compared below
+        except Exception as exc:  # noqa: BLE001 - whatever it is, compared below
             error = (type(exc), str(exc), exc.where() if hasattr(exc, "where") else None)
     torn = info.torn and (info.torn.offset, info.torn.length, info.torn.frame, info.torn.frame_offset, info.torn.data)
     return got, error, info.frames, info.decoded_bytes, torn

@@ -119,7 +119,7 @@ def test_corpus_llm_retry_log():
     from dshlog.read.session import open_session
 
     with open_session(p, strict=False) as log:
-        s = summarize((r.event for r in log.stored()))
+        s = summarize(r.event for r in log.stored())
     assert (s.retries, s.attempts, s.model_calls, s.title) == (1, 1, 2, "This prompt first receives an")
 
 
@@ -136,7 +136,7 @@ def test_stats_and_tail_run_on_every_corpus_file(path, capsysbinary):
 
 
 def _all_logs():
-    from conftest import CORPUS, FIXTURES, corpus_files
+    from conftest import FIXTURES, corpus_files
 
     return [FIXTURES / "v0" / "text-turn" / "session.jsonl", FIXTURES / "v1" / "text-turn" / "session.v1.jsonl"] + [
         p for p in corpus_files() if p.suffix == ".jsonl"
@@ -153,7 +153,7 @@ def test_summary_of_whole_packed_rows_equals_the_expanded_one():
     for path in _all_logs():
         try:
             with open_session(path, strict=False) as a:
-                expanded = summarize((r.event for r in a.stored())).as_dict()
+                expanded = summarize(r.event for r in a.stored()).as_dict()
             with open_session(path, strict=False) as b:
                 compact = summarize(b.stored_runs()).as_dict()
         except DshlogError:

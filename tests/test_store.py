@@ -123,11 +123,10 @@ def test_project_key_is_a_safe_single_segment(cwd):
     assert "/" not in k and "\\" not in k and ":" not in k
 
 
-def test_default_root_follows_dsh_home(monkeypatch, tmp_path):
-    monkeypatch.setenv("DSH_HOME", str(tmp_path))
-    assert default_root() == tmp_path / "sessions"
-    monkeypatch.delenv("DSH_HOME")
-    assert default_root() == Path.home() / ".dsh" / "sessions"
+def test_default_root_follows_dsh_home(tmp_path):
+    assert default_root(str(tmp_path), Path("/h")) == tmp_path / "sessions"
+    assert default_root(None, Path("/h")) == Path("/h/.dsh/sessions")
+    assert default_root("", Path("/h")) == Path("/h/.dsh/sessions")
 
 
 # ----------------------------------------------------------------------------- listing
@@ -179,9 +178,9 @@ def test_parse_since():
     now = 1_800_000_000.0
     assert parse_since("3d", now=now) == int((now - 3 * 86400) * 1000)
     assert parse_since("90m", now=now) == int((now - 5400) * 1000)
-    assert parse_since("2026-11-01T00:00:00+00:00") == 1793491200000
+    assert parse_since("2026-11-01T00:00:00+00:00", now=now) == 1793491200000
     with pytest.raises(UsageError):
-        parse_since("yesterday")
+        parse_since("yesterday", now=0)
 
 
 # ----------------------------------------------------------------------------- resolution
@@ -237,15 +236,13 @@ def test_default_is_the_most_recent_session_of_the_cwd(tmp_path, monkeypatch):
     new = put(root, "crash", sid="new", cwd=cwd)
     put(root, "loop", sid="elsewhere", cwd="/srv/other")
     # the loop log's events are older than the crash log's: "new" is the most recently active
-    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(work)
-    r = resolve_session(None)
+    r = resolve_session(None, root=root, cwd=str(work))
     assert (r.path, r.session_id, r.chosen) == (str(new), "new", True)
     # a subagent child is never the session a person resumes
     put(root, "crash", sid="sub", cwd=cwd, parentSession="new", origin="subagent")
     with open(old, "ab") as fh:  # old becomes the most recently active
         fh.write(orjson.dumps({"type": "session/title", "seq": 41, "time": 1792499999999, "data": {"title": "x"}}) + b"\n")
-    assert resolve_session(None).session_id == "old"
+    assert resolve_session(None, root=root, cwd=str(work)).session_id == "old"
 
 
 def test_default_falls_back_to_mtime_for_projections(tmp_path):

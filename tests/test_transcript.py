@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, GOLDEN, corpus_files, corpus_ids, ev, jsonl, requires_corpus, run_cli, v4_header
+from conftest import FIXTURES, GOLDEN, corpus_files, corpus_ids, ev, jsonl, requires_corpus, run_env, v4_header
 from dshlog.model import transcript as tr
 from dshlog.output.plain import item_lines
 from dshlog.read.session import open_session
@@ -189,9 +189,8 @@ def test_migrated_v0_log_reads() -> None:
 # --------------------------------------------------------------------------- the command
 
 
-def test_show_piped_is_plain_text(capsysbinary, monkeypatch) -> None:
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
-    code, out, err = run_cli(capsysbinary, "show", str(LOOP_V4))
+def test_show_piped_is_plain_text() -> None:
+    code, out, err = run_env("show", str(LOOP_V4))
     text = out.decode()
     assert code == 0, err
     assert "\x1b[" not in text
@@ -199,16 +198,13 @@ def test_show_piped_is_plain_text(capsysbinary, monkeypatch) -> None:
         assert needle in text
 
 
-def test_show_force_color_uses_rich(capsysbinary, monkeypatch) -> None:
-    monkeypatch.setenv("FORCE_COLOR", "1")
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    code, out, err = run_cli(capsysbinary, "show", "--no-pager", str(LOOP_V4))
+def test_show_force_color_uses_rich() -> None:
+    code, out, err = run_env("show", "--no-pager", str(LOOP_V4), colour="always")
     assert code == 0, err
     assert b"\x1b[" in out and "第一点是".encode() in out
 
 
-def test_show_reasoning_flag(tmp_path, capsysbinary, monkeypatch) -> None:
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
+def test_show_reasoning_flag(tmp_path) -> None:
     events = [  # an assistant message inside its step: dsh's restore refuses one outside
         ev(0, "turn/start", {"turn": 1}),
         ev(1, "step/start", {"turn": 1, "step": 1}),
@@ -218,17 +214,16 @@ def test_show_reasoning_flag(tmp_path, capsysbinary, monkeypatch) -> None:
     ]
     f = tmp_path / "session.v4.jsonl"
     f.write_bytes(jsonl(v4_header(), *events))
-    _, folded, _ = run_cli(capsysbinary, "show", str(f))
-    _, unfolded, _ = run_cli(capsysbinary, "show", "--reasoning", str(f))
+    _, folded, _ = run_env("show", str(f))
+    _, unfolded, _ = run_env("show", "--reasoning", str(f))
     assert b"deep thought" not in folded and b"--reasoning" in folded
     assert b"deep thought" in unfolded
 
 
 @requires_corpus
 @pytest.mark.parametrize("path", corpus_files(), ids=corpus_ids())
-def test_show_on_corpus(path, capsysbinary, monkeypatch) -> None:
+def test_show_on_corpus(path) -> None:
     """Every corpus file either shows or is refused with a clean one-line error (no internal error)."""
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
-    code, out, err = run_cli(capsysbinary, "show", str(path))
+    code, out, err = run_env("show", str(path))
     assert code in (0, 2, 3, 4, 5, 6), err.decode(errors="replace")
     assert b"internal error" not in err and b"Traceback" not in err

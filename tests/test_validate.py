@@ -11,7 +11,6 @@ import pytest
 
 from dshlog.protocol import vocabulary as vocab
 from dshlog.check.header import validate_header
-from dshlog.protocol.values import MAX_SAFE_INTEGER
 from conftest import read_log
 from dshlog.check.problems import Problem
 from dshlog.check.validate import Validator, validate_events
@@ -582,12 +581,12 @@ def test_fast_paths_report_exactly_what_the_straightforward_checks_report(path: 
     saved_passes, saved_flag = validate_mod._stream_passes, SurfaceFold.__dict__.get("check_data")
     try:
         validate_mod._stream_passes = lambda stream: False
-        SurfaceFold.check_data = property(lambda self: True, lambda self, value: None)  # type: ignore[assignment]
+        SurfaceFold.check_data = property(lambda self: True, lambda self, value: None)  # type: ignore[assignment]  # a property patched over the flag for this test
         slow = [(p.code, p.message, p.seq, p.severity) for p in problems(mutated, header, projection=True)]
     finally:
         validate_mod._stream_passes = saved_passes
         if saved_flag is None:
             del SurfaceFold.check_data
         else:
-            SurfaceFold.check_data = saved_flag  # type: ignore[assignment]
+            SurfaceFold.check_data = saved_flag  # type: ignore[assignment]  # the flag restored
     assert fast == slow

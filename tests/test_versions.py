@@ -44,11 +44,11 @@ def test_stored_shapes_differ_as_the_versions_say():
     msg = next(r for r in recs if r.event["type"] == "assistant/message")
     assert b'"sourceEventSeqs":[[12,39]]' in msg.raw and msg.event["sourceEventSeqs"] == list(range(12, 40))
     with open_session(LATER[2]) as s:
-        evs = list((r.event for r in s.stored()))
+        evs = list(r.event for r in s.stored())
     assert len(evs) == 15 and not any(e["type"] == "assistant/chunk" for e in evs)
     assert "system" in next(e for e in evs if e["type"] == "request/header")["data"]["header"]
     with open_session(LATER[3]) as s:
-        evs = list((r.event for r in s.stored()))
+        evs = list(r.event for r in s.stored())
     assert [e["seq"] for e in evs if e["type"] == "system/message"] == [7, 11]
     assert evs[11]["surfaceOp"] == {"op": "replace", "startSeq": 7, "endSeq": 7}
 

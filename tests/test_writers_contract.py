@@ -195,7 +195,7 @@ KILLER = textwrap.dedent(
     elif step == "dirsync":
         atomic.fsync_dir = lambda *a, **k: die()
     from dshlog.cli import main
-    main(sys.argv[2:])
+    sys.exit(main(sys.argv[2:]))
     """
 )
 STEPS = ["stage", "write", "sync", "verify", "link", "rename", "dirsync"]
@@ -403,7 +403,7 @@ def test_owner_group_and_mode_of_the_source_are_kept(tmp_path: Path, writer: str
         os.umask(umask)
         assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, 0, 0o666 & ~umask)
     if created_lock and sc.v4_output:
-        ls = lock.stat()  # type: ignore[union-attr]
+        ls = lock.stat()  # type: ignore[union-attr]  # created_lock: the lock path is known
         assert (ls.st_uid, ls.st_gid) == OWNER, "the session's owner could no longer lock it"
     if writer == "repair --write":
         side = [n for n in os.listdir(sc.target_dir) if ".torn-" in n]

@@ -169,7 +169,7 @@ class SessionList(Screen[None]):
         table.clear()
         needle = self.needle.lower()
         for e in sort_entries(self.entries, self.sort):
-            name = e.title or e.first_prompt or ""
+            name = e.display_title or ""
             hay = " ".join(str(x) for x in (e.id, name, e.cwd, e.project)).lower()
             if needle and needle not in hay:
                 continue

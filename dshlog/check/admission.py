@@ -46,7 +46,7 @@ def retired_wrapper_text(etype: str, index: int) -> str:
 # --------------------------------------------------------------------------- message slots
 
 
-def check_producer_source(message: dict, index: int, report: Reporter) -> None:
+def check_producer_source(message: dict[str, Any], index: int, report: Reporter) -> None:
     """dsh's v4 source rule: a nonempty kind that is not the retired ``plugin``."""
     source = message.get("source")
     if not is_record(source) or not nonempty_str(source.get("kind")) or source.get("kind") == "plugin":
@@ -72,13 +72,13 @@ def check_blocks(content: Any, index: int, retired: str, report: Reporter, *, to
             _report(report, f"format v4 {kind} requires developer role", index)
 
 
-def _check_role_unless_developer(etype: str, message: dict, index: int, report: Reporter) -> None:
+def _check_role_unless_developer(etype: str, message: dict[str, Any], index: int, report: Reporter) -> None:
     """``validate``'s role check: a developer role is the shared data rule's to report, once."""
     if message.get("role") != "developer":
         check_role(etype, message, index, report)
 
 
-def check_ordinary_message(etype: str, message: dict, index: int, report: Reporter) -> None:
+def check_ordinary_message(etype: str, message: dict[str, Any], index: int, report: Reporter) -> None:
     """Identity, role, source and content of the message of a user or assistant event."""
     check_identified(etype, message, index, report)
     _check_role_unless_developer(etype, message, index, report)
@@ -87,7 +87,7 @@ def check_ordinary_message(etype: str, message: dict, index: int, report: Report
         check_blocks(message["content"], index, retired_wrapper_text(etype, index), report, tool_changes=False)
 
 
-def check_slot_message(etype: str, message: dict, index: int, retired: str, report: Reporter) -> None:
+def check_slot_message(etype: str, message: dict[str, Any], index: int, retired: str, report: Reporter) -> None:
     """Messages embedded in log-only events (inbox insertions, title requests)."""
     check_producer_source(message, index, report)
     if message.get("role") == "developer":
@@ -95,7 +95,7 @@ def check_slot_message(etype: str, message: dict, index: int, retired: str, repo
     check_blocks(message.get("content"), index, retired, report)
 
 
-def _positive_counts(subject: str, data: dict, index: int, report: Reporter) -> None:
+def _positive_counts(subject: str, data: dict[str, Any], index: int, report: Reporter) -> None:
     for field in ("turn", "step"):
         if not is_count(data.get(field)):
             _report(report, f"{subject} {field} must be a non-negative safe integer", index)
@@ -103,7 +103,7 @@ def _positive_counts(subject: str, data: dict, index: int, report: Reporter) -> 
             _report(report, f"{subject} {field} must be positive", index)
 
 
-def check_system_message(data: dict, index: int, report: Reporter) -> None:
+def check_system_message(data: dict[str, Any], index: int, report: Reporter) -> None:
     """``system/message``: positive turn and step, the message shape, and known block fields."""
     etype = "system/message"
     _positive_counts("format v4 system/message", data, index, report)
@@ -167,7 +167,7 @@ def _check_image(attachment: Any, index: int, report: Reporter) -> None:
                     _report(report, f"format v4 system image original {field} must be positive", index)
 
 
-def check_developer_message(data: dict, index: int, report: Reporter) -> None:
+def check_developer_message(data: dict[str, Any], index: int, report: Reporter) -> None:
     """Developer data beyond the shared data rules (toolName, inline tools, headerSeq are theirs)."""
     message = data.get("message")
     _positive_counts("developer/message", data, index, report)
@@ -186,7 +186,7 @@ def check_developer_message(data: dict, index: int, report: Reporter) -> None:
     check_blocks(message.get("content"), index, retired_wrapper_text("developer/message", index), report, tool_changes=False)
 
 
-def check_tool_result_message(event: dict, data: dict, index: int, report: Reporter) -> None:
+def check_tool_result_message(event: dict[str, Any], data: dict[str, Any], index: int, report: Reporter) -> None:
     """``tool/result``: the message shape, dsh's v4 tool-role rules, and the fork closer identity."""
     etype = "tool/result"
     subject = f"format v4 tool/result at seq {index}"
@@ -213,7 +213,7 @@ def check_tool_result_message(event: dict, data: dict, index: int, report: Repor
     _check_fork_result(event, data, message, index, report)
 
 
-def _check_fork_result(event: dict, data: dict, message: dict, index: int, report: Reporter) -> None:
+def _check_fork_result(event: dict[str, Any], data: dict[str, Any], message: dict[str, Any], index: int, report: Reporter) -> None:
     """A fork's not-started closer has one exact identity (FORMAT §5.1)."""
     error = data.get("error")
     mid = message.get("id")
@@ -296,7 +296,7 @@ def check_request_header(data: Any, index: int, report: Reporter) -> None:
                     problem("format v4 tool deferLoading must be true when present")
 
 
-def check_data(etype: str, event: dict, data: Any, index: int, report: Reporter) -> None:  # noqa: C901
+def check_data(etype: str, event: dict[str, Any], data: Any, index: int, report: Reporter) -> None:  # noqa: C901
     """``validate``'s per-type data rules for a known event (beyond :func:`check_event_data`)."""
     subject = f"{etype} at seq {index}"
 
@@ -310,7 +310,7 @@ def check_data(etype: str, event: dict, data: Any, index: int, report: Reporter)
         if etype in OBJECT_DATA_TYPES:
             problem(f"{etype} requires an object")
         return
-    retired = retired_wrapper_text(etype, index)
+    # the retired-wrapper text is worded only where a branch below can report it
     if etype == "user/message":
         check_ordinary_message(etype, data, index, report)
     elif etype == "system/message":
@@ -336,26 +336,28 @@ def check_data(etype: str, event: dict, data: Any, index: int, report: Reporter)
                         problem(f"{subject}: tool-call blocks need a string name and arguments")
         if "interrupted" in data and data["interrupted"] is not True:
             problem(f"{subject}: interrupted must be true when present")
-        check_stream_blocks(data, index, retired, report)
+        check_stream_blocks(data, index, retired_wrapper_text(etype, index), report)
     elif etype == "assistant/attempt":
         _check_settlement(etype, data, index, report)
-        check_stream_blocks(data, index, retired, report)
+        check_stream_blocks(data, index, retired_wrapper_text(etype, index), report)
     elif etype == "tool/result":
         check_tool_result_message(event, data, index, report)
     elif etype in ("agent/inbox/spliced", "session/title-llm-request"):
         messages = data.get("inserted" if etype == "agent/inbox/spliced" else "messages")
+        retired = retired_wrapper_text(etype, index)
         for message in messages if isinstance(messages, list) else []:
             if isinstance(message, dict):
                 check_slot_message(etype, message, index, retired, report)
     elif etype == "team/message/queued":
         message = data.get("message")
         if isinstance(message, dict):
-            check_blocks(message.get("content"), index, retired, report)
+            check_blocks(message.get("content"), index, retired_wrapper_text(etype, index), report)
     elif etype == "compaction/summary":
+        retired = retired_wrapper_text(etype, index)
         check_blocks(data.get("summary"), index, retired, report)
         check_blocks(data.get("rawOutput"), index, retired, report)
     elif etype == "tool/ptc-dispatch":
-        check_blocks(data.get("content"), index, retired, report)
+        check_blocks(data.get("content"), index, retired_wrapper_text(etype, index), report)
     elif etype in ("turn/start", "step/start", "step/end", "turn/end"):
         if not is_count(data.get("turn")) or data.get("turn") == 0:
             problem(f"{subject}: turn must be a positive safe integer")
@@ -374,7 +376,7 @@ def check_data(etype: str, event: dict, data: Any, index: int, report: Reporter)
             problem(f"{subject}: tool/call needs a string name and arguments")
 
 
-def _check_settlement(etype: str, data: dict, index: int, report: Reporter) -> None:
+def _check_settlement(etype: str, data: dict[str, Any], index: int, report: Reporter) -> None:
     """Settlement fields (positive counts) and the records of the embedded stream."""
     if check_settlement(etype, data, index, report) and (data["turn"] == 0 or data["step"] == 0):
         report.report(Problem("message", f"{etype} at seq {index}: turn and step must be positive", seq=index))

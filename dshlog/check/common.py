@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["DECIMAL", "is_record", "nonempty_str", "seq_in"]
 
@@ -14,16 +14,16 @@ __all__ = ["DECIMAL", "is_record", "nonempty_str", "seq_in"]
 DECIMAL = re.compile(r"0|[1-9][0-9]*")
 
 
-def is_record(value: Any) -> bool:
+def is_record(value: Any) -> TypeGuard[dict[str, Any]]:
     """A JSON object (dsh's ``isRecord``)."""
     return isinstance(value, dict)
 
 
-def nonempty_str(value: Any) -> bool:
+def nonempty_str(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and len(value) > 0
 
 
-def seq_in(seqs: array, seq: Any) -> bool:
+def seq_in(seqs: array[int], seq: Any) -> bool:
     """Membership in an ascending ``array('q')`` of seqs (``seq`` may be an integral float)."""
     i = bisect_left(seqs, seq)
     return i < len(seqs) and seqs[i] == seq

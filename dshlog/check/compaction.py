@@ -57,7 +57,7 @@ class Compactions:
         """An end-seed closes (and forgives) any compaction inherited before it."""
         self.open = None
 
-    def owner(self, data: dict, subject: str, seq: int, report: Reporter) -> OpenCompaction | None:
+    def owner(self, data: dict[str, Any], subject: str, seq: int, report: Reporter) -> OpenCompaction | None:
         """The open compaction ``data`` belongs to (same id and source command), or a problem."""
         comp = self.open
         if comp is None or comp.id != data.get("compactionId") or comp.command != data.get("sourceCommandId"):
@@ -66,7 +66,7 @@ class Compactions:
         return comp
 
     def check(
-        self, etype: str, data: dict, seq: int, turn: int | None, nodes: list[int] | None, head: int | None, report: Reporter
+        self, etype: str, data: dict[str, Any], seq: int, turn: int | None, nodes: list[int] | None, head: int | None, report: Reporter
     ) -> None:
         """One ``compaction/*`` event; ``turn`` is the open turn, ``nodes`` the current surface."""
         if etype in ("compaction/prune", "compaction/summary") and nodes is not None:
@@ -110,7 +110,7 @@ class Compactions:
                 _problem(report, f"{crossing} crosses an open compaction", at)
 
     @staticmethod
-    def _span(etype: str, data: dict, seq: int, nodes: list[int], head: int | None, report: Reporter) -> None:
+    def _span(etype: str, data: dict[str, Any], seq: int, nodes: list[int], head: int | None, report: Reporter) -> None:
         """The shadowed range and seqs name an exact current surface span that spares the head."""
         rng = data.get("shadowedRange")
         seqs = data.get("shadowedSeqs")
@@ -120,7 +120,8 @@ class Compactions:
         if not isinstance(seqs, list):
             _problem(report, "compaction shadowedSeqs requires an array", seq)
             return
-        start, end = rng.get("start"), rng.get("end")
+        start: Any = rng.get("start")  # both counts once the loop below has passed
+        end: Any = rng.get("end")
         for value, name in ((start, "compaction range start"), (end, "compaction range end")):
             if not is_count(value):
                 _problem(report, f"{name} must be a non-negative safe integer", seq)

@@ -14,6 +14,8 @@ text dsh's v4 reader prints, and drops this copy.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..protocol.values import is_count
 from ..protocol.vocabulary import SURFACE_TYPES_V4, TOOL_CHANGE_BLOCKS
 from .common import is_record, nonempty_str
@@ -25,7 +27,7 @@ __all__ = ["check_event_data"]
 _TOOL_CHANGES = tuple(sorted(TOOL_CHANGE_BLOCKS))
 
 
-def check_event_data(event: dict, subject: str, report: Reporter) -> None:
+def check_event_data(event: dict[str, Any], subject: str, report: Reporter) -> None:
     """Event-data rules shared by dsh's append and load paths (SEMANTICS §1.4).
 
     Reports ``<subject> <rule>`` problems; safe to carry on after each (``validate``
@@ -85,6 +87,6 @@ def check_event_data(event: dict, subject: str, report: Reporter) -> None:
             _fail(report, event, subject, "error requires message.isError === true")
 
 
-def _fail(report: Reporter, event: dict, subject: str, rule: str, code: str = "message") -> None:
+def _fail(report: Reporter, event: dict[str, Any], subject: str, rule: str, code: str = "message") -> None:
     seq = event.get("seq")
     report.report(Problem(code, f"{subject} {rule}", seq=seq if is_count(seq) else None))

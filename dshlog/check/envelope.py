@@ -27,7 +27,7 @@ def invalid_envelope(index: int) -> str:
     return f"seed event at index {index} has an invalid event envelope"
 
 
-def well_formed(event: dict, seq: int) -> bool:
+def well_formed(event: dict[str, Any], seq: int) -> bool:
     """Whether ``event`` certainly passes :func:`check_envelope` as the event expected at ``seq``.
 
     Integer ``seq``/``time`` only: a JS-legal float such as ``1.0`` is left to the
@@ -47,7 +47,7 @@ def well_formed(event: dict, seq: int) -> bool:
     )
 
 
-def check_envelope(event: dict, index: int, report: Reporter, *, dense: bool = True, loc: Any = None) -> bool:
+def check_envelope(event: dict[str, Any], index: int, report: Reporter, *, dense: bool = True, loc: Any = None) -> bool:
     """Report every envelope defect of the event at position ``index``.
 
     ``dense`` also requires ``seq == index`` (code ``seq-gap``, the v4 artifact

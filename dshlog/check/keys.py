@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 from typing import Any
 
-from ..protocol.jsjson import key_bytes
+from ..protocol.jsjson import dumps, key_bytes
 
-__all__ = ["attempt_key", "fact_key", "value_digest", "value_key"]
+__all__ = ["attempt_key", "equality_digest", "fact_key", "message_digest", "value_digest", "value_key"]
 
 
 def _canonical(value: Any) -> Any:
@@ -52,6 +53,71 @@ def value_key(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return (type(value).__name__, value)
     return ("json", _identity_bytes(value))
+
+
+def _equality_form(value: Any) -> Any:
+    """``value`` as nested tuples that are equal exactly when :func:`json_equal` says the values are.
+
+    Object keys are sorted (their order is irrelevant), ``true`` is not ``1``, and a
+    number that is an integral float is written as the integer it equals (``1.0 == 1``
+    and ``-0.0 == 0`` hold for ``json_equal``, which compares numbers as Python does).
+    """
+    if isinstance(value, dict):
+        return ("o", tuple(sorted((str(k), _equality_form(v)) for k, v in value.items())))
+    if isinstance(value, list):
+        return ("a", tuple(_equality_form(v) for v in value))
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, float) and value.is_integer():
+        return ("n", int(value))
+    if isinstance(value, (int, float)):
+        return ("n", value)
+    return (type(value).__name__, value)
+
+
+def _integral_floats_as_ints(value: Any) -> Any:
+    """``value`` with every integral float replaced by the integer it equals (``-0.0`` by ``0``)."""
+    if isinstance(value, dict):
+        return {k: _integral_floats_as_ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(v) for v in value]
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+# orjson writes a value first or right after ':', ',' or '[' (compact), and every float with a '.' or
+# an exponent after its leading digits; integers never.  (A string may match too: it only
+# costs the rewrite.)
+_FLOAT_TOKEN = re.compile(rb"(?:\A|[:,\[])-?[0-9]+[.eE]")
+
+
+def equality_digest(value: Any) -> bytes:
+    """16-byte digest equal exactly when :func:`~dshlog.protocol.jsjson.json_equal` holds.
+
+    Lets a fold remember what a later rule compares (a tool result's non-content
+    fields) without keeping the value.  The digest is of orjson's sorted-key bytes
+    (C speed), which equal values share once integral floats are written as the
+    integers they equal; only bytes that may hold a float pay for rewriting the
+    value, and a value orjson refuses (a lone surrogate, a huge integer) takes the
+    exact tuple form, as any value equal to it must too.
+    """
+    try:
+        raw = key_bytes(value, sort_keys=True)
+        if _FLOAT_TOKEN.search(raw) is not None:
+            raw = key_bytes(_integral_floats_as_ints(value), sort_keys=True)
+    except TypeError:
+        raw = b"\x00exact:" + repr(_equality_form(value)).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def message_digest(message: Any) -> bytes:
+    """16-byte digest of a message's ``JSON.stringify`` text: equal exactly when the texts are.
+
+    What a request's prefix is compared by (byte for byte, key order significant),
+    kept instead of the message.
+    """
+    return hashlib.blake2b(dumps(message), digest_size=16).digest()
 
 
 _UNIQUE = itertools.count()

@@ -73,7 +73,7 @@ class Lifecycle:
         if self.turn is None:
             self._life(report, f"{etype} is outside an open turn", seq)
 
-    def _require_step(self, etype: str, data: dict, seq: int, report: Reporter) -> bool:
+    def _require_step(self, etype: str, data: dict[str, Any], seq: int, report: Reporter) -> bool:
         if self.turn is None or self.step is None or data.get("turn") != self.turn or data.get("step") != self.step:
             self._life(report, f"{etype} does not match an open turn and step", seq)
             return False
@@ -89,7 +89,7 @@ class Lifecycle:
     def check(  # noqa: C901
         self,
         etype: str,
-        event: dict,
+        event: dict[str, Any],
         data: Any,
         seq: int,
         before: tuple[int, int | None],
@@ -171,7 +171,7 @@ class Lifecycle:
         elif etype == "session/end-seed":
             compactions.forgive()
 
-    def _command(self, etype: str, data: dict, seq: int, report: Reporter) -> None:
+    def _command(self, etype: str, data: dict[str, Any], seq: int, report: Reporter) -> None:
         """Commands: a unique id per run; a done names a prior run and, on success, its source event."""
         cid = data.get("commandId")
         if etype == "command/run":
@@ -197,7 +197,7 @@ class Lifecycle:
             elif data.get("kind") != "success" or seq_in(self._command_seqs, source):
                 self._life(report, "command/done has invalid sourceEventSeq", seq)
 
-    def _tool(self, etype: str, event: dict, data: dict, seq: int, report: Reporter) -> None:
+    def _tool(self, etype: str, event: dict[str, Any], data: dict[str, Any], seq: int, report: Reporter) -> None:
         """Advertise (assistant tool-call blocks), start (tool/call), settle (tool/result)."""
         if etype == "tool/result" and event.get("surfaceOp") != "append":
             self._require_turn(etype, seq, report)
@@ -255,7 +255,7 @@ class Lifecycle:
             report.report(Problem("open-tail", "open tail: " + "; ".join(tail), Severity.INFO))
 
 
-def _not_started_repair(event: dict, data: dict, message: Any, cid: str) -> bool:
+def _not_started_repair(event: dict[str, Any], data: dict[str, Any], message: Any, cid: str) -> bool:
     """Whether a tool/result for a call that never started is dsh's exact ``TOOL_NOT_STARTED`` closer."""
     error = data.get("error")
     if not isinstance(error, dict) or not isinstance(message, dict):

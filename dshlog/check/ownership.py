@@ -28,7 +28,7 @@ def _problem(report: Reporter, code: str, message: str, seq: int | None, value: 
 class Ownership:
     """Cut, delivery and catalog rules of one v4 log, fed event by event."""
 
-    def __init__(self, header: dict | None, inherited_cut: int | None, report: Reporter) -> None:
+    def __init__(self, header: dict[str, Any] | None, inherited_cut: int | None, report: Reporter) -> None:
         hdr = header if isinstance(header, dict) else {}
         self.has_header = header is not None
         self.header_id = hdr.get("id")
@@ -55,7 +55,7 @@ class Ownership:
             return True
         return None
 
-    def check(self, etype: str, data: dict, seq: int, report: Reporter) -> None:
+    def check(self, etype: str, data: dict[str, Any], seq: int, report: Reporter) -> None:
         """The ownership facts of one known event with object data."""
         if etype == "session-log-deepseek/delivery-accepted":
             self._delivery(data, seq, report)
@@ -71,7 +71,7 @@ class Ownership:
             if self.seeded is False:
                 _problem(report, "cut", "format v4 unseeded Session contains an inherited end-seed marker", seq)
 
-    def _delivery(self, data: dict, seq: int, report: Reporter) -> None:
+    def _delivery(self, data: dict[str, Any], seq: int, report: Reporter) -> None:
         version = data.get("sessionFormatVersion", 0)
         if not is_count(version):
             _problem(report, "delivery", "delivery sessionFormatVersion must be a non-negative safe integer", seq)

@@ -8,6 +8,8 @@ coordinates (16), settled flag (1).
 
 from __future__ import annotations
 
+from typing import Any
+
 from .common import nonempty_str
 from .keys import value_digest
 from .problems import Problem, Reporter
@@ -23,13 +25,16 @@ class Dispatches:
     def __init__(self) -> None:
         self._starts: dict[str, bytes] = {}  # subCallId -> root digest + coordinates digest + settled byte
 
-    def check(self, etype: str, data: dict, seq: int, report: Reporter) -> None:
+    def check(self, etype: str, data: dict[str, Any], seq: int, report: Reporter) -> None:
         """Unique starts, each settled once with identical coordinates."""
 
         def problem(text: str) -> None:
             report.report(Problem("lifecycle", text, seq=seq))
 
-        sub, root, parent = data.get("subCallId"), data.get("rootCallId"), data.get("parentCallId")
+        # nonempty strings once the loop below has passed
+        sub: Any = data.get("subCallId")
+        root: Any = data.get("rootCallId")
+        parent: Any = data.get("parentCallId")
         for value, name in ((sub, "PTC subCallId"), (root, "PTC rootCallId"), (parent, "PTC parentCallId")):
             if not nonempty_str(value):
                 problem(f"{name} requires a nonempty string")

@@ -30,7 +30,7 @@ class Retries:
         self._scheduled: dict[bytes, bytes] = {}  # attempt_key(retryId, retry) -> fact_key(turn, step)
         self._started: set[bytes] = set()  # attempt_key of each started attempt
 
-    def check(self, etype: str, data: dict, seq: int, turn: int | None, step: int, provider: Any, report: Reporter) -> None:
+    def check(self, etype: str, data: dict[str, Any], seq: int, turn: int | None, step: int, provider: Any, report: Reporter) -> None:
         """One retry event; ``turn``/``step`` are the open turn and current step, ``provider`` the open route's."""
 
         def problem(text: str) -> None:

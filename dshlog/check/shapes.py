@@ -67,7 +67,7 @@ def check_identified(etype: str, message: Any, index: int, report: Reporter) -> 
     return _report(report, f"{_seed(etype, index)} lacks an identified message", index, value)
 
 
-def check_role(etype: str, message: dict, index: int, report: Reporter) -> bool:
+def check_role(etype: str, message: dict[str, Any], index: int, report: Reporter) -> bool:
     """The role of the event type.
 
     For ``tool/result`` the text is dsh's v4 reader's (what dsh says first when it
@@ -81,14 +81,14 @@ def check_role(etype: str, message: dict, index: int, report: Reporter) -> bool:
     return _report(report, f'{_seed(etype, index)} message must have role "{role}"', index)
 
 
-def check_content(etype: str, message: dict, index: int, report: Reporter) -> bool:
+def check_content(etype: str, message: dict[str, Any], index: int, report: Reporter) -> bool:
     content = message.get("content")
     if isinstance(content, list):
         return True
     return _report(report, f"{_seed(etype, index)} message has invalid content", index, content)
 
 
-def check_typed_source(etype: str, source: dict, index: int, report: Reporter) -> bool:
+def check_typed_source(etype: str, source: dict[str, Any], index: int, report: Reporter) -> bool:
     """What the event type demands of a valid source: system prompt, model, or tool."""
     kind = source.get("kind")
     if etype == "system/message" and kind != "system-prompt":
@@ -105,7 +105,7 @@ def check_typed_source(etype: str, source: dict, index: int, report: Reporter) -
 # --------------------------------------------------------------------------- the fold's composition
 
 
-def check_message_shape(event: dict, index: int, report: Reporter) -> None:
+def check_message_shape(event: dict[str, Any], index: int, report: Reporter) -> None:
     """Load-time message checks dsh applies to the five message types (SEMANTICS §1.4).
 
     dsh's order; stops at the first problem whatever the reporter does.

@@ -29,15 +29,15 @@ _TOOL_RUN_NAMED_KEYS = _TOOL_RUN_KEYS | {"name"}
 _RUN_MEMBERS = {"text-chunks": "texts", "reasoning-chunks": "texts", "tool-call-chunks": "args"}
 
 
-def _stream_passes(stream: list) -> bool:
+def _stream_passes(stream: list[Any]) -> bool:
     """Whether every record of ``stream`` certainly passes :func:`check_stream_record`.
 
     ``False`` means only "not proven": the caller then runs the exact per-record
     checks, which word the problems.
     """
-    ints: list = []  # every time/time0/index scalar
-    dts: list[list] = []
-    strings: list[list] = []
+    ints: list[Any] = []  # every time/time0/index scalar
+    dts: list[list[Any]] = []
+    strings: list[list[Any]] = []
     for record in stream:
         if type(record) is not dict:
             return False
@@ -91,16 +91,18 @@ def _stream_passes(stream: list) -> bool:
     )
 
 
-def _safe_int_list(values: list) -> bool:
+def _safe_int_list(values: list[Any]) -> bool:
     """Every member a safe integer; C-level type and bound checks first (streams hold many)."""
     if not values:
         return True
     if set(map(type, values)) <= _INT_ONLY:
-        return -MAX_SAFE_INTEGER <= min(values) and max(values) <= MAX_SAFE_INTEGER
+        low: int = min(values)
+        high: int = max(values)
+        return -MAX_SAFE_INTEGER <= low and high <= MAX_SAFE_INTEGER
     return all(is_safe_integer(d) for d in values)  # floats such as 1.0 are judged one by one
 
 
-def check_stream(stream: list, index: int, report: Reporter) -> None:
+def check_stream(stream: list[Any], index: int, report: Reporter) -> None:
     """Every record of the stream of the settlement at ``index`` (the one-pass proof first)."""
     if not _stream_passes(stream):
         for pos, record in enumerate(stream):
@@ -157,7 +159,7 @@ def check_stream_record(record: Any, index: int, pos: int, report: Reporter) -> 
         problem(f"dt must have one entry fewer than {members_key} ({len(dt)} vs {len(members)})")
 
 
-def check_stream_blocks(data: dict, index: int, retired: str, report: Reporter) -> None:
+def check_stream_blocks(data: dict[str, Any], index: int, retired: str, report: Reporter) -> None:
     """Raw stream chunks may not carry retired wrappers or developer-only blocks."""
     stream = data.get("stream")
     for record in stream if isinstance(stream, list) else []:

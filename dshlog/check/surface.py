@@ -27,7 +27,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 from ..errors import CorruptLog, UnsupportedVersion
@@ -44,6 +44,7 @@ from ..protocol.vocabulary import (
 from .common import is_record
 from .data import check_event_data
 from .envelope import invalid_envelope
+from .keys import equality_digest, message_digest
 from .problems import Raise
 from .shapes import check_message_shape
 
@@ -70,7 +71,7 @@ class SurfaceError(CorruptLog):
 
 
 
-def derive_message(event_type: str, data: Any, projected: Mapping[str, Any] | None = None) -> dict | None:
+def derive_message(event_type: str, data: Any, projected: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The message one surface node contributes, or ``None`` (SEMANTICS §3 step 2).
 
     ``projected`` is the node's entry from a message projection (``image/offload``);
@@ -112,11 +113,13 @@ class _Node:
     is kept: its raw ``stream`` can be large and is never needed again.
     """
 
-    __slots__ = ("type", "payload")
+    __slots__ = ("type", "payload", "digest")
 
-    def __init__(self, etype: str, payload: Any) -> None:
+    def __init__(self, etype: str, payload: Any, digest: bytes | None = None) -> None:
         self.type = etype
         self.payload = payload
+        #: the lean fold's digest of the node's derived message (``None``: it derives none)
+        self.digest = digest
 
     def message(self) -> Any:
         return message_of(self.type, self.payload)
@@ -190,27 +193,43 @@ class SurfaceFold:
     ``RECENT_REPLACEMENTS`` are kept, because their shadowed seqs add up to
     every surface event of the log and validation or request series only need
     :attr:`replacement_count`.
+    ``keep_messages=False`` is the lean fold of a caller that only checks (the
+    validator, dsh's restore): a node keeps its type and only what a later rule
+    can still look at (see :func:`_lean_payload`), so a log that never compacts
+    costs a few words per node instead of its messages; :meth:`messages` and
+    :meth:`node_info` are then unavailable.  With ``digests`` as well, each node keeps
+    the 16-byte digest of its derived message's JSON text instead (what ``requests``
+    compares), and :meth:`message_digests` stands in for :meth:`messages`.
     """
 
     def __init__(
-        self, *, strict_unknown: bool = True, check_messages: bool = True, keep_replacements: bool = True
+        self,
+        *,
+        strict_unknown: bool = True,
+        check_messages: bool = True,
+        keep_replacements: bool = True,
+        keep_messages: bool = True,
+        digests: bool = False,
     ) -> None:
         self.strict_unknown = strict_unknown
         self.check_messages = check_messages
         self.keep_replacements = keep_replacements
+        self.keep_messages = keep_messages
+        self.digests = digests and not keep_messages
         # A caller that runs check_event_data itself and folds only the events that pass
         # it (the validator) switches this off; the rules are deterministic, so skipping
         # them after a pass cannot change the outcome.
         self.check_data = True
         self.nodes: list[int] = []
         # (seq, startSeq, endSeq, shadowed seqs); the seqs in an array, not as int objects.
-        self._replacements: list[tuple[int, Any, Any, array]] | deque[tuple[int, Any, Any, array]] = (
+        self._replacements: list[tuple[int, Any, Any, array[int]]] | deque[tuple[int, Any, Any, array[int]]] = (
             [] if keep_replacements else deque(maxlen=RECENT_REPLACEMENTS)
         )
         self.replacement_count = 0
         self.replace_generation = 0
         self.content_generation = 0
-        self.projected: dict[int, dict] = {}
+        self.projected: dict[int, dict[str, Any]] = {}
+        self._projected_digests: dict[int, bytes] = {}
         self.next_seq = 0  # seq the next event must carry
         self.shadowed_count = 0
         self.surface_event_count = 0
@@ -219,13 +238,15 @@ class SurfaceFold:
         # Derived messages of the current nodes; appends extend it, replacements
         # and projections drop it (rebuilt lazily), so asking for the messages
         # at every settlement of a long log stays linear.
-        self._derived: list[dict] | None = []
+        self._derived: list[dict[str, Any]] | None = [] if keep_messages else None
+        # The lean fold's digests of the derived messages (``digests=True``), kept like _derived.
+        self._derived_digests: list[bytes] | None = [] if self.digests else None
         # request/header seq -> its header tools (developer/message checks need any earlier header).
         self._header_tools = HeaderTools()
 
     # ------------------------------------------------------------------ public API
 
-    def apply(self, event: dict) -> None:
+    def apply(self, event: dict[str, Any]) -> None:
         """Validate ``event`` as the next event of the log, then commit it."""
         index = self.next_seq
         if not isinstance(event, dict):
@@ -257,7 +278,7 @@ class SurfaceFold:
         self.next_seq = index + 1
 
     @property
-    def replacements(self) -> list[dict]:
+    def replacements(self) -> list[dict[str, Any]]:
         """The replacement records, oldest first: ``{seq, start, end, shadowedSeqs}``.
 
         Built on each access from the compact records (a new list each time).
@@ -268,13 +289,15 @@ class SurfaceFold:
             for seq, start, end, shadowed in self._replacements
         ]
 
-    def messages(self) -> list[dict]:
+    def messages(self) -> list[dict[str, Any]]:
         """Derived messages of the current surface (SEMANTICS §3), the stored objects themselves.
 
         Returns a new list each call (the message objects are shared, not copied).
         """
+        if not self.keep_messages:
+            raise RuntimeError("a fold made with keep_messages=False keeps no messages")
         if self._derived is None:
-            derived: list[dict] = []
+            derived: list[dict[str, Any]] = []
             for seq in self.nodes:
                 node = self._node[seq]
                 message = derive_message(node.type, node.payload, self.projected.get(seq))
@@ -283,9 +306,33 @@ class SurfaceFold:
             self._derived = derived
         return list(self._derived)
 
-    def node_info(self) -> list[dict]:
+    def message_digests(self) -> list[bytes]:
+        """Digests of the derived messages of the current surface (a ``digests=True`` fold).
+
+        Equal exactly when the messages' JSON texts are (``JSON.stringify``, key order
+        significant), as :meth:`messages` would compare.  The list is the fold's own, not
+        a copy: appends extend it in place and any other change replaces it, so its first
+        ``n`` entries stay those of the moment it was taken for as long as it is alive.
+        """
+        if not self.digests:
+            raise RuntimeError("message_digests needs a fold made with keep_messages=False, digests=True")
+        if self._derived_digests is None:
+            projected = self._projected_digests
+            derived: list[bytes] = []
+            for seq in self.nodes:
+                digest = projected.get(seq) if projected else None
+                if digest is None:
+                    digest = self._node[seq].digest
+                if digest is not None:
+                    derived.append(digest)
+            self._derived_digests = derived
+        return self._derived_digests
+
+    def node_info(self) -> list[dict[str, Any]]:
         """One record per current node: seq, type, role, id, empty, and its current message."""
-        out: list[dict] = []
+        if not self.keep_messages:
+            raise RuntimeError("a fold made with keep_messages=False keeps no messages")
+        out: list[dict[str, Any]] = []
         for seq in self.nodes:
             node = self._node[seq]
             projected = self.projected.get(seq)
@@ -305,7 +352,7 @@ class SurfaceFold:
 
     # ------------------------------------------------------------------ planning (no mutation)
 
-    def _plan(self, event: dict, seq: int, etype: str, known: bool, ignorable: bool):  # noqa: C901
+    def _plan(self, event: dict[str, Any], seq: int, etype: str, known: bool, ignorable: bool) -> Callable[[], None]:  # noqa: C901
         """Run every check of SEMANTICS §2.2 and return a closure that commits the event."""
         op = self._surface_op(event, seq, etype, known, ignorable)
         if op is not None and op != "append" and (op["startSeq"] >= seq or op["endSeq"] >= seq):
@@ -319,26 +366,37 @@ class SurfaceFold:
         if etype in MESSAGE_PROJECTION_TYPES:
             updates = self._project_image_offload(event)
 
+            digests = {seq: message_digest(message) for seq, message in updates.items()} if self.digests else None
+
             def commit_projection() -> None:
                 self.projected.update(updates)
+                if digests is not None:
+                    self._projected_digests.update(digests)
                 self.content_generation += 1
                 self._derived = None
+                self._derived_digests = None
 
             return commit_projection
         if op is None:
             return _noop
         payload = self._payload(etype, event["data"])
+        digest = None
+        if self.digests:
+            derived = derive_message(etype, event["data"])
+            digest = message_digest(derived) if derived is not None else None
         if op == "append":
 
             def commit_append() -> None:
                 self.nodes.append(seq)
-                node = _Node(etype, payload)
+                node = _Node(etype, payload, digest)
                 self._node[seq] = node
                 self.surface_event_count += 1
                 if self._derived is not None:
                     message = derive_message(etype, payload)
                     if message is not None:
                         self._derived.append(message)
+                if digest is not None and self._derived_digests is not None:
+                    self._derived_digests.append(digest)
 
             return commit_append
         start, end = op["startSeq"], op["endSeq"]
@@ -362,10 +420,12 @@ class SurfaceFold:
                 del self._node[old]
                 if projected:
                     projected.pop(old, None)  # a projection only ever applies to a current node
-            self._node[seq] = _Node(etype, payload)
+                    self._projected_digests.pop(old, None)
+            self._node[seq] = _Node(etype, payload, digest)
             self.replace_generation += 1
             self.content_generation += 1
             self._derived = None
+            self._derived_digests = None
             self.shadowed_count += len(shadowed)
             self.surface_event_count += 1
             self.replacement_count += 1
@@ -373,13 +433,14 @@ class SurfaceFold:
 
         return commit_replace
 
-    @staticmethod
-    def _payload(etype: str, data: Any) -> Any:
+    def _payload(self, etype: str, data: Any) -> Any:
+        if not self.keep_messages:
+            return _lean_payload(etype, data)
         if etype == "assistant/message":
             return {"message": data.get("message") if isinstance(data, dict) else None}
         return data
 
-    def _surface_op(self, event: dict, seq: int, etype: str, known: bool, ignorable: bool) -> Any:
+    def _surface_op(self, event: dict[str, Any], seq: int, etype: str, known: bool, ignorable: bool) -> Any:
         """Rule A (marker eligibility): the event's op, or ``None`` for log-only."""
         if etype not in SURFACE_TYPES_V4:
             if not known and ignorable:
@@ -411,7 +472,7 @@ class SurfaceFold:
             raise SurfaceError(f'session event "{etype}" carries an invalid replace surfaceOp', seq=seq)
         return op
 
-    def _check_sources(self, event: dict, seq: int, etype: str, shadowed: list[int]) -> None:
+    def _check_sources(self, event: dict[str, Any], seq: int, etype: str, shadowed: list[int]) -> None:
         """Rule B: ``sourceEventSeqs`` shape, then coverage of every shadowed node."""
         present = "sourceEventSeqs" in event
         raw = event.get("sourceEventSeqs")
@@ -464,7 +525,7 @@ class SurfaceFold:
             )
         return a, b
 
-    def _check_tool_result_rewrite(self, event: dict, shadowed: list[int]) -> None:
+    def _check_tool_result_rewrite(self, event: dict[str, Any], shadowed: list[int]) -> None:
         """Rule E: a tool/result may only rewrite the content of exactly one current tool/result."""
         seq = self.next_seq
         if len(shadowed) != 1:
@@ -472,10 +533,14 @@ class SurfaceFold:
         original = self._node[shadowed[0]]
         if original.type != "tool/result":
             raise SurfaceError("tool/result surface replacement must target a current tool/result", seq=seq)
-        if not json_equal(_blank_content(original.payload), _blank_content(event["data"])):
+        if isinstance(original.payload, _RewriteKey):
+            same = original.payload == equality_digest(_blank_content(event["data"]))
+        else:
+            same = json_equal(_blank_content(original.payload), _blank_content(event["data"]))
+        if not same:
             raise SurfaceError("tool/result surface replacement may change only content", seq=seq)
 
-    def _check_developer_header(self, event: dict, seq: int) -> None:
+    def _check_developer_header(self, event: dict[str, Any], seq: int) -> None:
         """Rule D: tool additions must resolve to complete definitions of an earlier header.
 
         The shared data rules have run by now (here, or in a caller that folds only
@@ -510,14 +575,14 @@ class SurfaceFold:
             if "deferLoading" in definition and definition["deferLoading"] is not True:
                 raise SurfaceError("developer/message referenced tool deferLoading must be true when present", seq=seq)
 
-    def _project_image_offload(self, event: dict) -> dict[int, dict]:
+    def _project_image_offload(self, event: dict[str, Any]) -> dict[int, dict[str, Any]]:
         """``image/offload`` projection: mark selected image occurrences ``offloaded: true``."""
         seq = self.next_seq
         data = event["data"]
         targets = data.get("targets") if is_record(data) else None
         if not is_record(data) or len(data) != 1 or not isinstance(targets, list) or len(targets) == 0:
             raise SurfaceError("image/offload: data must contain a nonempty targets array", seq=seq)
-        updates: dict[int, dict] = {}
+        updates: dict[int, dict[str, Any]] = {}
         for target in targets:
             if (
                 not is_record(target)
@@ -549,7 +614,7 @@ class SurfaceFold:
         return updates
 
 
-def _offload_images(message: dict, indexes: list[int], seq: int) -> dict:
+def _offload_images(message: dict[str, Any], indexes: list[int], seq: int) -> dict[str, Any]:
     """Copy ``message`` with the selected image occurrences (depth-first count) offloaded.
 
     Unchanged blocks stay the same objects; a changed block keeps its key order
@@ -558,7 +623,7 @@ def _offload_images(message: dict, indexes: list[int], seq: int) -> dict:
     image_index = 0
     selected = 0
     # Not a record only when the caller skipped the shape checks (validate reports it there).
-    content = message.get("content") if is_record(message) and isinstance(message.get("content"), list) else []
+    content: Any = message.get("content") if is_record(message) and isinstance(message.get("content"), list) else []
     new_content: list[Any] | None = None
     for position, block in enumerate(content):
         projected = block
@@ -578,6 +643,41 @@ def _offload_images(message: dict, indexes: list[int], seq: int) -> dict:
     return {**message, "content": new_content if new_content is not None else content}
 
 
+def _has_image(message: Any) -> bool:
+    """Whether ``message`` holds a top-level image block (what ``image/offload`` can select)."""
+    content = message.get("content") if is_record(message) else None
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if is_record(block) and block.get("type") == "image":
+            return True
+    return False
+
+
+def _lean_payload(etype: str, data: Any) -> Any:
+    """What the lean fold keeps of a node's data: only what a later rule can read.
+
+    Later events read a current node's payload in two rules only.  A ``tool/result``
+    rewrite (rule E) compares everything but ``message.content``, so a tool result
+    keeps the digest of its data with the content blanked (equal exactly when
+    :func:`json_equal` is).  ``image/offload`` reads the content of a ``user/message`` or
+    ``tool/result``, and only its image blocks count: a message without one is
+    refused with the same text whatever else it holds, so only a message with an
+    image block is kept whole.  Every other node keeps nothing but its type.
+    """
+    if etype == "user/message":
+        return data if _has_image(data) else None
+    if etype == "tool/result":
+        return data if _has_image(message_of(etype, data)) else _RewriteKey(equality_digest(_blank_content(data)))
+    return None
+
+
+class _RewriteKey(bytes):
+    """The lean fold's stand-in for a tool result's data: the digest of all but its content."""
+
+    __slots__ = ()
+
+
 def _blank_content(data: Any) -> Any:
     """``data`` with ``message.content`` set to null (rule E compares everything else)."""
     if not is_record(data):
@@ -592,7 +692,7 @@ def _noop() -> None:
     return None
 
 
-def fold(events: Iterable[dict], *, until_seq: int | None = None, strict_unknown: bool = True) -> SurfaceFold:
+def fold(events: Iterable[dict[str, Any]], *, until_seq: int | None = None, strict_unknown: bool = True) -> SurfaceFold:
     """Fold a log (any iterable of v4 events) in one pass.
 
     With ``until_seq`` the fold stops right after the event with that seq

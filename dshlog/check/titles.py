@@ -26,13 +26,13 @@ class Titles:
     def __init__(self) -> None:
         self._human = array("q")  # seqs of human user/message events, ascending
 
-    def user_message(self, data: dict, seq: int) -> None:
+    def user_message(self, data: dict[str, Any], seq: int) -> None:
         """Record a ``user/message``; only a human one (``source.kind == "user"``) may be cited."""
         source = data.get("source")
         if isinstance(source, dict) and source.get("kind") == "user":
             self._human.append(seq)  # seqs arrive ascending
 
-    def check(self, etype: str, data: dict, seq: int, report: Reporter) -> None:
+    def check(self, etype: str, data: dict[str, Any], seq: int, report: Reporter) -> None:
         """Titles cite distinct earlier human user messages; LLM requests mirror them."""
 
         def problem(text: str) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..errors import DshlogError
+from ..errors import DshlogError, InternalError
 from ..protocol import vocabulary as vocab
 from ..protocol.values import has_placeholder
 from .admission import check_data
@@ -76,7 +76,7 @@ class _Collector:
         return out
 
 
-class _Gather(list):
+class _Gather(list[Any]):
     """A plain list as a reporter (the shared data rules' findings for one event)."""
 
     report = list.append
@@ -96,7 +96,7 @@ class Validator:
 
     def __init__(
         self,
-        header: dict | None = None,
+        header: dict[str, Any] | None = None,
         *,
         inherited_cut: int | None = None,
         projection: bool = False,
@@ -119,9 +119,10 @@ class Validator:
                 self._report.report(Problem("header", text, value=value))
         self.ownership = Ownership(header, inherited_cut, self._report)
 
-        # Validation needs only the count of replacements, not their records; the data
-        # rules run here, and only the events that pass them are folded.
-        self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=False)
+        # Validation needs only the count of replacements, not their records, and no
+        # messages (the lean fold keeps what its own rules read); the data rules run
+        # here, and only the events that pass them are folded.
+        self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=False, keep_messages=False)
         self._fold.check_data = False
         self.lifecycle = Lifecycle(self._fold)
 
@@ -130,7 +131,7 @@ class Validator:
     def feed(self, event: Any) -> list[Problem]:
         """Check the next event; returns the problems found so far that were not yet returned."""
         if self._finished:
-            raise RuntimeError("Validator.feed after finish")
+            raise InternalError("Validator.feed after finish")
         idx = self.count
         self.count += 1
         report = self._report
@@ -177,7 +178,7 @@ class Validator:
         surfaced = self._apply_surface(event, idx) if data_ok else self._advance_fold(idx)
         self.lifecycle.check(etype, event, data, idx, before, surfaced, report)
 
-    def _check_data(self, etype: str, event: dict, data: Any, idx: int) -> bool:
+    def _check_data(self, etype: str, event: dict[str, Any], data: Any, idx: int) -> bool:
         """Every data rule of a known event; returns whether dsh's shared rules passed (the fold may see it)."""
         report = self._report
         shared = self._data
@@ -198,7 +199,7 @@ class Validator:
         self._fold.next_seq = idx + 1
         return False
 
-    def _apply_surface(self, event: dict, idx: int) -> bool:
+    def _apply_surface(self, event: dict[str, Any], idx: int) -> bool:
         """Fold the event; a refusal is reported and the event's surface effect skipped."""
         candidate = event
         if event.get("seq") != idx or type(event.get("seq")) is not int:
@@ -212,8 +213,8 @@ class Validator:
 
 
 def validate_events(
-    header: dict | None,
-    events: Iterable[dict],
+    header: dict[str, Any] | None,
+    events: Iterable[dict[str, Any]],
     *,
     inherited_cut: int | None = None,
     projection: bool = False,

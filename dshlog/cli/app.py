@@ -8,24 +8,33 @@ alone: a reading command never loads the writers, the migration chain or rich.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
 import traceback
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-try:  # Typer >= 0.24 vendors its own click
+if TYPE_CHECKING:  # the installed Typer vendors its own click
     from typer._click.exceptions import ClickException
-except ImportError:  # pragma: no cover
-    from click.exceptions import ClickException
+    from typer._click.exceptions import UsageError as ClickUsageError
+else:
+    try:  # Typer >= 0.24 vendors its own click
+        from typer._click.exceptions import ClickException
+        from typer._click.exceptions import UsageError as ClickUsageError
+    except ImportError:  # pragma: no cover
+        from click.exceptions import ClickException
+        from click.exceptions import UsageError as ClickUsageError
 
 from .._version import __version__
-from ..errors import DshlogError, ExitCode
-from ..output.plain import echo
-from .common import ROOT_OPTIONS
+from ..errors import DshlogError, ExitCode, UnsupportedVersion
+from ..output.text import sanitize
+from ..read.container import DEFAULT_MAX_LINE_BYTES, LINE_LIMIT
+from .common import Run, current, out
+from .env import Env
 
 #: Every command, in the order help lists them, and the module (of this package) that defines it.
 COMMANDS: dict[str, str] = {
@@ -62,8 +71,20 @@ def command_app() -> typer.Typer:
     return typer.Typer(**COMMAND_SETTINGS)
 
 
+class ClosedStdout(Exception):
+    """The reader of stdout went away (``| head``): carried past Click, which would exit 1 on it."""
+
+
 class LazyCommands(TyperGroup):
     """A group that imports a command's module only when the command is looked up."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if _closed_pipe(exc):
+                raise ClosedStdout() from exc
+            raise
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
@@ -90,58 +111,130 @@ app = typer.Typer(
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True)] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show a traceback on errors.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show a traceback on errors (accepted anywhere on the line).")] = False,
     system_prompt_plugin: Annotated[list[str], typer.Option(
         "--system-prompt-plugin", metavar="NAME",
         help="A package name to migrate as dsh's system-prompt producer besides @deepseek-ai/dsh-system-prompt, "
         "as the fork build that wrote the log does (e.g. @x1a0f3n9/dsh-system-prompt); repeatable. "
         "Default: upstream dsh's mapping, where any other name becomes a plugin:<name> source.")] = [],
+    max_line_size: Annotated[int, typer.Option(
+        "--max-line-size", metavar="MIB", min=1,
+        help="The longest line (decoded) any reader accepts, in MiB; a longer one is refused with exit 3 "
+        "naming the line. It bounds memory against huge lines and decompression bombs.")] = DEFAULT_MAX_LINE_BYTES >> 20,
 ) -> None:
     """Inspect and repair DeepSeek Harness session logs from outside dsh.
 
     Example: dshlog info ~/.dsh/sessions/--home-ann-p--/<id>/session.v4.jsonl
     """
     if version:
-        print(f"dshlog {__version__}")
+        out(f"dshlog {__version__}")
         raise typer.Exit(0)
-    ROOT_OPTIONS["system_prompt_plugins"] = tuple(system_prompt_plugin)
+    current().plugins = tuple(system_prompt_plugin)
+    LINE_LIMIT.set(max_line_size << 20)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the app and map errors to exit codes, one line each."""
-    args = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in args
+def _split_debug(args: list[str]) -> tuple[list[str], bool]:
+    """``--debug`` anywhere before ``--`` (after the subcommand too): taken out, and whether it was there."""
+    end = args.index("--") if "--" in args else len(args)
+    kept = [a for a in args[:end] if a != "--debug"] + args[end:]
+    return kept, len(kept) != len(args)
+
+
+def _usage_line(exc: ClickException) -> str:
+    """A Click usage error as one ``dshlog: usage:`` line naming the command's help."""
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "dshlog"
+    msg = " ".join(exc.format_message().split())
+    return f"dshlog: usage: {msg[:1].lower() + msg[1:]} (see '{where} -h')"
+
+
+def _quiet_stdout(env: Env) -> None:
+    """After the reader of stdout went away: point the descriptor at /dev/null so no late flush fails."""
+    if not env.process:
+        return
     try:
-        rv = app(args=args, prog_name="dshlog", standalone_mode=False)
-        # without standalone mode, an Exit raised inside a command comes back as its code
-        code = rv if isinstance(rv, int) else 0
-    except typer.Exit as exc:
-        code = exc.exit_code
+        fd = env.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _closed_pipe(exc: BaseException) -> bool:
+    return isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == errno.EPIPE)
+
+
+def main(argv: list[str] | None = None, env: Env | None = None) -> int:
+    """Run one command line in ``env`` (the process's, by default); return its exit code (an :class:`ExitCode`, or 130).
+
+    This is the one place where outcomes become exit codes and one-line messages:
+
+    * a project error prints ``dshlog: <kind>: <where>: <message>`` and exits with its code;
+    * a usage error (ours or the parser's) is one ``dshlog: usage:`` line, exit 2;
+    * a reader that printed what it could exits with the worst code of what its
+      notes reported (:meth:`Run.note_outcome`), with no second error line;
+    * a closed stdout (``| head``) is normal: nothing more is written, exit 0;
+    * Ctrl-C is 130; anything else is a bug, exit 1, one line unless ``--debug``.
+    """
+    env = env if env is not None else Env.from_process()
+    args, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
+    run = Run(env, debug=debug)
+    code: int
+    try:
+        try:
+            rv = app(args=args, prog_name="dshlog", standalone_mode=False, obj=run)
+            # without standalone mode, an Exit raised inside a command comes back as its code
+            code = rv if isinstance(rv, int) else 0
+        except typer.Exit as exc:
+            code = exc.exit_code
+        if code == 0:
+            code = run.worst
+        env.stdout.flush()
     except typer.Abort:
-        print("dshlog: aborted", file=sys.stderr)
+        _message(env, "dshlog: aborted")
         code = 130
     except ClickException as exc:
-        exc.show()
+        _message(env, _usage_line(exc) if isinstance(exc, ClickUsageError) else f"dshlog: usage: {exc.format_message()}")
         code = ExitCode.USAGE
     except DshlogError as exc:
         if debug:
-            traceback.print_exc()
-        echo(f"dshlog: {exc.one_line()}", sys.stderr)
+            _message(env, traceback.format_exc().rstrip())
+        if isinstance(exc, UnsupportedVersion) and "unknown event type" in exc.message:
+            # before the error, so the error stays the last line (scripts read it there)
+            _message(env, "dshlog: hint: surface, rebuild and requests read unknown event types as log-only with --allow-unknown")
+        _message(env, f"dshlog: {exc.one_line()}")
         code = exc.exit_code
-    except BrokenPipeError:
-        # the reader of our stdout went away (| head): not an error
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
-        code = 0
     except KeyboardInterrupt:
         code = 130
-    except Exception as exc:  # a bug: one line unless --debug
+    except MemoryError:  # the system refused memory (a ulimit, a huge value): say so, not "internal error"
         if debug:
             raise
-        echo(f"dshlog: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", sys.stderr)
+        _message(env, "dshlog: io: out of memory (lower --max-line-size, or allow the process more memory)")
+        code = ExitCode.IO
+    except Exception as exc:
+        if isinstance(exc, ClosedStdout) or _closed_pipe(exc):  # the reader of our stdout went away (| head): not an error
+            _quiet_stdout(env)
+            return ExitCode.OK
+        if debug:
+            raise
+        _message(env, f"dshlog: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)")
         code = ExitCode.INTERNAL
-    sys.stdout.flush() if not sys.stdout.closed else None
-    sys.exit(int(code or 0))
+    try:
+        env.stdout.flush()
+    except Exception as exc:
+        if not _closed_pipe(exc):
+            raise
+        _quiet_stdout(env)
+    code = int(code or 0)
+    return ExitCode(code) if code in ExitCode._value2member_map_ else code
 
+
+def _message(env: Env, line: str) -> None:
+    """One line on stderr, sanitised, after whatever stdout holds."""
+    try:
+        env.stdout.flush()
+    except Exception:  # noqa: BLE001 - stdout may be the closed pipe being reported
+        pass
+    env.stderr.write(sanitize(line).encode("utf-8", "replace") + b"\n")
+    env.stderr.flush()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,10 +9,9 @@ import typer
 
 from ..browse.app import BrowseApp
 from ..errors import UsageError
-from ..read.store import default_root
 from ..write.transaction import is_session_directory
 from .app import command_app
-from .common import plugins, resolve
+from .common import current, plugins, resolve, root as default_root
 
 app = command_app()
 
@@ -37,7 +35,8 @@ def browse(
 
     Example: dshlog browse ~/.dsh/sessions
     """
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    env = current().env
+    if not (env.stdin_isatty and env.stdout_isatty):
         raise UsageError("browse needs a terminal (for a transcript on stdout use show or export)")
     if target is None:
         root: Path | None = default_root()

@@ -1,25 +1,116 @@
-"""What the commands share: options, output, input resolution."""
+"""What the commands share: options, the run's environment, output, input resolution.
+
+Every command reaches the process only through :func:`current` (the :class:`Run` that
+:func:`dshlog.cli.app.main` made from its :class:`~dshlog.cli.env.Env`): it writes with
+:func:`out`, :func:`err`, :func:`emit` and :func:`emit_json`, asks :func:`screen` how
+to style, and opens its input with :func:`open_log`.  A command never touches
+``sys.stdout``, ``os.environ``, the cwd or the clock itself.
+"""
 
 from __future__ import annotations
 
+import io
 import shutil
-import sys
 import tempfile
-from typing import Annotated, Any, Optional
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from ..errors import DshlogError
+from ..errors import DshlogError, ExitCode, UsageError
+from ..ops.outcome import worst
 from ..output.events import event_line
-from ..output.plain import echo
+from ..output.jsondoc import SHAPE as JSON_SHAPE
+from ..output.screen import Screen
+from ..output.text import sanitize
 from ..protocol.jsjson import dumps, dumps_pretty, stringify
+from ..protocol.layout import default_root
+from ..read.container import Container
 from ..read.session import SessionLog, open_session
-from ..read.store import resolve_session
+from ..read.store import list_sessions, resolve_session
+from .env import Env
+
+if TYPE_CHECKING:  # the installed Typer vendors its own click
+    from typer._click.globals import get_current_context
+else:
+    try:  # Typer >= 0.24 vendors its own click
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover
+        from click.globals import get_current_context
+
+__all__ = [
+    "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JsonOpt", "Run", "SelectOpt",
+    "UnknownOpt", "closer_lines", "current", "emit", "emit_json", "err", "event_bytes", "js", "located",
+    "open_log", "out", "plugins", "print_notes", "release", "resolve", "root", "screen",
+]
+
+
+@dataclass
+class Run:
+    """One invocation: its environment, the root's options, and the worst outcome reported so far.
+
+    ``worst`` is how a reader that printed what it could still exits with the
+    code of what it found (a corrupt line it skipped is exit 4), without a
+    second error line: the notes on stderr already said it.
+    """
+
+    env: Env
+    debug: bool = False
+    plugins: tuple[str, ...] = ()
+    worst: ExitCode = ExitCode.OK
+    stdin_used: bool = field(default=False)
+
+    def note_outcome(self, code: ExitCode) -> None:
+        self.worst = worst([self.worst, code])
+
+
+def current() -> Run:
+    """The run of the command being executed (set by :func:`dshlog.cli.app.main`)."""
+    obj = get_current_context().find_root().obj
+    if not isinstance(obj, Run):  # pragma: no cover - a command run outside main()
+        raise RuntimeError("dshlog commands run through dshlog.cli.main")
+    return obj
+
+
+def screen(stderr: bool = False) -> Screen:
+    """How the current run's stdout (or stderr) shows human output."""
+    return current().env.screen(stderr)
+
+
+def out(text: str = "") -> None:
+    """One line for people on stdout, sanitised (session text is data)."""
+    current().env.stdout.write(sanitize(text).encode("utf-8") + b"\n")
+
+
+def err(text: str = "") -> None:
+    """One line for people on stderr (notes, warnings, what was written), sanitised."""
+    e = current().env
+    e.stdout.flush()  # what was printed so far comes first
+    e.stderr.write(sanitize(text).encode("utf-8") + b"\n")
+    e.stderr.flush()
+
+
+def root() -> Path:
+    """The persistence root of this run: ``$DSH_HOME/sessions`` (``~/.dsh/sessions``)."""
+    e = current().env
+    return default_root(e.dsh_home, e.home)
+
+def complete_session(incomplete: str) -> list[str]:
+    """Shell completion of a FILE argument: the session ids of ``$DSH_HOME/sessions`` that start so."""
+    env = Env.from_process()  # completion runs outside main(): read the process the one way
+    try:
+        entries = list_sessions(default_root(env.dsh_home, env.home), scan=False)
+    except DshlogError:
+        return []
+    return sorted({e.id for e in entries if e.id and e.id.startswith(incomplete)})
+
 
 FileArg = Annotated[
     Optional[str],
     typer.Argument(
         metavar="FILE",
+        autocompletion=complete_session,
         help="Session log: a generation file (.jsonl, .jsonl.zstd), a session directory, a JSON array or wrapped "
         "event stream, - for standard input, or a session id (prefix) under $DSH_HOME/sessions. "
         "Default: the most recent session of the current directory.",
@@ -48,9 +139,6 @@ FormatOpt = Annotated[
 ]
 
 
-JSON_SHAPE = 1  # bump when a --json shape changes incompatibly
-
-
 class BatchedStdout:
     """Collects output lines and writes them in ~1 MiB batches (one syscall each, buffered or not)."""
 
@@ -67,8 +155,9 @@ class BatchedStdout:
 
     def flush(self) -> None:
         if self._parts:
-            sys.stdout.buffer.write(b"".join(self._parts))
-            sys.stdout.buffer.flush()
+            stdout = current().env.stdout
+            stdout.write(b"".join(self._parts))
+            stdout.flush()
             self._parts.clear()
             self._size = 0
 
@@ -94,14 +183,15 @@ class DeferredStdout(BatchedStdout):
     def release(self) -> None:
         self.flush()
         self._spool.seek(0)
-        shutil.copyfileobj(self._spool, sys.stdout.buffer, 1 << 20)
-        sys.stdout.buffer.flush()
+        stdout = current().env.stdout
+        shutil.copyfileobj(self._spool, stdout, 1 << 20)
+        stdout.flush()
         self._spool.close()
 
 
 def emit(data: bytes) -> None:
     """Bytes to stdout as they are."""
-    sys.stdout.buffer.write(data)
+    current().env.stdout.write(data)
 
 
 def emit_json(obj: Any, pretty: bool = True) -> None:
@@ -114,50 +204,77 @@ def js(v: Any) -> str:
     return stringify(v)
 
 
+#: Reader notes that say the log is intact but not one this build interprets (exit 3, not 4).
+_UNSUPPORTED_NOTES = frozenset({"unsupported", "unsupported-version", "refused", "unknown-type"})
+
+
+def note_exit_code(code: str) -> ExitCode:
+    """The exit code an error note of a lenient reader stands for: 3 for what is unsupported, else 4."""
+    return ExitCode.UNSUPPORTED if code in _UNSUPPORTED_NOTES else ExitCode.CORRUPT
+
+
+#: Notes a reader reports although they are no problem: readers say a torn tail was ignored.
+_SHOWN_INFO = frozenset({"torn-tail"})
+
+
 def print_notes(log: Any, quiet: bool = False) -> None:
-    """Deviations noticed while reading go to stderr, never to stdout."""
-    if quiet:
-        return
+    """Deviations noticed while reading go to stderr, never to stdout; an error among them sets exit 4.
+
+    This is the exit-code policy of every reader that shows what it can: what it
+    skipped is said here, once, and the run exits with the code of the worst of it.
+    """
+    codes = [ExitCode.OK]
     for n in log.notes:
-        if n.severity == "info":
+        if n.severity == "error":
+            codes.append(note_exit_code(n.code))
+        if quiet or (n.severity == "info" and n.code not in _SHOWN_INFO):
             continue
         where = n.where()
-        echo(f"dshlog: {log.path}: {where + ': ' if where else ''}{n.code}: {n.message}", sys.stderr)
-    for code, extra in log.notes.suppressed().items():
-        echo(f"dshlog: {log.path}: {code}: {extra} more not shown", sys.stderr)
+        err(f"dshlog: {log.path}: {where + ': ' if where else ''}{n.code}: {n.message}")
+    if not quiet:
+        for code, extra in log.notes.suppressed().items():
+            err(f"dshlog: {log.path}: {code}: {extra} more not shown")
+    current().note_outcome(worst(codes))
 
 
 def resolve(target: str | None) -> str:
     """A FILE argument as a path: ids and the default session are looked up, and named on stderr."""
-    r = resolve_session(target)
+    r = resolve_session(target, root=root(), cwd=current().env.cwd)
     if r.chosen:
-        echo(f"dshlog: using session {r.session_id} ({r.path})", sys.stderr)
+        err(f"dshlog: using session {r.session_id} ({r.path})")
     return r.path
-
-
-#: Options of the root callback that commands read (set anew by every invocation).
-ROOT_OPTIONS: dict[str, Any] = {}
 
 
 def plugins() -> tuple[str, ...]:
     """The root's ``--system-prompt-plugin`` names (for every command that migrates a log)."""
-    return tuple(ROOT_OPTIONS.get("system_prompt_plugins", ()))
+    return current().plugins
+
+
+def stdin_stream() -> io.BufferedReader:
+    """Standard input of this run as a buffered binary stream (what ``-`` reads)."""
+    raw = current().env.stdin
+    return raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, 1 << 20)  # type: ignore[arg-type]
 
 
 def open_log(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None) -> SessionLog:
     """Open a FILE argument (resolved as :func:`resolve` does) with the root's options."""
-    return open_session(resolve(target), strict=strict, select=select, format_version=format_version,
-                        system_prompt_plugins=plugins())
+    path = resolve(target)
+    log = open_session(path, strict=strict, select=select, format_version=format_version,
+                       system_prompt_plugins=plugins(), stream=stdin_stream() if path == "-" else None)
+    if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
+        log.close()
+        raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}", path=path)
+    return log
 
 
 def release(out: BatchedStdout, view: Any) -> None:
     """Write out what a command printed; a dsh view first reads the rest of the log (dsh's decision)."""
-    if view is None:
+    if view is not None:
+        view.finish()
+    if isinstance(out, DeferredStdout):
+        out.release()
+    else:
         out.flush()
-        return
-    view.finish()
-    assert isinstance(out, DeferredStdout)
-    out.release()
 
 
 def located(log: Any, exc: Exception) -> Exception:
@@ -167,14 +284,14 @@ def located(log: Any, exc: Exception) -> Exception:
     return exc
 
 
-def event_bytes(ev: dict, raw: bytes | None, json_: bool) -> bytes:
+def event_bytes(ev: dict[str, Any], raw: bytes | None, json_: bool) -> bytes:
     """One event the way ``events`` prints it (``--json``: its exact line when there is one)."""
     if json_:
         return (raw if raw is not None else dumps(ev)) + b"\n"
     return event_line(ev)
 
 
-def closer_lines(closers: list[dict]) -> list[str]:
+def closer_lines(closers: list[dict[str, Any]]) -> list[str]:
     """The synthetic events a writer appended (``repair``, ``fork``), one line each."""
     out = []
     for c in closers:

@@ -9,16 +9,17 @@ import typer
 from ..errors import DshlogError, UsageError
 from ..model.diff import diff_requests, requests_at
 from ..output.jsondoc import diff_document
-from ..output.plain import diff_lines, echo
+from ..output.plain import diff_lines
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     FormatOpt,
+    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     emit_json,
     located,
     open_log,
+    out,
     print_notes,
 )
 
@@ -46,7 +47,7 @@ def diff(
                 with log.v4() as view:
                     built = requests_at(view, list(request), session_id=log.session_id)
             except DshlogError as exc:
-                raise located(log, exc)
+                raise located(log, exc)  # noqa: B904 - the error itself, located
             req_a, req_b = built[request[0]], built[request[1]]
             label_a, label_b = f"request {request[0]}", f"request {request[1]}"
             print_notes(log)
@@ -62,7 +63,7 @@ def diff(
                     with log.v4() as view:
                         reqs.append(requests_at(view, [n], session_id=log.session_id)[n])
                 except DshlogError as exc:
-                    raise located(log, exc)
+                    raise located(log, exc)  # noqa: B904 - the error itself, located
                 print_notes(log)
         req_a, req_b = reqs
         label_a, label_b = f"{files[0]} request {numbers[0]}", f"{files[1]} request {numbers[1]}"
@@ -73,5 +74,5 @@ def diff(
         emit_json({"shape": JSON_SHAPE, **diff_document(d, label_a, label_b)})
         return
     for line in diff_lines(d, label_a, label_b):
-        echo(line)
+        out(line)
 

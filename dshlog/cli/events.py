@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import fnmatch
-from typing import Annotated, Optional
+from collections.abc import Iterator
+from typing import Annotated, Any, Optional
 
 import typer
 
+from ..errors import DshlogError
+from ..ops.events import EventFilter, filtered
 from ..protocol.jsjson import dumps
 from .app import command_app
 from .common import (
@@ -17,6 +19,7 @@ from .common import (
     JsonOpt,
     SelectOpt,
     event_bytes,
+    located,
     open_log,
     print_notes,
     release,
@@ -47,38 +50,24 @@ def events(
     log = open_log(file, strict=v4, select=select, format_version=format_version)
     with log:
         view = log.v4() if v4 else None
+        source: Iterator[tuple[dict[str, Any], bytes | None]]
         if view is not None:
             source = ((ev, None) for ev in view)
         else:
             source = ((r.event, r.raw) for r in log.stored())
-        out = DeferredStdout() if view is not None else BatchedStdout()
+        flt = EventFilter(tuple(type_), turn, from_seq, to_seq)
+        # a filter may find at the end that its turn or seq does not exist: then nothing is printed
+        out = DeferredStdout() if view is not None or flt.active else BatchedStdout()
         write = out.write
-        if json_ and not (type_ or turn is not None or from_seq is not None or to_seq is not None):
-            # the common `events --json | jq` case: no bookkeeping, original bytes where we have them
-            for ev, raw in source:
-                write((raw if raw is not None else dumps(ev)) + b"\n")
-            release(out, view)
-            print_notes(log)
-            return
-        current_turn = None
-        for ev, raw in source:
-            t = ev.get("type")
-            seq = ev.get("seq")
-            data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
-            if t == "turn/start":
-                current_turn = data.get("turn")
-            in_turn = current_turn
-            if t == "turn/end":
-                current_turn = None
-            if turn is not None and in_turn != turn:
-                continue
-            if from_seq is not None and (type(seq) is not int or seq < from_seq):
-                continue
-            if to_seq is not None and type(seq) is int and seq > to_seq:
-                break
-            if type_ and not any(fnmatch.fnmatchcase(str(t), pat) for pat in type_):
-                continue
-            write(event_bytes(ev, raw, json_))
+        try:
+            if json_ and not flt.active:
+                # the common `events --json | jq` case: no bookkeeping, original bytes where we have them
+                for ev, raw in source:
+                    write((raw if raw is not None else dumps(ev)) + b"\n")
+            else:
+                for ev, raw in filtered(source, flt):
+                    write(event_bytes(ev, raw, json_))
+        except DshlogError as exc:
+            raise located(log, exc)  # noqa: B904 - the error itself, located
         release(out, view)
         print_notes(log)
-

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -14,7 +13,7 @@ from ..model.transcript import SessionHead, session_facts
 from ..ops.export import export_store, export_to_file
 from ..output.export import FORMATS
 from ..output.export import export as write_export
-from ..output.plain import echo
+from ..write.target import STDOUT
 from ..write.transaction import is_session_directory
 from .app import command_app
 from .common import (
@@ -22,6 +21,7 @@ from .common import (
     FileArg,
     FormatOpt,
     SelectOpt,
+    err,
     located,
     open_log,
     print_notes,
@@ -32,9 +32,9 @@ app = command_app()
 
 @app.command("export")
 def export(
-    file: FileArg,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|html|json", help="md (readable as plain text), html (one self-contained file) or json (versioned shape).")] = "md",
-    out: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write to OUT (atomically; never overwrites) instead of stdout.")] = None,
+    file: FileArg = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|html|json", help="md (readable as plain text), html (one self-contained file) or json (versioned shape).", autocompletion=lambda: list(FORMATS))] = "md",
+    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write to OUT (atomically; never overwrites) instead of stdout: a file, or a directory to create it in (existing, or ending in /); - is stdout.")] = None,
     redact: Annotated[bool, typer.Option("--redact", help="Mask API keys, tokens, JWTs, passwords and e-mail addresses everywhere.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Do not trim long tool output, arguments and system prompts.")] = False,
     select: SelectOpt = None,
@@ -52,27 +52,26 @@ def export(
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
     if file is not None and Path(file).is_dir() and not is_session_directory(Path(file)):
-        _export_root(file, fmt, out, full=full, redact=redact)
+        _export_root(file, fmt, output, full=full, redact=redact)
         return
     log = open_log(file, select=select, format_version=format_version)
     with log:
         facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
         head = SessionHead(log.session_id, log.version, log.path, log.projection, facts)
         try:
-            if out is None:
+            if output is None or output == STDOUT:
                 deferred = DeferredStdout()
                 with log.v4() as view:  # dsh's decision on the whole log before anything is written
                     write_export(view, head, fmt, deferred.write, full=full, redact=redact)
                 deferred.release()
             else:
-                target, warnings = export_to_file(log, head, fmt, out, full=full, redact=redact)
+                target, warnings = export_to_file(log, head, fmt, output, full=full, redact=redact)
                 for w in warnings:
-                    echo(f"dshlog: warning: {w}", sys.stderr)
-                echo(f"written: {target}", sys.stderr)
+                    err(f"dshlog: warning: {w}")
+                err(f"written: {target}")
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
         print_notes(log)
-
 
 
 def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bool) -> None:
@@ -81,9 +80,9 @@ def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bo
         raise UsageError(f"{root} is a persistence root: export it with --format html -o DIR (one page per session)", path=root)
     result = export_store(root, out, full=full, redact=redact)
     for w in result.warnings:
-        echo(f"dshlog: warning: {w}", sys.stderr)
+        err(f"dshlog: warning: {w}")
     for sid, error in result.failed:
-        echo(f"dshlog: {sid}: not exported: {error}", sys.stderr)
-    echo(f"written: {result.index} ({len(result.pages)} session pages)", sys.stderr)
+        err(f"dshlog: {sid}: not exported: {error}")
+    err(f"written: {result.index} ({len(result.pages)} session pages)")
     if result.failed:
         raise CorruptLog(f"{len(result.failed)} of {len(result.pages) + len(result.failed)} sessions could not be exported (listed above and in the index)")

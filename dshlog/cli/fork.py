@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
 
 from ..errors import UsageError
 from ..ops.fork import write_fork
-from ..output.plain import echo
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     FileArg,
     FormatOpt,
+    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     closer_lines,
+    current,
     emit_json,
+    err,
+    out,
     plugins,
     resolve,
 )
@@ -30,7 +31,7 @@ app = command_app()
 def fork(
     file: FileArg = None,
     *,
-    out: Annotated[str, typer.Option("-o", "--output", metavar="OUT", help="Where to write the child log (a file, or a directory to create it in).")],
+    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Where to write the child log: a file, a directory to create it in (existing, or ending in /), or a persistence root, where it goes where dsh keeps it (<root>/<project>/<id>/). Default: the parent's persistence root.")] = None,
     at: Annotated[Optional[int], typer.Option("--at", metavar="SEQ", help="Inclusive last parent seq (dsh's fork boundary). Default: the last event.")] = None,
     at_turn: Annotated[Optional[int], typer.Option("--at-turn", metavar="N", help="Cut right after turn N's turn/end.")] = None,
     child_id: Annotated[Optional[str], typer.Option("--id", metavar="ID", help="Child session id (default: a fresh UUID).")] = None,
@@ -47,15 +48,15 @@ def fork(
     if at is not None and at_turn is not None:
         raise UsageError("choose either --at SEQ or --at-turn N")
     file = resolve(file)
-    result = write_fork(file, out, at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version,
+    result = write_fork(file, output, now_ms=int(current().env.now() * 1000), at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version,
                         system_prompt_plugins=plugins())
     if json_:
         emit_json({"shape": JSON_SHAPE, **result})
         return
     for w in result.get("warnings", []):
-        echo(f"dshlog: warning: {w}", sys.stderr)
-    echo(f"{result['path']}: child {result['childId']} of {result['parentId']}: {result['events']} events "
+        err(f"dshlog: warning: {w}")
+    out(f"{result['path']}: child {result['childId']} of {result['parentId']}: {result['events']} events "
          f"(parent prefix 0..{result['at']}, marker at {result['at'] + 1}, {len(result['closers'])} closers)")
     for line in closer_lines(result["closers"]):
-        echo(f"  {line}")
+        out(f"  {line}")
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from ..model.summary import summarize
 from ..output import labels
-from ..output.plain import echo
+from ..ops.results import SessionInfo
+from ..read.container import torn_text
 from ..output.terminal import table
 from ..output.text import human_bytes
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     FileArg,
     FormatOpt,
     JsonOpt,
@@ -17,7 +17,9 @@ from .common import (
     emit_json,
     js,
     open_log,
+    out,
     print_notes,
+    screen,
 )
 
 app = command_app()
@@ -32,43 +34,28 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
     log = open_log(file, strict=False, select=select, format_version=format_version)
     with log:
         s = summarize(log.stored_runs())
-        doc = {
-            "shape": JSON_SHAPE,
-            "path": log.path,
-            "container": log.info.container,
-            "version": log.version,
-            "projection": log.projection,
-            "header": log.header,
-            "sizeOnDisk": log.info.size_on_disk,
-            "decodedBytes": log.info.decoded_bytes,
-            "frames": log.info.frames if log.info.container == "jsonl.zstd" else None,
-            "tornTail": (log.info.torn.length if log.info.torn else 0),
-            "sessions": log.info.wrapped_sessions or None,
-            "summary": s.as_dict(),
-            "notes": [{"code": n.code, "message": n.message, "where": n.where()} for n in log.notes],
-        }
         if json_:
-            emit_json(doc)
+            emit_json(SessionInfo.of(log, s).as_dict())
             return
         h = log.header or {}
-        echo(f"file        {log.path}")
-        echo(f"container   {log.info.container}" + (f", {log.info.frames} frames" if log.info.container == "jsonl.zstd" else ""))
-        echo(f"version     v{log.version}" + ("  (test-snapshot projection: no seq/time)" if log.projection else ""))
+        out(f"file        {log.path}")
+        out(f"container   {log.info.container}" + (f", {log.info.frames} frames" if log.info.container == "jsonl.zstd" else ""))
+        out(f"version     v{log.version}" + ("  (test-snapshot projection: no seq/time)" if log.projection else ""))
         if h:
-            echo("header      " + ", ".join(f"{k}={v if isinstance(v, str) else js(v)}" for k, v in h.items() if k != "type"))
+            out("header      " + ", ".join(f"{k}={v if isinstance(v, str) else js(v)}" for k, v in h.items() if k != "type"))
         else:
-            echo("header      (none)")
-        echo(f"size        {human_bytes(log.info.size_on_disk)} on disk, {human_bytes(log.info.decoded_bytes)} decoded")
+            out("header      (none)")
+        out(f"size        {human_bytes(log.info.size_on_disk)} on disk, {human_bytes(log.info.decoded_bytes)} decoded")
         if log.info.torn:
-            echo(f"torn tail   {log.info.torn.length} bytes ignored")
+            out(f"torn tail   {torn_text(log.info.torn, log.info.size_on_disk).removeprefix('torn tail ignored: ')}")
         if s.title:
-            echo(f"title       {s.title}")
-        echo(f"events      {s.events}" + (f" (seq {s.first_seq}..{s.last_seq})" if s.events else ""))
-        echo(f"turns       {s.turns}" + (" (last turn open)" if s.turns_open else ""))
-        echo(f"steps       {s.steps}")
-        echo(f"model calls {s.model_calls} ({s.attempts} without surface message, {s.interrupted} interrupted)")
+            out(f"title       {s.title}")
+        out(f"events      {s.events}" + (f" (seq {s.first_seq}..{s.last_seq})" if s.events else ""))
+        out(f"turns       {s.turns}" + (" (last turn open)" if s.turns_open else ""))
+        out(f"steps       {s.steps}")
+        out(f"model calls {s.model_calls} ({s.attempts} without surface message, {s.interrupted} interrupted)")
         if s.tokens:
-            echo("tokens      " + labels.tokens_text(s.tokens))
-        table("events by type", ["type", "count"], sorted(s.by_type.items(), key=lambda kv: (-kv[1], str(kv[0]))), justify={1: "right"})
+            out("tokens      " + labels.tokens_text(s.tokens))
+        table(screen(), "events by type", ["type", "count"], sorted(s.by_type.items(), key=lambda kv: (-kv[1], str(kv[0]))), justify={1: "right"})
         print_notes(log)
 

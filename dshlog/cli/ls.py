@@ -3,75 +3,70 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from ..ops.sessions import grep_session
-from ..output.plain import echo
-from ..output.terminal import table
+from ..ops.sessions import list_store, unique_prefixes
+from ..output.terminal import Column, table
 from ..output.text import human_bytes, local_minutes
-from ..read.store import (
-    default_root,
-    list_sessions,
-    parse_since,
-    project_key,
-    sort_entries,
-)
+from ..read.store import SessionEntry
 from .app import command_app
-from .common import emit_json
+from .common import current, emit_json, err, root, screen
 
 app = command_app()
+
+SORT_KEYS = ("time", "size", "id", "turns")
+
+
+def _links(e: SessionEntry) -> str:
+    bits = []
+    if e.parent:
+        bits.append(f"parent {e.parent}" + (" (subagent)" if e.origin == "subagent" else ""))
+    if e.children:
+        bits.append(f"children {', '.join(e.children)}")
+    return "; ".join(bits)
 
 
 @app.command("ls")
 def ls_(
-    root: Annotated[Optional[str], typer.Argument(metavar="ROOT", help="Persistence root (default: $DSH_HOME/sessions, DSH_HOME defaulting to ~/.dsh).")] = None,
-    sort: Annotated[str, typer.Option("--sort", metavar="KEY", help="time (last activity), size, id or turns.")] = "time",
+    root_arg: Annotated[Optional[str], typer.Argument(metavar="ROOT", help="Persistence root (default: $DSH_HOME/sessions, DSH_HOME defaulting to ~/.dsh).")] = None,
+    sort: Annotated[str, typer.Option("--sort", metavar="KEY", help="time (last activity), size, id or turns.", autocompletion=lambda: list(SORT_KEYS))] = "time",
     reverse: Annotated[bool, typer.Option("--reverse", help="Reverse the order.")] = False,
     cwd: Annotated[Optional[str], typer.Option("--cwd", metavar="PATH", help="Only sessions of this project directory.")] = None,
     since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN", help="Only sessions active since a date (2026-11-01) or for a duration back (3d, 12h).")] = None,
     grep: Annotated[Optional[str], typer.Option("--grep", metavar="TEXT", help="Only sessions whose user or assistant messages contain TEXT (case-insensitive).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="NDJSON: one object per session.")] = False,
 ) -> None:
-    """One row per session: id, title, project directory, generation, size, turns, last activity, parent/children.
+    """One row per session: id, title (or first prompt), project directory, generation, size, turns, last activity, links.
+
+    On a terminal the table fits the width: ids are shortened to a unique prefix (any command takes one),
+    long titles are cut with "…"; piped and with --json every id is whole.
 
     Example: dshlog ls --cwd . --since 3d --grep 'migration'
     """
-    root_p = Path(root) if root is not None else default_root()
-    project = project_key(os.path.abspath(cwd)) if cwd is not None else None
-    since_ms = parse_since(since) if since is not None else None
-    entries = list_sessions(root_p, project=project)
-    if since_ms is not None:
-        entries = [e for e in entries if (e.last_activity or 0) >= since_ms]
-    if grep is not None:
-        entries = [e for e in entries if e.path is not None and grep_session(e.path, grep)]
-    entries = sort_entries(entries, sort, reverse=reverse)
+    env = current().env
+    root_p = Path(root_arg) if root_arg is not None else root()
+    project_cwd = os.path.normpath(os.path.join(env.cwd, cwd)) if cwd is not None else None
+    entries = list_store(root_p, cwd=project_cwd, since=since, grep=grep, sort=sort, reverse=reverse, now=env.now())
     if json_:
         for e in entries:
             emit_json(e.as_dict(), pretty=False)
         return
     for e in entries:
         if e.error:
-            echo(f"dshlog: {e.dir}: {e.error}", sys.stderr)
-
-    def links(e: Any) -> str:
-        bits = []
-        if e.parent:
-            bits.append(f"parent {e.parent}" + (" (subagent)" if e.origin == "subagent" else ""))
-        if e.children:
-            bits.append(f"children {', '.join(e.children)}")
-        return "; ".join(bits)
-
+            err(f"dshlog: {e.dir}: {e.error}")
+    scr = screen()
+    short = unique_prefixes([e.id for e in entries if e.id]) if scr.tty else {}
     table(
+        scr,
         None,
-        ["id", "title", "cwd", "generation", "size", "turns", "last activity", "links"],
+        [Column("id"), Column("title", flex=True), Column("cwd", flex=True, drop=3), Column("generation", drop=2),
+         Column("size", "right", drop=4), Column("turns", "right"), Column("last activity"), Column("links", flex=True, drop=1)],
         (
-            [e.id, e.title or "", e.cwd or "", f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, local_minutes(e.last_activity), links(e)]
+            [short.get(e.id, e.id) if e.id else "", e.display_title or "", e.cwd or "",
+             f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, local_minutes(e.last_activity), _links(e)]
             for e in entries
         ),
-        justify={4: "right", 5: "right"},
     )
-

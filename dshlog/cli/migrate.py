@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import Annotated, Optional
 
 import typer
 
-from ..errors import ExitCode
-from ..ops.migrate import find_sessions, migrate_session
-from ..output.plain import echo
-from ..output.terminal import console
+from ..ops.migrate import Outcome, find_sessions, migrate_all
 from .app import command_app
-from .common import JSON_SHAPE, JsonOpt, emit_json, plugins, resolve
+from .common import JsonOpt, current, emit_json, err, out, plugins, resolve
 
 app = command_app()
 
@@ -33,53 +29,49 @@ def migrate(
 
     Example: dshlog migrate --recursive ~/.dsh/sessions --check || dshlog migrate --recursive ~/.dsh/sessions
     """
+    run = current()
     # session ids (or unique prefixes) stand for their generation files; no PATH means the current session
     paths = [p if os.path.exists(p) else resolve(p) for p in paths] if paths else [resolve(None)]
     sources = list(find_sessions(paths, recursive=recursive))
-    outcomes = []
     progress = None
-    if len(sources) > 1 and sys.stderr.isatty() and not json_:
-        from rich.progress import (
-            Progress,  # lazy: heavy, only for a progress bar on a terminal
-        )
+    if len(sources) > 1 and run.env.stderr_isatty and not json_:
+        from rich.progress import Progress  # lazy: heavy, only for a progress bar on a terminal
 
-        progress = Progress(console=console(stderr=True), transient=True)
+        progress = Progress(console=run.env.screen(stderr=True).console(), transient=True,
+                            redirect_stdout=False, redirect_stderr=False)
         task = progress.add_task("migrating", total=len(sources))
         progress.start()
+
+    def report(o: Outcome) -> None:
+        if progress is not None:
+            progress.advance(task)
+        if json_:
+            return
+        if o.status == "failed":
+            out(f"failed {o.source}")  # a result like the others, on stdout, naming its session
+            err(f"dshlog: {o.error}")  # and why, as every error is said: on stderr, naming it too
+        elif o.status == "migrated":
+            out(f"migrated {o.source} -> {o.target} ({o.events} events)")
+        elif o.status == "would-migrate":
+            out(f"would publish {o.target} ({o.events} events, from v{o.version})")
+        elif o.status == "needed":
+            out(f"needs migration: {o.source} (v{o.version})")
+        for w in o.warnings:
+            err(f"dshlog: warning: {o.source}: {w}")
+
     try:
-        for src in sources:
-            o = migrate_session(src, check=check, dry_run=dry_run, children="none" if no_children else "auto",
-                                system_prompt_plugins=plugins())
-            outcomes.append(o)
-            if progress is not None:
-                progress.advance(task)
-            if not json_:
-                if o.status == "failed":
-                    echo(f"dshlog: {o.error}", sys.stderr)
-                elif o.status == "migrated":
-                    echo(f"migrated {o.source} -> {o.target} ({o.events} events)")
-                elif o.status == "would-migrate":
-                    echo(f"would publish {o.target} ({o.events} events, from v{o.version})")
-                elif o.status == "needed":
-                    echo(f"needs migration: {o.source} (v{o.version})")
-                for w in o.warnings:
-                    echo(f"dshlog: warning: {w}", sys.stderr)
+        batch = migrate_all(sources, check=check, dry_run=dry_run, children="none" if no_children else "auto",
+                            system_prompt_plugins=plugins(), progress=report)
     finally:
         if progress is not None:
             progress.stop()
-    counts = {k: sum(1 for o in outcomes if o.status == k) for k in ("migrated", "current", "needed", "would-migrate", "failed")}
+    counts = batch.counts()
     if json_:
-        emit_json({"shape": JSON_SHAPE, "sessions": [o.as_dict() for o in outcomes], "summary": counts})
+        emit_json(batch.as_dict())
     else:
-        print(
+        err(
             f"{counts['migrated']} migrated, {counts['current']} skipped (already v4), {counts['failed']} failed"
             + (f", {counts['needed']} need migration" if check else "")
-            + (f", {counts['would-migrate']} would migrate" if dry_run else ""),
-            file=sys.stderr,
+            + (f", {counts['would-migrate']} would migrate" if dry_run else "")
         )
-    failed = [o.exit_code for o in outcomes if o.status == "failed"]
-    if failed:
-        raise typer.Exit(int(max(failed)))
-    if check and counts["needed"]:
-        raise typer.Exit(int(ExitCode.PENDING))
-
+    raise typer.Exit(int(batch.exit_code))

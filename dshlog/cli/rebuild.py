@@ -46,7 +46,7 @@ def rebuild(
             with log.v4(allow_unknown=allow_unknown) as view:
                 req = rebuild_request(view, request, session_id=log.session_id, strict_unknown=not allow_unknown)
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
         emit_json(req["messages"] if messages_only else req, pretty=not compact)
         print_notes(log)
 

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import DshlogError
-from ..model.requests import iter_requests
+from ..model.requests import RequestInfo, iter_requests
 from ..output import labels
+from ..ops.results import RequestRow
 from ..output.terminal import table
 from ..protocol.jsjson import dumps
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     BatchedStdout,
     FileArg,
     FormatOpt,
+    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     UnknownOpt,
     located,
     open_log,
     print_notes,
+    screen,
 )
 
 app = command_app()
@@ -43,15 +43,17 @@ def requests(
     """
     log = open_log(file, select=select, format_version=format_version)
 
-    def rows():
+    def rows() -> list[RequestInfo]:
         # dsh's decision on the whole log comes before any row is shown
         try:
             with log.v4(allow_unknown=allow_unknown) as view:
                 return list(iter_requests(view, session_id=log.session_id, strict_unknown=not allow_unknown))
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
 
     with log:
+        if not json_:
+            found = rows()  # dsh's decision, and every row, before the table's header is printed
         if json_:
             # streamed, one request per line, so memory stays flat however many requests the log holds
 
@@ -59,12 +61,12 @@ def requests(
             out.write(b'{"shape":%d,"requests":[' % JSON_SHAPE)
             sep = b"\n"
             for r in rows():
-                out.write(sep + dumps(_request_row(r)))
+                out.write(sep + dumps(RequestRow.of(r).as_dict()))
                 sep = b",\n"
             out.write(b"\n]}\n")
             out.flush()
             return
-        table(
+        table(screen(),
             None,
             ["#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", labels.token_name("inputTokens"), labels.token_name("outputTokens")],
             (
@@ -76,32 +78,11 @@ def requests(
                     r.message_count,
                     "-" if r.extends is None else ("yes" if r.extends else "no"),
                     r.reason or "",
-                    r.input_tokens,
-                    r.output_tokens,
+                    labels.count(r.input_tokens),
+                    labels.count(r.output_tokens),
                 ]
-                for r in rows()
+                for r in found
             ),
             justify={0: "right", 1: "right", 4: "right", 7: "right", 8: "right"},
         )
         print_notes(log)
-
-
-def _request_row(r: Any) -> dict[str, Any]:
-    """The versioned --json shape of one request."""
-    return {
-        "number": r.number,
-        "settlementSeq": r.seq,
-        "settlement": r.kind,
-        "turn": r.turn,
-        "step": r.step,
-        "messages": r.message_count,
-        "extends": r.extends,
-        "reason": r.reason,
-        "changes": r.changes,
-        "headerSeq": r.header_seq,
-        "interrupted": r.interrupted,
-        "inputTokens": r.input_tokens,
-        "outputTokens": r.output_tokens,
-        "cacheReadTokens": r.cache_read_tokens,
-    }
-

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -11,9 +10,8 @@ import typer
 from ..errors import UsageError
 from ..model.rescue import TRANSFORMATIONS
 from ..ops.rescue import RescueOutcome, rescue_session, rescue_store
-from ..output.plain import echo
 from .app import command_app
-from .common import JSON_SHAPE, FileArg, JsonOpt, emit_json, js, resolve
+from .common import JSON_SHAPE, FileArg, JsonOpt, emit_json, err, js, out, resolve
 
 app = command_app()
 
@@ -26,7 +24,7 @@ def rescue(
     allow: Annotated[list[str], typer.Option("--allow", metavar="NAME", help=f"Allow one transformation; repeatable ({_KNOWN}).")] = [],
     all_: Annotated[bool, typer.Option("--all", help="Allow every transformation.")] = False,
     publish: Annotated[bool, typer.Option("--publish", help="Write the v4 successor beside the source (never over an existing file).")] = False,
-    out: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write the v4 successor to OUT instead.")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write the v4 successor to OUT instead.")] = None,
     recursive: Annotated[Optional[str], typer.Option("-R", "--recursive", metavar="ROOT", help="Summarise every session below ROOT (a dry run).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Write nothing (the default without --publish or -o).")] = False,
     json_: JsonOpt = False,
@@ -40,24 +38,24 @@ def rescue(
     Example: dshlog rescue ~/.dsh/sessions/-home-ann-p-/<id>/ --all --publish
     """
     if recursive is not None:
-        if file is not None or publish or out is not None:
+        if file is not None or publish or output is not None:
             raise UsageError("-R ROOT summarises a store as a dry run: give no FILE, --publish or -o")
         summary = rescue_store(Path(recursive), allow=allow, all_=all_)
         if json_:
             emit_json({"shape": JSON_SHAPE, **summary.as_dict()})
             return
         doc = summary.as_dict()
-        echo(f"{doc['sessions']} sessions, dsh refuses {doc['refused']}, rescue brings back {doc['rescuable']}"
+        out(f"{doc['sessions']} sessions, dsh refuses {doc['refused']}, rescue brings back {doc['rescuable']}"
              + (f", {doc['failed']} unreadable" if doc["failed"] else ""))
         for r in doc["reasons"]:
-            echo(f"  {r['sessions']:>5}  {r['rescuable']:>5} rescuable  {r['reason']}")
+            out(f"  {r['sessions']:>5}  {r['rescuable']:>5} rescuable  {r['reason']}")
         return
-    if dry_run and (publish or out is not None):
+    if dry_run and (publish or output is not None):
         raise UsageError("--dry-run writes nothing: drop --publish / -o, or --dry-run")
-    if publish and out is not None:
+    if publish and output is not None:
         raise UsageError("choose either --publish (beside the source) or -o OUT")
     outcome = rescue_session(Path(resolve(file)), allow=allow, all_=all_, publish=publish,
-                             output=Path(out) if out is not None else None)
+                             output=Path(output) if output is not None else None)
     if json_:
         emit_json({"shape": JSON_SHAPE, **outcome.as_dict()})
     else:
@@ -74,22 +72,22 @@ def _human(o: RescueOutcome) -> None:
     """The plan as a person reads it: the refusal, each step's changes (seq, before, after, why), the verdict."""
     p = o.plan
     if o.status == "failed":
-        echo(f"dshlog: {o.error}", sys.stderr)
+        err(f"dshlog: {o.error}")
         return
     if p is None or p.first is None:
-        echo(f"{o.source}: dsh opens this session as it is: nothing to rescue")
+        out(f"{o.source}: dsh opens this session as it is: nothing to rescue")
         return
-    echo(f"{o.source}: dsh refuses it: {p.first.describe()}")
+    out(f"{o.source}: dsh refuses it: {p.first.describe()}")
     for n, st in enumerate(p.steps, 1):
-        echo(f"  {n}. {st.transformation}{'' if st.allowed else ' (not allowed)'}: resolves {st.refusal.describe()}")
+        out(f"  {n}. {st.transformation}{'' if st.allowed else ' (not allowed)'}: resolves {st.refusal.describe()}")
         for c in st.changes:
             where = f"seq {c.seq}" if c.seq is not None else "header"
-            echo(f"     {where}: {_value(c.before)} -> {_value(c.after)}: {c.why}")
+            out(f"     {where}: {_value(c.before)} -> {_value(c.after)}: {c.why}")
     if o.status == "rescued":
-        echo(f"rescued: {o.target} ({o.events} events); record {o.record}", sys.stderr)
+        err(f"rescued: {o.target} ({o.events} events); record {o.record}")
     elif o.status == "rescuable":
-        echo("dsh accepts the result; nothing written: --publish (beside the source) or -o OUT", sys.stderr)
+        err("dsh accepts the result; nothing written: --publish (beside the source) or -o OUT")
     elif o.why_not:
-        echo(f"dshlog: {o.why_not}", sys.stderr)
+        err(f"dshlog: {o.why_not}")
     for note in o.notes:
-        echo(f"dshlog: {note}", sys.stderr)
+        err(f"dshlog: {note}")

@@ -8,18 +8,20 @@ import typer
 
 from ..model.stats import session_stats, total_stats
 from ..model.summary import summarize
+from ..ops.sessions import unique_prefixes
 from ..output import labels
 from ..output.terminal import table
 from ..output.text import human_duration
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     FormatOpt,
+    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     emit_json,
     open_log,
     print_notes,
+    screen,
 )
 
 app = command_app()
@@ -39,7 +41,8 @@ def stats(
     Example: dshlog stats ~/.dsh/sessions/--home-ann-p--/*/ --json | jq .total.tokensByModel
     """
     sessions = []
-    for f in files or [None]:
+    current: list[str | None] = [None]  # no FILE: the current session
+    for f in files or current:
         log = open_log(f, strict=False, select=select, format_version=format_version)
         with log:
             s = summarize(log.stored_runs())
@@ -56,17 +59,19 @@ def stats(
         tokens = d["tokens"]
         timed = d.get("timed", True)
         return [name, d["turns"], d["steps"], d["modelCalls"], d["retries"], d["cancellations"], f"{tools} ({errors} err)",
-                tokens.get("inputTokens", 0), tokens.get("outputTokens", 0), human_duration(d["durationMs"]) if timed else "-"]
+                labels.count(tokens.get("inputTokens", 0)), labels.count(tokens.get("outputTokens", 0)), human_duration(d["durationMs"]) if timed else "-"]
 
-    rows = [row(str(s["id"] or s["path"]), s) for s in sessions]
+    names = [str(s["id"] or s["path"]) for s in sessions]
+    short = unique_prefixes(names) if screen().tty else {}  # a terminal shows ids people can type, not fold them
+    rows = [row(short.get(n, n), s) for n, s in zip(names, sessions)]
     if len(sessions) > 1:
         rows.append(row("total", total))
-    table(None, ["session", "turns", "steps", "calls", "retries", "cancelled", "tools", labels.token_name("inputTokens"), labels.token_name("outputTokens"), "time"], rows,
+    table(screen(), None, ["session", "turns", "steps", "calls", "retries", "cancelled", "tools", labels.token_name("inputTokens"), labels.token_name("outputTokens"), "time"], rows,
           justify={i: "right" for i in range(1, 10)})
     if total["toolCalls"]:
-        table("tool calls", ["tool", "calls", "errors"], ([n, c["calls"], c["errors"]] for n, c in total["toolCalls"].items()), justify={1: "right", 2: "right"})
+        table(screen(), "tool calls", ["tool", "calls", "errors"], ([n, c["calls"], c["errors"]] for n, c in total["toolCalls"].items()), justify={1: "right", 2: "right"})
     if total["tokensByModel"]:
         keys = sorted({k for u in total["tokensByModel"].values() for k in u})
-        table("tokens by model", ["model", *map(labels.token_name, keys)], ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()),
+        table(screen(), "tokens by model", ["model", *map(labels.token_name, keys)], ([m, *(labels.count(u.get(k, 0)) for k in keys)] for m, u in total["tokensByModel"].items()),
               justify={i + 1: "right" for i in range(len(keys))})
 

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from ..check.surface import fold
 from ..errors import DshlogError, UsageError
-from ..output.plain import echo
 from ..output.terminal import table
+from ..ops.results import SurfaceView
 from ..output.text import preview
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     FileArg,
     FormatOpt,
     JsonOpt,
@@ -22,7 +21,9 @@ from .common import (
     emit_json,
     located,
     open_log,
+    out,
     print_notes,
+    screen,
 )
 
 app = command_app()
@@ -50,28 +51,19 @@ def surface(
             with log.v4(allow_unknown=allow_unknown) as view:
                 state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         except DshlogError as exc:
-            raise located(log, exc)
+            raise located(log, exc)  # noqa: B904 - the error itself, located
         if at is not None and state.next_seq <= at:
 
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
-        nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in state.node_info()]
-        derived = state.messages()
-        roles = [m.get("role") for m in derived]
         if json_:
-            doc: dict[str, Any] = {
-                "shape": JSON_SHAPE,
-                "nodes": nodes,
-                "roles": roles,
-                "replacements": state.replacements,
-            }
-            if messages:
-                doc["messages"] = derived
-            emit_json(doc)
+            emit_json(SurfaceView(tuple(state.node_info()), tuple(state.messages()), tuple(state.replacements)).as_dict(messages=messages))
             return
-        table(None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
-        echo(f"nodes: {[n['seq'] for n in nodes]}")
-        echo(f"roles: {', '.join(str(r) for r in roles)}")
+        nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in state.node_info()]
+        roles = [m.get("role") for m in state.messages()]
+        table(screen(), None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
+        out(f"nodes: {[n['seq'] for n in nodes]}")
+        out(f"roles: {', '.join(str(r) for r in roles)}")
         for r in state.replacements:
-            echo(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
+            out(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
         print_notes(log)
 

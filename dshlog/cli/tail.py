@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from typing import Annotated
 
 import typer
 
 from ..check.problems import Problems
-from ..errors import Location, UsageError
-from ..output.plain import echo
-from ..protocol.jsjson import JsonError, loads
-from ..read.follow import Follower
-from ..read.rows import RowDecoder
+from ..errors import UsageError
+from ..read.follow import EventFollower
 from ..read.session import open_session
 from .app import command_app
-from .common import (
-    FileArg,
-    FormatOpt,
-    JsonOpt,
-    event_bytes,
-    open_log,
-    print_notes,
-    resolve,
-)
+from .common import FileArg, FormatOpt, JsonOpt, current, err, event_bytes, open_log, print_notes, resolve
 
 app = command_app()
 
@@ -32,7 +20,7 @@ app = command_app()
 @app.command("tail")
 def tail(
     file: FileArg = None,
-    follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing events as dsh appends them (Ctrl-C to stop).")] = False,
+    follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing events as dsh appends them, across a repair or a migration that replaces the log (Ctrl-C to stop).")] = False,
     lines: Annotated[int, typer.Option("-n", "--lines", metavar="N", help="How many of the last events to print first.")] = 10,
     interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", help="With -f: how often to look for new events.")] = 0.25,
     json_: JsonOpt = False,
@@ -40,21 +28,23 @@ def tail(
 ) -> None:
     """The last N events, printed as `events` prints them; with -f, follow a live session (plain or .zstd).
 
-    A line or frame still being written is shown only once it is complete.
+    A line or frame still being written is shown only once it is complete. Like `tail -F`, -f follows the
+    session's name: when the log is replaced (repair --write) or a newer generation is published (migrate),
+    the new file is followed from the event after the last one shown.
 
     Example: dshlog tail -f -n 20
     """
     if lines < 0:
         raise UsageError("-n must be 0 or more")
-    write = sys.stdout.buffer.write
+    stdout = current().env.stdout
     if not follow:
         log = open_log(file, strict=False, format_version=format_version)
         with log:
-            last: deque = deque((), maxlen=lines)
+            last: deque[bytes] = deque((), maxlen=lines)
             for r in log.stored():
                 last.append(event_bytes(r.event, r.raw, json_))
             for b in last:
-                write(b)
+                stdout.write(b)
             print_notes(log)
         return
 
@@ -62,43 +52,30 @@ def tail(
     if target == "-":
         raise UsageError("tail -f needs a file: standard input cannot be followed")
     with open_session(target, strict=False, format_version=format_version) as log:  # header, version, container
-        path, version, container = log.path, log.version, log.info.container
+        path, container = log.path, log.info.container
     if container not in ("jsonl", "jsonl.zstd"):
         raise UsageError(f"tail -f follows JSONL generations; this input is {container}", path=path)
-    decoder = RowDecoder(version, path, strict=False, notes=Problems())
-    fol = Follower(path, poll_interval=interval)
-    state = {"header": True, "line": 0}
+    notes = Problems()
+    fol = EventFollower(target, poll_interval=interval, notes=notes, format_version=format_version)
+    shown = 0
 
-    def decode(raw: bytes) -> list[bytes]:
-        state["line"] += 1
-        if state["header"]:
-            state["header"] = False
-            try:
-                obj = loads(raw)
-            except JsonError:
-                obj = None
-            if isinstance(obj, dict) and obj.get("type") == "session":
-                return []
-        try:
-            obj = loads(raw)
-        except JsonError:
-            echo(f"dshlog: {path}: line {state['line']}: unparsable committed line skipped", sys.stderr)
-            return []
-        evs = decoder.decode(obj, Location(line=state["line"]))
-        return [event_bytes(ev, raw if len(evs) == 1 and ev is obj else None, json_) for ev in evs]
+    def say_notes() -> None:
+        nonlocal shown
+        for n in list(notes)[shown:]:
+            err(f"dshlog: {fol.path}: {n.message}")
+        shown = len(list(notes))
 
     try:
-        last = deque((), maxlen=lines)
-        for raw in fol.drain():
-            last.extend(decode(raw))
-        for b in last:
-            write(b)
-        sys.stdout.flush()
-        for raw in fol.follow():
-            for b in decode(raw):
-                write(b)
-            sys.stdout.flush()
+        first: deque[bytes] = deque((), maxlen=lines)
+        for ev, raw in fol.drain():
+            first.append(event_bytes(ev, raw, json_))
+        for b in first:
+            stdout.write(b)
+        stdout.flush()
+        say_notes()
+        for ev, raw in fol.follow():
+            stdout.write(event_bytes(ev, raw, json_))
+            stdout.flush()
+            say_notes()
     except KeyboardInterrupt:
-        sys.stdout.flush()
-        return
-
+        stdout.flush()

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
 
-from ..errors import ExitCode
+from ..ops.outcome import worst
 from ..ops.validate import validate_log
-from ..output.plain import echo
+from ..output import labels
 from .app import command_app
 from .common import (
-    JSON_SHAPE,
     FormatOpt,
+    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     emit_json,
+    err,
+    out,
     plugins,
     resolve,
 )
@@ -37,20 +38,23 @@ def validate(
 
     Example: dshlog validate ~/.dsh/sessions/*/*/
     """
-    worst = ExitCode.OK
     reports = []
-    for f in files or [None]:
+    current: list[str | None] = [None]  # no FILE: the current session
+    for f in files or current:
         report = validate_log(resolve(f), select=select, format_version=format_version, system_prompt_plugins=plugins())
         reports.append(report)
-        worst = max(worst, report.exit_code)
         if not json_:
-            for p in report.problems:
-                where = p.where()
-                echo(f"{report.path}: {where + ': ' if where else ''}{p.severity}: {p.code}: {p.message}")
-            status = "ok" if report.exit_code == ExitCode.OK else ("unsupported" if report.exit_code == ExitCode.UNSUPPORTED else "damaged")
-            echo(f"{report.path}: {status} (v{report.version if report.version is not None else '?'}, {report.events} events, "
-                 f"{report.count('error')} errors, {report.count('warning')} warnings)", sys.stderr)
+            for first, more in report.grouped():
+                where = first.where()
+                where = "" if where == report.path else where
+                out(f"{report.path}: {where + ': ' if where else ''}{first.severity}: {first.code}: {first.message}")
+                if more:
+                    last = more[-1].where() or "the end"
+                    out(f"{report.path}: ... {labels.plural(len(more), 'more ' + first.code + ' problem')} after it, "
+                        f"through {last} (most likely consequences of the one above)")
+            err(f"{report.path}: {report.status} (v{report.version if report.version is not None else '?'}, "
+                f"{labels.plural(report.events, 'event')}, {labels.plural(report.count('error'), 'error')}, "
+                f"{labels.plural(report.count('warning'), 'warning')})")
     if json_:
         emit_json({"shape": JSON_SHAPE, "files": [r.as_dict() for r in reports]})
-    raise typer.Exit(int(worst))
-
+    raise typer.Exit(int(worst(r.exit_code for r in reports)))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_right
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
+from collections.abc import Iterable
 
 from ..errors import DshlogError, MigrationRefused
 from ..protocol.texts import edge_refusal
@@ -71,6 +72,25 @@ class Stage(Protocol):
     def feed(self, event: dict[str, Any]) -> Iterable[dict[str, Any]]: ...
 
     def finish(self) -> list[dict[str, Any]]: ...
+
+
+class Edge(Protocol):
+    """An edge class as the chain's table holds it: its versions and its static header step.
+
+    Called, it makes the edge's :class:`Stage` for one artifact (the options
+    differ per edge: only v3->v4 takes the child facts).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def source_version(self) -> int: ...
+
+    @property
+    def target_version(self) -> int: ...
+
+    def header(self, h: dict[str, Any], /) -> dict[str, Any]: ...
 
 
 class SeqMap:

@@ -10,7 +10,8 @@ unsupported passes through with its own text (:func:`~dshlog.migrate._common.rew
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, cast
+from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import CorruptLog, DshlogError, UnsupportedVersion
 from ..protocol.packed import PackedRun
@@ -18,17 +19,17 @@ from ..check.header import validate_header
 from ..protocol.texts import FORMAT_VERSION_REFUSAL, newer_version
 from ..protocol.values import has_placeholder, is_count
 from ..protocol.vocabulary import CURRENT_VERSION, header_key_order
-from ._common import Stage, rewrap
+from ._common import Edge, Stage, rewrap
 from .v0_v1 import V0ToV1
 from .v1_v2 import V1ToV2
 from .v2_v3 import V2ToV3
 from .v3_v4 import V3ToV4
 
 #: Edge classes by source version; each declares ``source_version``/``target_version``.
-EDGES: tuple[type, ...] = (V0ToV1, V1ToV2, V2ToV3, V3ToV4)
+EDGES: tuple[Edge, ...] = (V0ToV1, V1ToV2, V2ToV3, V3ToV4)
 
 
-def _check_adjacent(edges: Iterable[type]) -> None:
+def _check_adjacent(edges: Iterable[Edge]) -> None:
     """dsh checks adjacency when an edge is declared; a broken table is a bug here."""
     for edge in edges:
         if edge.target_version != edge.source_version + 1:
@@ -87,11 +88,11 @@ def header_only(header: dict[str, Any], *, projection: bool = False) -> dict[str
 class MigratedEvents(Iterator[dict[str, Any]]):
     """Lazy v4 event iterator; ``inherited_cut`` is set once it is exhausted."""
 
-    def __init__(self, gen_factory: Callable[["MigratedEvents"], Iterator[dict[str, Any]]]) -> None:
+    def __init__(self, gen_factory: Callable[[MigratedEvents], Iterator[dict[str, Any]]]) -> None:
         self.inherited_cut: int | None = None
         self._it = gen_factory(self)
 
-    def __iter__(self) -> "MigratedEvents":
+    def __iter__(self) -> MigratedEvents:
         return self
 
     def __next__(self) -> dict[str, Any]:
@@ -212,8 +213,8 @@ def migrate_stream(
             raise rewrap(err, edge.name, edge.source_version, subject="Session header") from err
         _validate(target, edge.target_version, projection)
         try:
-            stage: Stage = (edge(h, child_facts=child_facts, projection=projection, system_prompt_plugins=system_prompt_plugins)
-                            if edge is V3ToV4 else edge(h, projection=projection))
+            stage: Stage = (V3ToV4(h, child_facts=child_facts, projection=projection, system_prompt_plugins=system_prompt_plugins)
+                            if edge is V3ToV4 else cast(Callable[..., Stage], edge)(h, projection=projection))
         except DshlogError as err:
             raise rewrap(err, edge.name, edge.source_version) from err
         h = target
@@ -223,6 +224,6 @@ def migrate_stream(
     if version == 0:
         # v1->v2 repeats v0->v1's frozen-inventory check in its looser v1 form; every
         # event v0->v1 passes on has passed the v0 form already, so skip the repeat
-        stages[1].inputs_checked = True  # type: ignore[attr-defined]
+        stages[1].inputs_checked = True  # type: ignore[attr-defined]  # stages[1] is the V1ToV2 made just above
     out_header = canonical_header(h, CURRENT_VERSION)
     return out_header, MigratedEvents(lambda owner: _run(stages, events, owner))

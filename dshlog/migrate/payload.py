@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from ..protocol.jsjson import UNDEFINED, js_string, json_equal, stringify
 from ..protocol.values import is_count, is_placeholder, is_safe_integer, safe_int
@@ -43,18 +44,18 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _get(record: dict, key: str) -> Any:
+def _get(record: dict[str, Any], key: str) -> Any:
     return record.get(key, _MISSING)
 
 
-def record_of(value: Any, label: str) -> dict:
+def record_of(value: Any, label: str) -> dict[str, Any]:
     """``releasedV0Record``."""
     if not isinstance(value, dict):
         raise _fail(f"{label} must be a JSON object")
     return value
 
 
-def keys_of(record: dict, required: Iterable[str], optional: Iterable[str] = (), label: str = "") -> None:
+def keys_of(record: dict[str, Any], required: Iterable[str], optional: Iterable[str] = (), label: str = "") -> None:
     """``assertReleasedV0Keys``: the first unexpected member, then the first missing one."""
     required = tuple(required)
     allowed = set(required) | set(optional)
@@ -66,7 +67,7 @@ def keys_of(record: dict, required: Iterable[str], optional: Iterable[str] = (),
             raise _fail(f"{label} lacks required member {stringify(key)}")
 
 
-def _exact(value: Any, label: str, required: Iterable[str], optional: Iterable[str] = ()) -> dict:
+def _exact(value: Any, label: str, required: Iterable[str], optional: Iterable[str] = ()) -> dict[str, Any]:
     record = record_of(value, label)
     keys_of(record, required, optional, label)
     return record
@@ -118,7 +119,7 @@ def _literal(value: Any, allowed: tuple[Any, ...], label: str) -> None:
         raise _fail(f"{label} must be one of {', '.join(js_string(c) for c in allowed)}")
 
 
-def _array(value: Any, label: str, check: Callable[[Any, str], Any]) -> list:
+def _array(value: Any, label: str, check: Callable[[Any, str], Any]) -> list[Any]:
     if not isinstance(value, list):
         raise _fail(f"{label} must be an array")
     for i, member in enumerate(value):
@@ -126,7 +127,7 @@ def _array(value: Any, label: str, check: Callable[[Any, str], Any]) -> list:
     return value
 
 
-def _coordinates(data: dict, label: str) -> None:
+def _coordinates(data: dict[str, Any], label: str) -> None:
     _count(_get(data, "turn"), f"{label} turn")
     _count(_get(data, "step"), f"{label} step")
 
@@ -138,7 +139,7 @@ def _earlier(value: Any, seq: Any, label: str) -> int:
     return n
 
 
-def _seq_array(value: Any, seq: Any, label: str, nonempty: bool) -> list:
+def _seq_array(value: Any, seq: Any, label: str, nonempty: bool) -> list[Any]:
     seen: set[int] = set()
 
     def member(m: Any, mlabel: str) -> None:
@@ -249,7 +250,7 @@ class _Checker:
             if block is None or not _same(_get(block, "type"), "tool-result") or not _js_equal(_get(block, "toolCallId"), _get(source, "callId")):
                 raise _fail(f"{label} must contain exactly one tool-result block")
 
-    def legacy_goal(self, message: dict, source: dict, label: str) -> None:
+    def legacy_goal(self, message: dict[str, Any], source: dict[str, Any], label: str) -> None:
         keys_of(source, ("kind", "goalId", "revision", "round", "change"), (), f"{label} source")
         _nonempty(_get(source, "goalId"), f"{label} source goalId")
         _positive(_get(source, "revision"), f"{label} source revision")
@@ -353,7 +354,7 @@ class _Checker:
             _nonempty(kind, f"{label} kind")
 
     @staticmethod
-    def plugin_source(source: dict, label: str) -> None:
+    def plugin_source(source: dict[str, Any], label: str) -> None:
         optional = ["form", "sections", "summary"]
         compact = _same(_get(source, "plugin"), "compact")
         if compact:
@@ -382,7 +383,7 @@ class _Checker:
         elif "summary" in source:
             raise _fail(f"{label} summary requires notice form")
 
-    def session_reference(self, source: dict, label: str) -> None:
+    def session_reference(self, source: dict[str, Any], label: str) -> None:
         version = self.version
         keys_of(source, ("kind", "form", "version", "references"), (), label)
         _literal(_get(source, "form"), ("recall",), f"{label} form")
@@ -522,7 +523,7 @@ class _Checker:
             _array(header["tools"], f"{label} tools", _tool_schema)
 
     @staticmethod
-    def shadowed(data: dict, seq: Any, label: str) -> None:
+    def shadowed(data: dict[str, Any], seq: Any, label: str) -> None:
         rng = _exact(_get(data, "shadowedRange"), f"{label} shadowedRange", ("start", "end"))
         start = _earlier(_get(rng, "start"), seq, f"{label} shadowedRange start")
         end = _earlier(_get(rng, "end"), seq, f"{label} shadowedRange end")
@@ -533,7 +534,7 @@ class _Checker:
 
     # ------------------------------------------------------------------ goals, schedules, teams
     @staticmethod
-    def goal_change(data: dict, label: str) -> None:
+    def goal_change(data: dict[str, Any], label: str) -> None:
         _literal(_get(data, "kind"), ("goal/change",), f"{label} kind")
         _literal(_get(data, "version"), (1,), f"{label} version")
         if _same(_get(data, "operation"), "clear"):
@@ -563,7 +564,7 @@ class _Checker:
         _count(_get(data, "updatedAt"), f"{label} updatedAt")
 
     @staticmethod
-    def schedule_change(data: dict, label: str) -> None:
+    def schedule_change(data: dict[str, Any], label: str) -> None:
         _literal(_get(data, "version"), (1,), f"{label} version")
         if _same(_get(data, "operation"), "create"):
             keys_of(data, ("version", "operation", "schedule"), (), f"{label} data")
@@ -584,7 +585,7 @@ class _Checker:
         _blocks(_get(message, "content"), f"{label} content")
 
     @staticmethod
-    def subagent_descriptor(data: dict, label: str) -> None:
+    def subagent_descriptor(data: dict[str, Any], label: str) -> None:
         _literal(_get(data, "version"), (3,), f"{label} version")
         _nonempty(_get(data, "provider"), f"{label} provider")
         if _same(_get(data, "mode"), "one-shot"):
@@ -609,7 +610,7 @@ class _Checker:
                 _array(f["deny"], f"{label} deny", _nonempty)
 
     # ------------------------------------------------------------------ the switch
-    def check(self, event: dict) -> None:  # noqa: C901 - dsh's switch, one case per type
+    def check(self, event: dict[str, Any]) -> None:  # noqa: C901 - dsh's switch, one case per type
         etype = event.get("type")
         seq = event.get("seq", UNDEFINED)
         label = f"{js_string(etype)} {js_string(seq)}"
@@ -911,7 +912,7 @@ def _allowed_models(value: Any, label: str) -> None:
         raise _fail(f"{label} must be non-empty")
 
 
-def _team(data: dict, label: str) -> None:
+def _team(data: dict[str, Any], label: str) -> None:
     _literal(_get(data, "version"), (1,), f"{label} version")
     _nonempty(_get(data, "teamId"), f"{label} teamId")
 
@@ -929,7 +930,7 @@ def _team_task(value: Any, label: str) -> None:
     _array(_get(task, "writeScopes"), f"{label} writeScopes", _string)
 
 
-def _workflow(data: dict, label: str) -> None:
+def _workflow(data: dict[str, Any], label: str) -> None:
     _nonempty(_get(data, "runId"), f"{label} runId")
     _positive(_get(data, "seq"), f"{label} seq")
 
@@ -1003,7 +1004,7 @@ def _search_body(value: Any, label: str) -> None:
         raise _fail(f"{label} tools must contain one web search tool")
 
 
-def assert_payload_semantics(event: dict, version: int, *, projection: bool = False) -> None:
+def assert_payload_semantics(event: dict[str, Any], version: int, *, projection: bool = False) -> None:
     """dsh's ``assertReleasedPayloadSemantics(event, version)``; raises a plain :class:`StageRefusal`.
 
     ``event`` is a released v0..v2 event whose exact member sets were checked already.

@@ -120,9 +120,9 @@ def pack(timed_chunks: list[tuple[Any, Any]]) -> list[dict[str, Any]]:
     return b.records
 
 
-def expand(stream: list[dict[str, Any]]) -> list[tuple[Any, dict[str, Any]]]:
+def expand(stream: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
     """Inverse of :func:`pack`: the timed raw chunks of a stream."""
-    out: list[tuple[Any, dict[str, Any]]] = []
+    out: list[tuple[Any, Any]] = []  # (time, chunk): a chunk record holds whatever was logged
     for rec in stream:
         kind = rec.get("type")
         if kind == "chunk":

@@ -298,9 +298,9 @@ class V0ToV1:
                 return ev
             if "compactionId" in data:
                 return ev
-            cid = f"legacy-compaction:{self._sid}:{seq}"
-            self._compaction_id = cid
-            return {**ev, "data": {**data, "compactionId": cid}}
+            new_id = f"legacy-compaction:{self._sid}:{seq}"
+            self._compaction_id = new_id
+            return {**ev, "data": {**data, "compactionId": new_id}}
         cid = self._compaction_id
         if cid is None:
             return ev
@@ -348,7 +348,7 @@ class V0ToV1:
         rest = {k: v for k, v in data.items() if k not in ("callId", "content", "isError")}
         op = ev.get("surfaceOp")
         if isinstance(op, dict) and op.get("op") == "replace":
-            message_id = self._message_ids.get(op.get("start"))  # type: ignore[arg-type]
+            message_id = self._message_ids.get(op.get("start"))
             if message_id is None:
                 raise StageRefusal(f"tool/result {seq} replacement cites a message without identity", seq=seq)
         else:

@@ -48,7 +48,7 @@ def v2_header(h: dict[str, Any], version: int) -> dict[str, Any]:
     src.pop("seedLength", None)
     src["isSeeded"] = seeded
     src["version"] = version
-    out = {k: src[k] for k in _HEADER_ORDER if k in src}
+    out: dict[str, Any] = {k: src[k] for k in _HEADER_ORDER if k in src}
     for k, v in src.items():  # unexpected keys are kept (validation reports them)
         if k not in out:
             out[k] = v
@@ -175,7 +175,7 @@ class V1ToV2:
         return out
 
     # attempts -----------------------------------------------------------------------
-    def _join_attempt(self, turn: Any, step: Any, out: list[dict[str, Any]]) -> "_Attempt":
+    def _join_attempt(self, turn: Any, step: Any, out: list[dict[str, Any]]) -> _Attempt:
         """The pending attempt a chunk (or run) of ``turn``/``step`` belongs to, settling the old one if needed."""
         p = self._pending
         if p is not None and (p.terminal or p.turn != turn or p.step != step):

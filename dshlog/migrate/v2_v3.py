@@ -143,7 +143,7 @@ class V2ToV3:
             if gen == 3:
                 raise StageRefusal("format v2 delivery marker claims target format v3", seq=seq)
             if gen == 2 and data.get("sessionId") != self._sid:
-                self._foreign.append(seq)  # type: ignore[arg-type]
+                self._foreign.append(seq)  # type: ignore[arg-type]  # the envelope rules ran first: seq is a count here
         if t != "assistant/attempt" and t in RELEASED_V0_PAYLOADS:
             assert_payload_semantics(event, 2, projection=self._projection)
 

@@ -10,7 +10,8 @@ run map keeps the reference remapping bounded.
 
 from __future__ import annotations
 
-from typing import Any, Final, Iterable
+from typing import Any, Final
+from collections.abc import Iterable
 
 from ..protocol.jsjson import js_string, stringify
 from ..protocol.values import is_count
@@ -280,13 +281,13 @@ class V3ToV4:
             self._cut_src, self._cut_tgt = seq, target
             self._catalogs.clear()
         elif t == "subagent/catalog":
-            self._catalogs.append((seq, data))  # type: ignore[arg-type]
+            self._catalogs.append((seq, data))
         if t == "session-log-deepseek/delivery-accepted":
-            self._delivery(seq, rec)  # type: ignore[arg-type]
+            self._delivery(seq, rec)
 
         if t not in V3_TYPES:
             if event.get("ignorable") is True:
-                self._map.record(seq, target)  # type: ignore[arg-type]
+                self._map.record(seq, target)
                 new = dict(event)
                 new["type"] = PLUGIN_PREFIX + str(t)
                 new["ignorable"] = True
@@ -295,12 +296,12 @@ class V3ToV4:
                 return out
             raise UnsupportedStageRefusal(f"format v3 contains unknown event type {_js(t)} at seq {seq}", seq=seq)
 
-        new = self._remap(event, target, seq)  # type: ignore[arg-type]
-        self._map.record(seq, target)  # type: ignore[arg-type]
-        new = self._messages(new, seq)  # type: ignore[arg-type]
-        new = self._content(new, seq)  # type: ignore[arg-type]
+        new = self._remap(event, target, seq)
+        self._map.record(seq, target)
+        new = self._messages(new, seq)
+        new = self._content(new, seq)
         if t == "request/header":
-            self._defer_loading(new, seq)  # type: ignore[arg-type]
+            self._defer_loading(new, seq)
         out.append(new)
         return out
 
@@ -322,13 +323,13 @@ class V3ToV4:
         for source in self._facts:
             cid = source["childId"]
             have = existing.get(cid)
-            fact = child_catalog_fact(source)
+            child_fact = child_catalog_fact(source)
             if have is not None:
                 if have.get("childCreatedAt") != source["childCreatedAt"] or (
-                        fact is not None and any(have.get(k) != fact.get(k) for k in ("mode", "label"))):
+                        child_fact is not None and any(have.get(k) != child_fact.get(k) for k in ("mode", "label"))):
                     raise UnsupportedStageRefusal(f"{child_subject(source)} conflicts with its parent catalog")
                 continue
-            entry = fact if fact is not None else {"version": 1, "childId": cid,
+            entry = child_fact if child_fact is not None else {"version": 1, "childId": cid,
                                                    "childCreatedAt": source["childCreatedAt"], "mode": "unknown"}
             existing[cid] = entry
             out.append({"type": "subagent/catalog", "seq": self._next, "time": self._time, "data": entry})

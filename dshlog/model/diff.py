@@ -30,14 +30,14 @@ from .requests import RequestBuilder
 _NON_CONFIG = ("messages", "toolHistory", "tools", "sessionId")
 
 
-def requests_at(events: Iterable[dict], numbers: list[int], *, session_id: str | None = None) -> dict[int, dict]:
+def requests_at(events: Iterable[dict[str, Any]], numbers: list[int], *, session_id: str | None = None) -> dict[int, dict[str, Any]]:
     """Requests ``numbers`` (1-based) of one log, built in one pass that stops after the last one."""
     wanted = sorted(set(numbers))
     for n in wanted:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise UsageError(f"request numbers start at 1, got {n!r}")
     builder = RequestBuilder(session_id=session_id)
-    found: dict[int, dict] = {}
+    found: dict[int, dict[str, Any]] = {}
     for event in events:
         if builder.is_settlement(event) and builder.settlements + 1 in wanted:
             if event.get("seq") != builder.surface.next_seq:
@@ -57,7 +57,7 @@ def _describe(index: int, message: Any) -> dict[str, Any]:
     return {"index": index, "id": m.get("id"), "role": m.get("role"), "message": m}
 
 
-def _changed_keys(a: dict, b: dict) -> dict[str, list[str]]:
+def _changed_keys(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[str]]:
     added = [k for k in b if k not in a]
     removed = [k for k in a if k not in b]
     changed = [k for k in a if k in b and dumps(a[k]) != dumps(b[k])]
@@ -82,7 +82,7 @@ def _tools(a: Any, b: Any) -> dict[str, list[str]]:
     }
 
 
-def diff_requests(a: dict, b: dict) -> dict[str, Any]:
+def diff_requests(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Differences from request ``a`` to request ``b`` (both as :func:`dshlog.model.requests.rebuild` returns them).
 
     ``prefixBrokenAt`` is the first message index where ``b`` stops repeating
@@ -92,17 +92,17 @@ def diff_requests(a: dict, b: dict) -> dict[str, Any]:
     so is the first old message when a new one of the same role takes its place
     (a compaction summary, a new system prompt); the rest are *removed* or *added*.
     """
-    ma = a.get("messages") if isinstance(a.get("messages"), list) else []
-    mb = b.get("messages") if isinstance(b.get("messages"), list) else []
+    ma: list[Any] = a["messages"] if isinstance(a.get("messages"), list) else []
+    mb: list[Any] = b["messages"] if isinstance(b.get("messages"), list) else []
     ta = [dumps(m) for m in ma]
     tb = [dumps(m) for m in mb]
     prefix = 0
     while prefix < len(ta) and prefix < len(tb) and ta[prefix] == tb[prefix]:
         prefix += 1
     intact = prefix == len(ta)
-    added: list[dict] = []
-    removed: list[dict] = []
-    replaced: list[dict] = []
+    added: list[dict[str, Any]] = []
+    removed: list[dict[str, Any]] = []
+    replaced: list[dict[str, Any]] = []
     matcher = SequenceMatcher(a=ta[prefix:], b=tb[prefix:], autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         i1, i2, j1, j2 = i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix
@@ -128,7 +128,7 @@ def diff_requests(a: dict, b: dict) -> dict[str, Any]:
             added.extend(new)
     config_a = {k: v for k, v in a.items() if k not in _NON_CONFIG}
     config_b = {k: v for k, v in b.items() if k not in _NON_CONFIG}
-    config = _changed_keys(config_a, config_b)
+    config: dict[str, Any] = _changed_keys(config_a, config_b)
     config["values"] = {k: {"before": config_a.get(k), "after": config_b.get(k)} for k in config["added"] + config["removed"] + config["changed"]}
     tools = _tools(a.get("tools"), b.get("tools"))
     history_changed = dumps(a.get("toolHistory")) != dumps(b.get("toolHistory"))

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time as _time
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 
 from ..errors import CorruptLog, UsageError
 from ..protocol.jsjson import js_string
@@ -83,13 +84,13 @@ def seed_marker(seq: int, time: Any) -> dict[str, Any]:
 
 
 def build_fork_seed(
-    events: Iterable[dict],
+    events: Iterable[dict[str, Any]],
     at: Any = None,
     *,
     session_id: str,
     now_ms: int | None = None,
     plan: list[ForkPlan] | None = None,
-) -> Iterator[dict]:
+) -> Iterator[dict[str, Any]]:
     """Yield the child seed for a fork of ``events`` through seq ``at`` (inclusive).
 
     ``at=None`` forks through the last event; an empty source then yields only the
@@ -107,7 +108,7 @@ def build_fork_seed(
 
     state = TailState()
     count = 0
-    last: dict | None = None
+    last: dict[str, Any] | None = None
     # Only for at=None: seqs that differ from their index (empty for a valid log).
     odd: dict[int, Any] = {}
     for index, event in enumerate(events):
@@ -162,12 +163,12 @@ def build_fork_seed(
     yield from closers
 
 
-def fork_seed(events: Iterable[dict], at: Any = None, *, session_id: str, now_ms: int | None = None) -> list[dict]:
+def fork_seed(events: Iterable[dict[str, Any]], at: Any = None, *, session_id: str, now_ms: int | None = None) -> list[dict[str, Any]]:
     """Whole seed as a list (for small logs and tests); same rules as :func:`build_fork_seed`."""
     return list(build_fork_seed(events, at, session_id=session_id, now_ms=now_ms))
 
 
-def at_turn(events: Iterable[dict], n: int, *, session_id: str | None = None) -> int:
+def at_turn(events: Iterable[dict[str, Any]], n: int, *, session_id: str | None = None) -> int:
     """Seq of the ``turn/end`` that closed turn ``n`` (a fork boundary after that turn).
 
     Reads only as far as that event.  Raises :class:`UsageError` when turn ``n``

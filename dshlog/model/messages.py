@@ -9,11 +9,13 @@ exist, in :mod:`dshlog.check.surface`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Iterable
 
 from ..check.surface import fold
 
-def derive(events: Iterable[dict]) -> list[dict]:
+def derive(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Derived model messages of a whole log (or prefix), in surface order.
 
     One streaming pass: the fold keeps only the current nodes' messages.

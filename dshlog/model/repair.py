@@ -15,7 +15,8 @@ clock is read), which keeps repair deterministic and byte-identical to dsh.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..errors import CorruptLog
 from ..protocol.jsjson import UNDEFINED, js_string
@@ -43,7 +44,7 @@ class PendingCall:
     (``None`` when it never started).  ``name`` is kept for display only.
     """
 
-    call_id: str
+    call_id: Any  # a string in a well-formed log; kept as logged, as dsh's map keys it
     step: Any
     call_seq: int | None = None
     name: str | None = None
@@ -77,7 +78,7 @@ class TailReport:
         return len(self.pending) + (1 if self.open_step is not None else 0) + 1
 
 
-def _field(obj: Any, key: str, event: dict, what: str) -> Any:
+def _field(obj: Any, key: str, event: dict[str, Any], what: str) -> Any:
     """Read ``obj[key]`` or explain which event is malformed.
 
     dsh scans only validated logs; an unvalidated input that lacks a structure the
@@ -88,7 +89,7 @@ def _field(obj: Any, key: str, event: dict, what: str) -> Any:
     return obj[key]
 
 
-def _seq_or_none(event: dict) -> int | None:
+def _seq_or_none(event: dict[str, Any]) -> int | None:
     seq = event.get("seq") if isinstance(event, dict) else None
     return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
 
@@ -112,12 +113,12 @@ class TailState:
         self.last_seq: Any = None
         self.last_time: Any = None
 
-    def feed(self, event: dict) -> None:
+    def feed(self, event: dict[str, Any]) -> None:
         """Advance the scan by one event (never mutates it)."""
         if not isinstance(event, dict):
             raise CorruptLog("event is not an object")
         kind = event.get("type")
-        data = event.get("data")
+        data: Any = event.get("data")
         if kind == "turn/start":
             self.open_turn = data.get("turn", MISSING) if isinstance(data, dict) else MISSING
             self.open_step = None
@@ -158,7 +159,7 @@ class TailState:
         self.last_seq = event.get("seq")
         self.last_time = event.get("time")
 
-    def feed_all(self, events: Iterable[dict]) -> "TailState":
+    def feed_all(self, events: Iterable[dict[str, Any]]) -> TailState:
         for event in events:
             self.feed(event)
         return self
@@ -176,7 +177,7 @@ class TailState:
             ),
         )
 
-    def closers(self, cause: Cause) -> list[dict]:
+    def closers(self, cause: Cause) -> list[dict[str, Any]]:
         """The closer events for the events fed so far (empty when balanced)."""
         if cause not in CLOSER_TEXT:
             raise ValueError(f"unknown closer cause {cause!r}")
@@ -185,7 +186,7 @@ class TailState:
         seq = _next_seq(self.last_seq)
         time = self.last_time
         texts = CLOSER_TEXT[cause]
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         for call in self.pending.values():
             started = call.call_seq is not None
             message = {
@@ -235,12 +236,12 @@ def _next_seq(last_seq: Any) -> int:
     return int(last_seq) + 1
 
 
-def scan_tail(events: Iterable[dict]) -> TailReport:
+def scan_tail(events: Iterable[dict[str, Any]]) -> TailReport:
     """Describe what is open at the end of ``events`` (one pass, small state)."""
     return TailState().feed_all(events).report()
 
 
-def open_turn_closers(events: Iterable[dict], cause: Cause) -> list[dict]:
+def open_turn_closers(events: Iterable[dict[str, Any]], cause: Cause) -> list[dict[str, Any]]:
     """Synthetic events that balance a log ending inside a turn (dsh ``openTurnClosers``).
 
     Returns ``[]`` for a balanced or empty log.  Otherwise: one error ``tool/result``
@@ -251,7 +252,7 @@ def open_turn_closers(events: Iterable[dict], cause: Cause) -> list[dict]:
     return TailState().feed_all(events).closers(cause)
 
 
-def interrupted_turn_closers(events: Iterable[dict]) -> list[dict]:
+def interrupted_turn_closers(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Crash-recovery closers (dsh ``interruptedTurnClosers``)."""
     return open_turn_closers(events, "interrupted")
 
@@ -288,7 +289,7 @@ class RepairPlan:
     version: int
     container: str
     report: TailReport
-    closers: list[dict]
+    closers: list[dict[str, Any]]
     torn_bytes: int
     event_count: int
     open_compaction: int | None = None  # seq of a compaction/start the tail leaves open
@@ -308,7 +309,7 @@ class RepairPlan:
         return []
 
 
-def open_compaction_of(events: Iterable[dict]) -> int | None:
+def open_compaction_of(events: Iterable[dict[str, Any]]) -> int | None:
     """Seq of a ``compaction/start`` with no ``compaction/end`` (a ``session/end-seed`` closes it)."""
     open_seq = None
     for ev in events:

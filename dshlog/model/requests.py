@@ -18,7 +18,7 @@ from __future__ import annotations
 import operator
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..protocol.jsjson import dumps as _dumps
 
@@ -42,7 +42,7 @@ def _js_text(value: Any) -> bytes:
 # --------------------------------------------------------------------------- header
 
 
-def canonical_header(header: dict) -> dict:
+def canonical_header(header: dict[str, Any]) -> dict[str, Any]:
     """Canonical form of a logged header (SEMANTICS §4.3).
 
     ``config`` as stored; ``adapterDefaults`` only when one of its markers is
@@ -64,14 +64,14 @@ def _config_equal(a: Any, b: Any) -> bool:
     return json_equal(a, b)
 
 
-def _markers(header: dict | None) -> tuple[Any, Any]:
+def _markers(header: dict[str, Any] | None) -> tuple[Any, Any]:
     defaults = (header or {}).get("adapterDefaults")
     if not isinstance(defaults, dict):
         return (None, None)
     return (defaults.get("reasoningEffort"), defaults.get("maxTokens"))
 
 
-def _tools_text(header: dict | None) -> list[bytes] | bytes | None:
+def _tools_text(header: dict[str, Any] | None) -> list[bytes] | bytes | None:
     tools = (header or {}).get("tools")
     if tools is None:
         return None
@@ -96,7 +96,7 @@ class ToolHistory:
         self._baseline_seq: int | None = None
         self._history: dict[str, Any] = {"tools": [], "updates": []}
 
-    def apply(self, event: dict) -> None:
+    def apply(self, event: dict[str, Any]) -> None:
         """Consume the next event (only headers and developer messages matter)."""
         etype = event.get("type")
         if etype == "request/header":
@@ -150,7 +150,7 @@ class ToolHistory:
                 "updates": [*self._history["updates"], {"messageId": message.get("id"), "additions": additions}],
             }
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """``{tools, updates}`` for a request built now (a fresh outer object)."""
         active = self._active if isinstance(self._active, list) else []
         if len(active) != len(self._available) or any(_name(t) not in self._available for t in active):
@@ -234,13 +234,14 @@ def _pack_common(values: tuple[Any, ...]) -> bytes | None:
     changes = values[_CHANGES_POS]
     if type(changes) is not list:
         return None
-    mask: int | None = 0
+    mask = 0
     if changes:
         if any(type(c) is not str for c in changes):
             return None
-        mask = _CHANGES_MASK.get(tuple(changes))  # an ordered subset of _CHANGE_ORDER, no repeats
-        if mask is None:
+        found = _CHANGES_MASK.get(tuple(changes))  # an ordered subset of _CHANGE_ORDER, no repeats
+        if found is None:
             return None
+        mask = found
     row.append(mask)
     return _NARROW.pack(*row)
 
@@ -309,6 +310,24 @@ class RequestInfo:
 
     __slots__ = ("_packed", "_extra")
 
+    if TYPE_CHECKING:  # the fields: properties over the packed bytes, installed below (_field)
+        number: int
+        seq: int
+        kind: str
+        turn: Any
+        step: Any
+        message_count: int
+        extends: bool | None
+        reason: str | None
+        changes: list[str]
+        header_seq: int | None
+        header_reason: str | None
+        interrupted: bool
+        input_tokens: int | None
+        output_tokens: int | None
+        cache_read_tokens: int | None
+        reasoning_tokens: int | None
+
     def __init__(
         self,
         number: int,
@@ -358,7 +377,7 @@ class RequestInfo:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
+        return self._values() == other._values()
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
 
@@ -379,7 +398,7 @@ def _number_reader(name: str) -> Callable[[RequestInfo], Any]:
             value, low = _INT64.unpack_from(packed, wide_at)[0], _WIDE_MIN
         if value > low + 1:
             return value
-        return None if value == low else self._extra[name]  # type: ignore[index]
+        return None if value == low else self._extra[name]  # type: ignore[index]  # _OTHER values live in _extra
 
     return read
 
@@ -390,7 +409,7 @@ def _code_reader(name: str) -> Callable[[RequestInfo], Any]:
 
     def read(self: RequestInfo) -> Any:
         code = self._packed[at]
-        return self._extra[name] if code == _OTHER else table[code]  # type: ignore[index]
+        return self._extra[name] if code == _OTHER else table[code]  # type: ignore[index]  # _OTHER values live in _extra
 
     return read
 
@@ -398,7 +417,9 @@ def _code_reader(name: str) -> Callable[[RequestInfo], Any]:
 def _read_changes(self: RequestInfo) -> list[str]:
     mask = self._packed[-1]  # the last byte in either layout
     if mask == _OTHER:
-        return self._extra["changes"]  # type: ignore[index]
+        extra = cast("dict[str, Any]", self._extra)  # _OTHER: the value is kept in _extra
+        changes: list[str] = extra["changes"]
+        return changes
     return list(_MASK_CHANGES[mask])  # a fresh list on every read
 
 
@@ -428,12 +449,15 @@ class RequestBuilder:
     applying that settlement) returns the request of the prefix seen so far.
     """
 
-    def __init__(self, *, session_id: str | None = None, strict_unknown: bool = True) -> None:
+    def __init__(self, *, session_id: str | None = None, strict_unknown: bool = True, lean: bool = False) -> None:
+        """``lean``: keep a digest of each message instead of the message; :meth:`message_digests`
+        then stands in for :meth:`messages` and :meth:`build` is unavailable."""
         self.session_id = session_id
         # Requests need to know that a replacement happened, never the records.
-        self.surface = SurfaceFold(strict_unknown=strict_unknown, keep_replacements=False)
+        self.surface = SurfaceFold(strict_unknown=strict_unknown, keep_replacements=False,
+                                   keep_messages=not lean, digests=lean)
         self.tool_history = ToolHistory()
-        self.header: dict | None = None  # canonical current header
+        self.header: dict[str, Any] | None = None  # canonical current header
         self.header_seq: int | None = None
         self.settlements = 0
         # What happened since the previous settlement (for iter_requests' reasons), kept as the
@@ -444,15 +468,15 @@ class RequestBuilder:
         self._since_projection = False
 
     @staticmethod
-    def is_settlement(event: dict) -> bool:
+    def is_settlement(event: dict[str, Any]) -> bool:
         return event.get("type") in SETTLEMENT_TYPES
 
-    def apply(self, event: dict) -> None:
+    def apply(self, event: dict[str, Any]) -> None:
         """Fold the next event into surface, header and tool history."""
         replacements_before = self.surface.replacement_count
         content_before = self.surface.content_generation
         self.surface.apply(event)  # validates; raises before anything else changes
-        etype = event.get("type")
+        etype: Any = event.get("type")
         if self.surface.replacement_count != replacements_before:
             if etype not in self._since_replacements:
                 self._since_replacements.append(etype)
@@ -474,7 +498,7 @@ class RequestBuilder:
             self._since_replacements = []
             self._since_projection = False
 
-    def build(self, *, require_header: bool = True) -> dict:
+    def build(self, *, require_header: bool = True) -> dict[str, Any]:
         """The request of the prefix applied so far (SEMANTICS §4.1 key order).
 
         Without any header dsh could not have dispatched; ``require_header=False``
@@ -495,12 +519,19 @@ class RequestBuilder:
             request["sessionId"] = self.session_id
         return request
 
-    def messages(self, *, require_header: bool = True) -> list[dict]:
+    def messages(self, *, require_header: bool = True) -> list[dict[str, Any]]:
         """``build(require_header=...)["messages"]``, same checks, without building the rest
         (config, ``toolHistory``): all :func:`iter_requests` needs at every settlement."""
         if self.header is None and require_header:
             raise self._missing_header()
         return self.surface.messages()
+
+    def message_digests(self, *, require_header: bool = True) -> list[bytes]:
+        """:meth:`messages` as digests, same checks (a lean builder; see
+        :meth:`~dshlog.check.surface.SurfaceFold.message_digests` for how long the list holds)."""
+        if self.header is None and require_header:
+            raise self._missing_header()
+        return self.surface.message_digests()
 
     def _missing_header(self) -> CorruptLog:
         return CorruptLog(
@@ -510,13 +541,13 @@ class RequestBuilder:
 
 
 def rebuild(
-    events: Iterable[dict],
+    events: Iterable[dict[str, Any]],
     n: int,
     *,
     session_id: str | None = None,
     require_header: bool = True,
     strict_unknown: bool = True,
-) -> dict:
+) -> dict[str, Any]:
     """Request ``n`` (1-based) of the log, rebuilt from the prefix before its settlement.
 
     Reads the stream only up to that settlement.  Raises :class:`UsageError`
@@ -535,7 +566,7 @@ def rebuild(
     raise UsageError(f"request {n} does not exist: the log holds {count} request{'s' if count != 1 else ''}")
 
 
-def _usage_of(event: dict) -> dict | None:
+def _usage_of(event: dict[str, Any]) -> dict[str, Any] | None:
     """Token usage of a settlement: ``data.usage``, else the stream's last usage chunk."""
     data = event.get("data")
     if not isinstance(data, dict):
@@ -577,7 +608,7 @@ def _extends(previous: list[Any], current: list[Any]) -> bool:
 
 
 def iter_requests(
-    events: Iterable[dict],
+    events: Iterable[dict[str, Any]],
     *,
     session_id: str | None = None,
     require_header: bool = False,
@@ -586,26 +617,30 @@ def iter_requests(
     """Describe every request of the log in one pass (number, settlement, size,
     whether it extends its predecessor and, when not, why; token usage).
 
-    Only the previous request's message list is retained between requests.
+    Messages are compared by digests of their JSON text (equal exactly when the texts
+    are), so a long surface costs 16 bytes a message, not the messages; only a
+    reference to the previous request's digest list and its length are retained.
     """
-    builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown)
-    previous: list[Any] | None = None
-    previous_header: dict | None = None
+    builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown, lean=True)
+    previous: list[bytes] | None = None
+    previous_count = 0
+    previous_header: dict[str, Any] | None = None
     previous_generation = -1
     # The header changes found for the last (previous header, header) pair of objects compared.
     # Headers are logged rarely, so nearly every request compares the very pair its predecessor
     # did; serializing both tool lists again each time was most of this loop's cost.  The result
     # depends only on the two objects (canonical headers share the logged config and tools,
     # which nothing modifies), and a new pair is compared in full exactly where it was before.
-    compared: tuple[dict | None, dict | None, list[str]] = (None, None, [])
+    compared: tuple[dict[str, Any] | None, dict[str, Any] | None, list[str]] = (None, None, [])
     # _tools_text of the newest header compared, which the next new pair starts with.
-    text_of: tuple[dict | None, Any] = (None, None)
+    text_of: tuple[dict[str, Any] | None, Any] = (None, None)
+    reason: str | None
     for event in events:
         # builder.is_settlement(event), inlined: this test runs for every event of the log.
         if event.get("type") not in SETTLEMENT_TYPES or event.get("seq") != builder.surface.next_seq:
             builder.apply(event)
             continue
-        messages = builder.messages(require_header=require_header)
+        messages = builder.message_digests(require_header=require_header)
         header = builder.header
         changes: list[str] = []
         header_reason = builder._since_header_reason
@@ -635,10 +670,13 @@ def iter_requests(
                 changes.append(REASON_REWRITTEN)
             if builder.surface.content_generation == previous_generation:
                 # Only appends since the previous request: its messages are a prefix
-                # of these, object for object, so nothing needs comparing.
-                extends: bool | None = len(messages) >= len(previous)
+                # of these, so nothing needs comparing.
+                extends: bool | None = len(messages) >= previous_count
             else:
-                extends = _extends(previous, messages)
+                # Seed wording (SEMANTICS §4.6): these start with all of the previous
+                # messages, byte for byte (the list taken then still holds them: only
+                # appends extend a digest list in place).
+                extends = len(messages) >= previous_count and messages[:previous_count] == previous[:previous_count]
         else:
             extends = None
             changes = [c for c in changes if c != REASON_SERIES]
@@ -647,7 +685,7 @@ def iter_requests(
         reason = None
         if extends is False:
             reason = changes[0] if changes else REASON_REWRITTEN
-        data = event.get("data") if isinstance(event.get("data"), dict) else {}
+        data: Any = event.get("data") if isinstance(event.get("data"), dict) else {}
         usage = _usage_of(event) or {}
         info = RequestInfo(
             number=builder.settlements + 1,
@@ -667,7 +705,7 @@ def iter_requests(
             cache_read_tokens=_int_or_none(usage.get("cacheReadTokens")),
             reasoning_tokens=_int_or_none(usage.get("reasoningTokens")),
         )
-        previous = messages
+        previous, previous_count = messages, len(messages)
         previous_header = header
         previous_generation = builder.surface.content_generation
         builder.apply(event)

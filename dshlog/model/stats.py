@@ -6,7 +6,8 @@ version in one pass; this module only shapes the counters and adds them up.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from .summary import Summary
 

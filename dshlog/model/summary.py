@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..protocol.packed import PackedRun
 
 USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
 
 
-def _blocks(msg: dict) -> list:
+def _blocks(msg: dict[str, Any]) -> list[Any]:
     """A message's content blocks; anything but a list (a damaged log) has none."""
     content = msg.get("content")
     return content if isinstance(content, list) else []
@@ -30,7 +31,7 @@ def _add_usage(total: dict[str, int], usage: Any) -> None:
             total[k] = total.get(k, 0) + v
 
 
-def _stream_usage(stream: Any) -> dict | None:
+def _stream_usage(stream: Any) -> dict[str, Any] | None:
     """The last usage chunk of an embedded stream (an attempt's only usage record)."""
     last = None
     if isinstance(stream, list):
@@ -51,7 +52,7 @@ class Summary:
     last_seq: int | None = None
     first_time: int | None = None
     last_time: int | None = None
-    by_type: Counter = field(default_factory=Counter)
+    by_type: Counter[str] = field(default_factory=Counter)
     turns: int = 0
     turns_open: bool = False
     steps: int = 0
@@ -60,11 +61,11 @@ class Summary:
     interrupted: int = 0
     retries: int = 0
     cancellations: int = 0
-    tool_calls: Counter = field(default_factory=Counter)
-    tool_errors: Counter = field(default_factory=Counter)
+    tool_calls: Counter[str] = field(default_factory=Counter)
+    tool_errors: Counter[str] = field(default_factory=Counter)
     tokens: dict[str, int] = field(default_factory=dict)
     tokens_by_model: dict[str, dict[str, int]] = field(default_factory=dict)
-    turn_end_reasons: Counter = field(default_factory=Counter)
+    turn_end_reasons: Counter[str] = field(default_factory=Counter)
     title: str | None = None
     llm_retry_events: int = 0
     redispatches: int = 0
@@ -161,7 +162,7 @@ class Summary:
             if isinstance(data.get("title"), str):
                 self.title = data["title"]
 
-    def _settled(self, t: str, data: dict) -> None:
+    def _settled(self, t: str, data: dict[str, Any]) -> None:
         """A model call that follows a failed attempt of the same step is a retry.
 
         dsh's MockAdapter retries log no ``llm/retry`` event, so the re-dispatch
@@ -202,7 +203,7 @@ class Summary:
         _add_usage(self.tokens, usage)
         _add_usage(self.tokens_by_model.setdefault(model or "?", {}), usage)
 
-    def finish(self) -> "Summary":
+    def finish(self) -> Summary:
         self.turns_open = self._open_turn is not None
         self.retries = max(self.llm_retry_events, self.redispatches)
         return self
@@ -233,7 +234,7 @@ class Summary:
         }
 
 
-def summarize(events: Iterable[dict]) -> Summary:
+def summarize(events: Iterable[dict[str, Any]]) -> Summary:
     s = Summary()
     for ev in events:
         s.feed(ev)

@@ -275,7 +275,7 @@ class Totals:
 # --------------------------------------------------------------------------- reading helpers
 
 
-def _dict(v: Any) -> dict:
+def _dict(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
@@ -283,13 +283,13 @@ def _int(v: Any) -> int | None:
     return v if type(v) is int else None
 
 
-def _blocks(content: Any) -> list[dict]:
+def _blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def _message(etype: str, data: Any) -> dict:
+def _message(etype: str, data: Any) -> dict[str, Any]:
     if etype == "user/message":
         return _dict(data)
     msg = _dict(data).get("message")
@@ -310,8 +310,8 @@ def _failure_of(stream: Any) -> tuple[str, str | None, str]:
         return "no-output", None, "the stream ended without output"
     kind = str(finish.get("kind"))
     fail = _dict(finish.get("failure"))
-    code = fail.get("code") if isinstance(fail.get("code"), str) else None
-    msg = fail.get("message") if isinstance(fail.get("message"), str) else ""
+    code: str | None = fail["code"] if isinstance(fail.get("code"), str) else None
+    msg: str = fail["message"] if isinstance(fail.get("message"), str) else ""
     if kind == "aborted":
         return "aborted", code, msg or "cancelled before any visible output"
     if kind == "error":
@@ -319,7 +319,7 @@ def _failure_of(stream: Any) -> tuple[str, str | None, str]:
     return "no-output", code, msg or f"finished ({kind}) without model-visible output"
 
 
-def _stream_usage(stream: Any) -> dict | None:
+def _stream_usage(stream: Any) -> dict[str, Any] | None:
     last = None
     for rec in stream if isinstance(stream, list) else []:
         ch = _dict(_dict(rec).get("chunk"))
@@ -363,7 +363,7 @@ def pretty_arguments(raw: Any) -> str:
     return raw
 
 
-def _turn_end(data: dict) -> tuple[str, str]:
+def _turn_end(data: dict[str, Any]) -> tuple[str, str]:
     reason = data.get("reason")
     if isinstance(reason, str):
         return reason, reason
@@ -446,7 +446,7 @@ class TranscriptReader:
                 self._step_usage[k] = self._step_usage.get(k, 0) + v
                 self.tokens[k] = self.tokens.get(k, 0) + v
 
-    def _surface(self, ev: dict, seq: int | None) -> tuple[str | None, list[int], Any, Any]:
+    def _surface(self, ev: dict[str, Any], seq: int | None) -> tuple[str | None, list[int], Any, Any]:
         """Apply ``surfaceOp`` to the seq list: (op, shadowed seqs, start, end)."""
         op = ev.get("surfaceOp")
         if op == "append":
@@ -454,8 +454,8 @@ class TranscriptReader:
                 self._nodes.append(seq)
             return "append", [], None, None
         if isinstance(op, dict):
-            start = op.get("startSeq", op.get("start"))
-            end = op.get("endSeq", op.get("end"))
+            start: Any = op.get("startSeq", op.get("start"))  # not a node: the ValueError below
+            end: Any = op.get("endSeq", op.get("end"))
             try:
                 a, b = self._nodes.index(start), self._nodes.index(end)
             except ValueError:
@@ -488,7 +488,7 @@ class TranscriptReader:
         return Totals(self.title, self.turns, dict(self.tokens), self._first_time, self._last_time)
 
     # -- the pass
-    def read(self, events: Iterable[dict]) -> Iterator[Item]:
+    def read(self, events: Iterable[dict[str, Any]]) -> Iterator[Item]:
         last_seq: int | None = None
         for ev in events:
             if not isinstance(ev, dict):
@@ -517,7 +517,7 @@ class TranscriptReader:
         else:
             yield from items
 
-    def _event(self, ev: dict, seq: int) -> Iterator[Item]:  # noqa: C901 - one dispatch table
+    def _event(self, ev: dict[str, Any], seq: int) -> Iterator[Item]:  # noqa: C901 - one dispatch table
         t = ev.get("type")
         data = ev.get("data")
         d = _dict(data)
@@ -580,6 +580,7 @@ class TranscriptReader:
             yield from self._settled(seq, d.get("turn"), d.get("step"))
             msg = _message(t, data)
             src = _dict(msg.get("source"))
+            model: str | None
             if src.get("provider") or src.get("model"):
                 model = f"{src.get('provider')}/{src.get('model')}"
             else:
@@ -588,7 +589,7 @@ class TranscriptReader:
             usage = d.get("usage") if isinstance(d.get("usage"), dict) else _stream_usage(d.get("stream"))
             self._add_usage(usage)
             interrupted = d.get("interrupted") is True
-            run: list[dict] = []  # the blocks since the last tool call: one text item
+            run: list[dict[str, Any]] = []  # the blocks since the last tool call: one text item
             for b in _blocks(msg.get("content")):
                 bt = b.get("type")
                 if bt == "reasoning":
@@ -663,7 +664,8 @@ class TranscriptReader:
                 summary = d.get("stderrSummary") or d.get("reason") or ""
                 yield Note(seq, event=t, text=self._text(f"hook {d.get('point')} {decision}" + (f": {summary}" if summary else "")))
         elif t == "todo/write":
-            todos = [f"[{_dict(x).get('status')}] {_dict(x).get('content')}" for x in (d.get("todos") if isinstance(d.get("todos"), list) else []) if isinstance(x, dict)]
+            listed: Any = d.get("todos") if isinstance(d.get("todos"), list) else []
+            todos = [f"[{_dict(x).get('status')}] {_dict(x).get('content')}" for x in listed if isinstance(x, dict)]
             yield Note(seq, event=t, text=self._text("todo: " + "; ".join(todos)))
         elif t in ("image/offload",):
             yield Note(seq, event=t, text="images offloaded from earlier messages")
@@ -678,14 +680,14 @@ class TranscriptReader:
 
 
 def transcript(
-    events: Iterable[dict], *, full: bool = False, redact: Callable[[str], str] | None = None, limits: Limits | None = None
+    events: Iterable[dict[str, Any]], *, full: bool = False, redact: Callable[[str], str] | None = None, limits: Limits | None = None
 ) -> Iterator[Item]:
     """Display items of a v4 event stream (one pass; see :class:`TranscriptReader`)."""
     reader = TranscriptReader(limits=FULL if full else (limits or Limits()), redact=redact)
     return reader.read(events)
 
 
-def session_facts(header: dict | None, *, path: str | None = None, version: int | None = None) -> dict[str, Any]:
+def session_facts(header: dict[str, Any] | None, *, path: str | None = None, version: int | None = None) -> dict[str, Any]:
     """The header facts an export starts with (the keys a reader cares about, in a fixed order)."""
     h = _dict(header)
     out: dict[str, Any] = {}

@@ -23,12 +23,14 @@ from typing import Any
 from ..errors import DshlogError, Refused, UsageError
 from ..model.transcript import SessionHead, session_facts
 from ..output.export import export as render_export
+from ..output.export import export_name
 from ..output.html import HtmlRenderer, IndexRow, PageLinks, store_index
 from ..output.redact import redact as mask
 from ..output.renderer import render
 from ..protocol.layout import encode_segment
 from ..read.session import open_session
 from ..read.store import SessionEntry, list_sessions, sort_entries
+from ..write.target import output_path
 from ..write.transaction import Ownership, Publication, make_directory, output_lock
 
 
@@ -41,10 +43,13 @@ def export_to_file(
     full: bool = False,
     redact: bool = False,
 ) -> tuple[Path, list[str]]:
-    """Render ``log``'s transcript into ``out``; returns the published path and what could not be kept."""
-    target = Path(out)
-    if target.is_dir():
-        raise UsageError(f"{out} is a directory; give a file name for -o", path=out)
+    """Render ``log``'s transcript into ``out``; returns the published path and what could not be kept.
+
+    ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`); into a
+    directory the file is named after the session (:func:`dshlog.output.export.export_name`).
+    Standard output (``-``) is the caller's: it needs no publication.
+    """
+    target = output_path(out, export_name(head, fmt), owner=Ownership.shared(), what="export")
     source = Path(log.path) if log.target != "-" else None  # standard input has no identity to check
     pub = Publication(
         target,

@@ -13,27 +13,29 @@ generation is never published next to another session's generation.
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from ..errors import UsageError
 from ..model.fork import ForkPlan, at_turn, build_fork_seed, child_header
-from ..protocol.layout import generation_name
+from ..protocol.layout import generation_name, persistence_root, session_dir
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.container import resolve_path
 from ..protocol.texts import EMPTY_FORK
-from ..read.session import open_session
+from ..read.session import SessionLog, open_session
 from ..write.transaction import Ownership, Publication, make_directory, output_lock
+from ..write.target import is_persistence_root, means_directory, output_path
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 
 
 def write_fork(
     target: str,
-    out: Path | str,
+    out: Path | str | None,
     *,
+    now_ms: int,
     at: int | None = None,
     turn: int | None = None,
     child_id: str | None = None,
@@ -44,8 +46,13 @@ def write_fork(
 ) -> dict[str, Any]:
     """Write the child of a fork as a new v4 log at ``out``; the parent is only read.
 
-    ``out`` is a file path, or a directory (existing, or named with a trailing
-    slash) in which ``session.v4.jsonl[.zstd]`` is created.  The child keeps the
+    ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`):
+    a file path, or a directory (existing, or named with a trailing slash) in
+    which ``session.v4.jsonl[.zstd]`` is created.  A persistence root (the
+    parent's, or one holding project directories; ``None`` means the parent's)
+    gets the child where dsh would keep it,
+    ``<root>/<project key of cwd>/<encoded child id>/``.  ``now_ms`` is the
+    creation time (the caller's clock; ``created_at`` overrides it).  The child keeps the
     parent's container (plain or zstd).  Prefix events read from a v4 parent are
     copied as their original bytes.  The file is staged and published without
     overwriting, so a failure (or an invalid boundary found late) leaves nothing.
@@ -53,7 +60,7 @@ def write_fork(
     :func:`build_fork_seed` still gives the empty child of an empty seed).
     """
 
-    def _open():
+    def _open() -> SessionLog:
         return open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins)
 
     if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)
@@ -65,15 +72,22 @@ def write_fork(
         parent_id = parent_header.get("id") or "unknown"
         if turn is not None:
             at = at_turn(probe.v4(), turn, session_id=str(parent_id))
-    as_dir = str(out).endswith(("/", os.sep))
-    out = Path(out)
-    if out.is_dir() or as_dir:
-        make_directory(out, Ownership.of(source))
-        out = out / generation_name(CURRENT_VERSION, compressed)
-    elif not out.parent.is_dir():
-        raise UsageError(f"directory {out.parent} does not exist", path=str(out))
+    if child_id is not None and not child_id.strip():
+        raise UsageError("--id needs a session id (leave it out for a fresh UUID)")
     new_id = child_id or str(uuid.uuid4())
-    created = created_at if created_at is not None else int(time.time() * 1000)
+    created = created_at if created_at is not None else now_ms
+    name = generation_name(CURRENT_VERSION, compressed)
+    if out is None:  # next to the parent, where dsh keeps its sessions
+        root = persistence_root(source)
+        if root is None:
+            raise UsageError("the parent is not in a dsh persistence root: give -o OUT (a file, a directory, or a root)", path=target)
+        out = root
+    if means_directory(out) and Path(out).is_dir() and is_persistence_root(Path(out), near=source):
+        # where dsh would keep the child: <root>/<project key of its cwd>/<encoded id>/
+        child_dir = session_dir(Path(out), parent_header.get("cwd") if isinstance(parent_header.get("cwd"), str) else None, new_id)
+        make_directory(child_dir.parent, Ownership.of(source))
+        out = f"{child_dir}{os.sep}"
+    out = output_path(out, name, owner=Ownership.of(source), what="fork")
     header = child_header(parent_header, new_id=new_id, created_at=created)
     pub = Publication(
         out,
@@ -88,7 +102,7 @@ def write_fork(
             raws: dict[int, bytes] = {}
             view = log.v4()
 
-            def events() -> Iterator[dict]:
+            def events() -> Iterator[dict[str, Any]]:
                 for ev, raw in view.records():
                     if raw is not None:
                         raws[id(ev)] = raw
@@ -100,7 +114,7 @@ def write_fork(
                 w = LogWriter(staged, compressed=compressed, projection=log.projection, tee=check.tee)
                 w.header(header)
                 plan: list[ForkPlan] = []
-                closers: list[dict] = []
+                closers: list[dict[str, Any]] = []
                 for index, ev in enumerate(build_fork_seed(events(), at, session_id=str(parent_id), now_ms=created, plan=plan)):
                     # the plan is known once the marker is due; what follows the marker are the closers
                     if plan and index > plan[0].inherited:

@@ -17,10 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import DshlogError, ExitCode, UsageError
 from ..executor import Executor, InProcess
+from ..output.jsondoc import SHAPE
 from ..protocol.layout import generation_name, parse_generation, persistence_root
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.children import discover_child_facts
@@ -29,6 +31,7 @@ from ..read.session import _open_events, _open_header, open_session
 from ..write.transaction import Publication, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
+from .outcome import worst
 
 
 @dataclass
@@ -59,6 +62,41 @@ class Outcome:
         return d
 
 
+#: Every status an :class:`Outcome` may have, in the order a summary lists them.
+STATUSES: tuple[str, ...] = ("migrated", "current", "needed", "would-migrate", "failed")
+
+
+@dataclass
+class Batch:
+    """The outcomes of one ``migrate`` run, their counts, and the batch's exit code."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {k: sum(1 for o in self.outcomes if o.status == k) for k in STATUSES}
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The most severe per-session outcome (:func:`dshlog.ops.outcome.worst`)."""
+        return worst(o.exit_code for o in self.outcomes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"shape": SHAPE, "sessions": [o.as_dict() for o in self.outcomes], "summary": self.counts()}
+
+
+def migrate_all(sources: Iterable[Path], *, check: bool = False, dry_run: bool = False, children: str = "auto",
+                system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
+                progress: Callable[[Outcome], None] | None = None) -> Batch:
+    """:func:`migrate_many` gathered into a :class:`Batch`; ``progress`` hears each outcome, in input order."""
+    batch = Batch()
+    for o in migrate_many(list(sources), check=check, dry_run=dry_run, children=children,
+                          system_prompt_plugins=system_prompt_plugins, executor=executor):
+        batch.outcomes.append(o)
+        if progress is not None:
+            progress(o)
+    return batch
+
+
 def target_name(source: Path) -> str:
     """The successor's name: the current generation, in the source's encoding."""
     g = parse_generation(source.name)
@@ -70,11 +108,26 @@ def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
 
     With ``recursive``, every directory below a path that holds a canonical
     generation is one session (a dsh persistence root or any tree of them).
+    Symbolic links to directories are followed, as ``ls`` lists the sessions
+    behind them; a directory reached twice (two links, or a link cycle) is
+    visited once.
     """
+    seen: set[tuple[int, int]] = set()
+    if "" in paths:  # Path("") is the current directory: an empty argument must not mean "here"
+        raise UsageError("an empty PATH names no file or directory")
     for raw in paths:
         p = Path(raw)
         if p.is_dir() and recursive:
-            for dirpath, dirnames, filenames in os.walk(p):
+            for dirpath, dirnames, filenames in os.walk(p, followlinks=True):
+                try:
+                    st = os.stat(dirpath)
+                except OSError:
+                    dirnames.clear()
+                    continue
+                if (st.st_dev, st.st_ino) in seen:
+                    dirnames.clear()
+                    continue
+                seen.add((st.st_dev, st.st_ino))
                 dirnames.sort()
                 if any(parse_generation(n) is not None for n in filenames):
                     yield select_generation(Path(dirpath))
@@ -84,7 +137,7 @@ def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
             yield p
 
 
-def _child_facts(log: Any, children: str) -> list[dict]:
+def _child_facts(log: Any, children: str) -> list[dict[str, Any]]:
     if children == "none":
         return []
     root = persistence_root(log.path)
@@ -140,7 +193,7 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
         out.status = "migrated"
     except DshlogError as exc:
         out.status = "failed"
-        out.error = exc.one_line()
+        out.error = exc.with_context(path=out.source).one_line()  # every failure names its session
         out.exit_code = exc.exit_code
     return out
 
@@ -170,7 +223,7 @@ def _clean_after_publication(d: Path, out: Outcome) -> None:
         return  # best effort: the session itself is fine
 
 
-def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system_prompt_plugins: tuple[str, ...] = ()) -> None:
+def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outcome, system_prompt_plugins: tuple[str, ...] = ()) -> None:
     """Stream the migrated events into the one publication transaction (see the module docstring)."""
     compressed = source.name.endswith(".zstd")
     with open_session(str(source)) as probe:
@@ -193,6 +246,7 @@ def _publish(source: Path, target: Path, facts: list[dict], out: Outcome, system
         with open_session(str(source), system_prompt_plugins=system_prompt_plugins) as log:
             view = log.v4(child_facts=facts)
             header, events = view.header, iter(view)
+            assert header is not None  # a generation file: migrate_session refused a header-less input
             if log.projection:
                 out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
             with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, size_hint=pub.before.size) as check:

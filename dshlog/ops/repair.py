@@ -18,6 +18,8 @@ its final name; otherwise nothing is published.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +28,10 @@ from ..model.repair import RepairPlan, TailState
 from ..protocol.jsjson import dumps
 from ..read.container import Container, resolve_path
 from ..read.session import open_session
-from ..write.transaction import Publication, output_lock
+from ..protocol.layout import generation_name
+from ..protocol.vocabulary import CURRENT_VERSION
+from ..write.target import means_directory, output_path
+from ..write.transaction import Ownership, Publication, output_lock
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter, frame
 
@@ -48,7 +53,7 @@ class _Balanced:
         self._subject = subject
         self._path = path
 
-    def feed(self, event: dict) -> None:
+    def feed(self, event: dict[str, Any]) -> None:
         self._state.feed(event)
 
     def finish(self) -> None:
@@ -86,12 +91,20 @@ def _regular_source(target: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def repair_copy(target: str, out: Path, *, select: str | None = None, format_version: int | None = None,
+def repair_copy(target: str, out: Path | str, *, select: str | None = None, format_version: int | None = None,
                 system_prompt_plugins: tuple[str, ...] = ()) -> RepairResult:
-    """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched."""
-    out = Path(out)
-    compressed = out.name.endswith(".zstd")
+    """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched.
+
+    ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`): into a
+    directory, the copy is named as the v4 generation in the input's container.
+    """
     source = _regular_source(target)
+    if means_directory(out):
+        compressed = source is not None and source.name.endswith(".zstd")
+        out = output_path(out, generation_name(CURRENT_VERSION, compressed), owner=Ownership.of(source) if source else None, what="repair")
+    else:
+        out = output_path(out, "", owner=None, what="repair")
+    compressed = out.name.endswith(".zstd")
     pub = Publication(
         out,
         lock=output_lock(out),
@@ -152,6 +165,7 @@ def repair_in_place(target: str) -> RepairResult:
         path = Path(probe.path)
         version, container = probe.version, probe.info.container
         sid = probe.session_id
+        projection = probe.projection
     if version != 4:
         raise UsageError(f"repair --write rewrites only v4 logs; this log is v{version}: run `dshlog migrate` first, or use -o OUT for a repaired v4 copy", path=str(path))
     if container not in (Container.JSONL, Container.ZSTD):
@@ -177,15 +191,19 @@ def repair_in_place(target: str) -> RepairResult:
                 state.feed(ev)
                 n += 1
             torn = log.info.torn
-            dropped = log.decoder.issue_loc if log.decoder.issue is not None else None
-            if dropped is not None and container != Container.JSONL:
-                raise Refused(f"rows after the accepted prefix are damaged ({log.decoder.issue.message}); "
+            issue = log.decoder.issue
+            dropped = log.decoder.issue_loc if issue is not None else None
+            if issue is not None and dropped is not None and container != Container.JSONL:
+                raise Refused(f"rows after the accepted prefix are damaged ({issue.message}); "
                               "repair --write cuts them only from plain logs (use -o OUT)", path=str(path))
             header, snapshot = log.header, log.snapshot
             closers = state.closers("interrupted")
             plan = RepairPlan(str(path), version, container, state.report(), closers, torn.length if torn else 0, n)
         if not closers:
             return RepairResult(plan, warnings=pub.warnings)
+        if projection:  # its rows carry no seq/time and the closers would: refuse before staging anything
+            raise UsageError("repair --write does not append to a test-snapshot projection (rows without seq/time); "
+                             "use -o OUT for a repaired copy", path=str(path))
         # where the committed bytes end (file offset)
         size = before.size
         if dropped is not None and dropped.offset is not None:

@@ -1,4 +1,4 @@
-"""Operations over the sessions of a store: finding the ones that mention a text."""
+"""Operations over the sessions of a store: listing them filtered and sorted, finding the ones that mention a text."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 from ..model.content import SEARCH, message_text
 from ..protocol.vocabulary import ROLE_OF_TYPE
-from ..read.store import _loads, raw_lines
+from ..read.store import SessionEntry, _loads, list_sessions, parse_since, project_key, raw_lines, sort_entries
 
-__all__ = ["grep_session", "message_texts"]
+__all__ = ["grep_session", "list_store", "message_texts", "unique_prefixes"]
 
 #: The events whose message text ``ls --grep`` searches: what the user and the model wrote.
 _SEARCHED: frozenset[str] = frozenset(t for t, role in ROLE_OF_TYPE.items() if role in ("user", "assistant"))
@@ -41,3 +41,36 @@ def grep_session(path: Path, needle: str) -> bool:
     """Whether any user/assistant message text contains ``needle`` (case-insensitive)."""
     n = needle.casefold()
     return any(n in t.casefold() for t in message_texts(path))
+
+
+def list_store(root: Path, *, cwd: str | None = None, since: str | None = None, grep: str | None = None,
+               sort: str = "time", reverse: bool = False, now: float) -> list[SessionEntry]:
+    """``ls``: the sessions of ``root``, only ``cwd``'s project (an absolute path), active since
+    ``since`` (relative to ``now``, epoch seconds), mentioning ``grep``; sorted by ``sort``."""
+    since_ms = parse_since(since, now=now) if since is not None else None
+    sort_entries([], sort)  # an unknown key is a usage error before the store is read
+    entries = list_sessions(root, project=project_key(cwd) if cwd is not None else None)
+    if since_ms is not None:
+        entries = [e for e in entries if (e.last_activity or 0) >= since_ms]
+    if grep is not None:
+        entries = [e for e in entries if e.path is not None and grep_session(e.path, grep)]
+    return sort_entries(entries, sort, reverse=reverse)
+
+
+def unique_prefixes(ids: list[str], *, minimum: int = 8, longer_than: int = 12) -> dict[str, str]:
+    """The shortest prefix (at least ``minimum`` characters) of each id longer than ``longer_than``
+    that no other id starts with; shorter ids stay whole.
+
+    Every prefix is accepted wherever a session id is (the store's id lookup), so a
+    listing on a terminal can show ids people can type.
+    """
+    out: dict[str, str] = {}
+    for i in ids:
+        if len(i) <= longer_than:
+            out[i] = i
+            continue
+        n = min(minimum, len(i))
+        while n < len(i) and any(o != i and o.startswith(i[:n]) for o in ids):
+            n += 1
+        out[i] = i[:n]
+    return out

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..check.problems import Problem, Severity
 from ..check.validate import Validator
-from ..errors import DshlogError, ExitCode, UnsupportedVersion
+from ..errors import DshlogError, ExitCode, MigrationRefused, UnsupportedVersion
 from ..executor import Executor, InProcess
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
@@ -65,18 +65,52 @@ class Report:
             return ExitCode.UNSUPPORTED
         return ExitCode.OK
 
+    @property
+    def status(self) -> str:
+        """``ok``, ``unsupported``, ``unreadable`` (the file could not be read: missing, denied) or ``damaged``."""
+        return {ExitCode.OK: "ok", ExitCode.UNSUPPORTED: "unsupported", ExitCode.IO: "unreadable"}.get(self.exit_code, "damaged")
+
+    def grouped(self) -> list[tuple[Problem, list[Problem]]]:
+        """The problems in file order, each with the later problems of its code (on later lines).
+
+        One damaged row makes every later row look wrong (a seq out of place makes
+        each following event "not dense"): the first of such a run is the cause
+        worth reading, the rest are its consequences, shown as a count.
+        """
+        ordered = sorted(self.problems, key=_position)
+        groups: list[tuple[Problem, list[Problem]]] = []
+        first: dict[tuple[str, str], tuple[Problem, list[Problem]]] = {}
+        for p in ordered:
+            key = (p.code, str(p.severity))
+            g = first.get(key)
+            if g is not None and _position(p)[0] > _position(g[0])[0]:
+                g[1].append(p)
+            else:
+                g = (p, [])
+                groups.append(g)
+                first.setdefault(key, g)
+        return groups
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "version": self.version,
             "events": self.events,
             "projection": self.projection,
-            "status": {ExitCode.OK: "ok", ExitCode.UNSUPPORTED: "unsupported"}.get(self.exit_code, "damaged"),
+            "status": self.status,
             "errors": self.count("error"),
             "warnings": self.count("warning"),
-            "problems": [p.as_dict() for p in self.problems],
+            "problems": [p.as_dict() for p in sorted(self.problems, key=_position)],
             "moreProblems": self.dropped,
         }
+
+
+def _position(p: Problem) -> tuple[int, int]:
+    """Where a problem is in the file (line, then byte); problems of the whole file come first."""
+    loc = p.loc
+    line = loc.line if loc is not None and loc.line is not None else 0
+    offset = loc.offset if loc is not None and loc.offset is not None else 0
+    return line, offset
 
 
 def _from_error(report: Report, exc: DshlogError) -> None:
@@ -84,7 +118,7 @@ def _from_error(report: Report, exc: DshlogError) -> None:
     unsupported = isinstance(exc, UnsupportedVersion)
     if unsupported:
         report.unsupported = True
-    code = "unsupported" if unsupported and exc.kind != "refused" else exc.kind
+    code = "refused" if isinstance(exc, MigrationRefused) else ("unsupported" if unsupported else exc.kind)
     report.add(Problem(code, exc.message, Severity.ERROR, exc.seq, exc.loc, exc.path))
 
 

@@ -20,7 +20,7 @@ from .text import sanitize
 __all__ = ["describe", "event_line", "surface_marker"]
 
 
-def surface_marker(ev: dict) -> str:
+def surface_marker(ev: dict[str, Any]) -> str:
     """``append``, ``replace 5..13`` or ``""``: how the event entered the model view."""
     op = ev.get("surfaceOp")
     if op == "append":
@@ -32,14 +32,14 @@ def surface_marker(ev: dict) -> str:
     return ""
 
 
-def _message(ev: dict, t: str, d: dict) -> dict | None:
+def _message(ev: dict[str, Any], t: str, d: dict[str, Any]) -> dict[str, Any] | None:
     msg = message_of(t, ev.get("data"))
     if not isinstance(msg, dict) and t == "assistant/message" and "content" in d:
         return d  # legacy wrapper: the message fields sit in data itself
     return msg if isinstance(msg, dict) else None
 
 
-def _message_line(ev: dict, t: str, d: dict, width: int) -> str:
+def _message_line(ev: dict[str, Any], t: str, d: dict[str, Any], width: int) -> str:
     msg = _message(ev, t, d)
     out = js_quote(message_text(msg, EVENT_LINE))[:width]
     if t == "user/message" and msg is not None:
@@ -58,58 +58,60 @@ def _message_line(ev: dict, t: str, d: dict, width: int) -> str:
     return out
 
 
-def _turn(d: dict, width: int) -> str:
+def _turn(d: dict[str, Any], width: int) -> str:
     return f"turn {d.get('turn')}"
 
 
-def _step(d: dict, width: int) -> str:
+def _step(d: dict[str, Any], width: int) -> str:
     return f"turn {d.get('turn')} step {d.get('step')}"
 
 
-def _turn_end(d: dict, width: int) -> str:
+def _turn_end(d: dict[str, Any], width: int) -> str:
     r = d.get("reason")
-    return f"reason={r.get('kind') if isinstance(r, dict) else r}"
+    if isinstance(r, dict) and isinstance(r.get("kind"), str):
+        return f"reason={r['kind']}"
+    return "reason=(none)" if r is None else f"reason={js_quote(r)}"  # what is there, never Python's None
 
 
-def _request_header(d: dict, width: int) -> str:
+def _request_header(d: dict[str, Any], width: int) -> str:
     cfg = (d.get("header") or {}).get("config") if isinstance(d.get("header"), dict) else None
     model = f" {cfg.get('provider')}/{cfg.get('model')}" if isinstance(cfg, dict) else ""
     return f"reason={d.get('reason')}{model}"
 
 
-def _request_context(d: dict, width: int) -> str:
+def _request_context(d: dict[str, Any], width: int) -> str:
     return f"{d.get('provider')}/{d.get('model')}"
 
 
-def _tool_call(d: dict, width: int) -> str:
+def _tool_call(d: dict[str, Any], width: int) -> str:
     return f"{d.get('name')} {d.get('callId')}"
 
 
-def _attempt(d: dict, width: int) -> str:
+def _attempt(d: dict[str, Any], width: int) -> str:
     stream = d.get("stream")
     return f"stream {len(stream) if isinstance(stream, list) else '?'} records, no surface message"
 
 
-def _chunk(d: dict, width: int) -> str:
-    ch = d.get("chunk") if isinstance(d.get("chunk"), dict) else {}
+def _chunk(d: dict[str, Any], width: int) -> str:
+    ch: Any = d.get("chunk") if isinstance(d.get("chunk"), dict) else {}
     extra = ch.get("text") or ch.get("argumentsDelta") or ch.get("blockType") or ""
     return f"{ch.get('type')} {js_quote(str(extra))[:width]}" if extra else str(ch.get("type"))
 
 
-def _title(d: dict, width: int) -> str:
+def _title(d: dict[str, Any], width: int) -> str:
     return js_quote(str(d.get("title")))[:width]
 
 
-def _end_seed(d: dict, width: int) -> str:
+def _end_seed(d: dict[str, Any], width: int) -> str:
     return "inherited" if d.get("inherited") is True else ""
 
 
-def _spliced(d: dict, width: int) -> str:
+def _spliced(d: dict[str, Any], width: int) -> str:
     ins = d.get("inserted")
     return f"{d.get('target')} +{len(ins) if isinstance(ins, list) else 0} -{d.get('removedCount', 0)}"
 
 
-_DESCRIBE: dict[str, Callable[[dict, int], str]] = {
+_DESCRIBE: dict[str, Callable[[dict[str, Any], int], str]] = {
     "turn/start": _turn,
     "step/start": _step,
     "step/end": _step,
@@ -125,7 +127,7 @@ _DESCRIBE: dict[str, Callable[[dict, int], str]] = {
 }
 
 
-def describe(ev: dict, width: int = 40) -> str:
+def describe(ev: dict[str, Any], width: int = 40) -> str:
     """Short content description of one event (``""`` when there is nothing to say)."""
     t = ev.get("type")
     data = ev.get("data")
@@ -138,7 +140,7 @@ def describe(ev: dict, width: int = 40) -> str:
     return fn(d, width) if fn is not None else ""
 
 
-def event_line(ev: dict) -> bytes:
+def event_line(ev: dict[str, Any]) -> bytes:
     """One event for people: ``seq type [surface op] [description]``, sanitised, newline-terminated."""
     line = f"{ev.get('seq')} {ev.get('type')}"
     marker = surface_marker(ev)

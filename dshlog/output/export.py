@@ -9,23 +9,25 @@ exporting a long session never holds it in memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..errors import UsageError
 from ..model.transcript import SessionHead, Totals
+from ..protocol.layout import encode_segment
 from .html import HtmlRenderer
 from .jsondoc import JsonRenderer
 from .markdown import MarkdownRenderer
 from .redact import redact as mask
-from .renderer import Write, render
+from .renderer import Renderer, Write, render
 
-__all__ = ["FORMATS", "RENDERERS", "export"]
+__all__ = ["FORMATS", "RENDERERS", "export", "export_name"]
 
-RENDERERS = {"md": MarkdownRenderer, "html": HtmlRenderer, "json": JsonRenderer}
+RENDERERS: dict[str, Callable[[Write], Renderer]] = {"md": MarkdownRenderer, "html": HtmlRenderer, "json": JsonRenderer}
 FORMATS = tuple(RENDERERS)
 
 
-def export(events: Iterable[dict], head: SessionHead, fmt: str, write: Write, *, full: bool = False, redact: bool = False) -> Totals:
+def export(events: Iterable[dict[str, Any]], head: SessionHead, fmt: str, write: Write, *, full: bool = False, redact: bool = False) -> Totals:
     """Write the transcript of ``events`` in ``fmt`` through ``write``; returns its totals.
 
     ``head.facts`` holds the header facts (:func:`dshlog.model.transcript.session_facts`).
@@ -35,3 +37,9 @@ def export(events: Iterable[dict], head: SessionHead, fmt: str, write: Write, *,
     if fmt not in RENDERERS:
         raise UsageError(f"unknown export format {fmt!r} (choose {', '.join(FORMATS)})")
     return render(events, head, RENDERERS[fmt](write), full=full, redact=mask if redact else None)
+
+
+def export_name(head: SessionHead, fmt: str) -> str:
+    """The file name of an export written into a directory: the session id (encoded as dsh names
+    session directories, so it is a safe single name) and the format's extension."""
+    return f"{encode_segment(head.session_id) if head.session_id else 'session'}.{fmt}"

@@ -22,7 +22,6 @@ __all__ = ["SHAPE", "JsonRenderer", "diff_document"]
 
 SHAPE = 1
 
-
 class JsonRenderer:
     """``{"shape":1,"session":…,"turns":[…],"summary":…}``, one turn per line."""
 
@@ -72,3 +71,4 @@ def diff_document(d: dict[str, Any], label_a: str, label_b: str) -> dict[str, An
         "replaced": [{**r, "before": _previewed(r["before"]), "after": _previewed(r["after"])} for r in msgs["replaced"]],
     }
     return {"a": label_a, "b": label_b, **d, "messages": messages}
+

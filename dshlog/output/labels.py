@@ -111,9 +111,14 @@ def token_name(key: str) -> str:
     return TOKEN_LABELS.get(key, key)
 
 
+def count(n: object) -> str:
+    """A count for people: ``12,345`` (thousands separated); anything not an integer as it is."""
+    return f"{n:,}" if type(n) is int else ("" if n is None else str(n))
+
+
 def tokens_text(tokens: Mapping[str, int]) -> str:
-    """``in 10, out 2``."""
-    return ", ".join(f"{token_name(k)} {v}" for k, v in tokens.items())
+    """``in 10, out 2``, ``in 12,345``."""
+    return ", ".join(f"{token_name(k)} {count(v)}" for k, v in tokens.items())
 
 
 def cut_note(cut_lines: int, cut_chars: int, hint: str = "") -> str:
@@ -227,3 +232,12 @@ def problem_text(item: Item) -> str | None:
     if isinstance(item, TurnEnd) and item.outcome not in ("completed", "forked"):
         return item.label
     return None
+
+
+#: What ``show`` prints where dsh's decision stopped the transcript (the reason follows, and stderr has it too).
+DSH_REFUSES = "dsh refuses to open this session"
+
+
+def refusal_mark(reason: str) -> str:
+    """``dsh refuses to open this session: <reason>``: the mark after a partial transcript."""
+    return f"{DSH_REFUSES}: {reason}"

@@ -7,9 +7,8 @@ Every line passes :func:`dshlog.output.text.sanitize` before it is written.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
+from typing import Any
 
 from ..model.transcript import (
     AssistantText,
@@ -35,12 +34,7 @@ from . import labels as L
 from .renderer import Document, Write
 from .text import preview, sanitize
 
-__all__ = ["PlainRenderer", "diff_lines", "echo", "item_lines", "session_line", "table"]
-
-
-def echo(text: str = "", file: TextIO | None = None) -> None:
-    """Print one line for people (stdout by default), sanitised."""
-    print(sanitize(text), file=file if file is not None else sys.stdout)
+__all__ = ["PlainRenderer", "diff_lines", "item_lines", "session_line", "table"]
 
 
 def session_line(head: SessionHead) -> str:
@@ -114,14 +108,22 @@ class PlainRenderer(Document):
     def end(self, totals: Totals) -> None:
         pass
 
+    def mark(self, text: str) -> None:
+        """A line of dshlog's own about the transcript (where dsh's decision stopped it)."""
+        self.out(f"\n!!! {text}\n")
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """A table as tab-separated lines on stdout, streamed row by row (``None`` is an empty cell)."""
+
+def table(write: Write, title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A table as tab-separated lines, streamed row by row (``None`` is an empty cell)."""
+
+    def line(text: str) -> None:
+        write(sanitize(text).encode("utf-8") + b"\n")
+
     if title:
-        echo(f"# {title}")
-    echo("\t".join(columns))
+        line(f"# {title}")
+    line("\t".join(columns))
     for r in rows:
-        echo("\t".join("" if v is None else str(v) for v in r))
+        line("\t".join("" if v is None else str(v) for v in r))
 
 
 # --------------------------------------------------------------------------- diff

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..model.transcript import FULL, Item, Limits, SessionHead, Totals, TranscriptReader
 from .text import sanitize
 
 __all__ = ["Document", "Renderer", "Write", "render"]
 
-Write = Callable[[bytes], None]
+Write = Callable[[bytes], object]  # what it returns (a count of bytes, say) is not used
 
 
 class Renderer(Protocol):
@@ -57,7 +57,7 @@ class Document:
 
 
 def render(
-    events: Iterable[dict],
+    events: Iterable[dict[str, Any]],
     head: SessionHead,
     renderer: Renderer,
     *,

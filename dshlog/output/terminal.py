@@ -12,10 +12,9 @@ commands that print plain lines should start without it.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from ..model.transcript import (
     AssistantText,
@@ -38,68 +37,37 @@ from ..model.transcript import (
 )
 from . import labels as L
 from . import plain
+from .screen import Screen
 from .text import sanitize
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from rich.console import Console
+    from rich.console import Console, JustifyMethod
     from rich.text import Text
 
-__all__ = ["TerminalRenderer", "console", "on_terminal", "renderable", "table", "use_color"]
+__all__ = ["Column", "TerminalRenderer", "renderable", "table"]
 
 _TURN_END_STYLE = {"completed": "green", "aborted": "yellow", "error": "red", "max-tokens": "yellow", "open": "red"}
 
 
-def use_color(stream: Any = None) -> bool:
-    """Colour only on a terminal, honouring NO_COLOR and FORCE_COLOR."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    stream = stream or sys.stdout
-    return bool(getattr(stream, "isatty", lambda: False)())
-
-
-def on_terminal() -> bool:
-    """Whether stdout gets the terminal renderer (a terminal, or FORCE_COLOR) rather than plain text."""
-    return sys.stdout.isatty() or bool(os.environ.get("FORCE_COLOR"))
-
-
-def console(stderr: bool = False) -> "Console":
-    """A Rich console on stdout (or stderr) that never interprets text: no markup, no emoji codes, no highlighting."""
-    from rich.console import Console  # lazy: heavy, only for terminal output
-
-    stream = sys.stderr if stderr else sys.stdout
-    color = use_color(stream)
-    return Console(
-        file=stream,
-        no_color=not color,
-        force_terminal=True if os.environ.get("FORCE_COLOR") else None,
-        markup=False,
-        emoji=False,
-        highlight=False,
-        soft_wrap=not stream.isatty() if hasattr(stream, "isatty") else True,
-    )
-
-
-def text(value: Any = "", style: str = "") -> "Text":
+def text(value: Any = "", style: str = "") -> Text:
     """A Rich ``Text`` of ``value`` as data: sanitised, never parsed as markup."""
     from rich.text import Text  # lazy: heavy, only for terminal output
 
     return Text(sanitize(str(value)), style=style)
 
 
-def _append(t: "Text", value: str, style: str | None = None) -> None:
+def _append(t: Text, value: str, style: str | None = None) -> None:
     t.append(sanitize(value), style=style)
 
 
-def _styled(value: str, style: str) -> "Text":
+def _styled(value: str, style: str) -> Text:
     """A ``Text`` whose first part is styled and whose later parts (appended) are not."""
     t = text()
     _append(t, value, style)
     return t
 
 
-def _cut(t: "Text", item: Any) -> None:
+def _cut(t: Text, item: Any) -> None:
     if item.cut_chars:
         _append(t, "\n" + L.cut_note(item.cut_lines, item.cut_chars, L.FULL_HINT), "italic dim")
 
@@ -164,7 +132,7 @@ def renderable(item: Item, *, reasoning: bool = False) -> Any:  # noqa: C901 - o
 class TerminalRenderer:
     """``show`` on a terminal: the session line in bold, then one renderable per item."""
 
-    def __init__(self, con: "Console", *, reasoning: bool = False) -> None:
+    def __init__(self, con: Console, *, reasoning: bool = False) -> None:
         self.console = con
         self.reasoning = reasoning
 
@@ -177,18 +145,95 @@ class TerminalRenderer:
     def end(self, totals: Totals) -> None:
         pass
 
+    def mark(self, text_: str) -> None:
+        """A line of dshlog's own about the transcript (where dsh's decision stopped it)."""
+        self.console.print(text(text_, "bold red"))
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, justify: dict[int, str] | None = None) -> None:
-    """Print a table: Rich on a terminal, tab-separated plain text when piped (streamed, row by row)."""
-    if not on_terminal():
-        plain.table(title, columns, rows)
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: its header, alignment, and how it gives way when the screen is narrow.
+
+    ``flex`` columns (a title, a preview) are cut with ``…`` first; ``drop`` columns are
+    left out, lowest ``drop`` first, when even that does not fit; every other cell
+    keeps its width and never folds (an id or a count cut in two reads wrong).
+    """
+
+    header: str
+    justify: str = "left"
+    flex: bool = False
+    drop: int = 0
+
+
+def _columns(columns: Sequence[str | Column], justify: dict[int, str] | None) -> list[Column]:
+    out = []
+    for i, c in enumerate(columns):
+        if isinstance(c, str):
+            c = Column(c, (justify or {}).get(i, "left"))
+        out.append(c)
+    return out
+
+
+def _widths(cols: list[Column], rows: list[list[str]], width: int) -> dict[int, int]:
+    """Column index -> width at ``width`` columns of screen.
+
+    Fixed columns get their widest cell (header included); droppable columns that are
+    empty everywhere, then droppable columns lowest ``drop`` first, are left out until
+    the fixed widths and a few characters per flex column fit; the flex columns share
+    what is left, none wider than its widest cell.
+    """
+    from rich.cells import cell_len  # lazy: heavy, only for terminal output
+
+    gap = 2
+    natural = {i: max([len(c.header)] + [cell_len(r[i]) for r in rows]) for i, c in enumerate(cols)}
+    keep = [i for i, c in enumerate(cols) if not (c.drop and all(not r[i] for r in rows))]
+
+    def floor(i: int) -> int:
+        return min(natural[i], max(len(cols[i].header), 8)) if cols[i].flex else natural[i]
+
+    for i in sorted((i for i in keep if cols[i].drop), key=lambda i: cols[i].drop):
+        if sum(floor(k) for k in keep) + gap * (len(keep) - 1) <= width:
+            break
+        keep.remove(i)
+    out = {i: floor(i) for i in keep}
+    spare = width - sum(out.values()) - gap * (len(keep) - 1)
+    flex = [i for i in keep if cols[i].flex]
+    while spare > 0 and flex:
+        grow = [i for i in flex if out[i] < natural[i]]
+        if not grow:
+            break
+        share = max(1, spare // len(grow))
+        for i in grow:
+            add = min(share, natural[i] - out[i], spare)
+            out[i] += add
+            spare -= add
+    return out
+
+
+def table(
+    screen: Screen,
+    title: str | None,
+    columns: Sequence[str | Column],
+    rows: Iterable[Sequence[Any]],
+    *,
+    justify: dict[int, str] | None = None,
+) -> None:
+    """Print a table: Rich fitted to the screen's width on a terminal, tab-separated plain text otherwise (streamed)."""
+    cols = _columns(columns, justify)
+    if not screen.terminal:
+        plain.table(screen.stream.write, title, [c.header for c in cols], rows)
         return
-    rows = list(rows)
     from rich.table import Table  # lazy: heavy, only for terminal output
 
-    t = Table(title=text(title, "table.title") if title else None, show_edge=False, header_style="bold")
-    for i, c in enumerate(columns):
-        t.add_column(text(c), justify=(justify or {}).get(i, "left"), overflow="fold")
-    for r in rows:
-        t.add_row(*(text("" if v is None else v) for v in r))
-    console().print(t)
+    cells = [[sanitize("" if v is None else str(v)) for v in r] for r in rows]
+    con = screen.console()
+    widths = _widths(cols, cells, con.width)
+    t = Table(title=text(title, "table.title") if title else None, title_justify="left", show_edge=False,
+              header_style="bold", pad_edge=False, box=None)
+    for i, w in widths.items():
+        c = cols[i]
+        # columns name rich's justify methods ("left", "right", "center")
+        t.add_column(text(c.header), justify=cast("JustifyMethod", c.justify), no_wrap=True, overflow="ellipsis", width=w)
+    for r in cells:
+        t.add_row(*(text(r[i]) for i in widths))
+    con.print(t)

@@ -30,11 +30,12 @@ elsewhere, so it is UTC to the second and says so (:func:`utc_seconds`).
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+import unicodedata
+from datetime import UTC, datetime
 
 from ..model.content import PREVIEW, TextRule, message_text
 
-__all__ = ["human_bytes", "human_duration", "local_minutes", "message_text", "preview", "sanitize", "utc_seconds"]
+__all__ = ["cut", "display_width", "human_bytes", "human_duration", "local_minutes", "message_text", "preview", "sanitize", "utc_seconds"]
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -49,10 +50,35 @@ def sanitize(text: str) -> str:
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
 
 
+def char_width(ch: str) -> int:
+    """Columns a character takes on a terminal: 2 for wide (CJK, fullwidth), 0 for combining marks, else 1."""
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal."""
+    return sum(char_width(c) for c in text) if not text.isascii() else len(text)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` terminal columns, ending in ``…`` when cut."""
+    if display_width(text) <= limit:
+        return text
+    out, used = [], 0
+    for c in text:
+        w = char_width(c)
+        if used + w > limit - 1:
+            break
+        out.append(c)
+        used += w
+    return "".join(out) + "…"
+
+
 def preview(message: object, limit: int = 60, rule: TextRule = PREVIEW) -> str:
-    """Short one-line preview of a message (newlines flattened, ``…`` when cut)."""
-    text = " ".join(message_text(message, rule).split("\n"))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Short one-line preview of a message (newlines flattened), at most ``limit`` columns, ``…`` when cut."""
+    return cut(" ".join(message_text(message, rule).split("\n")), limit)
 
 
 def human_bytes(n: int | None) -> str:
@@ -87,7 +113,7 @@ def local_minutes(ms: int | None) -> str:
     """Local ``YYYY-MM-DD HH:MM`` for epoch ms (``-`` when unknown)."""
     if not ms:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def utc_seconds(ms: object) -> str | None:
@@ -95,6 +121,6 @@ def utc_seconds(ms: object) -> str | None:
     if type(ms) is not int or ms <= 0:
         return None
     try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     except (OverflowError, OSError, ValueError):
         return None

@@ -44,9 +44,10 @@ uses ``orjson.loads``; when that refuses lone surrogate escapes (which JS accept
 integers beyond 64 bits, the stdlib parser takes over, with NaN/Infinity literals
 rejected and big integers turned into doubles, as orjson and JS do.  Numbers written
 as ``1.0`` stay floats (JS cannot tell them from ``1``; :mod:`dshlog.protocol.values`
-treats them as integers and :func:`dumps` prints ``1``).  ``-0`` reads as ``0``, so
-dsh's lossless-JSON refusal of it needs :func:`has_negative_zero` on the raw text
-(``loads(..., lossless=True)``).  Every refusal is a :class:`JsonError` with a kind.
+treats them as integers and :func:`dumps` prints ``1``).  ``-0`` reads as ``-0.0``,
+as in JS (orjson would say ``0``; :func:`has_negative_zero` finds the token in the
+text), so the value rules refuse it wherever dsh does.  Every refusal is a
+:class:`JsonError` with a kind.
 """
 
 from __future__ import annotations
@@ -143,9 +144,9 @@ def _format_positive(x: float) -> str:
 class _Undefined:
     """JavaScript's ``undefined``: an absent key, distinct from JSON ``null``."""
 
-    _instance: "_Undefined | None" = None
+    _instance: _Undefined | None = None
 
-    def __new__(cls) -> "_Undefined":
+    def __new__(cls) -> _Undefined:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -569,10 +570,16 @@ class _PyWriter:
 _INT64_MIN = -(2**63)
 _UINT64_MAX = 2**64 - 1
 
-#: Deepest nesting the reader admits: orjson's own limit, and within what every walker
-#: of a parsed value here can recurse through.  JavaScript has no such limit; a log
-#: nested deeper is refused with a clear error instead of failing half way.
-MAX_DEPTH = 1024
+#: Deepest nesting the reader admits (arrays and objects, the outermost counts 1).
+#: JavaScript has no such limit, but every walker of a parsed value in this project
+#: (deep equality, ``String(value)``, the writers, ``repr`` in a message, the renderers)
+#: may recurse once or twice per level, and Python's recursion limit is 1000 frames;
+#: orjson writes at most 254 levels.  200 leaves every walker room and the writers
+#: room to wrap a value in a few more levels; dsh's own logs nest about 13 deep.  A
+#: value nested deeper is refused (``kind="depth"``) as a resource limit, never
+#: half way through a walk.  Lines are checked cheaply: only a text with more than
+#: ``MAX_DEPTH`` opening brackets can be that deep, and only those are walked.
+MAX_DEPTH = 200
 
 
 class JsonError(ValueError):
@@ -606,6 +613,8 @@ def _parse_float(text: str) -> float:
 
 
 def _parse_int(text: str) -> int | float:
+    if text == "-0":
+        return -0.0  # JSON.parse reads -0 as the double -0, which every count and integer rule refuses
     # Mirror orjson: integers outside the 64-bit range become doubles (as in JS).
     value = int(text)
     if _INT64_MIN <= value <= _UINT64_MAX:
@@ -641,9 +650,12 @@ def loads(data: bytes | bytearray | memoryview | str, *, lossless: bool = False)
     lone surrogate escapes are kept, integers beyond 64 bits become doubles (as every
     number is a double in JavaScript).  A number that overflows to Infinity is
     refused (``kind="lossless"``): dsh's lossless-JSON check refuses it after
-    ``JSON.parse``.  With ``lossless=True`` a ``-0`` anywhere is refused too; the
-    parsers turn it into ``0``, so that takes a look at the text
-    (:func:`has_negative_zero`).  Raises :class:`JsonError`.
+    ``JSON.parse``.  ``-0`` reads as the double ``-0.0``, as ``JSON.parse`` reads it
+    (orjson would give the integer ``0``, so a text holding a ``-0`` token is read
+    by the stdlib path), and every count and integer rule of
+    :mod:`dshlog.protocol.values` refuses that.  With ``lossless=True`` a ``-0``
+    anywhere is refused here already.  Values nested deeper than :data:`MAX_DEPTH`
+    are refused (``kind="depth"``).  Raises :class:`JsonError`.
     """
     try:
         value = orjson.loads(data)
@@ -658,9 +670,53 @@ def loads(data: bytes | bytearray | memoryview | str, *, lossless: bool = False)
                 raise JsonError("utf-8", text) from None
             raise JsonError("syntax", text) from None
         value = _loads_stdlib(data)
-    if lossless and has_negative_zero(data if not isinstance(data, (bytearray, memoryview)) else bytes(data)):
-        raise JsonError("lossless", "-0 is not losslessly serialisable")
+    if _may_hold_negative_zero(data) and has_negative_zero(_as_bytes(data)):
+        if lossless:
+            raise JsonError("lossless", "-0 is not losslessly serialisable")
+        value = _loads_stdlib(data)  # orjson reads the integer -0 as 0; JS (and the stdlib path here) as -0.0
+    if _may_be_deep(data) and _too_deep(value):
+        raise JsonError("depth", f"nested deeper than {MAX_DEPTH} levels")
     return value
+
+
+def _as_bytes(data: bytes | bytearray | memoryview | str) -> bytes | str:
+    return data if isinstance(data, (bytes, str)) else bytes(data)
+
+
+def _may_hold_negative_zero(data: bytes | bytearray | memoryview | str) -> bool:
+    """A C-speed look for the text ``-0`` (a ``-0`` token, or ``-0.5``, or a date in a string)."""
+    if isinstance(data, str):
+        return "-0" in data
+    if isinstance(data, memoryview):
+        data = data.tobytes()
+    return b"-0" in data
+
+
+def _may_be_deep(data: bytes | bytearray | memoryview | str) -> bool:
+    """Whether ``data`` holds enough opening brackets to nest deeper than :data:`MAX_DEPTH` (a C-speed count)."""
+    if len(data) <= 2 * MAX_DEPTH:  # a value that deep takes more bytes than that
+        return False
+    if isinstance(data, str):
+        return data.count("[") + data.count("{") > MAX_DEPTH
+    if isinstance(data, memoryview):  # a slice of a document's buffer: count the slice, not the buffer
+        data = data.tobytes()
+    return data.count(b"[") + data.count(b"{") > MAX_DEPTH
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether a parsed value nests deeper than :data:`MAX_DEPTH`; iterative, containers only."""
+    if not isinstance(value, (list, dict)):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v, d = pop()
+        if d > MAX_DEPTH:
+            return True
+        for x in v.values() if isinstance(v, dict) else v:
+            if isinstance(x, (list, dict)):
+                push((x, d + 1))
+    return False
 
 
 # --------------------------------------------------------------------------------------

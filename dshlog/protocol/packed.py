@@ -20,7 +20,7 @@ from .jsjson import stringify
 __all__ = ["PackedRun", "expand_packed", "expand_seq_refs"]
 
 
-def expand_seq_refs(value: list, seq: int) -> list[int]:
+def expand_seq_refs(value: list[Any], seq: int) -> list[int]:
     """Expand range-encoded ``sourceEventSeqs`` (FORMAT.md 3.2) into the logical list.
 
     Raises ``ValueError`` with the reason when the physical form is malformed.
@@ -42,7 +42,7 @@ def expand_seq_refs(value: list, seq: int) -> list[int]:
     return out
 
 
-def _check_packed(obj: dict) -> tuple[str, dict, list, list, Any, Any, Any]:
+def _check_packed(obj: dict[str, Any]) -> tuple[str, dict[str, Any], list[Any], list[Any], Any, Any, Any]:
     """Validate one v0/v1 packed delta row (FORMAT.md 3.3); ``(kind, data, members, dt, turn, step, index)``.
 
     Shared by the expanding and the compact reader so both refuse the same rows with
@@ -66,7 +66,7 @@ def _check_packed(obj: dict) -> tuple[str, dict, list, list, Any, Any, Any]:
     return kind, data, members, dt, turn, step, index
 
 
-def _expand(kind: str, data: dict, members: list, dt: list, turn: Any, step: Any, index: Any, seq0: int, time0: int) -> list[dict]:
+def _expand(kind: str, data: dict[str, Any], members: list[Any], dt: list[Any], turn: Any, step: Any, index: Any, seq0: int, time0: int) -> list[dict[str, Any]]:
     """The ``assistant/chunk`` events of a validated packed row, built by one comprehension."""
     delta = PACKED_TYPES[kind]
     times = accumulate(dt, initial=time0) if dt else (time0,)
@@ -89,7 +89,7 @@ def _expand(kind: str, data: dict, members: list, dt: list, turn: Any, step: Any
     ]
 
 
-def expand_packed(obj: dict, seq0: int, time0: int) -> list[dict]:
+def expand_packed(obj: dict[str, Any], seq0: int, time0: int) -> list[dict[str, Any]]:
     """Expand one v0/v1 packed delta row into its ``assistant/chunk`` events (FORMAT.md 3.3).
 
     This is the hottest loop of an expanded v0 read (one call per packed row, tens of
@@ -113,7 +113,7 @@ class PackedRun:
 
     __slots__ = ("kind", "seq", "time", "last_time", "data", "count", "members", "dt", "turn", "step", "index")
 
-    def __init__(self, obj: dict, seq0: int, time0: int) -> None:
+    def __init__(self, obj: dict[str, Any], seq0: int, time0: int) -> None:
         kind, data, members, dt, turn, step, index = _check_packed(obj)
         self.kind = kind
         self.seq = seq0
@@ -127,7 +127,7 @@ class PackedRun:
         self.step = step
         self.index = index
 
-    def expand(self) -> list[dict]:
+    def expand(self) -> list[dict[str, Any]]:
         """The member ``assistant/chunk`` events, as the expanding reader yields them."""
         return _expand(self.kind, self.data, self.members, self.dt, self.turn, self.step, self.index, self.seq, self.time)
 
@@ -135,15 +135,17 @@ class PackedRun:
         return f"PackedRun({self.kind}, seq={self.seq}, count={self.count})"
 
 
-def _strs(values: list) -> bool:
+def _strs(values: list[Any]) -> bool:
     """Every member a string: one C-level pass over the member types."""
     types = set(map(type, values))
     return types == {str} or all(isinstance(v, str) for v in values)
 
 
-def _safe_ints(values: list) -> bool:
+def _safe_ints(values: list[Any]) -> bool:
     """Every member a safe integer; checked in C for the usual all-``int`` list."""
     types = set(map(type, values))
     if types != {int}:
         return all(map(is_safe_integer, values))  # 1.0 is an integer to dsh
-    return -MAX_SAFE_INTEGER <= min(values) and max(values) <= MAX_SAFE_INTEGER
+    low: int = min(values)
+    high: int = max(values)
+    return -MAX_SAFE_INTEGER <= low and high <= MAX_SAFE_INTEGER

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 __all__ = [
     "MAX_SAFE_INTEGER",
@@ -39,12 +39,13 @@ _ANY = re.compile(PLACEHOLDER_TOKEN)
 _ANY_BYTES = re.compile(PLACEHOLDER_TOKEN.encode("ascii"))
 
 
-def is_safe_integer(value: Any) -> bool:
+def is_safe_integer(value: Any) -> TypeGuard[int]:
     """``Number.isSafeInteger(value)`` for a parsed JSON value, with dsh's refusal of ``-0``.
 
     Integral floats count (``1.0`` is the integer 1 to JavaScript); ``bool`` does not
     (``true`` is not a number in JSON); ``-0.0`` does not (dsh rejects it as not
-    losslessly serialisable).
+    losslessly serialisable).  Type checkers see an ``int``: an integral float
+    compares, hashes and adds as the int it equals (:func:`safe_int` converts).
     """
     if type(value) is int:  # the overwhelmingly common case, decided first
         return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
@@ -59,7 +60,7 @@ def is_safe_integer(value: Any) -> bool:
     return False
 
 
-def is_count(value: Any) -> bool:
+def is_count(value: Any) -> TypeGuard[int]:
     """A non-negative safe integer (dsh's ``sessionFormatCount``: seqs, turns, steps, sizes)."""
     if type(value) is int:
         return 0 <= value <= MAX_SAFE_INTEGER

@@ -29,6 +29,12 @@ CHUNK: Final[int] = 1 << 20
 BIG_FRAME: Final[int] = 8 << 20
 #: Compressed bytes fed per call while streaming a big frame.
 STREAM_PIECE: Final[int] = 256 << 10
+#: The most plaintext one zstd block decodes to (the format's Block_Maximum_Size).
+BLOCK_MAX: Final[int] = 128 << 10
+#: Blocks fed per call at most: what they decode to is bounded (4 MiB), whatever the
+#: ratio.  A decompression bomb (an RLE block is 4 bytes for 128 KiB) is thus decoded
+#: a bounded piece at a time, and a reader can stop it at its line-size limit.
+STREAM_BLOCKS: Final[int] = (4 << 20) // BLOCK_MAX
 
 Piece = tuple[int, int, bytes, "bool | None"]
 
@@ -137,6 +143,7 @@ class FrameWalker:
                         o = p + 5 + hdr_len - fcs_len
                         fcs = int.from_bytes(buf[o : o + fcs_len], "little") + (256 if fcs_len == 2 else 0)
                     q = p + 5 + hdr_len
+                    blocks = 0  # blocks between pos and q (each decodes to at most BLOCK_MAX bytes)
                     # blocks: 3-byte header, then payload (RLE: one byte)
                     while True:
                         if len(buf) - q < 3:
@@ -149,7 +156,7 @@ class FrameWalker:
                         if btype == 3:
                             raise self._corrupt(f"reserved block type in frame {index}", index)
                         need = 3 + (1 if btype == 1 else v >> 3)
-                        if q - pos >= STREAM_PIECE:
+                        if q - pos >= STREAM_PIECE or blocks >= STREAM_BLOCKS:
                             # a big frame (a migrated body is one): decode the blocks we hold
                             # and drop them, so memory stays bounded whatever the frame size
                             if dobj is None:
@@ -159,6 +166,7 @@ class FrameWalker:
                             except zerr as exc:
                                 raise self._corrupt(f"frame {index} at byte {start} does not decode: {exc}", index) from None
                             pos = q
+                            blocks = 0
                             if out:
                                 yield index, start, out, None
                         if len(buf) - q < need:
@@ -167,6 +175,7 @@ class FrameWalker:
                                 torn = True
                                 break
                         q += need
+                        blocks += 1
                         if v & 1:
                             break
                     if not torn and checksum:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from ..errors import DshlogError
 from ..protocol.layout import choose_generation
@@ -52,7 +53,7 @@ def discover_child_facts(
     root: Path,
     parent_id: str,
     *,
-    open_header: Callable[[Path], dict[str, Any]],
+    open_header: Callable[[Path], dict[str, Any] | None],
     open_events: Callable[[Path], Iterable[dict[str, Any]]],
     warnings: list[str] | None = None,
 ) -> list[dict[str, Any]]:

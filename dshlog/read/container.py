@@ -15,23 +15,72 @@ stays bounded by the longest line (or element).
 
 from __future__ import annotations
 
+import functools
 import io
 import os
-import re
 import stat
 import struct
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, cast
+from collections.abc import Callable, Iterator
 
 from .. import forked
-from ..errors import CorruptLog, IOFailure, Location, UnsupportedVersion, UsageError
+from ..errors import BeyondLimit, CorruptLog, IOFailure, Location, UsageError
 from ..protocol.jsjson import JsonError, iter_array, loads
 from ..protocol.layout import choose_generation
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
 
 CHUNK = 1 << 20
+
+# --------------------------------------------------------------------------- the line-size limit
+
+#: The longest line a reader accepts by default, in plaintext bytes (newline excluded).
+#: dsh itself cannot hold a longer line: V8 strings end at 2**29 - 24 UTF-16 units
+#: (512 MiB), and a real log's longest lines are tool outputs of tens of MB.  Reading a
+#: line costs a few times its size (the bytes, the parsed strings, a render), so 256 MiB
+#: keeps every command under about 1.5 GB; a decompression bomb or a corrupt file with
+#: no newline is refused once this many bytes arrived, before more is decoded.
+DEFAULT_MAX_LINE_BYTES = 256 << 20
+
+
+class LineLimit:
+    """The one line-size policy of every reader (plain, zstd, follow); the CLI may raise it."""
+
+    __slots__ = ("max_bytes",)
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self.max_bytes = max_bytes
+
+    def set(self, max_bytes: int) -> None:
+        """Set the limit (at least 1 KiB: a header line must fit)."""
+        if max_bytes < 1024:
+            raise UsageError(f"the line-size limit must be at least 1024 bytes, not {max_bytes}")
+        self.max_bytes = max_bytes
+
+    def refusal(self, path: str, line: int, offset: int, seen: int, frame: int | None = None) -> BeyondLimit:
+        """The error for a line still growing past the limit (``seen`` bytes of it arrived)."""
+        return BeyondLimit(
+            f"the line is longer than the line-size limit of {_size(self.max_bytes)} "
+            f"(at least {seen} bytes; a longer limit is set with --max-line-size)",
+            path=path, loc=Location(line=line, offset=offset, frame=frame))
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n} bytes"
+
+
+#: The limit in force (``LINE_LIMIT.set`` changes it for the process).
+LINE_LIMIT = LineLimit()
+
+
+def bounded_lines(fh: IO[bytes]) -> Iterator[bytes]:
+    """``for line in fh``, but no line read past the limit: an over-long one comes back unterminated.
+
+    The caller tells it from a torn tail by its length (``len(line) > LINE_LIMIT.max_bytes``).
+    """
+    return iter(functools.partial(fh.readline, LINE_LIMIT.max_bytes + 1), b"")
 
 
 
@@ -67,7 +116,7 @@ class Record:
         return _make_loc(self.line, self.offset, self.frame, self.index)
 
 
-def _loc_factory():
+def _loc_factory() -> Callable[[int | None, int | None, int | None, int | None], Location]:
     """A fast ``Location(line, offset, frame, index)`` for the per-row hot path.
 
     ``Location`` is a frozen slotted dataclass whose generated ``__init__`` goes
@@ -77,8 +126,9 @@ def _loc_factory():
     """
     try:
         new = object.__new__
-        set_line, set_offset = Location.line.__set__, Location.offset.__set__  # type: ignore[attr-defined]
-        set_frame, set_index = Location.frame.__set__, Location.index.__set__  # type: ignore[attr-defined]
+        slots: Any = Location  # its slot descriptors (type checkers see the fields' values)
+        set_line, set_offset = slots.line.__set__, slots.offset.__set__
+        set_frame, set_index = slots.frame.__set__, slots.index.__set__
     except AttributeError:  # pragma: no cover - Location without slots
         return Location
 
@@ -96,6 +146,15 @@ def _loc_factory():
 
 
 _make_loc = _loc_factory()
+
+
+def torn_text(t: Torn, size_on_disk: int | None) -> str:
+    """What a torn tail is, for people: the bytes of an unfinished line, or an unfinished zstd frame
+    (whose write's events are lost, however little of it decodes)."""
+    if t.frame is not None and t.frame_offset is not None and size_on_disk is not None:
+        return (f"torn tail ignored: zstd frame {t.frame} is incomplete ({size_on_disk - t.frame_offset} bytes on disk "
+                f"from byte {t.frame_offset}); the events of that write are lost")
+    return f"torn tail ignored: {t.length} bytes after the last complete line (byte {t.offset})"
 
 
 @dataclass(slots=True)
@@ -154,12 +213,14 @@ def iter_lines(fh: IO[bytes], info: SourceInfo, start_line: int = 1, start_offse
     """Split a byte stream into newline-terminated records; the unterminated rest is torn."""
     line_no = start_line
     offset = start_offset
-    for line in fh:
+    for line in bounded_lines(fh):
         n = len(line)
         if line.endswith(b"\n"):
             yield Record(line[:-1], None, line_no, offset)
             line_no += 1
             offset += n
+        elif n > LINE_LIMIT.max_bytes:
+            raise LINE_LIMIT.refusal(info.path, line_no, offset, n)
         else:
             info.torn = Torn(offset=offset, length=n, data=line[: 1 << 20])
             offset += n
@@ -299,6 +360,9 @@ def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool | None = Non
     line_no = 1
     offset = 0
     rest = b""
+    pending: list[bytes] = []  # pieces of a line longer than one piece (joined once, not copied per piece)
+    pending_len = 0
+    limit = LINE_LIMIT.max_bytes
     source = _zstd_pieces(fh, info)
     head = next(source, None)
     if head is None:
@@ -309,12 +373,31 @@ def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool | None = Non
     body = _decode_in_worker(source, info, fh) if parallel and head[3] is not False else source
     for index, start, data, end in _chain_first(head, body):
         if data:
+            if pending and b"\n" not in data:
+                pending.append(data)
+                pending_len += len(data)
+                if pending_len > limit:
+                    raise LINE_LIMIT.refusal(info.path, line_no, offset, pending_len, index)
+                continue
+            if pending:
+                rest = b"".join(pending)
+                pending, pending_len = [], 0
             parts = (rest + data if rest else data).split(b"\n")
             rest = parts.pop()
             for raw in parts:
+                if len(raw) > limit:
+                    raise LINE_LIMIT.refusal(info.path, line_no, offset, len(raw), index)
                 yield Record(raw, None, line_no, offset, index)
                 offset += len(raw) + 1
                 line_no += 1
+            if len(rest) > limit:
+                raise LINE_LIMIT.refusal(info.path, line_no, offset, len(rest), index)
+            if rest and end is None:  # the line goes on in the next piece
+                pending, pending_len, rest = [rest], len(rest), b""
+                continue
+        elif pending and end is not None:
+            rest = b"".join(pending)
+            pending, pending_len = [], 0
         if end:
             if rest:
                 raise CorruptLog(
@@ -349,6 +432,9 @@ def iter_json_array(fh: IO[bytes], info: SourceInfo, path: tuple[str, ...] = ())
             yield Record(None, obj, None, None, index=i)
             i += 1
     except JsonError as exc:
+        if exc.kind == "depth":  # a limit of dshlog's, not damage
+            raise BeyondLimit(f"element {i} of the JSON document is {exc.detail}, beyond what dshlog reads",
+                              path=info.path, loc=Location(index=i)) from None
         raise CorruptLog(f"invalid JSON document: {exc.detail}", path=info.path, loc=Location(index=i)) from None
 
 
@@ -384,7 +470,8 @@ def sniff(head: bytes) -> str:
 def open_binary(target: str) -> tuple[IO[bytes], str, int | None]:
     """Open a path or ``-`` for buffered binary reading; returns (stream, display path, size)."""
     if target == "-":
-        return io.BufferedReader(sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer, CHUNK), "<stdin>", None  # type: ignore[arg-type]
+        stdin = cast(io.RawIOBase, sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer)  # a raw stream at run time
+        return io.BufferedReader(stdin, CHUNK), "<stdin>", None
     path = resolve_path(target)
     try:
         fh = open(path, "rb", buffering=CHUNK)

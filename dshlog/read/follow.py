@@ -13,10 +13,21 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO, Any
+from collections.abc import Callable, Iterator
 
-from ..errors import CorruptLog, IOFailure, Location, Refused
+from ..check.problems import Problem, Problems, Severity
+from ..errors import CorruptLog, IOFailure, Location, Refused, UsageError
+from ..protocol.jsjson import JsonError, loads
+from ..protocol.layout import parse_generation
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
+from .container import LINE_LIMIT, select_generation
+from .rows import RowDecoder
+
+
+class Replaced(Refused):
+    """The followed file was replaced (a repair swapped it in, a rename) or shrank below what was read."""
+
 
 _CHUNK = 1 << 20  # read size; memory stays bounded by a chunk plus the longest line (zstd: one frame's lines)
 
@@ -50,10 +61,10 @@ class Follower:
             self._ino = st.st_ino
         elif st.st_ino != self._ino:
             fh.close()
-            raise Refused("the file was replaced while being followed", path=str(self.path))
+            raise Replaced("the file was replaced while being followed", path=str(self.path))
         if st.st_size < self.offset:
             fh.close()
-            raise Refused(
+            raise Replaced(
                 f"the file shrank below committed data ({st.st_size} < {self.offset} bytes) while being followed",
                 path=str(self.path),
             )
@@ -90,6 +101,8 @@ class Follower:
             end = buf.rfind(b"\n")
             if end < 0:
                 pending = buf  # a line still being written: wait for its newline
+                if len(pending) > LINE_LIMIT.max_bytes:
+                    raise LINE_LIMIT.refusal(str(self.path), self.lines_read + 1, self.offset, len(pending))
                 continue
             lines = buf[:end].split(b"\n")
             pending = buf[end + 1 :]
@@ -118,6 +131,8 @@ class Follower:
                 pending = buf[cut + 1 :]
             else:
                 pending = buf
+                if len(pending) > LINE_LIMIT.max_bytes:
+                    raise LINE_LIMIT.refusal(str(self.path), self.lines_read + len(lines) + 1, self.offset, len(pending))
             if end:
                 if pending:
                     raise CorruptLog(
@@ -174,3 +189,104 @@ def follow(
 ) -> Iterator[bytes]:
     """Every committed line of ``path`` from the start, then new ones as they are appended."""
     return Follower(path, poll_interval=poll_interval).follow(timeout=timeout, idle_timeout=idle_timeout, stop=stop)
+
+
+class EventFollower:
+    """The events of a live session, following its *name* as ``tail -F`` does.
+
+    dsh's own writers and dshlog's replace a log rather than rewrite it:
+    ``repair --write`` renames the repaired copy over the log, and a migration
+    publishes a newer generation beside the old one.  So when the followed file
+    is replaced, or the session directory gets a generation dsh would read
+    instead, the follower opens the new file and goes on after the last seq it
+    passed on; events are never repeated.  Rows are decoded as the stored
+    version's reader decodes them; a row that cannot be read is noted in
+    ``notes`` and skipped.
+    """
+
+    def __init__(self, target: str | os.PathLike[str], *, poll_interval: float = 0.25, notes: Problems | None = None,
+                 format_version: int | None = None) -> None:
+        p = Path(target)
+        self.directory = p if p.is_dir() else (p.parent if parse_generation(p.name) is not None else None)
+        self.path = select_generation(p) if p.is_dir() else p
+        self.poll_interval = poll_interval
+        self.notes = notes if notes is not None else Problems()
+        self.format_version = format_version
+        self.last_seq: int | None = None
+        self._start()
+
+    def _start(self) -> None:
+        self._lines = Follower(self.path, poll_interval=self.poll_interval)
+        self._decoder: RowDecoder | None = None
+        self._line = 0
+
+    def _decode(self, raw: bytes) -> list[tuple[dict[str, Any], bytes | None]]:
+        self._line += 1
+        try:
+            obj = loads(raw)
+        except JsonError:
+            self.notes.report(Problem("unparsable", f"line {self._line}: unparsable committed line skipped", Severity.ERROR,
+                                      loc=Location(line=self._line)))
+            return []
+        if self._decoder is None:
+            version = self.format_version
+            if isinstance(obj, dict) and obj.get("type") == "session":
+                v = obj.get("version")
+                version = v if type(v) is int else 0
+                self._decoder = RowDecoder(version, str(self.path), strict=False, notes=self.notes)
+                return []
+            self._decoder = RowDecoder(version if version is not None else 0, str(self.path), strict=False, notes=self.notes)
+        evs = self._decoder.decode(obj, Location(line=self._line))
+        out = []
+        for ev in evs:
+            seq = ev.get("seq") if isinstance(ev, dict) else None
+            if type(seq) is int and self.last_seq is not None and seq <= self.last_seq:
+                continue  # already passed on before the file was replaced
+            if type(seq) is int:
+                self.last_seq = seq
+            out.append((ev, raw if len(evs) == 1 and ev is obj else None))
+        return out
+
+    def _newer_generation(self) -> bool:
+        """Whether the directory now holds a generation dsh would read instead of the followed one."""
+        if self.directory is None:
+            return False
+        try:
+            chosen = select_generation(self.directory)
+        except (UsageError, IOFailure, CorruptLog):
+            return False
+        if chosen != self.path:
+            self.path = chosen
+            self._start()
+            return True
+        return False
+
+    def drain(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
+        """(event, its exact line when it is one) for every event committed now."""
+        while True:
+            try:
+                for raw in self._lines.drain():
+                    yield from self._decode(raw)
+                return
+            except Replaced:  # replaced or shrunk: the new file, after the last seq passed on
+                self._start()
+            except IOFailure:
+                if not self._newer_generation():  # the name is gone for now: wait for it
+                    if not self.path.exists():
+                        return
+                    raise
+
+    def follow(self, *, stop: Callable[[], bool] | None = None) -> Iterator[tuple[dict[str, Any], bytes | None]]:
+        """Events as they are appended, across replacements and newer generations (until interrupted or ``stop()``)."""
+        while True:
+            got = False
+            for item in self.drain():
+                got = True
+                yield item
+            if got:
+                continue
+            if self._newer_generation():
+                continue
+            if stop is not None and stop():
+                return
+            time.sleep(self.poll_interval)

@@ -61,7 +61,7 @@ def _cwd_ok(cwd: str) -> bool:
     return is_absolute_cwd(cwd) or has_placeholder(cwd)
 
 
-def _v0_keys(record: dict, required: tuple[str, ...], optional: frozenset[str], label: str) -> None:
+def _v0_keys(record: dict[str, Any], required: tuple[str, ...], optional: frozenset[str], label: str) -> None:
     """``assertReleasedV0Keys``: the first unexpected member, then the first missing one."""
     allowed = set(required) | optional
     for key in record:
@@ -72,7 +72,7 @@ def _v0_keys(record: dict, required: tuple[str, ...], optional: frozenset[str], 
             raise _Refusal(f"{label} lacks required member {stringify(key)}")
 
 
-def _v2_keys(record: dict, required: tuple[str, ...], optional: frozenset[str], label: str, *, field: str) -> None:
+def _v2_keys(record: dict[str, Any], required: tuple[str, ...], optional: frozenset[str], label: str, *, field: str) -> None:
     """``exactKeys``: the first missing key, then the first unexpected one."""
     for key in required:
         if key not in record:
@@ -83,7 +83,7 @@ def _v2_keys(record: dict, required: tuple[str, ...], optional: frozenset[str], 
             raise _Refusal(f"{label} has unexpected field {key}")
 
 
-def _logical(record: dict, version: int, *, v0_style: bool) -> None:
+def _logical(record: dict[str, Any], version: int, *, v0_style: bool) -> None:
     """The codec's check of the logical header it decoded (``format vN header ...``)."""
     tag = f"format v{version} header"
     required, optional = logical_header_keys()
@@ -118,7 +118,7 @@ def _logical(record: dict, version: int, *, v0_style: bool) -> None:
         raise _Refusal(f'{tag} origin must be "subagent"')
 
 
-def _decode_v0(value: Any, version: int) -> tuple[dict, int]:
+def _decode_v0(value: Any, version: int) -> tuple[dict[str, Any], int]:
     """The v0/v1 codec's ``decodePhysicalHeader``: (logical header, inherited event count)."""
     label = f"released v{version} physical header"
     if not isinstance(value, dict):
@@ -142,7 +142,7 @@ def _decode_v0(value: Any, version: int) -> tuple[dict, int]:
     return logical, seed
 
 
-def _decode_v2(value: Any, version: int) -> dict:
+def _decode_v2(value: Any, version: int) -> dict[str, Any]:
     """The v2 codec's ``decodePhysicalHeader`` (v3 and v4 hand it their header as v2)."""
     label = "released v2 physical header"
     if not isinstance(value, dict):
@@ -167,7 +167,7 @@ def _decode_v2(value: Any, version: int) -> dict:
     return {**logical, "version": version}
 
 
-def _logical_from(value: dict, version: int, created: int, depth: int, seeded: bool) -> dict:
+def _logical_from(value: dict[str, Any], version: int, created: int, depth: int, seeded: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"version": version, "id": value["id"], "createdAt": created}
     for key in ("cwd", "parentSession"):
         if key in value:
@@ -181,7 +181,7 @@ def _logical_from(value: dict, version: int, created: int, depth: int, seeded: b
     return out
 
 
-def decode_physical_header(value: Any, version: int) -> tuple[dict, int]:
+def decode_physical_header(value: Any, version: int) -> tuple[dict[str, Any], int]:
     """dsh's codec decode of a physical header of ``version``: (logical header, inherited count).
 
     Raises :class:`~dshlog.errors.CorruptLog` with dsh's text (a ``SessionFormatError``).
@@ -219,7 +219,7 @@ class HeaderDecision:
 
     status: Status
     stored_version: int | None
-    header: dict | None = None
+    header: dict[str, Any] | None = None
     reason: str | None = None
 
     @property

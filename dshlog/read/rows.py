@@ -28,7 +28,7 @@ from typing import Any
 
 from ..check.envelope import check_envelope, well_formed
 from ..check.problems import Problem, Problems, Severity
-from ..errors import CorruptLog, Location
+from ..errors import CorruptLog, DshlogError, Location
 from ..protocol.packed import PackedRun, expand_packed, expand_seq_refs
 from ..protocol.texts import codec_row_label, row_not_an_object, row_seq_gap
 from ..protocol.values import MAX_SAFE_INTEGER, is_count, is_safe_integer, safe_int
@@ -120,7 +120,7 @@ class RowDecoder:
     #: dsh's recovering read (see the module docstring); needs ``strict``
     recoverable: bool = False
     #: the first issue of a recoverable read, once held, with the location of its row
-    issue: CorruptLog | None = None
+    issue: DshlogError | None = None
     issue_loc: Location | None = None
     #: rows dropped after the issue
     dropped: int = 0
@@ -258,7 +258,7 @@ class RowDecoder:
             return self._packed(obj, loc)
         return [self._event(obj, loc)]
 
-    def _packed(self, obj: dict, loc: Location) -> list[Any]:
+    def _packed(self, obj: dict[str, Any], loc: Location) -> list[Any]:
         if obj.keys() != (PROJECTED_PACKED_KEYS if self.projection else PACKED_KEYS):
             self._problem(f"malformed {obj['type']} storage row: keys {sorted(obj)}", loc, code="row")
         seq0 = obj.get("seq0", self.next_seq) if not self.projection else self.next_seq
@@ -300,7 +300,7 @@ class RowDecoder:
             raise error
         self.notes.add(problem.with_severity(Severity.WARNING))
 
-    def _event(self, obj: dict, loc: Location) -> dict:
+    def _event(self, obj: dict[str, Any], loc: Location) -> dict[str, Any]:
         seq = self.next_seq
         if not self.projection and well_formed(obj, seq):
             # the well-formed on-disk row (nearly every row): one condition, no problem objects
@@ -334,7 +334,7 @@ class RowDecoder:
         self.next_seq = seq + 1
         return ev
 
-    def _expand_refs(self, ev: dict, seq: int, loc: Location) -> None:
+    def _expand_refs(self, ev: dict[str, Any], seq: int, loc: Location) -> None:
         """Expand range-encoded ``sourceEventSeqs`` in place (C-level scan: v0 lists are long)."""
         refs = ev.get("sourceEventSeqs")
         if self.recoverable and "sourceEventSeqs" in ev:

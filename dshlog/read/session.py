@@ -23,12 +23,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
+from collections.abc import Iterator
 
-from ..errors import CorruptLog, DshlogError, Location, MigrationRefused, UnsupportedVersion, UsageError
+from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, MigrationRefused, UnsupportedVersion, UsageError
 from ..check.problems import Problem, Problems, Severity
 from ..check.validate import Validator
-from ..protocol.packed import PackedRun
 from .rows import RowDecoder
 from ..protocol.jsjson import JsonError, dumps, iter_array, loads, top_level_keys
 from ..protocol.layout import parse_generation, persistence_root
@@ -39,15 +39,18 @@ from ..migrate.chain import MigratedEvents, header_only, migrate_stream
 from .children import discover_child_facts
 from .header import HeaderDecision, read_header
 from .container import (
+    LINE_LIMIT,
     Container,
     Record,
     SourceInfo,
     Torn,
     _make_loc,
+    bounded_lines,
     iter_json_array,
     iter_lines,
     iter_zstd_lines,
     open_binary,
+    torn_text,
     zstd_prefix,
     sniff,
 )
@@ -65,7 +68,7 @@ class EventRecord:
     restored projections and events parsed out of other containers.
     """
 
-    event: dict
+    event: dict[str, Any]
     raw: bytes | None
     loc: Location
 
@@ -81,10 +84,18 @@ def _refusal(exc: JsonError, what: str, loc: Location) -> str:
     return f"unparsable {what} at line {loc.line}"
 
 
+def _too_deep(exc: JsonError, what: str, path: str, loc: Location | None) -> BeyondLimit:
+    """A value nested beyond the reader's limit: a limit of dshlog's, never damage (no writer may drop it)."""
+    line = f" at line {loc.line}" if loc is not None and loc.line is not None else ""
+    return BeyondLimit(f"{what}{line} is {exc.detail}, beyond what dshlog reads", path=path, loc=loc)
+
+
 def _parse(raw: bytes, path: str, loc: Location, what: str = "committed event") -> Any:
     try:
         return loads(raw)
     except JsonError as exc:
+        if exc.kind == "depth":
+            raise _too_deep(exc, what, path, loc) from None
         raise CorruptLog(_refusal(exc, what, loc), path=path, loc=loc) from None
 
 
@@ -101,7 +112,7 @@ def _detect_headerless_version(sample: bytes) -> int:
     return CURRENT_VERSION
 
 
-def _damaged_header(obj: dict) -> bool:
+def _damaged_header(obj: dict[str, Any]) -> bool:
     """A first line that lacks ``type`` but has header members is a damaged header, not an event.
 
     dsh reads line 1 as the header whatever it holds; only an input whose first row
@@ -150,7 +161,7 @@ class SessionLog:
         self.decision: HeaderDecision | None = None
         #: extra system-prompt plugin package names for the v3->v4 edge (README: migrate)
         self.system_prompt_plugins: tuple[str, ...] = tuple(system_prompt_plugins)
-        self._mig_header: dict | None = None
+        self._mig_header: dict[str, Any] | None = None
         fh, path, size = (stream, target, None) if stream is not None else open_binary(target)
         self.path = path
         self._fh: IO[bytes] = fh
@@ -160,7 +171,7 @@ class SessionLog:
         if container == "json-document" or (target == "-" and container in (Container.ARRAY,)):
             container = self._sniff_document(head) if container == "json-document" else container
         self.info = SourceInfo(path=path, container=container, size_on_disk=size)
-        self.header: dict | None = None
+        self.header: dict[str, Any] | None = None
         self.header_raw: bytes | None = None
         self.header_loc: Location | None = None
         self._body: Iterator[Record]
@@ -182,6 +193,8 @@ class SessionLog:
                 if key == "logs":
                     return Container.BEHAVIOR_JSON
         except JsonError as exc:
+            if exc.kind == "depth":
+                raise _too_deep(exc, "JSON document", self.path, None) from None
             raise CorruptLog(f"invalid JSON document: {exc.detail}", path=self.path) from None
         finally:
             fh.seek(0)
@@ -196,7 +209,7 @@ class SessionLog:
         shutil.copyfileobj(fh, spool, 1 << 20)
         spool.seek(0)
         self._spool = spool
-        self._fh = io.BufferedReader(spool, 1 << 20)  # type: ignore[arg-type]
+        self._fh = io.BufferedReader(spool, 1 << 20)
         return self._fh
 
     def _open_body(self, head: bytes, format_version: int | None) -> None:
@@ -211,7 +224,7 @@ class SessionLog:
             if isinstance(obj, dict) and (obj.get("type") == "session" or _damaged_header(obj)):
                 self.header, self.header_raw, self.header_loc = obj, first.raw, first.loc()
                 self._body = lines
-                if c == Container.JSONL and first.raw is not None and first.offset is not None:
+                if c == Container.JSONL and first.raw is not None and first.line is not None and first.offset is not None:
                     self._plain = (lines, first.line + 1, first.offset + len(first.raw) + 1)
             elif isinstance(obj, dict) and (obj.get("type") == "session_event" or ("method" in obj and "params" in obj)):
                 # a wrapped stream inside a zstd container
@@ -266,6 +279,8 @@ class SessionLog:
         try:
             logs = list(iter_array(fh.read, ("logs",)))
         except JsonError as exc:
+            if exc.kind == "depth":
+                raise _too_deep(exc, "JSON document", self.path, None) from None
             raise CorruptLog(f"invalid JSON document: {exc.detail}", path=self.path) from None
         if not logs:
             raise UsageError("behavior document holds no logs", path=self.path)
@@ -318,6 +333,8 @@ class SessionLog:
             if sid != wanted:
                 continue
             yield Record(None, ev, rec.line, rec.offset, rec.frame)
+        if self.select is not None and self.select not in seen:
+            raise UsageError(f"--select {self.select!r} names no session of this stream (sessions: {', '.join(seen) or 'none'})", path=self.path)
 
     @staticmethod
     def _demux(sid: str, ev: Any, streams: dict[str, list[int]]) -> str:
@@ -395,7 +412,7 @@ class SessionLog:
 
     def _take(self) -> Iterator[Record]:
         if self._consumed:
-            raise RuntimeError("a SessionLog body can be read once; open it again")
+            raise InternalError("a SessionLog body can be read once; open it again")
         self._consumed = True
         return self._body
 
@@ -415,9 +432,8 @@ class SessionLog:
         if plain is not None:
             yield from self._plain_rows(plain[1], plain[2])
         t = self.info.torn
-        if t is not None and t.length:
-            where = f"frame {t.frame}" if t.frame is not None else f"byte {t.offset}"
-            self.notes.add(Problem("torn-tail", f"torn tail ignored: {t.length} bytes after the last complete line ({where})", Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
+        if t is not None and (t.length or t.frame is not None):
+            self.notes.add(Problem("torn-tail", torn_text(t, self.info.size_on_disk), Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
         dec = self.decoder
         if dec.recoverable:
             if dec.issue is not None:
@@ -431,7 +447,7 @@ class SessionLog:
             seed = h.get("seedLength") if self.version <= 1 and self.header is not None else None
             dec.finish(seeded=seeded, seed_length=safe_int(seed) if is_count(seed) else None)
 
-    def _plain_rows(self, line_no: int, offset: int) -> Iterator[tuple[list[dict], Any, bytes | None, Location]]:
+    def _plain_rows(self, line_no: int, offset: int) -> Iterator[tuple[list[dict[str, Any]], Any, bytes | None, Location]]:
         """The rest of a plain JSONL body, read from the file directly.
 
         What :func:`~dshlog.read.container.iter_lines` and the loop above do, fused: every
@@ -440,9 +456,11 @@ class SessionLog:
         """
         decode = self.decoder.decode
         make_loc = _make_loc
-        for line in self._fh:
+        for line in bounded_lines(self._fh):
             n = len(line)
             if line[-1:] != b"\n":
+                if n > LINE_LIMIT.max_bytes:
+                    raise LINE_LIMIT.refusal(self.path, line_no, offset, n)
                 self.info.torn = Torn(offset=offset, length=n, data=line[: 1 << 20])
                 offset += n
                 break
@@ -464,6 +482,8 @@ class SessionLog:
         try:
             return loads(raw)
         except JsonError as exc:
+            if exc.kind == "depth":  # strict or not: a limit, not a damaged row to skip or truncate
+                raise _too_deep(exc, "committed event", self.path, loc) from None
             msg = _refusal(exc, "committed event", loc)
             if exc.kind != "utf-8":
                 msg = "corrupt session log: " + msg
@@ -497,7 +517,7 @@ class SessionLog:
         for events, _obj, _raw, _loc in self._rows(runs=self.version <= 1):
             yield from events
 
-    def v4(self, *, child_facts: list[dict] | None = None, runs: bool = True, allow_unknown: bool = False) -> "V4View":
+    def v4(self, *, child_facts: list[dict[str, Any]] | None = None, runs: bool = True, allow_unknown: bool = False) -> V4View:
         """The v4 view: what dsh holds after opening the log (older logs migrated in memory).
 
         Nothing is read until the view is iterated; its :attr:`V4View.header` needs
@@ -525,13 +545,14 @@ class SessionLog:
 
     @property
     def session_id(self) -> str | None:
-        if self.header is not None and isinstance(self.header.get("id"), str):
-            return self.header["id"]
+        sid = self.header.get("id") if self.header is not None else None
+        if isinstance(sid, str):
+            return sid
         if self.info.wrapped_sessions:
             return self.info.wrapped_sessions[0]
         return None
 
-    def _migration_header(self) -> dict:
+    def _migration_header(self) -> dict[str, Any]:
         """The stored header as the migration chain receives it (completed for snapshot fixtures)."""
         if self._mig_header is None and self.strict and self.decision is not None:
             self._mig_header = self.header  # admitted as it is: dsh completes nothing
@@ -555,7 +576,7 @@ class SessionLog:
             )
         return self._snapshot
 
-    def _complete_snapshot_header(self, header: dict) -> dict:
+    def _complete_snapshot_header(self, header: dict[str, Any]) -> dict[str, Any]:
         """Fill header keys a snapshot fixture left out, so its body can still be migrated (with notes)."""
         missing: dict[str, Any] = {}
         if "version" not in header:
@@ -580,6 +601,7 @@ class SessionLog:
         """Whether the body is a projection, before it is read (peeks at the first row)."""
         if self._consumed:
             return False
+        first: Record | None
         if self._pushback:
             first = self._pushback[0]  # peeked before
         else:
@@ -587,7 +609,8 @@ class SessionLog:
             if first is None:
                 self._plain = None  # the line generator has ended (and recorded any torn tail)
                 return False
-            if self._plain is not None and self._body is self._plain[0] and first.raw is not None:
+            if self._plain is not None and self._body is self._plain[0] and first.raw is not None \
+                    and first.line is not None and first.offset is not None:
                 self._pushback.append(first)
                 self._plain = (self._plain[0], first.line + 1, first.offset + len(first.raw) + 1)
             else:
@@ -604,7 +627,7 @@ class SessionLog:
             return "seq0" not in obj and "time0" not in obj
         return "seq" not in obj and "time" not in obj
 
-    def _synthetic_header(self) -> dict:
+    def _synthetic_header(self) -> dict[str, Any]:
         sid = self.session_id or "unknown"
         h: dict[str, Any] = {"type": "session", "version": self.version, "id": sid, "createdAt": 0}
         if self.version >= 2:
@@ -612,7 +635,7 @@ class SessionLog:
         h["delegationDepth"] = 0
         return h
 
-    def _discover_children(self) -> list[dict]:
+    def _discover_children(self) -> list[dict[str, Any]]:
         """Child facts for v3->v4 catalog completion (FORMAT.md 4.5.7), or [] with a note."""
         if self.version >= CURRENT_VERSION:
             return []
@@ -630,7 +653,7 @@ class SessionLog:
             if self._spool is not None:
                 self._spool.close()
 
-    def __enter__(self) -> "SessionLog":
+    def __enter__(self) -> SessionLog:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -647,7 +670,7 @@ def _chain_first(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
     yield from rest
 
 
-def _open_header(path: Path) -> dict | None:
+def _open_header(path: Path) -> dict[str, Any] | None:
     try:
         with SessionLog(str(path), strict=False) as s:
             return s.header
@@ -662,11 +685,11 @@ def _open_header(path: Path) -> dict | None:
 _RESTORE_PASS = {"unsupported": 0, "retired": 0, "envelope": 0, "seq-gap": 0, "message": 0, "stream": 0, "cut": 1}
 
 
-def _restore_rank(problem: Any) -> int:
+def _restore_rank(problem: Problem) -> int:
     return _RESTORE_PASS.get(problem.code, 2)
 
 
-def _restore_unsupported(problem: Any) -> bool:
+def _restore_unsupported(problem: Problem) -> bool:
     """Whether dsh throws this restore refusal as ``SessionFormatUnsupportedMigrationError``."""
     return problem.code == "unsupported" or problem.message.startswith("format v4 rejects retired event type")
 
@@ -688,14 +711,14 @@ class V4View:
     which does) whether dsh would refuse the log: dsh's refusal then wins.
     """
 
-    def __init__(self, log: SessionLog, child_facts: list[dict] | None, runs: bool = True, *, allow_unknown: bool = False) -> None:
+    def __init__(self, log: SessionLog, child_facts: list[dict[str, Any]] | None, runs: bool = True, *, allow_unknown: bool = False) -> None:
         self._log = log
         self._allow_unknown = allow_unknown
         self._child_facts = child_facts
         self._runs = runs
-        self._header: dict | None = None
+        self._header: dict[str, Any] | None = None
         self._migrated: MigratedEvents | None = None
-        self._gen: Iterator[tuple[dict, bytes | None]] | None = None
+        self._gen: Iterator[tuple[dict[str, Any], bytes | None]] | None = None
         self.inherited_cut: int | None = None
         #: dsh's view: recoverable rows and the v4 restore (a strict log)
         self.dsh = log.strict
@@ -703,7 +726,7 @@ class V4View:
             log.decoder.recoverable = True
 
     @property
-    def header(self) -> dict | None:
+    def header(self) -> dict[str, Any] | None:
         """The v4 physical header (``None`` for an input without one); reads no body."""
         log = self._log
         if self._header is None and log.header is not None:
@@ -715,10 +738,10 @@ class V4View:
                 try:
                     self._header = header_only(log._migration_header(), projection=log.snapshot)
                 except DshlogError as exc:
-                    raise exc.with_context(path=log.path, loc=log.header_loc)
+                    raise exc.with_context(path=log.path, loc=log.header_loc)  # noqa: B904 - the error itself, located
         return self._header
 
-    def _source(self) -> Iterator[tuple[dict, bytes | None]]:
+    def _source(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
         """(v4 event, its stored line when the line is exactly the event)."""
         log = self._log
         if log.version == CURRENT_VERSION:
@@ -735,10 +758,10 @@ class V4View:
             for ev in events:
                 yield ev, None
         except DshlogError as exc:
-            raise exc.with_context(path=log.path)
+            raise exc.with_context(path=log.path)  # noqa: B904 - the error itself, located
         self.inherited_cut = events.inherited_cut
 
-    def _restored(self) -> Iterator[tuple[dict, bytes | None]]:
+    def _restored(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
         """The source, with dsh's v4 restore over it (dsh's view only)."""
         pairs = self._source()
         if not self.dsh:
@@ -756,7 +779,7 @@ class V4View:
         if first is not None:
             raise self._refusal(first)
 
-    def _first(self, first: Any, problems: list) -> Any:
+    def _first(self, first: Any, problems: list[Any]) -> Any:
         for p in problems:
             if p.severity != "error" or (self._allow_unknown and p.code == "unsupported"):
                 continue
@@ -775,15 +798,15 @@ class V4View:
             return MigrationRefused(transformed_artifact_refusal(log.version, CURRENT_VERSION, problem.message), path=log.path, seq=seq)
         return CorruptLog(problem.message, path=log.path, seq=seq)
 
-    def _stream(self) -> Iterator[tuple[dict, bytes | None]]:
+    def _stream(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
         if self._gen is None:
             self._gen = self._restored()
         return self._gen
 
-    def __iter__(self) -> Iterator[dict]:
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         return (ev for ev, _raw in self._stream())
 
-    def records(self) -> Iterator[tuple[dict, bytes | None]]:
+    def records(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
         """(v4 event, original line bytes or ``None``): untouched v4 lines keep their exact bytes."""
         return self._stream()
 
@@ -792,7 +815,7 @@ class V4View:
         for _ in self._stream():
             pass
 
-    def __enter__(self) -> "V4View":
+    def __enter__(self) -> V4View:
         return self
 
     def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
@@ -817,7 +840,7 @@ class _ChildView:
         self.path = path
         self.inherited_cut: int | None = None
 
-    def __iter__(self) -> Iterator[dict]:
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         with SessionLog(str(self.path), strict=False) as s:
             events = s.v4(child_facts=[])
             yield from events

@@ -13,11 +13,12 @@ become paths except through :func:`encode_segment`.
 
 from __future__ import annotations
 
+import io
 import os
-import time as _time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import Any, cast
+from collections.abc import Iterable, Iterator
 
 from ..errors import DshlogError, IOFailure, UsageError
 from ..model.content import TRANSCRIPT, content_text
@@ -39,17 +40,17 @@ from .container import SourceInfo, iter_lines, iter_zstd_lines, select_generatio
 # ----------------------------------------------------------------------------- naming
 
 
-def default_root() -> Path:
-    """``$DSH_HOME/sessions`` (``~/.dsh/sessions`` when ``DSH_HOME`` is unset or empty)."""
-    return layout.default_root(os.environ.get("DSH_HOME"), Path.home())
+def default_root(dsh_home: str | None, home: Path) -> Path:
+    """``$DSH_HOME/sessions`` (``~/.dsh/sessions`` when ``DSH_HOME`` is unset or empty), from values the caller read."""
+    return layout.default_root(dsh_home, home)
 
 
 # ----------------------------------------------------------------------------- raw reading
 
 
-def _open_raw(path: Path) -> IO[bytes]:
+def _open_raw(path: Path) -> io.BufferedReader:
     try:
-        return open(path, "rb", buffering=1 << 20)
+        return cast(io.BufferedReader, open(path, "rb", buffering=1 << 20))  # "rb" with a buffer: buffered
     except OSError as exc:
         raise IOFailure(f"cannot open: {exc.strerror}", path=str(path)) from None
 
@@ -65,7 +66,7 @@ def raw_lines(path: Path) -> Iterator[bytes]:
                 yield rec.raw
 
 
-def read_header(path: Path) -> dict | None:
+def read_header(path: Path) -> dict[str, Any] | None:
     """The physical header of a generation, reading only its first line (zstd: its first frame)."""
     with _open_raw(path) as fh:
         lines = iter_zstd_lines(fh, SourceInfo(path=str(path), container="jsonl.zstd"), parallel=False) \
@@ -91,17 +92,17 @@ class SessionEntry:
     project: str
     path: Path | None = None  # selected generation
     id: str | None = None
-    header: dict | None = None
+    header: dict[str, Any] | None = None
     size: int | None = None
     mtime_ms: int | None = None
     error: str | None = None
     scanned: bool = False
     title: str | None = None
+    prompt: str | None = None  # the first thing the user wrote: what a session without a title is about
     turns: int = 0
     events: int = 0
     last_time: int | None = None  # time of the last event (0/None in projections)
     children: list[str] = field(default_factory=list)
-    first_prompt: str | None = None  # the user's first words, for a listing of untitled sessions
 
     @property
     def version(self) -> int | None:
@@ -124,13 +125,18 @@ class SessionEntry:
         return o if isinstance(o, str) else None
 
     @property
+    def display_title(self) -> str | None:
+        """The title, or, for a session without ``session/title``, its first user prompt."""
+        return self.title or self.prompt
+
+    @property
     def last_activity(self) -> int | None:
         """Epoch ms of the last event, or the file's mtime when events carry no time."""
         if self.last_time:
             return self.last_time
         return self.mtime_ms
 
-    def scan(self) -> "SessionEntry":
+    def scan(self) -> SessionEntry:
         """One cheap pass: turns, event count, title and last event time (parses few lines)."""
         if self.scanned or self.path is None:
             return self
@@ -146,8 +152,8 @@ class SessionEntry:
                         continue  # the header
                 self.events += 1
                 last = raw
-                if self.first_prompt is None and b'"user/message"' in raw:
-                    self.first_prompt = _prompt(_loads(raw))
+                if self.prompt is None and b'"user/message"' in raw:
+                    self.prompt = _prompt(_loads(raw))
                 if b"turn/start" in raw or b"session/title" in raw:
                     obj = _loads(raw)
                     t = obj.get("type") if isinstance(obj, dict) else None
@@ -173,6 +179,7 @@ class SessionEntry:
             "shape": 1,
             "id": self.id,
             "title": self.title,
+            "prompt": self.prompt,
             "cwd": self.cwd,
             "project": self.project,
             "dir": str(self.dir),
@@ -280,9 +287,9 @@ def _session_dirs(root: Path, project: str | None = None) -> Iterator[tuple[Path
                 yield pdir, sdir
 
 
-def list_sessions(root: Path | str | None = None, *, project: str | None = None, scan: bool = True) -> list[SessionEntry]:
+def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = True) -> list[SessionEntry]:
     """Every session of a root (or of one project directory), with parent/child links filled in."""
-    root = Path(root) if root is not None else default_root()
+    root = Path(root)
     if not root.is_dir():
         raise IOFailure("no such session root (set DSH_HOME or pass ROOT)", path=str(root))
     entries = [_entry(p, s, header=True) for p, s in _session_dirs(root, project)]
@@ -306,13 +313,13 @@ def list_sessions(root: Path | str | None = None, *, project: str | None = None,
 # ----------------------------------------------------------------------------- filters
 
 
-def parse_since(text: str, *, now: float | None = None) -> int:
-    """``--since`` as epoch ms: a duration back from now (``3d``, ``12h``) or a date/time (``2026-11-01``).
+def parse_since(text: str, *, now: float) -> int:
+    """``--since`` as epoch ms: a duration back from ``now`` (epoch seconds; ``3d``, ``12h``) or a date/time
+    (``2026-11-01``).
 
     The grammar is :func:`dshlog.model.period.parse_when`'s (without its words), in local time.
     """
-    now_ms = int((_time.time() if now is None else now) * 1000)
-    return parse_when(text, now_ms=now_ms, tz=None, words=False)
+    return parse_when(text, now_ms=int(now * 1000), tz=None, words=False)
 
 
 # ----------------------------------------------------------------------------- resolution
@@ -332,6 +339,8 @@ def _looks_like_path(arg: str) -> bool:
 
 
 def _by_id(arg: str, root: Path) -> Resolved:
+    if not arg.strip():
+        raise UsageError("an empty session id names no session")
     exact: list[tuple[str, Path]] = []
     prefix: list[tuple[str, Path]] = []
     if root.is_dir():
@@ -369,21 +378,25 @@ def most_recent(root: Path, cwd: str) -> SessionEntry | None:
     return max(entries, key=lambda e: (e.last_activity or 0, e.mtime_ms or 0, e.id or ""))
 
 
-def resolve_session(arg: str | None, *, root: Path | str | None = None, cwd: str | None = None) -> Resolved:
-    """A command's FILE argument: a path as is, else a session id / id prefix, else the current session."""
+def resolve_session(arg: str | None, *, root: Path | str, cwd: str | None = None) -> Resolved:
+    """A command's FILE argument: a path as is, else a session id / id prefix, else the current session
+    (the most recent of ``cwd``'s project under ``root``; both are the caller's)."""
     if arg is not None:
+        if arg == "":  # not a path, and as an id prefix it would match every session
+            raise UsageError("an empty FILE names no file and no session (give a path, an id, or nothing for the current session)")
         if arg == "-" or os.path.lexists(arg) or _looks_like_path(arg):
             return Resolved(arg)
-        return _by_id(arg, Path(root) if root is not None else default_root())
-    root_p = Path(root) if root is not None else default_root()
-    cwd = cwd if cwd is not None else os.getcwd()
+        return _by_id(arg, Path(root))
+    root_p = Path(root)
+    if cwd is None:
+        raise UsageError("no FILE given, and no current directory to find its session")
     e = most_recent(root_p, cwd)
     if e is None:
         raise UsageError(f"no FILE given and no session of this directory under {root_p / project_key(cwd)}")
     return Resolved(str(e.path), e.id, True)
 
 
-def resolve_target(arg: str | None, *, root: Path | str | None = None, cwd: str | None = None) -> str:
+def resolve_target(arg: str | None, *, root: Path | str, cwd: str | None = None) -> str:
     """Path to open for a command argument (see :func:`resolve_session`)."""
     return resolve_session(arg, root=root, cwd=cwd).path
 

@@ -21,7 +21,7 @@ import errno
 import os
 import secrets
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import IOFailure, Refused
 from ..protocol.layout import is_migration_staging_name, is_staging_name, staging_affixes
@@ -29,7 +29,7 @@ from ..protocol.layout import is_migration_staging_name, is_staging_name, stagin
 try:  # POSIX only
     import fcntl
 except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # off POSIX the module is None, tested before use
 
 
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -152,7 +152,7 @@ class StagedFile:
         except OSError:
             pass  # leftover; cleanup_leftovers() will find it by name
 
-    def __enter__(self) -> "StagedFile":
+    def __enter__(self) -> StagedFile:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:

@@ -26,7 +26,7 @@ import stat
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..errors import IOFailure, LockHeld, Refused, UsageError
 from ..protocol.layout import LOCK_FILENAME, decode_segment
@@ -35,7 +35,7 @@ from ..protocol.texts import already_owned
 try:  # POSIX only; dsh itself uses a kernel semaphore on Windows.
     import fcntl
 except ImportError:  # pragma: no cover - exercised only on Windows
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # off POSIX the module is None, tested before use
 
 _ATTEMPTS = 3
 
@@ -70,7 +70,7 @@ class SessionLock:
         if fd is not None:
             os.close(fd)
 
-    def __enter__(self) -> "SessionLock":
+    def __enter__(self) -> SessionLock:
         return self
 
     def __exit__(self, *exc: object) -> None:

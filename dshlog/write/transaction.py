@@ -34,7 +34,8 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
+from collections.abc import Callable
 
 from ..errors import DshlogError, IOFailure, Refused
 from ..protocol.layout import LOCK_FILENAME, is_staging_name, parse_generation
@@ -75,19 +76,19 @@ class Ownership:
     mode: int
 
     @classmethod
-    def like(cls, st: os.stat_result) -> "Ownership":
+    def like(cls, st: os.stat_result) -> Ownership:
         """The owner, group and mode of an existing file (the source, or the log replaced)."""
         return cls(st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode))
 
     @classmethod
-    def of(cls, path: Path | str) -> "Ownership":
+    def of(cls, path: Path | str) -> Ownership:
         try:
             return cls.like(os.stat(path))
         except OSError as exc:
             raise io_failure(exc, path, "stat the source") from exc
 
     @classmethod
-    def shared(cls) -> "Ownership":
+    def shared(cls) -> Ownership:
         """A file to share (an export): the runner's, with the usual ``0666 & ~umask`` mode."""
         umask = os.umask(0o22)
         os.umask(umask)
@@ -214,7 +215,7 @@ class Publication:
 
     # ------------------------------------------------------------------ steps
 
-    def __enter__(self) -> "Publication":
+    def __enter__(self) -> Publication:
         try:
             self._open()
         except BaseException:
@@ -324,6 +325,9 @@ class Publication:
             try:
                 verify(staged.path)
             except DshlogError as exc:
+                # a source that changed meanwhile explains the refusal: say so, naming the source (exit 5),
+                # not what the read-back of the staged file happened to trip over
+                self.check_source()
                 if exc.path == str(staged.path):
                     exc.path = str(self.final)  # the staged name is gone with the refusal; name what was not published
                 raise

@@ -19,7 +19,8 @@ import hashlib
 import os
 import pickle
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
+from collections.abc import Callable
 
 from .. import forked as _forked
 from ..check.validate import Validator
@@ -35,7 +36,7 @@ FORK_MIN_BYTES = 1 << 20
 class EventCheck(Protocol):
     """A writer's own condition on its output, checked along the read-back (e.g. repair: balanced)."""
 
-    def feed(self, event: dict) -> None: ...
+    def feed(self, event: dict[str, Any]) -> None: ...
 
     def finish(self) -> None:
         """Raise :class:`Refused` when the output does not meet the condition."""
@@ -43,7 +44,7 @@ class EventCheck(Protocol):
 
 def check_rules(
     log: Any,
-    header: dict | None,
+    header: dict[str, Any] | None,
     snapshot: bool,
     path: str,
     subject: str,
@@ -88,7 +89,7 @@ class ReadBack:
     def __init__(
         self,
         staged: Path,
-        header: dict | None,
+        header: dict[str, Any] | None,
         *,
         compressed: bool,
         snapshot: bool,
@@ -142,8 +143,9 @@ class ReadBack:
             if self.compressed:
                 info = SourceInfo(path=str(path), container="jsonl.zstd")
                 for rec in iter_zstd_lines(fh, info):
-                    h.update(rec.raw + b"\n")
-                    n_bytes += len(rec.raw) + 1
+                    raw: bytes = rec.raw  # type: ignore[assignment]  # a line record always holds its bytes
+                    h.update(raw + b"\n")
+                    n_bytes += len(raw) + 1
                 torn = info.torn is not None
             else:
                 # the plaintext is the file: hash it in blocks (a third of the time of a line walk)
@@ -162,7 +164,7 @@ class ReadBack:
         if self._reader is not None:
             self._reader.close()
 
-    def __enter__(self) -> "ReadBack":
+    def __enter__(self) -> ReadBack:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -181,7 +183,7 @@ class _ForkedReadBack:
     """
 
     def __init__(
-        self, path: str, header: dict | None, snapshot: bool, subject: str, extra: Callable[[], EventCheck] | None
+        self, path: str, header: dict[str, Any] | None, snapshot: bool, subject: str, extra: Callable[[], EventCheck] | None
     ) -> None:
         data_r, self._data_w = os.pipe()
         self._result_r, result_w = os.pipe()
@@ -204,7 +206,7 @@ class _ForkedReadBack:
         data_r: int,
         result_w: int,
         path: str,
-        header: dict | None,
+        header: dict[str, Any] | None,
         snapshot: bool,
         subject: str,
         extra: Callable[[], EventCheck] | None,
@@ -212,7 +214,7 @@ class _ForkedReadBack:
         def work() -> None:
             try:
                 with open(data_r, "rb", buffering=1 << 20) as stream, SessionLog(path, stream=stream) as check:
-                    verdict: tuple = ("ok", check_rules(check, header, snapshot, path, subject, extra))
+                    verdict: tuple[Any, ...] = ("ok", check_rules(check, header, snapshot, path, subject, extra))
             except BaseException as exc:  # noqa: BLE001 - handed to the parent, raised there
                 verdict = ("error", _forked.pack_error(exc))
             with open(result_w, "wb") as out:

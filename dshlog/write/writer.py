@@ -12,7 +12,8 @@ original bytes, so untouched events pass through byte for byte.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .atomic import StagedFile
 from ..protocol.jsjson import dumps
@@ -55,7 +56,12 @@ class LogWriter:
         self.events = 0
         self._cobj: Any = None
 
-    def header(self, header: dict | bytes) -> None:
+    def write_raw_prefix(self, data: bytes) -> None:
+        """Bytes copied verbatim from an existing file (already encoded for this container)."""
+        self._flush()
+        self._staged.write(data)
+
+    def header(self, header: dict[str, Any] | bytes) -> None:
         line = (header if isinstance(header, bytes) else dumps(header)) + b"\n"
         self._flush()  # the digest follows the write order
         self._account(line)
@@ -66,7 +72,7 @@ class LogWriter:
         else:
             self._staged.write(line)
 
-    def event(self, ev: dict, raw: bytes | None = None) -> None:
+    def event(self, ev: dict[str, Any], raw: bytes | None = None) -> None:
         if self._projection:
             ev = {k: v for k, v in ev.items() if k not in ("seq", "time")}
             raw = None

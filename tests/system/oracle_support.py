@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import queue
 import re
 import shutil
@@ -48,7 +47,8 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
@@ -406,9 +406,9 @@ def _body_damage(header: dict, rows: list[dict]) -> Iterator[tuple[str, list[dic
     unknown = {"type": "x-oracle-test/unknown", **envelope, "data": {}}
     yield "unknown-type", rows + [unknown]
     yield "unknown-type-ignorable", rows + [{**unknown, "ignorable": True}]
-    yield "body-row-not-an-object", rows[: n // 2] + [[]] + rows[n // 2 :]  # type: ignore[list-item]
+    yield "body-row-not-an-object", rows[: n // 2] + [[]] + rows[n // 2 :]  # type: ignore[list-item]  # a row that is not an object is the point
     # damage after the last turn/end: a recovering reader may drop such a tail
-    yield "tail-row-not-an-object", rows + [[]]  # type: ignore[list-item]
+    yield "tail-row-not-an-object", rows + [[]]  # type: ignore[list-item]  # a row that is not an object is the point
     if not projected:
         yield "tail-seq-gap", rows + [{**unknown, "type": "turn/start", "seq": envelope["seq"] + 1, "data": {"turn": 99}}]
 
@@ -523,7 +523,7 @@ def _app_built_once() -> Iterator[None]:
     cmd = _BUILT.get(id(app))
     if cmd is None:
         cmd = _BUILT[id(app)] = typer.main.get_command(app)
-    cli.app = cmd  # type: ignore[assignment]
+    cli.app = cmd  # type: ignore[assignment]  # the built command stands in for the app while the run lasts
     try:
         yield
     finally:
@@ -540,16 +540,12 @@ def run_dshlog(argv: list[str]) -> Run:
     sys.stdout, sys.stderr = out, err
     try:
         with _app_built_once():
-            try:
-                main(list(argv))
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            code = int(main(list(argv)))
     finally:
         sys.stdout, sys.stderr = saved
     out.flush()
     err.flush()
-    return Run(code, out.buffer.getvalue(), err.buffer.getvalue().decode("utf-8", "replace"))  # type: ignore[attr-defined]
+    return Run(code, out.buffer.getvalue(), err.buffer.getvalue().decode("utf-8", "replace"))  # type: ignore[attr-defined]  # the captured streams wrap a BytesIO
 
 
 # ----------------------------------------------------------------------------- verdicts

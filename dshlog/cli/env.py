@@ -1,0 +1,145 @@
+"""The process around a command, read once: streams, terminals, colour, width, home, cwd, clock.
+
+:func:`dshlog.cli.app.main` builds one :class:`Env` (``Env.from_process()`` unless the
+caller passes its own) and every command reads the process state from it, and only
+from it.  Nothing below the CLI looks at ``os.environ``, ``isatty()``, the cwd or the
+clock: the core gets these as arguments.  So a test runs the real command line with
+a made-up terminal, home and clock (:meth:`Env.for_test`), the way HTTPie's
+``MockEnvironment`` does, instead of patching module globals.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+from ..output.screen import Screen
+
+__all__ = ["Colour", "Env", "colour_policy"]
+
+#: ``always`` (FORCE_COLOR), ``never`` (NO_COLOR, FORCE_COLOR=0), ``auto``: colour on a terminal only.
+Colour = Literal["auto", "always", "never"]
+
+
+def colour_policy(environ: Mapping[str, str]) -> Colour:
+    """The colour policy of an environment: NO_COLOR wins, FORCE_COLOR=0/false means never (as Node reads it)."""
+    if environ.get("NO_COLOR"):
+        return "never"
+    force = environ.get("FORCE_COLOR")
+    if force is None or force == "":
+        return "auto"
+    return "never" if force.strip().lower() in ("0", "false", "no", "off") else "always"
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(getattr(stream, "isatty", lambda: False)())
+    except (ValueError, OSError):  # a closed stream is no terminal
+        return False
+
+
+def _binary(stream: object) -> BinaryIO:
+    buf = getattr(stream, "buffer", None)
+    return buf if buf is not None else stream  # type: ignore[return-value]  # a binary stream already
+
+
+@dataclass
+class Env:
+    """Everything a command may know about the process it runs in."""
+
+    stdin: BinaryIO
+    stdout: BinaryIO
+    stderr: BinaryIO
+    stdin_isatty: bool = False
+    stdout_isatty: bool = False
+    stderr_isatty: bool = False
+    colour: Colour = "auto"
+    #: columns of the terminal (``COLUMNS`` or the terminal's size); ``None`` when unknown
+    width: int | None = None
+    dsh_home: str | None = None
+    home: Path = field(default_factory=Path.home)
+    cwd: str = "/"
+    now: Callable[[], float] = time.time
+    #: forked helper processes where a second CPU pays (the library default is in-process)
+    parallel: bool = False
+    #: the pager command for ``show`` on a terminal (``PAGER``; empty means none)
+    pager: str = "less"
+    #: the environment handed to a child process (the pager)
+    environ: Mapping[str, str] = field(default_factory=dict)
+    #: the streams are this process's own descriptors (a closed stdout is then pointed at /dev/null)
+    process: bool = False
+
+    @classmethod
+    def from_process(cls) -> Env:
+        """The real process: ``sys`` streams, ``os.environ``, the cwd, the wall clock."""
+        environ = dict(os.environ)
+        try:
+            cwd = os.getcwd()
+        except OSError:  # the cwd was removed: a path argument still works
+            cwd = environ.get("PWD", "/")
+        tty = _isatty(sys.stdout)
+        width: int | None = None
+        if environ.get("COLUMNS", "").isdigit():
+            width = int(environ["COLUMNS"])
+        elif tty:
+            width = shutil.get_terminal_size((80, 24)).columns
+        return cls(
+            stdin=_binary(sys.stdin),
+            stdout=_binary(sys.stdout),
+            stderr=_binary(sys.stderr),
+            stdin_isatty=_isatty(sys.stdin),
+            stdout_isatty=tty,
+            stderr_isatty=_isatty(sys.stderr),
+            colour=colour_policy(environ),
+            width=width,
+            dsh_home=environ.get("DSH_HOME"),
+            home=Path.home(),
+            cwd=cwd,
+            now=time.time,
+            parallel=True,
+            pager=environ.get("PAGER", "less"),
+            environ=environ,
+            process=True,
+        )
+
+    @classmethod
+    def for_test(cls, *, stdin: bytes = b"", tty: bool = False, **over: object) -> Env:
+        """An environment of in-memory streams (``env.stdout.getvalue()``), a fixed clock, no terminal by default."""
+        base: dict[str, object] = {
+            "stdin": io.BytesIO(stdin),
+            "stdout": io.BytesIO(),
+            "stderr": io.BytesIO(),
+            "stdout_isatty": tty,
+            "stderr_isatty": tty,
+            "colour": "never",
+            "width": 100 if tty else None,
+            "home": Path("/nonexistent-home"),
+            "now": lambda: 1_800_000_000.0,
+            "pager": "",
+        }
+        base.update(over)
+        return cls(**base)  # type: ignore[arg-type]  # keys are the fields above
+
+    def colour_on(self, stderr: bool = False) -> bool:
+        """Whether text styled for ``stdout`` (or ``stderr``) carries colour."""
+        if self.colour != "auto":
+            return self.colour == "always"
+        return self.stderr_isatty if stderr else self.stdout_isatty
+
+    def screen(self, stderr: bool = False) -> Screen:
+        """What the renderers may know about ``stdout`` (or ``stderr``)."""
+        tty = self.stderr_isatty if stderr else self.stdout_isatty
+        return Screen(
+            stream=self.stderr if stderr else self.stdout,
+            terminal=tty or self.colour == "always",
+            tty=tty,
+            colour=self.colour_on(stderr),
+            width=self.width,
+        )

@@ -1,0 +1,343 @@
+"""The library's entry points: one call per thing a script wants, each returning a typed result.
+
+These are what ``import dshlog`` offers (see ``docs/python-api.md``).  Each one
+opens its input through :func:`open_session`, makes the core call the
+matching command makes, and returns a result of :mod:`dshlog.ops.results`
+whose ``as_dict()`` is the document the command prints with ``--json``.  They
+never print, never exit and read no environment: a root, a path or a stream is
+always passed in.  Every call is a :func:`~dshlog.errors.boundary`: only the
+errors of :mod:`dshlog.errors` leave it (a bug is an
+:class:`~dshlog.errors.InternalError`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Literal, cast
+
+from ..check.surface import fold
+from ..errors import UsageError, boundary
+from ..model.requests import iter_requests
+from ..model.requests import rebuild as rebuild_from
+from ..model.stats import session_stats as stats_of
+from ..model.stats import total_stats
+from ..model.summary import summarize
+from ..model.transcript import SessionHead, session_facts
+from ..output.export import FORMATS
+from ..output.export import export as render_export
+from ..protocol.events import Event
+from ..read.session import EventRecord, SessionLog
+from ..read.session import open_session as _open
+from ..read.store import SessionEntry, resolve_session
+from ..read.store import list_sessions as _list_sessions
+from . import export as _export
+from . import fork as _fork
+from . import migrate as _migrate
+from . import repair as _repair
+from . import sessions as _sessions
+from . import validate as _validate
+from .results import (
+    ExportResult,
+    ForkResult,
+    Migration,
+    MigrationOutcome,
+    RebuiltRequest,
+    RepairOutcome,
+    RequestRow,
+    RequestSeries,
+    SessionInfo,
+    SessionStats,
+    Stats,
+    SurfaceView,
+    Validation,
+    ValidationReport,
+)
+
+__all__ = [
+    "export_bytes",
+    "export_transcript",
+    "find_session",
+    "fork_session",
+    "grep_session",
+    "list_sessions",
+    "migrate_session",
+    "migrate_sessions",
+    "open_session",
+    "plan_repair",
+    "rebuild_request",
+    "repair_copy",
+    "repair_in_place",
+    "request_series",
+    "session_info",
+    "session_stats",
+    "stored_events",
+    "surface",
+    "v4_events",
+    "validate",
+]
+
+Target = str | os.PathLike[str]
+ExportFormat = Literal["md", "html", "json"]
+Children = Literal["auto", "none"]
+
+
+# ----------------------------------------------------------------------------- opening
+
+
+@boundary
+def open_session(
+    target: Target,
+    *,
+    strict: bool = True,
+    select: str | None = None,
+    format_version: int | None = None,
+    system_prompt_plugins: Iterable[str] = (),
+    stream: IO[bytes] | None = None,
+) -> SessionLog:
+    """Open a log: a generation file, a session directory, a JSON array or wrapped stream, or ``-``.
+
+    ``-`` reads standard input; ``stream`` reads an open binary stream instead
+    (``target`` then only names it in messages).  ``strict`` (the default)
+    decides as dsh does: a header dsh refuses is refused here, and the v4 view
+    ends with dsh's refusal; ``strict=False`` shows a damaged log as far as it
+    can be read, with ``log.notes``.  Use the log as a context manager; its body
+    can be read once (``log.stored()`` or ``log.v4()``).  ``select`` picks one
+    session of a multi-session input; ``format_version`` states the version of
+    a header-less input; ``system_prompt_plugins`` are package names the v3->v4
+    migration treats as dsh's system-prompt producer (a fork build's).
+    """
+    return _open(target, strict=strict, select=select, format_version=format_version,
+                 system_prompt_plugins=tuple(system_prompt_plugins), stream=stream)
+
+
+@boundary
+def find_session(session_id: str, *, root: Target) -> Path:
+    """The generation dsh reads for a session id (or unique id prefix) under a persistence root."""
+    resolved = resolve_session(session_id, root=Path(root))
+    return Path(resolved.path)
+
+
+@boundary
+def stored_events(target: Target, *, strict: bool = False, select: str | None = None,
+                  format_version: int | None = None) -> Iterator[EventRecord]:
+    """The events as stored (any version), each with its exact line bytes and location.
+
+    Not strict by default: the rows are shown as far as they can be read, as
+    ``dshlog events`` shows them.  The file is closed when the iterator ends.
+    """
+    with _open(target, strict=strict, select=select, format_version=format_version) as log:
+        yield from log.stored()
+
+
+@boundary
+def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None = None,
+              format_version: int | None = None, system_prompt_plugins: Iterable[str] = ()) -> Iterator[Event]:
+    """dsh's view of a log: v4 events (an older log migrated in memory), ending with dsh's decision.
+
+    When dsh would refuse the log, the error is raised after the last event (or
+    when the iterator is closed early), as dsh's read refuses a log as a whole.
+    """
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins)) as log:
+        with log.v4(allow_unknown=allow_unknown) as view:
+            for event in view:
+                yield cast(Event, event)
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+@boundary
+def session_info(target: Target, *, select: str | None = None, format_version: int | None = None) -> SessionInfo:
+    """``dshlog info``: header, container, sizes, counts by type, turns, tokens (the stored events)."""
+    with _open(target, strict=False, select=select, format_version=format_version) as log:
+        summary = summarize(log.stored_runs())
+        return SessionInfo.of(log, summary)
+
+
+@boundary
+def session_stats(*targets: Target, select: str | None = None, format_version: int | None = None) -> Stats:
+    """``dshlog stats``: per session and in total (turns, steps, calls, retries, tools, tokens, time)."""
+    sessions: list[SessionStats] = []
+    for target in targets:
+        with _open(target, strict=False, select=select, format_version=format_version) as log:
+            summary = summarize(log.stored_runs())
+            sessions.append(SessionStats(log.path, log.session_id, log.version, log.projection,
+                                         stats_of(summary, projection=log.projection)))
+    return Stats(tuple(sessions), total_stats(s.as_dict() for s in sessions))
+
+
+@boundary
+def validate(*targets: Target, select: str | None = None, format_version: int | None = None,
+             system_prompt_plugins: Iterable[str] = ()) -> Validation:
+    """``dshlog validate``: every problem of each input with its location; never raises for the log's own.
+
+    ``result.exit_code`` is the worst verdict (0 clean, 3 unsupported, 4 damaged, 6 unreadable).
+    """
+    plugins = tuple(system_prompt_plugins)
+    return Validation(tuple(
+        ValidationReport.of(_validate.validate_log(os.fspath(t), select=select, format_version=format_version,
+                                                   system_prompt_plugins=plugins))
+        for t in targets
+    ))
+
+
+@boundary
+def surface(target: Target, *, at: int | None = None, allow_unknown: bool = False, select: str | None = None,
+            format_version: int | None = None) -> SurfaceView:
+    """``dshlog surface``: the fold of the log (or of its prefix up to seq ``at``): nodes and derived messages."""
+    with _open(target, select=select, format_version=format_version) as log:
+        with log.v4(allow_unknown=allow_unknown) as view:
+            state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
+        if at is not None and state.next_seq <= at:
+            raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
+        return SurfaceView(tuple(state.node_info()), tuple(state.messages()), tuple(state.replacements), tuple(log.notes))
+
+
+@boundary
+def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False, select: str | None = None,
+                    format_version: int | None = None) -> RebuiltRequest:
+    """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
+    with _open(target, select=select, format_version=format_version) as log:
+        with log.v4(allow_unknown=allow_unknown) as view:
+            request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
+        return RebuiltRequest(number, request, tuple(log.notes))
+
+
+@boundary
+def request_series(target: Target, *, allow_unknown: bool = False, select: str | None = None,
+                   format_version: int | None = None) -> RequestSeries:
+    """``dshlog requests``: every request, whether it extends its predecessor byte for byte, and why not."""
+    with _open(target, select=select, format_version=format_version) as log:
+        with log.v4(allow_unknown=allow_unknown) as view:
+            rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
+                                                                 strict_unknown=not allow_unknown))
+        return RequestSeries(rows, tuple(log.notes))
+
+
+# ----------------------------------------------------------------------------- the store
+
+
+@boundary
+def list_sessions(root: Target, *, project: str | None = None, scan: bool = True) -> list[SessionEntry]:
+    """Every session of a persistence root (``$DSH_HOME/sessions``), with parent/child links.
+
+    ``project`` limits the listing to one project directory name (a project key).
+    ``entry.as_dict()`` is the object ``dshlog ls --json`` prints for it.
+    """
+    return _list_sessions(Path(root), project=project, scan=scan)
+
+
+@boundary
+def grep_session(path: Target, text: str) -> bool:
+    """Whether any user or assistant message of a generation contains ``text`` (case-insensitive)."""
+    return _sessions.grep_session(Path(path), text)
+
+
+# ----------------------------------------------------------------------------- writers
+
+
+@boundary
+def plan_repair(target: Target, *, select: str | None = None, format_version: int | None = None,
+                system_prompt_plugins: Iterable[str] = ()) -> RepairOutcome:
+    """``dshlog repair``: what is open at the tail and the closers dsh appends on resume; writes nothing."""
+    plan = _repair.plan_repair(os.fspath(target), select=select, format_version=format_version,
+                               system_prompt_plugins=tuple(system_prompt_plugins))
+    return RepairOutcome(plan)
+
+
+@boundary
+def repair_copy(target: Target, out: Target, *, select: str | None = None, format_version: int | None = None,
+                system_prompt_plugins: Iterable[str] = ()) -> RepairOutcome:
+    """``dshlog repair -o OUT``: a repaired v4 copy at ``out`` (never over an existing file)."""
+    return RepairOutcome.of(_repair.repair_copy(os.fspath(target), Path(out), select=select, format_version=format_version,
+                                                system_prompt_plugins=tuple(system_prompt_plugins)))
+
+
+@boundary
+def repair_in_place(path: Target) -> RepairOutcome:
+    """``dshlog repair --write``: the closers appended to the v4 log itself, under ``session.lock``."""
+    return RepairOutcome.of(_repair.repair_in_place(os.fspath(path)))
+
+
+@boundary
+def fork_session(target: Target, out: Target, *, at: int | None = None, turn: int | None = None,
+                 child_id: str | None = None, created_at: int | None = None, select: str | None = None,
+                 format_version: int | None = None, system_prompt_plugins: Iterable[str] = ()) -> ForkResult:
+    """``dshlog fork``: a child log at ``out`` (a file, or a directory) from the parent's prefix.
+
+    ``at`` is the last parent seq kept, ``turn`` cuts after that turn's end
+    (default: the whole log); ``child_id`` and ``created_at`` (epoch ms) default
+    to a fresh UUID and the current time.
+    """
+    if at is not None and turn is not None:
+        raise UsageError("choose either at (a seq) or turn")
+    # a trailing slash names a directory to create the child in: the name is passed on as given
+    return ForkResult.of(_fork.write_fork(os.fspath(target), os.fspath(out), at=at, turn=turn, child_id=child_id,
+                                          created_at=created_at, now_ms=time.time_ns() // 1_000_000, select=select, format_version=format_version,
+                                          system_prompt_plugins=tuple(system_prompt_plugins)))
+
+
+@boundary
+def migrate_session(source: Target, *, check: bool = False, dry_run: bool = False, children: Children = "auto",
+                    system_prompt_plugins: Iterable[str] = ()) -> MigrationOutcome:
+    """``dshlog migrate`` for one session file: publish its v4 successor beside it, as dsh does.
+
+    Never raises for the session's own problems: a failure is ``status ==
+    "failed"`` with ``error`` and ``exit_code``.  ``check`` only says whether
+    work is needed; ``dry_run`` migrates in memory and counts the events;
+    ``children="none"`` states that the session has no child sessions (needed
+    outside a dsh persistence root).
+    """
+    return MigrationOutcome.of(_migrate.migrate_session(Path(source), check=check, dry_run=dry_run, children=children,
+                                                        system_prompt_plugins=tuple(system_prompt_plugins)))
+
+
+@boundary
+def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = False, dry_run: bool = False,
+                     children: Children = "auto", system_prompt_plugins: Iterable[str] = ()) -> Migration:
+    """``dshlog migrate``: every session named or (``recursive``) found below ``paths``.
+
+    Each session is an outcome of its own; ``result.exit_code`` is the worst
+    failure, or, with ``check``, 10 when some session needs migrating.
+    """
+    plugins = tuple(system_prompt_plugins)
+    sources = list(_migrate.find_sessions([os.fspath(p) for p in paths], recursive=recursive))
+    outcomes = tuple(MigrationOutcome.of(_migrate.migrate_session(s, check=check, dry_run=dry_run, children=children,
+                                                                  system_prompt_plugins=plugins))
+                     for s in sources)
+    return Migration(outcomes, check=check)
+
+
+@boundary
+def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md", full: bool = False,
+                      redact: bool = False, select: str | None = None, format_version: int | None = None) -> ExportResult:
+    """``dshlog export -o OUT``: a transcript (Markdown, self-contained HTML, or JSON) published at ``out``."""
+    if format not in FORMATS:
+        raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
+    with _open(target, select=select, format_version=format_version) as log:
+        head = _head(log)
+        path, warnings = _export.export_to_file(log, head, format, os.fspath(out), full=full, redact=redact)
+    return ExportResult(str(path), format, tuple(warnings))
+
+
+@boundary
+def export_bytes(target: Target, *, format: ExportFormat = "md", full: bool = False, redact: bool = False,
+                 select: str | None = None, format_version: int | None = None) -> bytes:
+    """The transcript ``dshlog export`` prints, as bytes (after dsh's decision on the whole log)."""
+    if format not in FORMATS:
+        raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
+    parts: list[bytes] = []
+    with _open(target, select=select, format_version=format_version) as log:
+        head = _head(log)
+        with log.v4() as view:
+            render_export(view, head, format, parts.append, full=full, redact=redact)
+    return b"".join(parts)
+
+
+def _head(log: SessionLog) -> SessionHead:
+    """What an export starts with: the header facts, named by the file's base name (as the CLI does)."""
+    facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
+    return SessionHead(log.session_id, log.version, log.path, log.projection, facts)
