@@ -9,7 +9,7 @@ import typer
 
 from ..browse.app import BrowseApp
 from ..errors import UsageError
-from ..write.transaction import is_session_directory
+from ..read.store import is_session_directory
 from .app import command_app
 from .common import current, plugins, resolve, root as default_root
 

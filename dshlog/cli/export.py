@@ -14,7 +14,7 @@ from ..ops.export import export_store, export_to_file
 from ..output.export import FORMATS
 from ..output.export import export as write_export
 from ..write.target import STDOUT
-from ..write.transaction import is_session_directory
+from ..read.store import is_session_directory
 from .app import command_app
 from .common import (
     DeferredStdout,

@@ -45,6 +45,15 @@ def default_root(dsh_home: str | None, home: Path) -> Path:
     return layout.default_root(dsh_home, home)
 
 
+def is_session_directory(directory: Path) -> bool:
+    """Whether ``directory`` holds a session: its ``session.lock`` or a generation file."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    return any(n == layout.LOCK_FILENAME or parse_generation(n) is not None for n in names)
+
+
 # ----------------------------------------------------------------------------- raw reading
 
 
@@ -420,6 +429,7 @@ __all__ = [
     "Resolved",
     "SessionEntry",
     "decode_segment",
+    "is_session_directory",
     "default_root",
     "encode_segment",
     "list_sessions",

@@ -38,7 +38,8 @@ from typing import Literal
 from collections.abc import Callable
 
 from ..errors import DshlogError, IOFailure, Refused
-from ..protocol.layout import LOCK_FILENAME, is_staging_name, parse_generation
+from ..protocol.layout import is_staging_name, parse_generation
+from ..read.store import is_session_directory
 from . import atomic
 from .atomic import StagedFile, io_failure
 from .lock import SessionLock, acquire_session_lock, session_lock
@@ -97,15 +98,6 @@ class Ownership:
     @property
     def ids(self) -> tuple[int, int] | None:
         return (self.uid, self.gid) if self.uid is not None and self.gid is not None else None
-
-
-def is_session_directory(directory: Path) -> bool:
-    """Whether ``directory`` holds a session: its ``session.lock`` or a generation file."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return False
-    return any(n == LOCK_FILENAME or parse_generation(n) is not None for n in names)
 
 
 def output_lock(final: Path) -> Path | None:
