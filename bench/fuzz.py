@@ -209,13 +209,27 @@ def _dumps(obj: Any) -> bytes:
 _BAD = object()  # a line that does not parse
 
 
+def _too_deep(line: bytes, limit: int = 200) -> bool:
+    """Whether a line nests deeper than an encoder can write back (orjson stops at 255 levels)."""
+    depth = 0
+    for b in line.translate(None, b'"\\').replace(b"{", b"[").replace(b"}", b"]"):
+        if b == 0x5B:
+            depth += 1
+            if depth > limit:
+                return True
+        elif b == 0x5D:
+            depth -= 1
+    return False
+
+
 def _parsed(data: bytes) -> tuple[list[bytes], list[Any]]:
-    """The lines of a plaintext log and each one parsed (``_BAD`` when it does not parse)."""
+    """The lines of a plaintext log and each one parsed (``_BAD`` when it does not parse, or
+    nests too deep to be written back: a later mutator then keeps it as the bytes it is)."""
     ls = _lines(data)
     objs: list[Any] = []
     for line in ls:
         try:
-            objs.append(orjson.loads(line))
+            objs.append(_BAD if line.count(b"[") + line.count(b"{") > 200 and _too_deep(line) else orjson.loads(line))
         except orjson.JSONDecodeError:
             objs.append(_BAD)
     return ls, objs

@@ -53,6 +53,34 @@ def load_bench_script(name: str):
     return mod
 
 
+@pytest.fixture(scope="session")
+def long_session(tmp_path_factory):
+    """A generated v4 log of about 5,000 events (11 MB) and a turn at or after 37 with a failing tool.
+
+    Returns ``(path, turn number, tool name, the failing output's first line)``, the truth
+    taken from the raw events, for the tests that find that error as a person would.
+    """
+    import json as _json
+
+    gen = load_bench_script("generate")
+    out = tmp_path_factory.mktemp("long")
+    path = gen.generate(out, "11M", 4, zstd=False)["plain"]
+    turn = None
+    names: dict[str, str] = {}
+    for line in path.read_bytes().splitlines()[1:]:
+        ev = _json.loads(line)
+        data = ev.get("data") or {}
+        if ev["type"] == "turn/start":
+            turn = data.get("turn")
+        elif ev["type"] == "tool/call":
+            names[data.get("callId")] = data.get("name")
+        elif ev["type"] == "tool/result" and data.get("message", {}).get("isError") and turn is not None and turn >= 37:
+            msg = data["message"]
+            text = "".join(b.get("text", "") for b in msg.get("content", []) if isinstance(b, dict))
+            return path, turn, names.get(msg.get("toolCallId")), text.strip().split("\n")[0]
+    raise AssertionError("the generated log has no failing tool after turn 37")
+
+
 def jsonl(*rows: object) -> bytes:
     """Compact JSONL bytes, one row per line."""
     return b"".join(orjson.dumps(r) + b"\n" for r in rows)

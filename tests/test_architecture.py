@@ -33,6 +33,7 @@ LAYERS: tuple[str, ...] = (
     "dshlog.read",
     "dshlog.write",
     "dshlog.ops",
+    "dshlog.browse",
     "dshlog.cli",
     "dshlog.__main__",
 )

@@ -50,7 +50,7 @@ def test_shell_completion_completes_commands():
     assert out.stdout.split() == [b"surface"]
 
 
-HEAVY_MODULES = ("pydantic", "rich", "ijson", "zstandard", "hypothesis")
+HEAVY_MODULES = ("pydantic", "rich", "ijson", "zstandard", "hypothesis", "textual", "markdown_it", "pygments")
 
 
 @pytest.mark.parametrize("command", ["info", "validate", "events", "surface"])
@@ -73,6 +73,29 @@ def test_reading_commands_stay_light(command):
         "except SystemExit:\n"
         "    pass\n"
         f"print(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+
+
+@pytest.mark.parametrize("argv", [["export", "-f", "md"], ["export", "-f", "json"], ["show"], ["stats"], ["requests"]])
+def test_only_browse_imports_textual(argv):
+    """Textual is browse's alone and Markdown-to-HTML the HTML export's: no other command pays for them."""
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES
+
+    log = str(FIXTURES / "v4" / "loop" / "session.v4.jsonl")
+    probe = (
+        "import sys\n"
+        "from dshlog.cli import main\n"
+        f"sys.argv = ['dshlog', {argv[0]!r}, {log!r}, *{argv[1:]!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in ('textual', 'markdown_it', 'pygments', 'dshlog.browse') if m in sys.modules), file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr

@@ -30,7 +30,26 @@ from dshlog.ops.report import usage_report
 from dshlog.ops.search import search
 from dshlog.ops.stats import stats_many
 from dshlog.ops.validate import validate_many
+from dshlog.errors import CorruptLog
 from dshlog.protocol.jsjson import dumps
+
+def square(n):
+    return n * n
+
+def fail_on_7(n):
+    if n == 7:
+        raise CorruptLog("bad row", path=f"/x/{n}")
+    return n
+
+def order_and_errors(ex):
+    assert list(ex.map(square, range(100))) == [n * n for n in range(100)]
+    got = []
+    try:
+        for v in ex.map(fail_on_7, range(50)):
+            got.append(v)
+    except CorruptLog as exc:
+        return got == list(range(7)) and exc.path == "/x/7"
+    return False
 
 def outputs(files, ex):
     rep = usage_report(files, ["day", "session", "model"], tz=timezone.utc, zone="UTC", executor=ex)
@@ -48,7 +67,8 @@ if __name__ == "__main__":
         with distributed.Client(c) as client, DaskExecutor(client=client) as dask:
             jobs = dask.jobs
             on_dask = outputs(files, dask)
-    print(json.dumps({"jobs": jobs, "pool": pooled == serial, "dask": on_dask == serial,
+            ordered = order_and_errors(dask)
+    print(json.dumps({"jobs": jobs, "pool": pooled == serial, "dask": on_dask == serial, "ordered": ordered,
                       "ok": b'"status":"ok"' in serial, "hits": b'"match":"' in serial}))
 """
 
@@ -68,4 +88,4 @@ def test_dask_pool_and_in_process_agree_byte_for_byte(files, tmp_path):
     run = subprocess.run([sys.executable, str(script), json.dumps(files)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     got = json.loads(run.stdout.strip().splitlines()[-1])
-    assert got == {"jobs": 2, "pool": True, "dask": True, "ok": True, "hits": True}
+    assert got == {"jobs": 2, "pool": True, "dask": True, "ordered": True, "ok": True, "hits": True}

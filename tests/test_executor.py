@@ -107,26 +107,7 @@ def test_ctrl_c_stops_workers_and_leaves_no_process(tmp_path):
             os.kill(int(pid), 0)
 
 
-@pytest.fixture(scope="module")
-def dask_client():
-    distributed = pytest.importorskip("distributed", reason="the dshlog[dask] extra is not installed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-
-
-def test_dask_keeps_input_order_and_raises_at_the_turn(dask_client):
-    ex = DaskExecutor(client=dask_client)
-    assert ex.jobs == 2
-    assert [v for v, _ in ex.map(_square_pid, range(100))] == [n * n for n in range(100)]
-    got: list[int] = []
-    with pytest.raises(CorruptLog) as info:
-        for v in ex.map(_fail_on_7, range(50)):
-            got.append(v)
-    assert got == list(range(7)) and info.value.path == "/x/7"
-    ex.close()
+# the Dask policy's order and errors are checked on a real cluster in test_dask.py
 
 
 def test_dask_without_the_extra_says_how_to_get_it(monkeypatch):

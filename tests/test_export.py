@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import re
@@ -93,12 +95,18 @@ def test_html_is_self_contained_and_folds_tool_output(capsysbinary) -> None:
     page = out.decode()
     assert page.startswith("<!DOCTYPE html>")
     assert "http://" not in page and "https://" not in page
-    assert not re.search(r"<(script|link|img|iframe|object|embed)\b", page, re.I)
+    assert not re.search(r"<(link|img|iframe|object|embed)\b", page, re.I)
     assert "@import" not in page and "url(" not in page
     assert "default-src 'none'" in page
+    # one inline script, no source, and the CSP runs it by its hash alone
+    scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", page, re.S | re.I)
+    assert len(scripts) == 1 and scripts[0][0] == ""
+    digest = base64.b64encode(hashlib.sha256(scripts[0][1].encode()).digest()).decode()
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page).group(1)
+    assert f"script-src 'sha256-{digest}'" in csp and "unsafe-eval" not in csp and "script-src 'unsafe-inline'" not in csp
     p = _Collect()
     p.feed(page)
-    assert not [a for _, a in p.tags if "src" in a or "href" in a]
+    assert not [a for _, a in p.tags if "src" in a or not a.get("href", "#").startswith("#")]  # only in-page links
     details = "".join(p.details_text)
     assert "echo: one" in details  # the tool output sits inside <details>
     assert "You are a test agent." in details  # so does the system prompt
@@ -109,7 +117,7 @@ def test_html_escapes_everything(tmp_path, capsysbinary) -> None:
     code, out, _ = export(capsysbinary, str(tricky_log(tmp_path)), "-f", "html")
     assert code == 0
     page = out.decode()
-    assert "<script>" not in page and "<b>hi</b>" not in page
+    assert "<script>alert(1)" not in page and "<b>hi</b>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;b&gt;hi&lt;/b&gt; &amp; use" in page
     assert 'class="reasoning"' in page and "<details" in page
 

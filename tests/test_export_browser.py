@@ -1,69 +1,175 @@
-"""The HTML export rendered by a real headless browser (skipped where no Chromium is installed)."""
+"""The HTML export in a real headless Chromium: rendering, filters and search clicked for real.
+
+Chromium is Debian's ``chromium``.  When it is absent and this runs as root on a
+Debian-like system, the setup installs it once (``apt-get install -y chromium``;
+``DSHLOG_NO_BROWSER_INSTALL=1`` turns that off); otherwise the tests skip and say why.
+The page is driven over the DevTools protocol (:mod:`cdp`): real mouse clicks and key
+presses, and a record of console errors and of every request the page makes.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-
+from cdp import Browser, find_browser
 from conftest import FIXTURES, run_cli
 
 LOOP_V4 = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def find_browser() -> str | None:
-    if Path("/usr/bin/chromium").exists():
-        return "/usr/bin/chromium"
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+def _install() -> tuple[str | None, str]:
+    found = find_browser()
+    if found:
+        return found, ""
+    if os.environ.get("DSHLOG_NO_BROWSER_INSTALL") == "1":
+        return None, "no Chromium, and DSHLOG_NO_BROWSER_INSTALL=1 forbids installing it"
+    if not shutil.which("apt-get") or os.geteuid() != 0:
+        return None, "no Chromium (chromium / chromium-browser on PATH), and no root apt-get to install it"
+    try:
+        done = subprocess.run(["apt-get", "install", "-y", "chromium"], capture_output=True, timeout=900, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"no Chromium, and `apt-get install -y chromium` failed: {exc}"
+    if done.returncode != 0:
+        return None, "no Chromium, and `apt-get install -y chromium` failed: " + done.stderr.decode(errors="replace")[-300:]
+    return find_browser(), "installed by the test setup"
 
 
-BROWSER = find_browser()
-requires_browser = pytest.mark.skipif(
-    BROWSER is None, reason="no headless browser: install Chromium (/usr/bin/chromium, or chromium/google-chrome on PATH) to render the HTML export"
-)
+@pytest.fixture(scope="module")
+def browser_binary() -> str:
+    binary, why = _install()
+    if binary is None:
+        pytest.skip(why)
+    return binary
 
 
-def _browser(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    cmd = [
-        str(BROWSER),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        *args,
-    ]
+@pytest.fixture
+def browser(browser_binary, tmp_path):
+    b = Browser(browser_binary, tmp_path / "profile")
+    yield b
+    b.close()
+
+
+def _export(capsysbinary, tmp_path: Path, source: Path = LOOP_V4) -> Path:
+    page = tmp_path / "page.html"
+    code, _, err = run_cli(capsysbinary, "export", str(source), "--format", "html", "-o", str(page))
+    assert code == 0, err
+    return page
+
+
+def _headless(binary: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+           "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile-cli'}", *args]
     return subprocess.run(cmd, capture_output=True, timeout=120, check=False)
 
 
-@requires_browser
-def test_html_export_renders_in_chromium(tmp_path, capsysbinary) -> None:
-    page = tmp_path / "loop.html"
-    code, _, err = run_cli(capsysbinary, "export", str(LOOP_V4), "--format", "html", "-o", str(page))
-    assert code == 0, err
-    url = page.resolve().as_uri()
-
-    dom = _browser(tmp_path, "--dump-dom", url)
+def test_html_export_renders_in_chromium(browser_binary, tmp_path, capsysbinary) -> None:
+    url = _export(capsysbinary, tmp_path).resolve().as_uri()
+    dom = _headless(browser_binary, tmp_path, "--dump-dom", url)
     assert dom.returncode == 0, dom.stderr.decode(errors="replace")[-2000:]
     html = dom.stdout.decode("utf-8")
     # the DOM the browser built holds the conversation
     for needle in ("loop-0001", "Turn 1", "go", "calling echo", "echo: one", "done", "again", "RATE_LIMIT", "第一点是", "aborted by user", "第二点是……"):
         assert needle in html, needle
     assert html.count("<details") >= 2  # system prompt and tool output fold
-    assert "<section" in html and "</main>" in html
-
+    assert '<div id="tools">' in html  # the script ran: the controls are shown
     png = tmp_path / "loop.png"
-    shot = _browser(tmp_path, f"--screenshot={png}", "--window-size=1200,1600", url)
+    shot = _headless(browser_binary, tmp_path, f"--screenshot={png}", "--window-size=1200,1600", url)
     assert shot.returncode == 0, shot.stderr.decode(errors="replace")[-2000:]
     data = png.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 10_000
+
+
+def _shown(b: Browser, selector: str) -> list[bool]:
+    return b.js(f"Array.from(document.querySelectorAll({selector!r})).map(function(e){{return getComputedStyle(e).display!=='none'}})")
+
+
+def test_filters_and_search_work_with_real_clicks(browser, tmp_path, capsysbinary) -> None:
+    b = browser
+    b.open(_export(capsysbinary, tmp_path).resolve().as_uri())
+    assert b.js("document.getElementById('tools').hidden") is False
+    assert b.js("document.querySelectorAll('nav.toc li').length") == 4
+    # filters: unticking "tool results" hides every result, ticking it shows them again
+    assert _shown(b, "[data-f=result]") == [True]
+    b.click("input[data-filter=result]")
+    assert _shown(b, "[data-f=result]") == [False] and _shown(b, "[data-f=call]") == [True]
+    b.click("input[data-filter=result]")
+    assert _shown(b, "[data-f=result]") == [True]
+    b.click("input[data-filter=retry]")
+    assert _shown(b, "[data-f=retry]") == [False, False]
+    b.click("input[data-filter=retry]")
+    # search: click the box, type, Enter; the hit is marked, counted, and its fold opened
+    b.click("#q")
+    b.type_text("echo")
+    b.press("Enter", 13)
+    hits = b.js("document.getElementById('hits').textContent")
+    assert hits.startswith("1 of "), hits
+    total = int(hits.split(" of ")[1])
+    assert total == b.js("document.querySelectorAll('main mark').length") >= 2
+    b.press("Enter", 13)
+    assert b.js("document.getElementById('hits').textContent") == f"2 of {total}"
+    b.click("#prev")
+    assert b.js("document.getElementById('hits').textContent") == f"1 of {total}"
+    assert b.js("document.querySelector('mark.current').textContent.toLowerCase()") == "echo"
+    # a hit inside a folded tool output opens its <details>
+    b.click("#q")
+    b.js("document.getElementById('q').select()")
+    b.type_text("echo: one")
+    b.press("Enter", 13)
+    assert b.js("document.querySelector('mark.current').closest('details').open") is True
+    # a TOC link jumps to its turn
+    b.click("nav.toc li:nth-child(3) a")
+    assert b.js("location.hash") == "#turn-3"
+    assert b.problems() == []
+    assert [u for u in b.requests() if not u.startswith("file:")] == []
+
+
+def test_page_reads_with_scripts_off(browser, tmp_path, capsysbinary) -> None:
+    b = browser
+    b.call("Emulation.setScriptExecutionDisabled", value=True)
+    b.open(_export(capsysbinary, tmp_path).resolve().as_uri())
+    assert b.js("document.getElementById('tools').hidden") is True  # no dead controls
+    text = b.js("document.querySelector('main').innerText")
+    for needle in ("calling echo", "done", "aborted by user"):
+        assert needle in text
+    assert b.js("document.querySelectorAll('nav.toc a').length") == 4
+
+
+def test_the_checks_see_console_errors_and_requests(browser, tmp_path) -> None:
+    """The two detectors above can fail: a CSP-blocked script and an outside request are seen."""
+    b = browser
+    page = tmp_path / "bad.html"
+    page.write_text(
+        "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" content=\"script-src 'none'\"></head>"
+        "<body><script>1</script><img src=\"http://127.0.0.1:9/x.png\"></body></html>"
+    )
+    b.open(page.resolve().as_uri())
+    assert b.problems(), "a blocked inline script is a console error"
+    assert "http://127.0.0.1:9/x.png" in b.requests()
+
+
+def test_find_a_turns_tool_error_in_a_long_session(browser, long_session, tmp_path, capsysbinary) -> None:
+    """The issue's bar: the contents flag the failing turn; one click shows its error, unfolded."""
+    path, turn, tool, first_line = long_session
+    b = browser
+    seconds = b.open(_export(capsysbinary, tmp_path, path).resolve().as_uri())
+    entry = b.js(
+        "Array.from(document.querySelectorAll('nav.toc li')).findIndex(function(li){"
+        f"return li.querySelector('a').textContent.indexOf({f'{turn} · '!r})===0}})"
+    )
+    assert entry >= 0
+    flag = b.js(f"document.querySelectorAll('nav.toc li')[{entry}].querySelector('.flag').title")
+    assert f"error: {tool}" in flag
+    b.click(f"nav.toc li:nth-child({entry + 1}) a")
+    anchor = b.js("location.hash").lstrip("#")
+    shown = b.js(
+        f"Array.from(document.getElementById({anchor!r}).querySelectorAll('.tool.result.is-error details'))"
+        ".filter(function(d){return d.open&&d.getBoundingClientRect().height>0}).map(function(d){return d.textContent})"
+    )
+    assert any(first_line[:40] in t for t in shown), shown
+    assert b.problems() == []
+    print(f"{len(path.read_bytes().splitlines())} events: page loaded in {seconds:.2f} s")

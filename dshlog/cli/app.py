@@ -53,6 +53,7 @@ COMMANDS: dict[str, str] = {
     "show": "show",
     "export": "export",
     "diff": "diff",
+    "browse": "browse",
     "rescue": "rescue",
 }
 

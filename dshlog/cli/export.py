@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from ..errors import DshlogError, UsageError
+from ..errors import CorruptLog, DshlogError, UsageError
 from ..model.transcript import SessionHead, session_facts
-from ..ops.export import export_to_file
+from ..ops.export import export_store, export_to_file
 from ..output.export import FORMATS
 from ..output.export import export as write_export
 from ..write.target import STDOUT
+from ..write.transaction import is_session_directory
 from .app import command_app
 from .common import (
     DeferredStdout,
@@ -38,14 +40,20 @@ def export(
     select: SelectOpt = None,
     format_version: FormatOpt = None,
 ) -> None:
-    """A transcript to share: Markdown, a self-contained HTML page, or JSON.
+    """A transcript to share: Markdown, a self-contained HTML page, or JSON; or a whole root as HTML pages.
 
-    The HTML file loads nothing from anywhere (inline CSS, no scripts); tool output and reasoning fold.
+    The HTML page loads nothing from anywhere (inline CSS, one inline script allowed by its hash): rendered
+    Markdown, highlighted code, contents by turn, filters and search; tool output and reasoning fold.
+    FILE may be a persistence root with --format html -o DIR: one page per session and an index.html, by
+    last activity, subagents under their parent (exit 4 when a session could not be exported).
 
     Example: dshlog export session.v4.jsonl --format html --redact -o session.html
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
+    if file is not None and Path(file).is_dir() and not is_session_directory(Path(file)):
+        _export_root(file, fmt, output, full=full, redact=redact)
+        return
     log = open_log(file, select=select, format_version=format_version)
     with log:
         facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
@@ -65,3 +73,16 @@ def export(
             raise located(log, exc)  # noqa: B904 - the error itself, located
         print_notes(log)
 
+
+def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bool) -> None:
+    """``export ROOT --format html -o DIR``."""
+    if fmt != "html" or out is None:
+        raise UsageError(f"{root} is a persistence root: export it with --format html -o DIR (one page per session)", path=root)
+    result = export_store(root, out, full=full, redact=redact)
+    for w in result.warnings:
+        err(f"dshlog: warning: {w}")
+    for sid, error in result.failed:
+        err(f"dshlog: {sid}: not exported: {error}")
+    err(f"written: {result.index} ({len(result.pages)} session pages)")
+    if result.failed:
+        raise CorruptLog(f"{len(result.failed)} of {len(result.pages) + len(result.failed)} sessions could not be exported (listed above and in the index)")

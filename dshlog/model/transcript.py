@@ -264,8 +264,11 @@ class Totals:
     title: str | None
     turns: int
     tokens: dict[str, int]
+    first_time: int | None = None  # epoch ms of the first and last event with a real time
+    last_time: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON export's ``summary`` (shape 1: the times are the HTML header's, not part of it)."""
         return {"title": self.title, "turns": self.turns, "tokens": dict(self.tokens)}
 
 
@@ -418,6 +421,8 @@ class TranscriptReader:
         self._call_names: dict[str, str] = {}
         self._calls_shown: set[str] = set()
         self._position = -1
+        self._first_time: int | None = None
+        self._last_time: int | None = None
 
     # -- small helpers
     def _text(self, s: str) -> str:
@@ -480,7 +485,7 @@ class TranscriptReader:
 
     def totals(self) -> Totals:
         """Title, turns and tokens of what has been read so far (complete once :meth:`read` is exhausted)."""
-        return Totals(self.title, self.turns, dict(self.tokens))
+        return Totals(self.title, self.turns, dict(self.tokens), self._first_time, self._last_time)
 
     # -- the pass
     def read(self, events: Iterable[dict[str, Any]]) -> Iterator[Item]:
@@ -493,6 +498,11 @@ class TranscriptReader:
             if seq is None:
                 seq = self._position  # projections without seq: display by position
             last_seq = seq
+            time = _int(ev.get("time"))
+            if time is not None and time > 0:  # projections carry time 0
+                if self._first_time is None:
+                    self._first_time = time
+                self._last_time = time
             yield from self._finish(self._event(ev, seq))
         yield from self._usage_flush(last_seq)
         if self._turn is not None:

@@ -17,7 +17,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..model.transcript import Failure, Replacement, Retry, ToolChange
+from ..model.transcript import (
+    Failure,
+    Item,
+    Replacement,
+    Retry,
+    ToolChange,
+    ToolResult,
+    TurnEnd,
+)
+from ..protocol.vocabulary import CURRENT_VERSION
 
 # --------------------------------------------------------------------------- marks
 
@@ -162,6 +171,67 @@ def totals_text(turns: int, tokens: Mapping[str, int], title: str | None = None)
     if tokens:
         bits.append("tokens: " + tokens_text(tokens))
     return "; ".join(bits)
+
+
+# --------------------------------------------------------------------------- a session's facts for people
+
+#: The header keys an export shows, in human words (``isSeeded`` and the stored version are said in a sentence).
+FACT_LABELS: Mapping[str, str] = {
+    "id": "session",
+    "cwd": "project",
+    "createdAt": "created",
+    "parentSession": "parent session",
+    "origin": "started by",
+    "agentPreset": "agent preset",
+    "delegationDepth": "subagent depth",
+    "file": "file",
+}
+FACT_MODELS = "models"
+FACT_ACTIVE = "active"
+FACT_DURATION = "duration"
+FACT_TURNS = "turns"
+FACT_TOKENS = "tokens"
+FACT_FORMAT = "stored as"
+FACT_CHILDREN = "subagents"
+SEEDED = "seeded from its parent session (the parent's history is inherited)"
+
+#: The HTML page's filters: the class an item carries, and what the switch says.
+FILTERS: Mapping[str, str] = {
+    "reasoning": "reasoning",
+    "call": "tool calls",
+    "result": "tool results",
+    "system": "system",
+    "retry": "retries and failures",
+}
+SEARCH = "search"
+CONTENTS = "turns"
+STORE_TITLE = "dsh sessions"
+STORE_ROOT = "root"
+FACT_SESSIONS = "sessions"
+INDEX_COLUMNS = ("session", "project", "last activity", "turns", "size")
+NO_PROMPT = "(no prompt)"
+
+
+def stored_format(stored: object) -> str:
+    """``format v0, shown as v4``: how the file is stored, and that it is read in the current format."""
+    if type(stored) is not int:
+        return f"format v{CURRENT_VERSION}"
+    return f"format v{stored}" + (f", shown as v{CURRENT_VERSION}" if stored != CURRENT_VERSION else "")
+
+
+def problem_text(item: Item) -> str | None:
+    """What went wrong at ``item``, for a turn's list of problems (``None`` when nothing did).
+
+    A failed tool, a model call that produced nothing, a turn that did not complete:
+    what a person scanning a long session looks for first.
+    """
+    if isinstance(item, ToolResult) and item.is_error:
+        return f"{ERROR}: {item.name or RESULT_WORD}" + (f" ({item.error_code})" if item.error_code else "")
+    if isinstance(item, Failure):
+        return failure_text(item)
+    if isinstance(item, TurnEnd) and item.outcome not in ("completed", "forked"):
+        return item.label
+    return None
 
 
 #: What ``show`` prints where dsh's decision stopped the transcript (the reason follows, and stderr has it too).

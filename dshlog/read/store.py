@@ -21,7 +21,7 @@ from typing import Any, cast
 from collections.abc import Iterable, Iterator
 
 from ..errors import DshlogError, IOFailure, UsageError
-from ..model.content import PREVIEW, message_text
+from ..model.content import TRANSCRIPT, content_text
 from ..model.period import parse_when
 from ..protocol import layout
 from ..protocol.jsjson import JsonError, loads
@@ -152,15 +152,9 @@ class SessionEntry:
                         continue  # the header
                 self.events += 1
                 last = raw
-                if self.prompt is None and b"user/message" in raw:
-                    obj = _loads(raw)
-                    if isinstance(obj, dict) and obj.get("type") == "user/message" and isinstance(obj.get("data"), dict):
-                        data = obj["data"]
-                        source = data.get("source")
-                        if not isinstance(source, dict) or source.get("kind") in (None, "user"):
-                            text = " ".join(message_text(data.get("message", data), PREVIEW).split())
-                            self.prompt = text or None
-                elif b"turn/start" in raw or b"session/title" in raw:
+                if self.prompt is None and b'"user/message"' in raw:
+                    self.prompt = _prompt(_loads(raw))
+                if b"turn/start" in raw or b"session/title" in raw:
                     obj = _loads(raw)
                     t = obj.get("type") if isinstance(obj, dict) else None
                     if t == "turn/start":
@@ -204,6 +198,20 @@ class SessionEntry:
             "children": list(self.children),
             "error": self.error,
         }
+
+
+def _prompt(obj: Any) -> str | None:
+    """The text of a ``user/message`` the user wrote (``None`` for the harness's context messages)."""
+    if not isinstance(obj, dict) or obj.get("type") != "user/message" or not isinstance(obj.get("data"), dict):
+        return None
+    data = obj["data"]
+    source = data.get("source")
+    if isinstance(source, dict) and source.get("kind") not in (None, "user"):
+        return None
+    message = data.get("message")
+    content = data.get("content", message.get("content") if isinstance(message, dict) else None)  # v0 wraps the message
+    text = content_text(content, TRANSCRIPT).strip()
+    return text or None
 
 
 def _loads(raw: bytes) -> Any:

@@ -1,0 +1,53 @@
+"""How long an exported HTML page takes to open in headless Chromium, and a search in it.
+
+    python bench/html_open.py PAGE.html [--runs 3]
+
+Prints the seconds from navigation to the load event (parsing, style, layout and the
+page's script), then the time of one in-page search (typing a word and Enter, as a
+person does).  Chromium is driven over its DevTools protocol by the tests' client
+(``tests/cdp.py``).  A 10,000-message session is made with
+``bench/generate.py --size 55M`` and ``dshlog export ... --format html``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from cdp import Browser, find_browser
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("page", type=Path)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--word", default="error")
+    args = ap.parse_args()
+    binary = find_browser()
+    if binary is None:
+        sys.exit("no Chromium on PATH")
+    url = args.page.resolve().as_uri()
+    with tempfile.TemporaryDirectory() as profile:
+        b = Browser(binary, Path(profile))
+        try:
+            for run in range(args.runs):
+                load = b.open(url)
+                n = b.js("document.querySelectorAll('main [data-seq]').length")
+                start = time.monotonic()
+                b.js(f"var q=document.getElementById('q');q.value={args.word!r};q.dispatchEvent(new KeyboardEvent('keydown',{{key:'Enter'}}))")
+                search = time.monotonic() - start
+                hits = b.js("document.getElementById('hits').textContent")
+                print(f"run {run + 1}: load {load:.2f} s ({n} items), search {args.word!r} {search:.2f} s ({hits})")
+            problems = b.problems()
+            print("console problems:", problems or "none")
+        finally:
+            b.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""`dshlog browse`: the only command that loads Textual (this module is imported when it runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..browse.app import BrowseApp
+from ..errors import UsageError
+from ..write.transaction import is_session_directory
+from .app import command_app
+from .common import current, plugins, resolve, root as default_root
+
+app = command_app()
+
+
+@app.command("browse")
+def browse(
+    target: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="[ROOT|FILE]",
+            help="A persistence root to list its sessions (default: $DSH_HOME/sessions), or one session: a file, "
+            "a session directory or a session id (prefix).",
+        ),
+    ] = None,
+) -> None:
+    """Read sessions interactively: a root's sessions, or one session's conversation, events, surface and requests.
+
+    In a session: ] and [ move by turn (or page), g jumps to a turn or a seq, / n N search, c and y copy a
+    seq or an event's JSON, Enter opens an event's JSON or a request's diff, ? lists every key, q quits.
+    The log is never held: pages are read from it as they are shown.
+
+    Example: dshlog browse ~/.dsh/sessions
+    """
+    env = current().env
+    if not (env.stdin_isatty and env.stdout_isatty):
+        raise UsageError("browse needs a terminal (for a transcript on stdout use show or export)")
+    if target is None:
+        root: Path | None = default_root()
+        session = None
+    elif Path(target).is_dir() and not is_session_directory(Path(target)):
+        root, session = Path(target), None
+    else:
+        root, session = None, resolve(target)
+    BrowseApp(root=root, target=session, system_prompt_plugins=plugins()).run()

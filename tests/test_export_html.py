@@ -1,0 +1,135 @@
+"""The HTML page as a person reads it: rendered Markdown, a header in words, turns to jump to."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import FIXTURES, ev, run_cli, v4_header
+
+from dshlog.model.transcript import SessionHead, session_facts
+from dshlog.output.html import HtmlRenderer, PageLinks
+from dshlog.output.renderer import render
+
+V0_TEXT_TURN = FIXTURES / "v0" / "text-turn" / "session.jsonl"
+
+ANSWER = """Here is the **plan**:
+
+1. read `main.py`
+2. fix it
+
+```python
+def f(x):
+    return x + 1
+```
+
+See [the docs](https://example.com/docs) and [bad](javascript:alert(1)).
+<img src=x onerror=alert(1)> ![pic](https://example.com/p.png)
+"""
+
+
+def _call(seq: int, turn: int, cid: str, name: str, args: dict) -> dict:
+    msg = {"role": "assistant", "content": [{"type": "tool-call", "id": cid, "name": name, "arguments": json.dumps(args)}], "source": {"kind": "model", "provider": "deepseek", "model": "chat"}, "id": f"a{seq}"}
+    return ev(seq, "assistant/message", {"turn": turn, "step": 1, "message": msg, "stream": [], "usage": {"inputTokens": 1200, "outputTokens": 30, "cacheReadTokens": 1000}}, time=2000 + seq, surfaceOp="append")
+
+
+def _result(seq: int, turn: int, cid: str, text: str, *, error: bool = False) -> dict:
+    msg = {"role": "tool", "source": {"kind": "tool", "callId": cid}, "toolCallId": cid, "content": [{"type": "text", "text": text}], "isError": error, "id": f"r{seq}"}
+    return ev(seq, "tool/result", {"turn": turn, "step": 1, "message": msg}, time=2000 + seq, surfaceOp="append")
+
+
+def rich_events() -> list[dict]:
+    """Two turns: Markdown in both directions, an empty system prompt, a failing tool in turn 2, a title.
+
+    Rendered through the library: the transcript reader is lenient, and these tests are about the page.
+    """
+    return [
+        ev(0, "system/message", {"message": {"role": "system", "content": []}}, time=1_760_000_000_000, surfaceOp="append"),
+        ev(1, "turn/start", {"turn": 1}, time=1_760_000_000_000),
+        ev(2, "user/message", {"content": [{"type": "text", "text": "Please *fix* `main.py`"}], "source": {"kind": "user"}, "role": "user", "id": "u2"}, time=1_760_000_000_100, surfaceOp="append"),
+        ev(3, "assistant/message", {"turn": 1, "step": 1, "message": {"role": "assistant", "content": [{"type": "reasoning", "text": "think hard"}, {"type": "text", "text": ANSWER}], "source": {"kind": "model", "provider": "deepseek", "model": "chat"}, "id": "a3"}, "stream": [], "usage": {"inputTokens": 100, "outputTokens": 20}}, time=1_760_000_001_000, surfaceOp="append"),
+        ev(4, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}, time=1_760_000_001_000),
+        ev(5, "session/title", {"title": "Fix main.py"}, time=1_760_000_001_000),
+        ev(6, "turn/start", {"turn": 2}, time=1_760_003_600_000),
+        ev(7, "user/message", {"content": [{"type": "text", "text": "run the tests"}], "source": {"kind": "user"}, "role": "user", "id": "u7"}, time=1_760_003_600_000, surfaceOp="append"),
+        _call(8, 2, "c1", "bash", {"command": "pytest"}),
+        _result(9, 2, "c1", "E   AssertionError: boom", error=True),
+        ev(10, "turn/end", {"turn": 2, "reason": {"kind": "completed"}}, time=1_760_003_725_000),
+    ]
+
+
+def page_of(header: dict | None = None, links: PageLinks | None = None) -> str:
+    chunks: list[bytes] = []
+    facts = session_facts(header or v4_header(id="rich-1", cwd="/home/ann/project"), path="session.v4.jsonl", version=4)
+    render(rich_events(), SessionHead(facts.get("id"), 4, "session.v4.jsonl", False, facts), HtmlRenderer(chunks.append, links=links))
+    return b"".join(chunks).decode("utf-8")
+
+
+def test_markdown_is_rendered_safely() -> None:
+    page = page_of()
+    assert "<strong>plan</strong>" in page and "<ol>" in page and "<code>main.py</code>" in page
+    assert "<em>fix</em>" in page  # the user's Markdown too
+    # code highlighted by Pygments classes, styled inline
+    assert re.search(r'<pre><code class="language-python"><span class="k">def</span>', page)
+    assert "pre .k {" in page or "pre .k{" in page
+    # links: rel=noopener, javascript: refused, raw HTML and images inert
+    assert '<a href="https://example.com/docs" rel="noopener noreferrer nofollow">the docs</a>' in page
+    assert 'href="javascript:' not in page and "[bad](javascript:alert(1))" in page
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    # reasoning stays folded, tool arguments are highlighted JSON
+    assert re.search(r'<details class="reasoning" data-f="reasoning"[^>]*><summary>Reasoning', page)
+    assert '<span class="nt">"command"</span>' in page
+
+
+def test_header_speaks_in_words() -> None:
+    page = page_of()
+    header = page.split("</header>")[0]
+    assert "<title>Fix main.py</title>" in page and "<h1>Fix main.py</h1>" in header
+    facts = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", header))
+    assert facts["Project"] == "/home/ann/project"
+    assert facts["Models"] == "deepseek/chat"
+    assert facts["Active"] == "2025-10-09 08:53:20 UTC – 2025-10-09 09:55:25 UTC"
+    assert facts["Duration"] == "1h 02m"
+    assert facts["Tokens"] == "in 1,300 · out 50 · cache read 1,000"
+    assert facts["Stored as"] == "format v4"
+    for raw in ("isSeeded", "storedVersion", "delegationDepth", "createdAt"):
+        assert raw not in header
+    assert "System prompt · (empty)" in page and "0 lines" not in page
+
+
+def test_untitled_page_is_named_by_its_first_prompt_and_says_its_format(capsysbinary) -> None:
+    code, out, err = run_cli(capsysbinary, "export", str(V0_TEXT_TURN), "--format", "html")
+    assert code == 0, err
+    page = out.decode("utf-8")
+    facts = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", page.split("</header>")[0]))
+    assert facts["Stored as"] == "format v0, shown as v4"
+    h1 = re.search(r"<h1>(.*?)</h1>", page).group(1)
+    assert h1 and not h1.startswith("dsh session")
+
+
+def test_contents_by_turn_flag_problems() -> None:
+    page = page_of()
+    toc = re.search(r'<nav class="toc">(.*?)</nav>', page, re.DOTALL).group(1)
+    items = re.findall(r'<li><a href="#(turn-\d+)">(.*?)</a>(.*?)</li>', toc)
+    assert [(a, t) for a, t, _ in items] == [("turn-1", "1 · Please *fix* `main.py`"), ("turn-2", "2 · run the tests")]
+    assert items[0][2] == "" and "error: bash" in items[1][2]
+    for anchor, _, _ in items:
+        assert f'<section class="turn" id="{anchor}">' in page
+    # the failing result is open and marked, so it is found without unfolding anything
+    assert re.search(r'<div class="tool result is-error" data-f="result"[^>]*><details open>', page)
+
+
+def test_controls_hidden_until_the_script_runs() -> None:
+    page = page_of()
+    assert '<div id="tools" hidden>' in page
+    for f in ("reasoning", "call", "result", "system", "retry"):
+        assert f'data-filter="{f}"' in page and f"body.hide-{f} [data-f={f}]" in page
+    assert page.index("<script>") > page.index("</main>")  # the content comes first
+
+
+def test_links_of_a_store_page() -> None:
+    links = PageLinks(index="index.html", parent=("mum", "mum.html"), children=(("grandkid", "grandkid.html"),))
+    page = page_of(v4_header(id="kid", parentSession="mum", isSeeded=True), links)
+    assert '<a href="index.html">' in page
+    assert '<a href="mum.html">mum</a> (seeded from its parent session' in page
+    assert '<a href="grandkid.html">grandkid</a>' in page
