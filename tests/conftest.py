@@ -119,7 +119,7 @@ def run_env(*args: str, stdin: bytes = b"", tty: bool = False, **env: object) ->
 
     e = Env.for_test(stdin=stdin, tty=tty, **env)
     code = int(main(list(args), e))
-    return code, e.stdout.getvalue(), e.stderr.getvalue()  # type: ignore[attr-defined]
+    return code, e.stdout.getvalue(), e.stderr.getvalue()  # type: ignore[attr-defined]  # for_test streams are BytesIO
 
 
 def read_log(source: Path | bytes, tmp_dir: Path | None = None, name: str = "session.jsonl") -> tuple[dict | None, list[dict]]:

@@ -253,7 +253,7 @@ def plugins() -> tuple[str, ...]:
 def stdin_stream() -> io.BufferedReader:
     """Standard input of this run as a buffered binary stream (what ``-`` reads)."""
     raw = current().env.stdin
-    return raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, 1 << 20)  # type: ignore[arg-type]
+    return raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, 1 << 20)  # type: ignore[arg-type]  # a raw or buffered binary stream: both read as raw
 
 
 def open_log(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None) -> SessionLog:
