@@ -29,9 +29,9 @@ _REL = "noopener noreferrer nofollow"
 def highlight(code: str, lang: str) -> str:
     """``code`` as highlighted HTML spans (no ``<pre>``), or ``""`` when ``lang`` is unknown."""
     from pygments import highlight as pyg_highlight  # type: ignore[import-untyped]  # lazy: heavy, only the HTML export uses it
-    from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
-    from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
-    from pygments.util import ClassNotFound  # type: ignore[import-untyped]
+    from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]  # pygments ships no type hints
+    from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]  # pygments ships no type hints
+    from pygments.util import ClassNotFound  # type: ignore[import-untyped]  # pygments ships no type hints
 
     name = lang.strip().split(maxsplit=1)[0] if lang.strip() else ""
     if not name:
