@@ -206,7 +206,7 @@ def test_session_list_filter_sort_open_and_back(root) -> None:
     assert [r[5] for r in only] == [entries[-1].id]
     assert opened == entries[-1].id and back
     for r, e in zip(listed, entries):
-        assert r[1] == " ".join((e.title or e.first_prompt or "").split())[:70] and r[3] == str(e.turns)
+        assert r[1] == " ".join((e.display_title or "").split())[:70] and r[3] == str(e.turns)
 
 
 def test_find_a_turns_tool_error_in_a_long_session(long_session) -> None:

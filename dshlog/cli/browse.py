@@ -41,7 +41,7 @@ def browse(
     if target is None:
         root: Path | None = default_root()
         session = None
-    elif Path(target).is_dir() and not is_session_directory(Path(target)):
+    elif target and Path(target).is_dir() and not is_session_directory(Path(target)):
         root, session = Path(target), None
     else:
         root, session = None, resolve(target)

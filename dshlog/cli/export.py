@@ -51,7 +51,7 @@ def export(
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
-    if file is not None and Path(file).is_dir() and not is_session_directory(Path(file)):
+    if file and Path(file).is_dir() and not is_session_directory(Path(file)):
         _export_root(file, fmt, output, full=full, redact=redact)
         return
     log = open_log(file, select=select, format_version=format_version)
