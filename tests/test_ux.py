@@ -315,6 +315,33 @@ def test_previews_are_cut_by_display_width_with_an_ellipsis() -> None:
     assert preview({"content": [{"type": "text", "text": "short"}]}, 30) == "short"
 
 
+@pytest.mark.parametrize("text", ["a long message that goes on " * 4, "第一点是" * 20, "line\n" * 30])
+def test_event_lines_cut_their_preview_by_display_width_with_an_ellipsis(tmp_path, text: str) -> None:
+    """``events`` and ``tail`` show a message as JS quotes it, cut to 40 columns with ``…``, not mid-way silently."""
+    from dshlog.output.text import display_width
+    from dshlog.protocol.jsjson import stringify
+
+    p = tmp_path / "session.jsonl"
+    msg = {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}, "role": "user", "id": "m1"}
+    p.write_bytes(jsonl(v4_header(), ev(0, "user/message", msg, surfaceOp="append")))
+    for command in (["events", str(p)], ["tail", "-n", "1", str(p)]):
+        code, out, _ = run_env(*command, "--format-version", "4")
+        assert code == 0, (command, out)
+        line = out.decode().splitlines()[-1]
+        shown = line.split("user: ", 1)[1]
+        assert shown.endswith("…") and display_width(shown) <= 40, (command, line)
+        assert stringify(text).startswith(shown[:-1])
+
+
+def test_a_preview_of_a_short_text_is_the_whole_quoted_text() -> None:
+    from dshlog.output.text import cut, quoted_preview
+
+    assert quoted_preview("go", 40) == '"go"'
+    assert quoted_preview("x" * 38, 40) == '"' + "x" * 38 + '"'  # exactly 40 columns: not cut
+    assert quoted_preview("x" * 39, 40) == '"' + "x" * 38 + "…"
+    assert cut("日本語", 6) == "日本語" and cut("日本語x", 6) == "日本…"
+
+
 def test_token_counts_have_thousands_separators() -> None:
     from dshlog.output import labels
 

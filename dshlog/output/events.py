@@ -15,7 +15,7 @@ from ..model.content import EVENT_LINE, message_text
 from ..protocol.jsjson import stringify as js_quote
 from ..protocol.vocabulary import ROLE_OF_TYPE, message_of
 from . import labels as L
-from .text import sanitize
+from .text import quoted_preview, sanitize
 
 __all__ = ["describe", "event_line", "surface_marker"]
 
@@ -41,7 +41,7 @@ def _message(ev: dict[str, Any], t: str, d: dict[str, Any]) -> dict[str, Any] | 
 
 def _message_line(ev: dict[str, Any], t: str, d: dict[str, Any], width: int) -> str:
     msg = _message(ev, t, d)
-    out = js_quote(message_text(msg, EVENT_LINE))[:width]
+    out = quoted_preview(message_text(msg, EVENT_LINE), width)
     if t == "user/message" and msg is not None:
         src = msg.get("source")
         kind = src.get("kind") if isinstance(src, dict) else None
@@ -95,11 +95,11 @@ def _attempt(d: dict[str, Any], width: int) -> str:
 def _chunk(d: dict[str, Any], width: int) -> str:
     ch: Any = d.get("chunk") if isinstance(d.get("chunk"), dict) else {}
     extra = ch.get("text") or ch.get("argumentsDelta") or ch.get("blockType") or ""
-    return f"{ch.get('type')} {js_quote(str(extra))[:width]}" if extra else str(ch.get("type"))
+    return f"{ch.get('type')} {quoted_preview(str(extra), width)}" if extra else str(ch.get("type"))
 
 
 def _title(d: dict[str, Any], width: int) -> str:
-    return js_quote(str(d.get("title")))[:width]
+    return quoted_preview(str(d.get("title")), width)
 
 
 def _end_seed(d: dict[str, Any], width: int) -> str:

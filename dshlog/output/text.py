@@ -34,8 +34,20 @@ import unicodedata
 from datetime import UTC, datetime
 
 from ..model.content import PREVIEW, TextRule, message_text
+from ..protocol.jsjson import stringify as js_quote
 
-__all__ = ["cut", "display_width", "human_bytes", "human_duration", "local_minutes", "message_text", "preview", "sanitize", "utc_seconds"]
+__all__ = [
+    "cut",
+    "display_width",
+    "human_bytes",
+    "human_duration",
+    "local_minutes",
+    "message_text",
+    "preview",
+    "quoted_preview",
+    "sanitize",
+    "utc_seconds",
+]
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -63,17 +75,34 @@ def display_width(text: str) -> int:
 
 
 def cut(text: str, limit: int) -> str:
-    """``text`` in at most ``limit`` terminal columns, ending in ``…`` when cut."""
-    if display_width(text) <= limit:
-        return text
-    out, used = [], 0
-    for c in text:
+    """``text`` in at most ``limit`` terminal columns, ending in ``…`` when cut.
+
+    Looks at no more of ``text`` than it keeps (plus one character), so a
+    preview of a message of many megabytes costs what a short one does.
+    """
+    if text.isascii():
+        return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+    used = keep = 0
+    for i, c in enumerate(text):
         w = char_width(c)
-        if used + w > limit - 1:
-            break
-        out.append(c)
+        if used + w <= limit - 1:
+            keep = i + 1
         used += w
-    return "".join(out) + "…"
+        if used > limit:
+            return text[:keep] + "…"
+    return text
+
+
+def quoted_preview(text: str, limit: int) -> str:
+    """``text`` quoted as JavaScript's ``JSON.stringify`` quotes it, in at most ``limit`` columns, ``…`` when cut.
+
+    Only the part that can be shown is quoted: the opening quote and ``limit + 1``
+    characters always take more than ``limit`` columns, so the cut is the same as
+    that of the whole quoted text.
+    """
+    if len(text) > limit:
+        return cut(js_quote(text[: limit + 1])[:-1], limit)
+    return cut(js_quote(text), limit)
 
 
 def preview(message: object, limit: int = 60, rule: TextRule = PREVIEW) -> str:
