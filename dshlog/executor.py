@@ -223,7 +223,9 @@ class DaskExecutor(_Windowed):
                 raise UsageError("--scheduler needs Dask distributed: pip install 'dshlog[dask]'") from None
             try:
                 client = Client(address)  # type: ignore[no-untyped-call]  # distributed ships without annotations here
-            except (OSError, ValueError) as exc:  # unreachable (a timeout is an OSError), or not an address
+            except ValueError as exc:  # not an address at all: the caller's to fix
+                raise UsageError(f"--scheduler {address!r}: {' '.join(str(exc).split())}") from None
+            except OSError as exc:  # refused or timed out (distributed waits 30 s by default)
                 raise IOFailure(f"cannot reach the Dask scheduler {address}: {' '.join(str(exc).split())}") from None
             self._owned = True
         else:
