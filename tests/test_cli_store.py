@@ -125,6 +125,16 @@ def test_the_default_root_is_dsh_home_sessions(store):
     assert code == 0 and orjson.loads(out)["total"]["sessions"] == 4
 
 
+@pytest.mark.parametrize("command", [["report"], ["search", "x"]])
+def test_a_missing_root_is_one_io_line_and_no_table(command, tmp_path):
+    code, out, err = run_env(*command, str(tmp_path / "nowhere"))
+    assert (code, out) == (6, b"") and err.count(b"\n") == 1 and b"nowhere" in err
+    code, out, err = run_env(*command, dsh_home=str(tmp_path))  # no $DSH_HOME/sessions yet
+    assert (code, out) == (6, b"") and err.count(b"\n") == 1 and b"DSH_HOME" in err
+    code, out, err = run_env(*command, "")
+    assert (code, out) == (2, b"") and err.startswith(b"dshlog: usage: an empty FILE")
+
+
 def test_csv_has_every_figure_and_a_total_row(store):
     code, out, _ = run_env("report", str(store), "--by", "project", "--csv")
     assert code == 0

@@ -10,6 +10,7 @@ to style, and opens its input with :func:`open_log`.  A command never touches
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from ..errors import DshlogError, ExitCode, UsageError
+from ..errors import DshlogError, ExitCode, IOFailure, UsageError
 from ..executor import DaskExecutor, Executor, InProcess, ProcessPool, default_jobs
 from ..ops.outcome import worst
 from ..output.events import event_line
@@ -45,7 +46,7 @@ __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JobsOpt", "JsonOpt", "Run",
     "SchedulerOpt", "SelectOpt", "UnknownOpt", "batch_executor", "closer_lines", "current", "emit", "emit_json",
     "err", "event_bytes", "js", "located", "open_log", "out", "plugins", "print_notes", "print_problems",
-    "release", "resolve", "root", "screen",
+    "release", "resolve", "root", "screen", "store_targets",
 ]
 
 
@@ -98,6 +99,23 @@ def root() -> Path:
     """The persistence root of this run: ``$DSH_HOME/sessions`` (``~/.dsh/sessions``)."""
     e = current().env
     return default_root(e.dsh_home, e.home)
+
+def store_targets(targets: list[str] | None) -> list[str]:
+    """What a command over a store reads: the roots, directories and files given, session ids
+    looked up, or ``$DSH_HOME/sessions``; a path that is not there is the one error line it is everywhere."""
+    if not targets:
+        default = root()
+        if not default.is_dir():
+            raise IOFailure("no such directory (set DSH_HOME, or name a ROOT)", path=str(default))
+        return [str(default)]
+    out = []
+    for t in targets:
+        path = t if t == "-" or os.path.exists(t) else resolve(t)
+        if path != "-" and not os.path.exists(path):  # a path-like name is not looked up as an id
+            raise IOFailure("no such file or directory", path=path)
+        out.append(path)
+    return out
+
 
 def complete_session(incomplete: str) -> list[str]:
     """Shell completion of a FILE argument: the session ids of ``$DSH_HOME/sessions`` that start so."""

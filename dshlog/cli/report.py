@@ -14,7 +14,7 @@ from ..ops.outcome import worst
 from ..ops.report import load_prices, usage_report
 from ..output.usage import report_csv, report_lines
 from .app import command_app
-from .common import JSON_SHAPE, JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, out, root
+from .common import JSON_SHAPE, JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, out, store_targets
 
 app = command_app()
 
@@ -76,7 +76,7 @@ def report(
     prices_path = prices if prices is not None else env.prices
     table = load_prices(prices_path) if prices_path else None
     project_cwd = os.path.normpath(os.path.join(env.cwd, cwd)) if cwd is not None else None
-    paths = targets or [str(root())]
+    paths = store_targets(targets)
     with batch_executor(jobs, scheduler) as ex:
         rep = usage_report(paths, keys, tz=tz, zone=zone, since=since_ms, until=until_ms, prices=table,
                            project=project, cwd=project_cwd, executor=ex)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Optional
 
 import typer
@@ -24,9 +23,8 @@ from .common import (
     emit_json,
     err,
     out,
-    resolve,
-    root,
     screen,
+    store_targets,
 )
 
 app = command_app()
@@ -83,9 +81,7 @@ def search(
     since_ms = parse_when(since, now_ms=int(env.now() * 1000), tz=tz, option="--since") if since is not None else None
     query = Query(pattern, regex=regex, ignore_case=ignore_case, roles=roles(role), types=tuple(type_ or ()),
                   since=since_ms, reasoning=reasoning, context=context, project=project, first_only=files_only)
-    # session ids (or unique prefixes) stand for their sessions, as everywhere a FILE is taken
-    given = [t if t == "-" or os.path.exists(t) else resolve(t) for t in targets] if targets else [str(root())]
-    paths = store_sessions(given)
+    paths = store_sessions(store_targets(targets))
     colour = screen().colour
     with batch_executor(jobs, scheduler, paths) as ex:
         for r in search_sessions(paths, query, executor=ex):
