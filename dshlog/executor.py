@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from .errors import UsageError
+from .errors import IOFailure, UsageError
 from .forked import pack_error, unpack_error, usable_cpus
 
 __all__ = ["DaskExecutor", "Executor", "InProcess", "ProcessPool", "default_jobs", "run_chunk"]
@@ -221,7 +221,12 @@ class DaskExecutor(_Windowed):
                 )
             except ImportError:
                 raise UsageError("--scheduler needs Dask distributed: pip install 'dshlog[dask]'") from None
-            client = Client(address)  # type: ignore[no-untyped-call]  # distributed ships without annotations here
+            try:
+                client = Client(address)  # type: ignore[no-untyped-call]  # distributed ships without annotations here
+            except ValueError as exc:  # not an address at all: the caller's to fix
+                raise UsageError(f"--scheduler {address!r}: {' '.join(str(exc).split())}") from None
+            except OSError as exc:  # refused or timed out (distributed waits 30 s by default)
+                raise IOFailure(f"cannot reach the Dask scheduler {address}: {' '.join(str(exc).split())}") from None
             self._owned = True
         else:
             self._owned = False

@@ -49,6 +49,8 @@ COMMANDS: dict[str, str] = {
     "migrate": "migrate",
     "ls": "ls",
     "stats": "stats",
+    "report": "report",
+    "search": "search",
     "tail": "tail",
     "show": "show",
     "export": "export",

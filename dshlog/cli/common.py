@@ -10,15 +10,18 @@ to style, and opens its input with :func:`open_log`.  A command never touches
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from ..errors import DshlogError, ExitCode, UsageError
+from ..errors import DshlogError, ExitCode, IOFailure, UsageError
+from ..executor import DaskExecutor, Executor, InProcess, ProcessPool, default_jobs
 from ..ops.outcome import worst
 from ..output.events import event_line
 from ..output.jsondoc import SHAPE as JSON_SHAPE
@@ -40,9 +43,10 @@ else:
         from click.globals import get_current_context
 
 __all__ = [
-    "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JsonOpt", "Run", "SelectOpt",
-    "UnknownOpt", "closer_lines", "current", "emit", "emit_json", "err", "event_bytes", "js", "located",
-    "open_log", "out", "plugins", "print_notes", "release", "resolve", "root", "screen",
+    "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JobsOpt", "JsonOpt", "Run",
+    "SchedulerOpt", "SelectOpt", "UnknownOpt", "batch_executor", "closer_lines", "current", "emit", "emit_json",
+    "err", "event_bytes", "js", "located", "open_log", "out", "plugins", "print_notes", "print_problems",
+    "release", "resolve", "root", "screen", "store_targets",
 ]
 
 
@@ -96,6 +100,23 @@ def root() -> Path:
     e = current().env
     return default_root(e.dsh_home, e.home)
 
+def store_targets(targets: list[str] | None) -> list[str]:
+    """What a command over a store reads: the roots, directories and files given, session ids
+    looked up, or ``$DSH_HOME/sessions``; a path that is not there is the one error line it is everywhere."""
+    if not targets:
+        default = root()
+        if not default.is_dir():
+            raise IOFailure("no such directory (set DSH_HOME, or name a ROOT)", path=str(default))
+        return [str(default)]
+    out = []
+    for t in targets:
+        path = t if t == "-" or os.path.exists(t) else resolve(t)
+        if path != "-" and not os.path.exists(path):  # a path-like name is not looked up as an id
+            raise IOFailure("no such file or directory", path=path)
+        out.append(path)
+    return out
+
+
 def complete_session(incomplete: str) -> list[str]:
     """Shell completion of a FILE argument: the session ids of ``$DSH_HOME/sessions`` that start so."""
     env = Env.from_process()  # completion runs outside main(): read the process the one way
@@ -137,6 +158,41 @@ FormatOpt = Annotated[
     Optional[int],
     typer.Option("--format-version", metavar="N", help="Stored format version of a header-less input (default: detected)."),
 ]
+
+
+JobsOpt = Annotated[
+    Optional[int],
+    typer.Option("--jobs", "-j", metavar="N", min=1,
+                 help="Sessions worked on at the same time, in N worker processes (1: in this process). "
+                 "Default: every core this process may use. The output is the same whatever N."),
+]
+
+
+SchedulerOpt = Annotated[
+    Optional[str],
+    typer.Option("--scheduler", metavar="ADDRESS",
+                 help="Hand the per-session work to a Dask cluster (tcp://host:8786; pip install 'dshlog[dask]'). "
+                 "Its workers read the session files themselves: they must see them at the same paths."),
+]
+
+
+def batch_executor(jobs: int | None, scheduler: str | None, targets: list[str] | None = None) -> Executor:
+    """How a command over many sessions runs its per-session work: ``-j N``, ``--scheduler``, or the default.
+
+    The library runs in-process unless told otherwise; the command line uses a
+    pool of every core when the environment allows helper processes
+    (``Env.parallel``), because there a second core pays.  Standard input (``-``
+    among ``targets``) belongs to this process: such a batch runs here.
+    """
+    stdin = targets is not None and "-" in targets
+    if scheduler is not None:
+        if jobs is not None:
+            raise UsageError("-j and --scheduler exclude each other (the cluster's workers are the jobs)")
+        if stdin:
+            raise UsageError("--scheduler cannot read standard input (-): the cluster's workers read files")
+        return DaskExecutor(scheduler)
+    n = jobs if jobs is not None else (default_jobs() if current().env.parallel else 1)
+    return InProcess() if n <= 1 or stdin else ProcessPool(n)
 
 
 class BatchedStdout:
@@ -223,17 +279,22 @@ def print_notes(log: Any, quiet: bool = False) -> None:
     This is the exit-code policy of every reader that shows what it can: what it
     skipped is said here, once, and the run exits with the code of the worst of it.
     """
+    print_problems(log.path, log.notes, log.notes.suppressed(), quiet=quiet)
+
+
+def print_problems(path: str, notes: Iterable[Any], suppressed: dict[str, int], quiet: bool = False) -> None:
+    """:func:`print_notes` of a reader's notes that came back from a batch task (a worker read the log)."""
     codes = [ExitCode.OK]
-    for n in log.notes:
+    for n in notes:
         if n.severity == "error":
             codes.append(note_exit_code(n.code))
         if quiet or (n.severity == "info" and n.code not in _SHOWN_INFO):
             continue
         where = n.where()
-        err(f"dshlog: {log.path}: {where + ': ' if where else ''}{n.code}: {n.message}")
+        err(f"dshlog: {path}: {where + ': ' if where else ''}{n.code}: {n.message}")
     if not quiet:
-        for code, extra in log.notes.suppressed().items():
-            err(f"dshlog: {log.path}: {code}: {extra} more not shown")
+        for code, extra in suppressed.items():
+            err(f"dshlog: {path}: {code}: {extra} more not shown")
     current().note_outcome(worst(codes))
 
 

@@ -19,10 +19,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
+from zoneinfo import ZoneInfo
 
 from ..output.screen import Screen
 
-__all__ = ["Colour", "Env", "colour_policy"]
+__all__ = ["Colour", "Env", "colour_policy", "local_zone"]
 
 #: ``always`` (FORCE_COLOR), ``never`` (NO_COLOR, FORCE_COLOR=0), ``auto``: colour on a terminal only.
 Colour = Literal["auto", "always", "never"]
@@ -36,6 +37,34 @@ def colour_policy(environ: Mapping[str, str]) -> Colour:
     if force is None or force == "":
         return "auto"
     return "never" if force.strip().lower() in ("0", "false", "no", "off") else "always"
+
+
+def local_zone(environ: Mapping[str, str], localtime: str = "/etc/localtime") -> str | None:
+    """The IANA name of the process's zone: ``TZ`` (``:Europe/Berlin`` too), else what ``/etc/localtime`` links to.
+
+    ``None`` when neither names a zone this Python knows: the system's local time is
+    then used as it is (Python's naive local time), and named "local time".
+    """
+    names = []
+    tz = environ.get("TZ")
+    if tz is not None:
+        names.append(tz.lstrip(":"))
+    else:
+        try:
+            names.append(os.path.realpath(localtime))
+        except OSError:  # pragma: no cover - an unreadable /etc
+            pass
+    for name in names:
+        if "zoneinfo/" in name:  # a path into the zone database names its zone
+            name = name.rsplit("zoneinfo/", 1)[1]
+        if not name or name.startswith("/"):
+            continue
+        try:
+            ZoneInfo(name)
+        except (KeyError, ValueError, OSError):  # not a zone name (a POSIX TZ rule, a typo)
+            continue
+        return name
+    return None
 
 
 def _isatty(stream: object) -> bool:
@@ -67,8 +96,13 @@ class Env:
     home: Path = field(default_factory=Path.home)
     cwd: str = "/"
     now: Callable[[], float] = time.time
-    #: forked helper processes where a second CPU pays (the library default is in-process)
+    #: forked helper processes where a second CPU pays (the library default is in-process);
+    #: also what ``-j`` means when it is not given: every core when true, else one job
     parallel: bool = False
+    #: the zone people read times in (an IANA name, ``TZ`` or the system's); ``None``: the system's local time
+    timezone: str | None = None
+    #: ``DSHLOG_PRICES``: a LiteLLM-shaped price table for ``report`` (``--prices`` wins)
+    prices: str | None = None
     #: the pager command for ``show`` on a terminal (``PAGER``; empty means none)
     pager: str = "less"
     #: the environment handed to a child process (the pager)
@@ -104,6 +138,8 @@ class Env:
             cwd=cwd,
             now=time.time,
             parallel=True,
+            timezone=local_zone(environ),
+            prices=environ.get("DSHLOG_PRICES") or None,
             pager=environ.get("PAGER", "less"),
             environ=environ,
             process=True,
@@ -122,6 +158,7 @@ class Env:
             "width": 100 if tty else None,
             "home": Path("/nonexistent-home"),
             "now": lambda: 1_800_000_000.0,
+            "timezone": "UTC",
             "pager": "",
         }
         base.update(over)

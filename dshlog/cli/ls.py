@@ -13,7 +13,7 @@ from ..output.terminal import Column, table
 from ..output.text import human_bytes, local_minutes
 from ..read.store import SessionEntry
 from .app import command_app
-from .common import current, emit_json, err, root, screen
+from .common import JobsOpt, SchedulerOpt, batch_executor, current, emit_json, err, root, screen
 
 app = command_app()
 
@@ -38,6 +38,8 @@ def ls_(
     since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN", help="Only sessions active since a date (2026-11-01) or for a duration back (3d, 12h).")] = None,
     grep: Annotated[Optional[str], typer.Option("--grep", metavar="TEXT", help="Only sessions whose user or assistant messages contain TEXT (case-insensitive).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="NDJSON: one object per session.")] = False,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
 ) -> None:
     """One row per session: id, title (or first prompt), project directory, generation, size, turns, last activity, links.
 
@@ -49,7 +51,8 @@ def ls_(
     env = current().env
     root_p = Path(root_arg) if root_arg is not None else root()
     project_cwd = os.path.normpath(os.path.join(env.cwd, cwd)) if cwd is not None else None
-    entries = list_store(root_p, cwd=project_cwd, since=since, grep=grep, sort=sort, reverse=reverse, now=env.now())
+    with batch_executor(jobs, scheduler) as ex:  # --grep reads every session: one task each
+        entries = list_store(root_p, cwd=project_cwd, since=since, grep=grep, sort=sort, reverse=reverse, now=env.now(), executor=ex)
     if json_:
         for e in entries:
             emit_json(e.as_dict(), pretty=False)

@@ -9,7 +9,7 @@ import typer
 
 from ..ops.migrate import Outcome, find_sessions, migrate_all
 from .app import command_app
-from .common import JsonOpt, current, emit_json, err, out, plugins, resolve
+from .common import JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, out, plugins, resolve
 
 app = command_app()
 
@@ -22,6 +22,8 @@ def migrate(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Migrate in memory and report what would be published, with event counts.")] = False,
     no_children: Annotated[bool, typer.Option("--no-children", help="State that the sessions have no child sessions (needed outside a dsh persistence root).")] = False,
     json_: JsonOpt = False,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
 ) -> None:
     """Upgrade v0..v3 sessions to v4 by publishing session.v4.jsonl[.zstd] beside the old file, as dsh does.
 
@@ -60,8 +62,9 @@ def migrate(
             err(f"dshlog: warning: {o.source}: {w}")
 
     try:
-        batch = migrate_all(sources, check=check, dry_run=dry_run, children="none" if no_children else "auto",
-                            system_prompt_plugins=plugins(), progress=report)
+        with batch_executor(jobs, scheduler) as ex:
+            batch = migrate_all(sources, check=check, dry_run=dry_run, children="none" if no_children else "auto",
+                                system_prompt_plugins=plugins(), executor=ex, progress=report)
     finally:
         if progress is not None:
             progress.stop()

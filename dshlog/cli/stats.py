@@ -6,9 +6,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..model.stats import session_stats, total_stats
-from ..model.summary import summarize
+from ..model.stats import total_stats
 from ..ops.sessions import unique_prefixes
+from ..ops.stats import stats_many
 from ..output import labels
 from ..output.terminal import table
 from ..output.text import human_duration
@@ -16,12 +16,16 @@ from .app import command_app
 from .common import (
     FormatOpt,
     JSON_SHAPE,
+    JobsOpt,
     JsonOpt,
+    SchedulerOpt,
     SelectOpt,
+    batch_executor,
     emit_json,
-    open_log,
-    print_notes,
+    print_problems,
+    resolve,
     screen,
+    stdin_stream,
 )
 
 app = command_app()
@@ -33,6 +37,8 @@ def stats(
     json_: JsonOpt = False,
     select: SelectOpt = None,
     format_version: FormatOpt = None,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
 ) -> None:
     """Per session and in total: turns, steps, model calls, retries, cancellations, tools with errors, tokens per model, time.
 
@@ -42,12 +48,12 @@ def stats(
     """
     sessions = []
     current: list[str | None] = [None]  # no FILE: the current session
-    for f in files or current:
-        log = open_log(f, strict=False, select=select, format_version=format_version)
-        with log:
-            s = summarize(log.stored_runs())
-            sessions.append({"path": log.path, "id": log.session_id, "version": log.version, "projection": log.projection, **session_stats(s, projection=log.projection)})
-            print_notes(log, quiet=json_)
+    targets = [resolve(f) for f in files or current]
+    stdin = stdin_stream() if "-" in targets else None
+    with batch_executor(jobs, scheduler, targets) as ex:
+        for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin):
+            sessions.append(one.as_dict())
+            print_problems(one.path, one.notes, one.suppressed, quiet=json_)
     total = total_stats(sessions)
     if json_:
         emit_json({"shape": JSON_SHAPE, "sessions": sessions, "total": total})

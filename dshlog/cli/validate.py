@@ -7,14 +7,17 @@ from typing import Annotated, Optional
 import typer
 
 from ..ops.outcome import worst
-from ..ops.validate import validate_log
+from ..ops.validate import validate_many
 from ..output import labels
 from .app import command_app
 from .common import (
     FormatOpt,
     JSON_SHAPE,
+    JobsOpt,
     JsonOpt,
+    SchedulerOpt,
     SelectOpt,
+    batch_executor,
     emit_json,
     err,
     out,
@@ -31,6 +34,8 @@ def validate(
     json_: JsonOpt = False,
     select: SelectOpt = None,
     format_version: FormatOpt = None,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
 ) -> None:
     """Every check a released dsh reader makes; reports every problem with its location. Never writes.
 
@@ -40,10 +45,13 @@ def validate(
     """
     reports = []
     current: list[str | None] = [None]  # no FILE: the current session
-    for f in files or current:
-        report = validate_log(resolve(f), select=select, format_version=format_version, system_prompt_plugins=plugins())
-        reports.append(report)
-        if not json_:
+    targets = [resolve(f) for f in files or current]
+    with batch_executor(jobs, scheduler, targets) as ex:
+        for report in validate_many(targets, select=select, format_version=format_version,
+                                    system_prompt_plugins=plugins(), executor=ex):
+            reports.append(report)
+            if json_:
+                continue
             for first, more in report.grouped():
                 where = first.where()
                 where = "" if where == report.path else where

@@ -17,11 +17,12 @@ the conversion to local time on its own side.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import date, datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo
 
 from ..errors import UsageError
 
-__all__ = ["DURATION", "QUANTUM_MS", "bucket_label", "day_start", "parse_when"]
+__all__ = ["DURATION", "LOCAL", "QUANTUM_MS", "bucket_label", "day_start", "parse_when", "zone_named"]
 
 #: A duration back from now: a number and a unit.
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
@@ -32,6 +33,34 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 QUANTUM_MS = 15 * 60_000
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_OFFSET = re.compile(r"^(?:UTC)?([+-])(\d{1,2})(?::?(\d{2}))?$")
+
+#: The name of the system's local time, when no zone is named (``tzinfo`` ``None``).
+LOCAL = "local time"
+
+
+def zone_named(name: str | None, option: str = "--timezone") -> tuple[tzinfo | None, str]:
+    """A zone as people name it, and how a report names it back.
+
+    An IANA name (``Europe/Berlin``, ``UTC``), a fixed offset (``+05:30``, ``UTC-3``),
+    or ``local`` / ``None``: the system's local time (``tzinfo`` ``None``).
+    """
+    if name is None or name.strip() in ("", "local"):
+        return None, LOCAL
+    t = name.strip()
+    m = _OFFSET.match(t)
+    if m:
+        hours, minutes = int(m.group(2)), int(m.group(3) or 0)
+        if hours < 24 and minutes % 15 == 0 and minutes < 60:  # every real offset is whole quarter hours
+            delta = timedelta(hours=hours, minutes=minutes)
+            return timezone(-delta if m.group(1) == "-" else delta), f"UTC{m.group(1)}{hours:02d}:{minutes:02d}"
+    else:
+        try:
+            return ZoneInfo(t), t
+        except (KeyError, ValueError, OSError):  # not in the zone database (or not a key at all)
+            pass
+    raise UsageError(f"{option} {name!r}: not a time zone (an IANA name such as Europe/Berlin, UTC, "
+                     f"an offset such as +05:30, or local)")
 
 
 def _local(ms: int, tz: tzinfo | None) -> datetime:

@@ -198,6 +198,7 @@ class SessionUsage:
     spans: dict[int | None, Usage] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    exit_code: int = 0  # the error's (:class:`~dshlog.errors.ExitCode`), so a batch exits with its worst
 
     @property
     def first(self) -> int | None:
@@ -324,6 +325,8 @@ class UsageReport:
     until: int | None = None
     priced: bool = False
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: the exit codes of the sessions in ``errors``, in the same order
+    exit_codes: list[int] = field(default_factory=list)
 
 
 def _roots(sessions: Sequence[SessionUsage]) -> dict[int, SessionUsage]:
@@ -403,7 +406,8 @@ def build_report(sessions: Iterable[SessionUsage], by: Sequence[str], *, tz: tzi
     ordered = [rows[k] for k in sorted(rows, key=lambda k: tuple(_sort_key(x) for x in k))]
     for r in [*ordered, total]:
         r.price(prices)
-    return UsageReport(tuple(by), ordered, total, zone, since, until, prices is not None, errors)
+    return UsageReport(tuple(by), ordered, total, zone, since, until, prices is not None, errors,
+                       [s.exit_code for s in listed if s.error is not None])
 
 
 def report_document(rep: UsageReport, shape: int) -> dict[str, Any]:

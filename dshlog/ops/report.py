@@ -78,7 +78,7 @@ def session_usage(path: str, *, since: int | None = None, until: int | None = No
             out.spans = seg.spans
             out.title = seg.summary.title
     except DshlogError as exc:
-        out.error = exc.one_line()
+        out.error, out.exit_code = exc.one_line(), exc.exit_code
     return out
 
 

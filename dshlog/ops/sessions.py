@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
+from ..executor import Executor, InProcess
 from ..model.content import SEARCH, message_text
 from ..protocol.vocabulary import ROLE_OF_TYPE
 from ..read.store import SessionEntry, _loads, list_sessions, parse_since, project_key, raw_lines, sort_entries
@@ -44,16 +46,22 @@ def grep_session(path: Path, needle: str) -> bool:
 
 
 def list_store(root: Path, *, cwd: str | None = None, since: str | None = None, grep: str | None = None,
-               sort: str = "time", reverse: bool = False, now: float) -> list[SessionEntry]:
+               sort: str = "time", reverse: bool = False, now: float, executor: Executor | None = None) -> list[SessionEntry]:
     """``ls``: the sessions of ``root``, only ``cwd``'s project (an absolute path), active since
-    ``since`` (relative to ``now``, epoch seconds), mentioning ``grep``; sorted by ``sort``."""
+    ``since`` (relative to ``now``, epoch seconds), mentioning ``grep``; sorted by ``sort``.
+
+    ``grep`` reads every listed session: one task per session of ``executor`` (in-process by default).
+    """
     since_ms = parse_since(since, now=now) if since is not None else None
     sort_entries([], sort)  # an unknown key is a usage error before the store is read
     entries = list_sessions(root, project=project_key(cwd) if cwd is not None else None)
     if since_ms is not None:
         entries = [e for e in entries if (e.last_activity or 0) >= since_ms]
     if grep is not None:
-        entries = [e for e in entries if e.path is not None and grep_session(e.path, grep)]
+        entries = [e for e in entries if e.path is not None]
+        ex = executor if executor is not None else InProcess()
+        found = list(ex.map(partial(grep_session, needle=grep), [e.path for e in entries if e.path is not None]))
+        entries = [e for e, hit in zip(entries, found) if hit]
     return sort_entries(entries, sort, reverse=reverse)
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import IO, Any
 
 from ..check.problems import Problem
+from ..errors import UsageError
 from ..executor import Executor, InProcess
 from ..model.stats import session_stats
 from ..model.summary import summarize
+from ..read.container import Container
 from ..read.session import open_session
 
 __all__ = ["SessionStats", "session_stats_of", "stats_many"]
@@ -33,16 +35,28 @@ class SessionStats:
         return {"path": self.path, "id": self.id, "version": self.version, "projection": self.projection, **self.stats}
 
 
-def session_stats_of(target: str, *, select: str | None = None, format_version: int | None = None) -> SessionStats:
-    """One session's ``stats``; a log that cannot be opened raises, as a single ``stats FILE`` does."""
-    with open_session(target, strict=False, select=select, format_version=format_version) as log:
+def session_stats_of(target: str, *, select: str | None = None, format_version: int | None = None,
+                     stream: IO[bytes] | None = None) -> SessionStats:
+    """One session's ``stats``; a log that cannot be opened raises, as a single ``stats FILE`` does.
+
+    ``stream``: what ``-`` reads (the caller's standard input), instead of this process's.
+    """
+    with open_session(target, strict=False, select=select, format_version=format_version,
+                      stream=stream if target == "-" else None) as log:
+        if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
+            raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}",
+                             path=log.path)
         s = summarize(log.stored_runs())
         return SessionStats(log.path, log.session_id, log.version, log.projection, session_stats(s, projection=log.projection),
                             list(log.notes), dict(log.notes.suppressed()))
 
 
 def stats_many(targets: Iterable[str], *, select: str | None = None, format_version: int | None = None,
-               executor: Executor | None = None) -> Iterator[SessionStats]:
-    """Each target's ``stats``, in input order; the first that cannot be opened raises, at its turn."""
-    ex = executor if executor is not None else InProcess()
-    yield from ex.map(partial(session_stats_of, select=select, format_version=format_version), list(targets))
+               executor: Executor | None = None, stream: IO[bytes] | None = None) -> Iterator[SessionStats]:
+    """Each target's ``stats``, in input order; the first that cannot be opened raises, at its turn.
+
+    With a ``stream`` for ``-`` the batch runs in this process, whatever ``executor``
+    says: an open stream is this process's and cannot travel to a worker.
+    """
+    ex = executor if executor is not None and stream is None else InProcess()
+    yield from ex.map(partial(session_stats_of, select=select, format_version=format_version, stream=stream), list(targets))

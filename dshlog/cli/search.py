@@ -1,0 +1,104 @@
+"""`dshlog search`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import ExitCode, UsageError
+from ..model.period import parse_when, zone_named
+from ..model.search import ROLES, Query
+from ..ops.report import store_sessions
+from ..ops.search import search as search_sessions
+from ..output.usage import hit_document, hit_line
+from .app import command_app
+from .common import (
+    JSON_SHAPE,
+    JobsOpt,
+    SchedulerOpt,
+    batch_executor,
+    current,
+    emit,
+    emit_json,
+    err,
+    out,
+    screen,
+    store_targets,
+)
+
+app = command_app()
+
+
+def roles(given: list[str] | None) -> frozenset[str]:
+    """``--role`` as given (repeated, or ``user,assistant``); empty: every role."""
+    wanted = {r.strip() for part in given or [] for r in part.split(",")}
+    unknown = sorted(wanted - set(ROLES))
+    if unknown:
+        raise UsageError(f"--role {unknown[0]!r}: expected one of {', '.join(ROLES)}")
+    return frozenset(wanted)
+
+
+@app.command("search", epilog="""More examples:
+
+\b
+  dshlog search deploy
+  dshlog search -i 'rate limit' --role assistant --since 7d
+  dshlog search -e 'err(or)?\\b' --type 'tool/*' -C 20
+  dshlog search -l migration --project demo
+  dshlog search --json --reasoning because
+""")
+def search(
+    pattern: Annotated[str, typer.Argument(metavar="PATTERN", help="The text to find (a fixed string; a regular expression with -e).")],
+    targets: Annotated[Optional[list[str]], typer.Argument(metavar="[ROOT|FILE]...", help="Persistence roots, project or session directories, session files or ids (default: $DSH_HOME/sessions).")] = None,
+    regex: Annotated[bool, typer.Option("--regex", "-e", help="PATTERN is a Python regular expression.")] = False,
+    ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i", help="Ignore case.")] = False,
+    role: Annotated[Optional[list[str]], typer.Option("--role", metavar="ROLE", help=f"Only text of these roles ({', '.join(ROLES)}); repeatable.", autocompletion=lambda: list(ROLES))] = None,
+    type_: Annotated[Optional[list[str]], typer.Option("--type", metavar="GLOB", help="Only events of these types (user/message, tool/*); repeatable.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN", help="Only events from then on: a date (2026-11-01), today, yesterday, or a duration back (7d, 12h).")] = None,
+    project: Annotated[Optional[str], typer.Option("--project", metavar="TEXT", help="Only sessions whose project directory contains TEXT.")] = None,
+    reasoning: Annotated[bool, typer.Option("--reasoning", help="Search the model's reasoning too.")] = False,
+    context: Annotated[int, typer.Option("--context", "-C", metavar="N", min=0, help="Characters of text shown on each side of a match.")] = 40,
+    files_only: Annotated[bool, typer.Option("--files-with-matches", "-l", help="Only the path of each session with a hit, once.")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="NDJSON: one object per hit (with -l: per session).")] = False,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
+) -> None:
+    """Hits of PATTERN in what people read in sessions: messages, tool arguments and output, and with --reasoning the reasoning.
+
+    One line per hit: session, seq, turn, role, where in the message (text, arguments, output,
+    reasoning) and the text around the match (highlighted on a terminal). JSON keys, envelope
+    fields and attachments are never searched; .zstd sessions are searched as plain ones.
+
+    Exit 0 whether or not anything was found (as `ls --grep`; 1 is dshlog's own failure): test
+    the output, e.g. with -l. A session that cannot be read is named on stderr and the others are
+    searched (exit 4 for damage, 6 for a missing file).
+
+    Example: dshlog search -i deploy --role user
+    """
+    env = current().env
+    tz, _ = zone_named(env.timezone)
+    since_ms = parse_when(since, now_ms=int(env.now() * 1000), tz=tz, option="--since") if since is not None else None
+    query = Query(pattern, regex=regex, ignore_case=ignore_case, roles=roles(role), types=tuple(type_ or ()),
+                  since=since_ms, reasoning=reasoning, context=context, project=project, first_only=files_only)
+    paths = store_sessions(store_targets(targets))
+    colour = screen().colour
+    with batch_executor(jobs, scheduler, paths) as ex:
+        for r in search_sessions(paths, query, executor=ex):
+            if r.error is not None:
+                err(f"dshlog: {r.error}")
+                current().note_outcome(ExitCode(r.exit_code))
+                continue
+            if files_only:
+                if r.hits:
+                    if json_:
+                        emit_json({"shape": JSON_SHAPE, "session": r.id, "path": r.path}, pretty=False)
+                    else:
+                        out(r.path)
+                continue
+            label = r.id or r.path
+            for hit in r.hits:
+                if json_:
+                    emit_json(hit_document(r.id, r.path, hit, JSON_SHAPE), pretty=False)
+                else:
+                    emit((hit_line(label, hit, color=colour) + "\n").encode("utf-8"))  # hit_line sanitises each piece
