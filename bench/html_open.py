@@ -3,8 +3,9 @@
     python bench/html_open.py PAGE.html [--runs 3]
 
 Prints the seconds from navigation to the load event (parsing, style, layout and the
-page's script), then the time of one in-page search (typing a word and Enter, as a
-person does).  Chromium is driven over its DevTools protocol by the tests' client
+page's script), the browser's own clock for the first paint with content (when a person
+sees the page), the DOM ready for scripts and the load event, then the time of one
+in-page search (typing a word and Enter, as a person does).  Chromium is driven over its DevTools protocol by the tests' client
 (``tests/cdp.py``).  A 10,000-message session is made with
 ``bench/generate.py --size 55M`` and ``dshlog export ... --format html``.
 """
@@ -38,11 +39,19 @@ def main() -> None:
             for run in range(args.runs):
                 load = b.open(url)
                 n = b.js("document.querySelectorAll('main [data-seq]').length")
+                marks = b.js(
+                    "(function(){var n=performance.getEntriesByType('navigation')[0];"
+                    "var p=performance.getEntriesByName('first-contentful-paint')[0];"
+                    "return [p?p.startTime:-1,n.domInteractive,n.domContentLoadedEventEnd,n.loadEventEnd]})()"
+                )
+                fcp, interactive, ready, loaded = (m / 1000 for m in marks)
                 start = time.monotonic()
                 b.js(f"var q=document.getElementById('q');q.value={args.word!r};q.dispatchEvent(new KeyboardEvent('keydown',{{key:'Enter'}}))")
                 search = time.monotonic() - start
                 hits = b.js("document.getElementById('hits').textContent")
-                print(f"run {run + 1}: load {load:.2f} s ({n} items), search {args.word!r} {search:.2f} s ({hits})")
+                print(f"run {run + 1}: load {load:.2f} s ({n} items); in the browser: first contentful paint {fcp:.2f} s, "
+                      f"DOM interactive {interactive:.2f} s, DOMContentLoaded {ready:.2f} s, load {loaded:.2f} s; "
+                      f"search {args.word!r} {search:.2f} s ({hits})")
             problems = b.problems()
             print("console problems:", problems or "none")
         finally:

@@ -133,3 +133,52 @@ def test_links_of_a_store_page() -> None:
     assert '<a href="index.html">' in page
     assert '<a href="mum.html">mum</a> (seeded from its parent session' in page
     assert '<a href="grandkid.html">grandkid</a>' in page
+
+
+CODE_SAMPLES = [
+    ("python", 'def f(x: int) -> str:\n    """Doc."""\n    return f"{x!r}" + \'<a>\' & x  # note\n\nclass C(Base):\n    @property\n    def v(self): return self._v\n'),
+    ("json", '{"command": ["ls", "-la"], "n": 1.5e3, "ok": true, "none": null}'),
+    ("bash", 'for f in *.txt; do echo "$f" | sed -e \'s/a/b/\' > "${f%.txt}.out"; done\n'),
+    ("javascript", "const x = /re+/g.test(`t ${a}`) ? 0x1f : null; // c\n"),
+]
+
+
+def _colours(html_text: str, classes: dict[str, str], base: str) -> list[tuple[str, str]]:
+    """Each character of highlighted HTML with the colour it is drawn in (``classes``: class -> colour)."""
+    import html as html_mod
+
+    out: list[tuple[str, str]] = []
+    for m in re.finditer(r'<span class="([^"]*)">(.*?)</span>|([^<]+)', html_text, re.S):
+        cls, inner, bare = m.groups()
+        text = html_mod.unescape(inner if inner is not None else bare)
+        colour = classes.get(cls, base) if cls is not None else base
+        out.extend((c, colour) for c in text)
+    return out
+
+
+def test_highlighted_code_looks_as_pygments_draws_it_with_fewer_spans() -> None:
+    """A span only where it shows: same characters, same colour in the light and the dark scheme, fewer elements."""
+    from pygments import highlight as pyg_highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import get_lexer_by_name
+
+    from dshlog.output.richtext import STYLES, _base_colour, code_css, highlight
+
+    # plain code is drawn in each style's plain-text colour, as the spans left out assume
+    for style in STYLES:
+        base = _base_colour(style)
+        assert base is None or f"pre {{ color: {base} }}" in code_css()
+
+    for lang, code in CODE_SAMPLES:
+        ours = highlight(code, lang)
+        theirs = pyg_highlight(code, get_lexer_by_name(lang), HtmlFormatter(nowrap=True))
+        assert ours.count("<span") < theirs.count("<span"), lang
+        for style in STYLES:
+            f = HtmlFormatter(style=style)
+            colours = {c: rule.split("color: ", 1)[1].split(";")[0].lower() for c, (rule, _t, _l) in f.class2style.items() if "color: " in rule}
+            base = _base_colour(style) or "page"
+            mine, pyg = _colours(ours, colours, base), _colours(theirs, colours, base)
+            assert [c for c, _ in mine] == [c for c, _ in pyg], (lang, style)
+            assert "".join(c for c, _ in mine) == code.rstrip("\n") + "\n"  # a lexer ends the text with a newline
+            for (ch, a), (_, b) in zip(mine, pyg):
+                assert a == b or ch.isspace(), (lang, style, ch, a, b)
