@@ -872,9 +872,9 @@ MARKER = "pelican"  # planted in a few first user messages; no generated word co
 DAY_MS = 86_400_000
 
 
-def many_paths(out: Path, count: int, seed: int) -> dict[str, Path]:
+def many_paths(out: Path, count: int, seed: int, scale: float = 1.0) -> dict[str, Path]:
     """The many-small roots: one per encoding (dsh keeps plain and zstd roots apart), and the manifest."""
-    base = out / f"MANY-{count}-s{seed}"
+    base = out / (f"MANY-{count}-s{seed}" + (f"-x{scale:g}" if scale != 1 else ""))
     return {"base": base, "plain": base / "plain", "zstd": base / "zstd", "manifest": base / "manifest.json"}
 
 
@@ -905,7 +905,7 @@ def _write_session(base: Path, spec: dict, zstd: bool) -> Builder:
     return b
 
 
-def generate_many(out: Path, count: int = 1000, seed: int = 7, zstd: bool = True, force: bool = False) -> dict:
+def generate_many(out: Path, count: int = 1000, seed: int = 7, zstd: bool = True, force: bool = False, scale: float = 1.0) -> dict:
     """A persistence root of ``count`` small sessions (children included); returns the manifest.
 
     v0 and v4 sessions are mixed in one root (about a third v0), plain and zstd copies live in
@@ -914,10 +914,12 @@ def generate_many(out: Path, count: int = 1000, seed: int = 7, zstd: bool = True
     sessions delegate to subagent children, whose headers name them (``parentSession``,
     ``origin: subagent``) and whose ``subagent/descriptor`` matches the parent's v4 catalog
     entry (a v0 parent has none: migrating it discovers the children in the root).  Sizes are
-    log-uniform from a few KB to about 100 KB.  The manifest (``manifest.json`` beside the
-    roots) lists every session, so tests and the runner need not rediscover them.
+    log-uniform from a few KB to about 100 KB, times ``scale`` (``--many-scale 12`` makes the
+    1,000-session root about 1 GB; the draws are the same, so scale 1 writes the bytes it
+    always wrote).  The manifest (``manifest.json`` beside the roots) lists every session,
+    so tests and the runner need not rediscover them.
     """
-    paths = many_paths(out, count, seed)
+    paths = many_paths(out, count, seed, scale)
     if not force and paths["manifest"].exists():
         return orjson.loads(paths["manifest"].read_bytes())
     tmp = paths["base"].with_name(paths["base"].name + ".part")
@@ -938,7 +940,7 @@ def generate_many(out: Path, count: int = 1000, seed: int = 7, zstd: bool = True
             "cwd": rng.choices(cwds, weights)[0],
             # working hours, on any day of the span
             "createdAt": start + rng.randrange(MANY_DAYS) * DAY_MS + rng.randrange(7 * 3_600_000, 20 * 3_600_000),
-            "target": int(math.exp(rng.uniform(math.log(2 << 10), math.log(100 << 10)))),
+            "target": int(scale * math.exp(rng.uniform(math.log(2 << 10), math.log(100 << 10)))),
             "seed": rng.getrandbits(32),
             "parent": None,
             "want_children": wanted,
@@ -955,7 +957,7 @@ def generate_many(out: Path, count: int = 1000, seed: int = 7, zstd: bool = True
                 "version": spec["version"],  # written by the same dsh as its parent
                 "cwd": spec["cwd"],
                 "createdAt": child["createdAt"],
-                "target": int(math.exp(rng.uniform(math.log(2 << 10), math.log(40 << 10)))),
+                "target": int(scale * math.exp(rng.uniform(math.log(2 << 10), math.log(40 << 10)))),
                 "seed": rng.getrandbits(32),
                 "parent": spec["id"],
                 "label": child["label"],
@@ -993,10 +995,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-compaction", action="store_true", help="never compact: the surface grows for the whole log")
     ap.add_argument("--huge-tool-result", nargs="?", const=HUGE_DEFAULT, default=None, metavar="SIZES", help=f"a few huge tool outputs, comma-separated sizes (default {HUGE_DEFAULT})")
     ap.add_argument("--many-small", nargs="?", type=int, const=1000, default=None, metavar="COUNT", help="a root of COUNT small sessions (default 1000) instead of one large log, unless --size is given too")
+    ap.add_argument("--many-scale", type=float, default=1.0, metavar="K", help="with --many-small: sessions K times as large (12: a root of about 1 GB)")
     a = ap.parse_args(argv)
     if a.many_small is not None:
-        m = generate_many(a.out, a.many_small, a.seed, zstd=not a.no_zstd, force=a.force)
-        mp = many_paths(a.out, a.many_small, a.seed)
+        m = generate_many(a.out, a.many_small, a.seed, zstd=not a.no_zstd, force=a.force, scale=a.many_scale)
+        mp = many_paths(a.out, a.many_small, a.seed, a.many_scale)
         total = sum(s["bytes"] for s in m["sessions"])
         print(f"{mp['base']}: {len(m['sessions'])} sessions, {total:,} B plain", file=sys.stderr)
         if not a.size:
