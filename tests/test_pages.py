@@ -79,3 +79,52 @@ def test_empty_file_is_refused(tmp_path) -> None:
     f.write_bytes(b"")
     with pytest.raises(CorruptLog):
         open_index(str(f))
+
+
+@pytest.mark.parametrize("window", [4096, 8192, 1 << 20])
+def test_search_in_windows_finds_what_one_pass_finds(monkeypatch, window: int) -> None:
+    """Search gives the scanned pages back window by window; a match across a window's edge still counts."""
+    import dshlog.read.pages as pages
+
+    monkeypatch.setattr(pages, "_WINDOW", window)
+    with open_index(str(LOOP_V4)) as ix:
+        data = LOOP_V4.read_bytes()
+        body = ix.offsets[0]
+        for needle in ("echo", "RATE_LIMIT", "turn/end", "go", "assistant/message", "é"):
+            keys = {needle} if needle != needle.lower() else {needle, needle.capitalize(), needle.upper()}
+            starts = sorted({i for k in keys for i in range(len(data)) if data.startswith(k.encode(), i) and i >= body})
+            lines = [ix.at_offset(i) for i in starts]
+            for start in range(-1, len(ix)):
+                after = [n for n, i in zip(lines, starts) if i >= (ix.ends[start] if start >= 0 else body)]
+                expected = after[0] if after else (lines[0] if lines else None)
+                assert ix.find(needle, start) == expected, (needle, start)
+                before = [n for n, i in zip(lines, starts) if start >= 0 and i < ix.offsets[start]]
+                expected = before[-1] if before else (lines[-1] if lines else None)
+                if start >= 0:
+                    assert ix.find(needle, start, backward=True) == expected, (needle, start)
+
+
+def test_the_index_does_not_keep_the_file_resident(tmp_path) -> None:
+    """Scanning and searching a log leaves its pages to the page cache, not in the process (peak: one window)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    path = tmp_path / "session.v4.jsonl"
+    line = {"content": [{"type": "text", "text": "x" * 4000}], "source": {"kind": "user"}, "role": "user", "id": "m"}
+    with path.open("wb") as fh:
+        fh.write(jsonl(v4_header()))
+        for seq in range(24_000):  # about 100 MB
+            fh.write(json.dumps(ev(seq, "user/message", line, surfaceOp="append"), separators=(",", ":")).encode() + b"\n")
+    probe = textwrap.dedent(f"""
+        from dshlog.read.pages import open_index
+        def status(key):
+            return int(next(l for l in open("/proc/self/status") if l.startswith(key)).split()[1]) // 1024
+        before = status("VmRSS:")
+        ix = open_index({str(path)!r})
+        assert len(ix) == 24_000 and ix.find("no such text", 0) is None
+        print(status("VmRSS:") - before, status("VmHWM:") - before)
+    """)
+    grown, peak = map(int, subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split())
+    assert grown < 16, f"{grown} MB still resident after the scan and a search of a 100 MB log"
+    assert peak < 60, f"{peak} MB peak while scanning a 100 MB log"

@@ -53,6 +53,11 @@ class Match:
         self.offset = offset
 
 
+#: How many bytes a scan or a search passes over before it gives their pages back.
+_WINDOW = 32 << 20
+_DONTNEED: int | None = getattr(mmap, "MADV_DONTNEED", None)
+
+
 class EventIndex:
     """Where each event of a v4 JSONL file is, its type, seq and turn; events parsed on demand.
 
@@ -83,6 +88,17 @@ class EventIndex:
         self.header: dict[str, Any] | None = None
         self._scan()
 
+    def _release(self, lo: int, hi: int) -> None:
+        """Give back the mapped pages of bytes ``lo..hi`` that a scan has passed over.
+
+        They are the page cache's, and a shown event faults in its own pages again;
+        without this every page a scan or a search touched stays resident in the
+        process, so a 120 MB log showed as 150 MB resident although nothing holds it.
+        """
+        start = lo - lo % mmap.PAGESIZE
+        if hi > start and _DONTNEED is not None:
+            self._map.madvise(_DONTNEED, start, hi - start)
+
     # ------------------------------------------------------------------ building
     def _type_code(self, name: str, codes: dict[str, int]) -> int:
         code = codes.get(name)
@@ -110,7 +126,11 @@ class EventIndex:
         turn = 0
         turn_start = self._type_code("turn/start", codes)
         size = self.size
+        released = 0
         while pos < size:
+            if pos - released >= _WINDOW:
+                self._release(released, pos - pos % mmap.PAGESIZE)
+                released = pos - pos % mmap.PAGESIZE
             nl = find(b"\n", pos)
             end = nl if nl >= 0 else size
             if end > pos:
@@ -131,6 +151,7 @@ class EventIndex:
                 types.append(code)
                 turn_of.append(turn)
             pos = end + 1
+        self._release(released, size)
 
     def _slow(self, raw: bytes, codes: dict[str, int], position: int) -> tuple[int, int]:
         try:
@@ -238,13 +259,31 @@ class EventIndex:
                 hit = self._last(keys, stop, self.size)
         return self.at_offset(hit) if hit is not None else None
 
+    def _windows(self, lo: int, hi: int, *, backward: bool = False) -> Iterator[tuple[int, int]]:
+        """``lo..hi`` as windows of :data:`_WINDOW` bytes (start, end), first to last or last to first."""
+        starts = list(range(lo, hi, _WINDOW)) or [lo]
+        for a in (reversed(starts) if backward else starts):
+            yield a, min(hi, a + _WINDOW)
+
     def _first(self, keys: list[bytes], lo: int, hi: int) -> int | None:
-        hits = [h for h in (self._map.find(k, lo, hi) for k in keys) if h >= 0]
-        return min(hits) if hits else None
+        """The first offset in ``lo..hi`` where one of ``keys`` starts (and ends by ``hi``)."""
+        reach = max(len(k) for k in keys) - 1  # a match starting in a window may end in the next
+        for a, b in self._windows(lo, hi):
+            hits = [h for h in (self._map.find(k, a, min(hi, b + reach)) for k in keys) if 0 <= h < b]
+            self._release(a, b)
+            if hits:
+                return min(hits)
+        return None
 
     def _last(self, keys: list[bytes], lo: int, hi: int) -> int | None:
-        hits = [h for h in (self._map.rfind(k, lo, hi) for k in keys) if h >= 0]
-        return max(hits) if hits else None
+        """The last offset in ``lo..hi`` where one of ``keys`` starts (and ends by ``hi``)."""
+        reach = max(len(k) for k in keys) - 1
+        for a, b in self._windows(lo, hi, backward=True):
+            hits = [h for h in (self._map.rfind(k, a, min(hi, b + reach)) for k in keys) if 0 <= h < b]
+            self._release(a, b)
+            if hits:
+                return max(hits)
+        return None
 
     def close(self) -> None:
         self._map.close()
