@@ -42,7 +42,7 @@ else:
 __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JsonOpt", "Run", "SelectOpt",
     "UnknownOpt", "closer_lines", "current", "emit", "emit_json", "err", "event_bytes", "js", "located",
-    "open_log", "out", "plugins", "print_notes", "release", "resolve", "root", "screen",
+    "may_fork", "open_log", "out", "plugins", "print_notes", "release", "resolve", "root", "screen",
 ]
 
 
@@ -250,6 +250,11 @@ def plugins() -> tuple[str, ...]:
     return current().plugins
 
 
+def may_fork() -> bool:
+    """Whether this run lets the core fork helper processes (``Env.parallel``; the library's default is no)."""
+    return current().env.parallel
+
+
 def stdin_stream() -> io.BufferedReader:
     """Standard input of this run as a buffered binary stream (what ``-`` reads)."""
     raw = current().env.stdin
@@ -260,7 +265,8 @@ def open_log(target: str | None, *, strict: bool = True, select: str | None = No
     """Open a FILE argument (resolved as :func:`resolve` does) with the root's options."""
     path = resolve(target)
     log = open_session(path, strict=strict, select=select, format_version=format_version,
-                       system_prompt_plugins=plugins(), stream=stdin_stream() if path == "-" else None)
+                       system_prompt_plugins=plugins(), stream=stdin_stream() if path == "-" else None,
+                       parallel=may_fork())
     if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
         log.close()
         raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}", path=path)

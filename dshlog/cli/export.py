@@ -23,6 +23,7 @@ from .common import (
     SelectOpt,
     err,
     located,
+    may_fork,
     open_log,
     print_notes,
 )
@@ -78,7 +79,7 @@ def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bo
     """``export ROOT --format html -o DIR``."""
     if fmt != "html" or out is None:
         raise UsageError(f"{root} is a persistence root: export it with --format html -o DIR (one page per session)", path=root)
-    result = export_store(root, out, full=full, redact=redact)
+    result = export_store(root, out, full=full, redact=redact, parallel=may_fork())
     for w in result.warnings:
         err(f"dshlog: warning: {w}")
     for sid, error in result.failed:

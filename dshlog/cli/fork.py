@@ -19,6 +19,7 @@ from .common import (
     current,
     emit_json,
     err,
+    may_fork,
     out,
     plugins,
     resolve,
@@ -49,7 +50,7 @@ def fork(
         raise UsageError("choose either --at SEQ or --at-turn N")
     file = resolve(file)
     result = write_fork(file, output, now_ms=int(current().env.now() * 1000), at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version,
-                        system_prompt_plugins=plugins())
+                        system_prompt_plugins=plugins(), parallel=may_fork())
     if json_:
         emit_json({"shape": JSON_SHAPE, **result})
         return

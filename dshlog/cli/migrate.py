@@ -9,7 +9,7 @@ import typer
 
 from ..ops.migrate import Outcome, find_sessions, migrate_all
 from .app import command_app
-from .common import JsonOpt, current, emit_json, err, out, plugins, resolve
+from .common import JsonOpt, current, emit_json, err, may_fork, out, plugins, resolve
 
 app = command_app()
 
@@ -61,7 +61,8 @@ def migrate(
 
     try:
         batch = migrate_all(sources, check=check, dry_run=dry_run, children="none" if no_children else "auto",
-                            system_prompt_plugins=plugins(), progress=report)
+                            system_prompt_plugins=plugins(), progress=report,
+                            parallel=may_fork())
     finally:
         if progress is not None:
             progress.stop()

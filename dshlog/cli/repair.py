@@ -18,6 +18,7 @@ from .common import (
     closer_lines,
     emit_json,
     err,
+    may_fork,
     out,
     plugins,
     resolve,
@@ -48,11 +49,13 @@ def repair(
         raise UsageError("--check writes nothing: leave out --write and -o, or leave out --check")
     file = resolve(file)
     if write:
-        result = repair_in_place(file)
+        result = repair_in_place(file, parallel=may_fork())
     elif output is not None:
-        result = repair_copy(file, output, select=select, format_version=format_version, system_prompt_plugins=plugins())
+        result = repair_copy(file, output, select=select, format_version=format_version, system_prompt_plugins=plugins(),
+                             parallel=may_fork())
     else:
-        result = RepairResult(plan_repair(file, select=select, format_version=format_version, system_prompt_plugins=plugins()))
+        result = RepairResult(plan_repair(file, select=select, format_version=format_version, system_prompt_plugins=plugins(),
+                                          parallel=may_fork()))
     plan = result.plan
     if json_:
         emit_json(RepairOutcome.of(result).as_dict())

@@ -18,6 +18,7 @@ from .common import (
     emit_json,
     err,
     out,
+    may_fork,
     plugins,
     resolve,
 )
@@ -41,7 +42,8 @@ def validate(
     reports = []
     current: list[str | None] = [None]  # no FILE: the current session
     for f in files or current:
-        report = validate_log(resolve(f), select=select, format_version=format_version, system_prompt_plugins=plugins())
+        report = validate_log(resolve(f), select=select, format_version=format_version, system_prompt_plugins=plugins(),
+                              parallel=may_fork())
         reports.append(report)
         if not json_:
             for first, more in report.grouped():

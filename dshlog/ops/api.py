@@ -96,6 +96,7 @@ def open_session(
     format_version: int | None = None,
     system_prompt_plugins: Iterable[str] = (),
     stream: IO[bytes] | None = None,
+    parallel: bool = False,
 ) -> SessionLog:
     """Open a log: a generation file, a session directory, a JSON array or wrapped stream, or ``-``.
 
@@ -108,9 +109,15 @@ def open_session(
     session of a multi-session input; ``format_version`` states the version of
     a header-less input; ``system_prompt_plugins`` are package names the v3->v4
     migration treats as dsh's system-prompt producer (a fork build's).
+
+    ``parallel`` (here and in every call below) lets dshlog hand work to forked
+    helper processes where a second core pays: decoding a large zstd body,
+    reading back a large output before publishing it.  The default runs
+    everything in the calling process, which is what a thread, a server or a
+    process pool embedding dshlog expects; the command line turns it on.
     """
     return _open(target, strict=strict, select=select, format_version=format_version,
-                 system_prompt_plugins=tuple(system_prompt_plugins), stream=stream)
+                 system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel)
 
 
 @boundary
@@ -122,25 +129,27 @@ def find_session(session_id: str, *, root: Target) -> Path:
 
 @boundary
 def stored_events(target: Target, *, strict: bool = False, select: str | None = None,
-                  format_version: int | None = None) -> Iterator[EventRecord]:
+                  format_version: int | None = None, parallel: bool = False) -> Iterator[EventRecord]:
     """The events as stored (any version), each with its exact line bytes and location.
 
     Not strict by default: the rows are shown as far as they can be read, as
     ``dshlog events`` shows them.  The file is closed when the iterator ends.
     """
-    with _open(target, strict=strict, select=select, format_version=format_version) as log:
+    with _open(target, strict=strict, select=select, format_version=format_version, parallel=parallel) as log:
         yield from log.stored()
 
 
 @boundary
 def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None = None,
-              format_version: int | None = None, system_prompt_plugins: Iterable[str] = ()) -> Iterator[Event]:
+              format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+              parallel: bool = False) -> Iterator[Event]:
     """dsh's view of a log: v4 events (an older log migrated in memory), ending with dsh's decision.
 
     When dsh would refuse the log, the error is raised after the last event (or
     when the iterator is closed early), as dsh's read refuses a log as a whole.
     """
-    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins)) as log:
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               parallel=parallel) as log:
         with log.v4(allow_unknown=allow_unknown) as view:
             for event in view:
                 yield cast(Event, event)
@@ -150,19 +159,21 @@ def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None
 
 
 @boundary
-def session_info(target: Target, *, select: str | None = None, format_version: int | None = None) -> SessionInfo:
+def session_info(target: Target, *, select: str | None = None, format_version: int | None = None,
+                 parallel: bool = False) -> SessionInfo:
     """``dshlog info``: header, container, sizes, counts by type, turns, tokens (the stored events)."""
-    with _open(target, strict=False, select=select, format_version=format_version) as log:
+    with _open(target, strict=False, select=select, format_version=format_version, parallel=parallel) as log:
         summary = summarize(log.stored_runs())
         return SessionInfo.of(log, summary)
 
 
 @boundary
-def session_stats(*targets: Target, select: str | None = None, format_version: int | None = None) -> Stats:
+def session_stats(*targets: Target, select: str | None = None, format_version: int | None = None,
+                  parallel: bool = False) -> Stats:
     """``dshlog stats``: per session and in total (turns, steps, calls, retries, tools, tokens, time)."""
     sessions: list[SessionStats] = []
     for target in targets:
-        with _open(target, strict=False, select=select, format_version=format_version) as log:
+        with _open(target, strict=False, select=select, format_version=format_version, parallel=parallel) as log:
             summary = summarize(log.stored_runs())
             sessions.append(SessionStats(log.path, log.session_id, log.version, log.projection,
                                          stats_of(summary, projection=log.projection)))
@@ -171,7 +182,7 @@ def session_stats(*targets: Target, select: str | None = None, format_version: i
 
 @boundary
 def validate(*targets: Target, select: str | None = None, format_version: int | None = None,
-             system_prompt_plugins: Iterable[str] = ()) -> Validation:
+             system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> Validation:
     """``dshlog validate``: every problem of each input with its location; never raises for the log's own.
 
     ``result.exit_code`` is the worst verdict (0 clean, 3 unsupported, 4 damaged, 6 unreadable).
@@ -179,16 +190,16 @@ def validate(*targets: Target, select: str | None = None, format_version: int | 
     plugins = tuple(system_prompt_plugins)
     return Validation(tuple(
         ValidationReport.of(_validate.validate_log(os.fspath(t), select=select, format_version=format_version,
-                                                   system_prompt_plugins=plugins))
+                                                   system_prompt_plugins=plugins, parallel=parallel))
         for t in targets
     ))
 
 
 @boundary
 def surface(target: Target, *, at: int | None = None, allow_unknown: bool = False, select: str | None = None,
-            format_version: int | None = None) -> SurfaceView:
+            format_version: int | None = None, parallel: bool = False) -> SurfaceView:
     """``dshlog surface``: the fold of the log (or of its prefix up to seq ``at``): nodes and derived messages."""
-    with _open(target, select=select, format_version=format_version) as log:
+    with _open(target, select=select, format_version=format_version, parallel=parallel) as log:
         with log.v4(allow_unknown=allow_unknown) as view:
             state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         if at is not None and state.next_seq <= at:
@@ -198,9 +209,9 @@ def surface(target: Target, *, at: int | None = None, allow_unknown: bool = Fals
 
 @boundary
 def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False, select: str | None = None,
-                    format_version: int | None = None) -> RebuiltRequest:
+                    format_version: int | None = None, parallel: bool = False) -> RebuiltRequest:
     """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
-    with _open(target, select=select, format_version=format_version) as log:
+    with _open(target, select=select, format_version=format_version, parallel=parallel) as log:
         with log.v4(allow_unknown=allow_unknown) as view:
             request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
         return RebuiltRequest(number, request, tuple(log.notes))
@@ -208,9 +219,9 @@ def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False,
 
 @boundary
 def request_series(target: Target, *, allow_unknown: bool = False, select: str | None = None,
-                   format_version: int | None = None) -> RequestSeries:
+                   format_version: int | None = None, parallel: bool = False) -> RequestSeries:
     """``dshlog requests``: every request, whether it extends its predecessor byte for byte, and why not."""
-    with _open(target, select=select, format_version=format_version) as log:
+    with _open(target, select=select, format_version=format_version, parallel=parallel) as log:
         with log.v4(allow_unknown=allow_unknown) as view:
             rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
                                                                  strict_unknown=not allow_unknown))
@@ -231,9 +242,9 @@ def list_sessions(root: Target, *, project: str | None = None, scan: bool = True
 
 
 @boundary
-def grep_session(path: Target, text: str) -> bool:
+def grep_session(path: Target, text: str, *, parallel: bool = False) -> bool:
     """Whether any user or assistant message of a generation contains ``text`` (case-insensitive)."""
-    return _sessions.grep_session(Path(path), text)
+    return _sessions.grep_session(Path(path), text, parallel=parallel)
 
 
 # ----------------------------------------------------------------------------- writers
@@ -241,31 +252,32 @@ def grep_session(path: Target, text: str) -> bool:
 
 @boundary
 def plan_repair(target: Target, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: Iterable[str] = ()) -> RepairOutcome:
+                system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> RepairOutcome:
     """``dshlog repair``: what is open at the tail and the closers dsh appends on resume; writes nothing."""
     plan = _repair.plan_repair(os.fspath(target), select=select, format_version=format_version,
-                               system_prompt_plugins=tuple(system_prompt_plugins))
+                               system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel)
     return RepairOutcome(plan)
 
 
 @boundary
 def repair_copy(target: Target, out: Target, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: Iterable[str] = ()) -> RepairOutcome:
+                system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> RepairOutcome:
     """``dshlog repair -o OUT``: a repaired v4 copy at ``out`` (never over an existing file)."""
     return RepairOutcome.of(_repair.repair_copy(os.fspath(target), Path(out), select=select, format_version=format_version,
-                                                system_prompt_plugins=tuple(system_prompt_plugins)))
+                                                system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel))
 
 
 @boundary
-def repair_in_place(path: Target) -> RepairOutcome:
+def repair_in_place(path: Target, *, parallel: bool = False) -> RepairOutcome:
     """``dshlog repair --write``: the closers appended to the v4 log itself, under ``session.lock``."""
-    return RepairOutcome.of(_repair.repair_in_place(os.fspath(path)))
+    return RepairOutcome.of(_repair.repair_in_place(os.fspath(path), parallel=parallel))
 
 
 @boundary
 def fork_session(target: Target, out: Target, *, at: int | None = None, turn: int | None = None,
                  child_id: str | None = None, created_at: int | None = None, select: str | None = None,
-                 format_version: int | None = None, system_prompt_plugins: Iterable[str] = ()) -> ForkResult:
+                 format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+                 parallel: bool = False) -> ForkResult:
     """``dshlog fork``: a child log at ``out`` (a file, or a directory) from the parent's prefix.
 
     ``at`` is the last parent seq kept, ``turn`` cuts after that turn's end
@@ -277,12 +289,12 @@ def fork_session(target: Target, out: Target, *, at: int | None = None, turn: in
     # a trailing slash names a directory to create the child in: the name is passed on as given
     return ForkResult.of(_fork.write_fork(os.fspath(target), os.fspath(out), at=at, turn=turn, child_id=child_id,
                                           created_at=created_at, now_ms=time.time_ns() // 1_000_000, select=select, format_version=format_version,
-                                          system_prompt_plugins=tuple(system_prompt_plugins)))
+                                          system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel))
 
 
 @boundary
 def migrate_session(source: Target, *, check: bool = False, dry_run: bool = False, children: Children = "auto",
-                    system_prompt_plugins: Iterable[str] = ()) -> MigrationOutcome:
+                    system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> MigrationOutcome:
     """``dshlog migrate`` for one session file: publish its v4 successor beside it, as dsh does.
 
     Never raises for the session's own problems: a failure is ``status ==
@@ -292,12 +304,13 @@ def migrate_session(source: Target, *, check: bool = False, dry_run: bool = Fals
     outside a dsh persistence root).
     """
     return MigrationOutcome.of(_migrate.migrate_session(Path(source), check=check, dry_run=dry_run, children=children,
-                                                        system_prompt_plugins=tuple(system_prompt_plugins)))
+                                                        system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel))
 
 
 @boundary
 def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = False, dry_run: bool = False,
-                     children: Children = "auto", system_prompt_plugins: Iterable[str] = ()) -> Migration:
+                     children: Children = "auto", system_prompt_plugins: Iterable[str] = (),
+                     parallel: bool = False) -> Migration:
     """``dshlog migrate``: every session named or (``recursive``) found below ``paths``.
 
     Each session is an outcome of its own; ``result.exit_code`` is the worst
@@ -306,18 +319,19 @@ def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = Fals
     plugins = tuple(system_prompt_plugins)
     sources = list(_migrate.find_sessions([os.fspath(p) for p in paths], recursive=recursive))
     outcomes = tuple(MigrationOutcome.of(_migrate.migrate_session(s, check=check, dry_run=dry_run, children=children,
-                                                                  system_prompt_plugins=plugins))
+                                                                  system_prompt_plugins=plugins, parallel=parallel))
                      for s in sources)
     return Migration(outcomes, check=check)
 
 
 @boundary
 def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md", full: bool = False,
-                      redact: bool = False, select: str | None = None, format_version: int | None = None) -> ExportResult:
+                      redact: bool = False, select: str | None = None, format_version: int | None = None,
+                      parallel: bool = False) -> ExportResult:
     """``dshlog export -o OUT``: a transcript (Markdown, self-contained HTML, or JSON) published at ``out``."""
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
-    with _open(target, select=select, format_version=format_version) as log:
+    with _open(target, select=select, format_version=format_version, parallel=parallel) as log:
         head = _head(log)
         path, warnings = _export.export_to_file(log, head, format, os.fspath(out), full=full, redact=redact)
     return ExportResult(str(path), format, tuple(warnings))
@@ -325,12 +339,12 @@ def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md
 
 @boundary
 def export_bytes(target: Target, *, format: ExportFormat = "md", full: bool = False, redact: bool = False,
-                 select: str | None = None, format_version: int | None = None) -> bytes:
+                 select: str | None = None, format_version: int | None = None, parallel: bool = False) -> bytes:
     """The transcript ``dshlog export`` prints, as bytes (after dsh's decision on the whole log)."""
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
     parts: list[bytes] = []
-    with _open(target, select=select, format_version=format_version) as log:
+    with _open(target, select=select, format_version=format_version, parallel=parallel) as log:
         head = _head(log)
         with log.v4() as view:
             render_export(view, head, format, parts.append, full=full, redact=redact)

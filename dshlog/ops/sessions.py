@@ -16,13 +16,14 @@ _SEARCHED: frozenset[str] = frozenset(t for t, role in ROLE_OF_TYPE.items() if r
 _NEEDLES: tuple[bytes, ...] = tuple(t.encode() for t in sorted(_SEARCHED))
 
 
-def message_texts(path: Path) -> Iterator[str]:
+def message_texts(path: Path, *, parallel: bool = False) -> Iterator[str]:
     """Text of every user and assistant message in a generation, streamed (only those lines are parsed).
 
     The text is the one extractor's :data:`~dshlog.model.content.SEARCH` rule:
-    reasoning included, tool markers left out, one block per line.
+    reasoning included, tool markers left out, one block per line.  ``parallel``:
+    a forked helper may decode a large zstd body (the caller's policy).
     """
-    for raw in raw_lines(path):
+    for raw in raw_lines(path, parallel=parallel):
         if not any(n in raw for n in _NEEDLES):
             continue
         obj = _loads(raw)
@@ -37,23 +38,24 @@ def message_texts(path: Path) -> Iterator[str]:
             yield text
 
 
-def grep_session(path: Path, needle: str) -> bool:
+def grep_session(path: Path, needle: str, *, parallel: bool = False) -> bool:
     """Whether any user/assistant message text contains ``needle`` (case-insensitive)."""
     n = needle.casefold()
-    return any(n in t.casefold() for t in message_texts(path))
+    return any(n in t.casefold() for t in message_texts(path, parallel=parallel))
 
 
 def list_store(root: Path, *, cwd: str | None = None, since: str | None = None, grep: str | None = None,
-               sort: str = "time", reverse: bool = False, now: float) -> list[SessionEntry]:
+               sort: str = "time", reverse: bool = False, now: float, parallel: bool = False) -> list[SessionEntry]:
     """``ls``: the sessions of ``root``, only ``cwd``'s project (an absolute path), active since
-    ``since`` (relative to ``now``, epoch seconds), mentioning ``grep``; sorted by ``sort``."""
+    ``since`` (relative to ``now``, epoch seconds), mentioning ``grep``; sorted by ``sort``.
+    ``parallel``: forked helpers may decode large zstd bodies for ``grep``."""
     since_ms = parse_since(since, now=now) if since is not None else None
     sort_entries([], sort)  # an unknown key is a usage error before the store is read
     entries = list_sessions(root, project=project_key(cwd) if cwd is not None else None)
     if since_ms is not None:
         entries = [e for e in entries if (e.last_activity or 0) >= since_ms]
     if grep is not None:
-        entries = [e for e in entries if e.path is not None and grep_session(e.path, grep)]
+        entries = [e for e in entries if e.path is not None and grep_session(e.path, grep, parallel=parallel)]
     return sort_entries(entries, sort, reverse=reverse)
 
 

@@ -33,16 +33,20 @@ class SessionStats:
         return {"path": self.path, "id": self.id, "version": self.version, "projection": self.projection, **self.stats}
 
 
-def session_stats_of(target: str, *, select: str | None = None, format_version: int | None = None) -> SessionStats:
-    """One session's ``stats``; a log that cannot be opened raises, as a single ``stats FILE`` does."""
-    with open_session(target, strict=False, select=select, format_version=format_version) as log:
+def session_stats_of(target: str, *, select: str | None = None, format_version: int | None = None,
+                     parallel: bool = False) -> SessionStats:
+    """One session's ``stats``; a log that cannot be opened raises, as a single ``stats FILE`` does.
+
+    ``parallel``: a forked helper may decode a large zstd body (the caller's policy).
+    """
+    with open_session(target, strict=False, select=select, format_version=format_version, parallel=parallel) as log:
         s = summarize(log.stored_runs())
         return SessionStats(log.path, log.session_id, log.version, log.projection, session_stats(s, projection=log.projection),
                             list(log.notes), dict(log.notes.suppressed()))
 
 
 def stats_many(targets: Iterable[str], *, select: str | None = None, format_version: int | None = None,
-               executor: Executor | None = None) -> Iterator[SessionStats]:
+               executor: Executor | None = None, parallel: bool = False) -> Iterator[SessionStats]:
     """Each target's ``stats``, in input order; the first that cannot be opened raises, at its turn."""
     ex = executor if executor is not None else InProcess()
-    yield from ex.map(partial(session_stats_of, select=select, format_version=format_version), list(targets))
+    yield from ex.map(partial(session_stats_of, select=select, format_version=format_version, parallel=parallel), list(targets))

@@ -132,7 +132,7 @@ def _feed_rules(report: Report, rules: Validator, events: Any) -> None:
 
 
 def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, format_version: int | None,
-                 plugins: tuple[str, ...]) -> None:
+                 plugins: tuple[str, ...], parallel: bool) -> None:
     """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
 
     ``log`` is the lenient reader the listing used.  A header dsh refuses is known
@@ -143,7 +143,8 @@ def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, form
     if log.version == CURRENT_VERSION and (decision is None or decision.admitted) and not report.count("error") and not report.count("warning"):
         return
     try:
-        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins) as log:
+        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
+                          parallel=parallel) as log:
             with log.v4() as view:
                 view.finish()
     except DshlogError as exc:
@@ -155,14 +156,15 @@ def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, form
 
 
 def validate_log(target: str, *, select: str | None = None, format_version: int | None = None,
-                 system_prompt_plugins: tuple[str, ...] = ()) -> Report:
+                 system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False) -> Report:
     """Check one input completely; never raises for problems in the log itself.
 
-    ``system_prompt_plugins``: as :class:`~dshlog.read.session.SessionLog` takes them.
+    ``system_prompt_plugins`` and ``parallel`` (forked helpers allowed): as
+    :class:`~dshlog.read.session.SessionLog` takes them.
     """
     report = Report(path=target)
     try:
-        log = open_session(target, strict=False, select=select, format_version=format_version)
+        log = open_session(target, strict=False, select=select, format_version=format_version, parallel=parallel)
     except DshlogError as exc:
         _from_error(report, exc)
         return report
@@ -217,12 +219,12 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
             else:
                 sev = Severity.WARNING
             report.add(n.with_severity(sev))
-    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins)
+    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins, parallel)
     if log.version is not None and log.version < CURRENT_VERSION and not report.count("error") and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
             log2 = open_session(target, strict=False, select=select, format_version=format_version,
-                                system_prompt_plugins=system_prompt_plugins)
+                                system_prompt_plugins=system_prompt_plugins, parallel=parallel)
             with log2:
                 migrated = log2.v4()
                 rules = Validator(migrated.header if log2.header is not None else None, projection=log2.snapshot)
@@ -235,8 +237,10 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
 
 
 def validate_many(targets: Iterable[str], *, select: str | None = None, format_version: int | None = None,
-                  system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None) -> Iterator[Report]:
+                  system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
+                  parallel: bool = False) -> Iterator[Report]:
     """:func:`validate_log` of each target, in input order, through the caller's executor."""
     ex = executor if executor is not None else InProcess()
-    task = partial(validate_log, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins)
+    task = partial(validate_log, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
+                   parallel=parallel)
     yield from ex.map(task, list(targets))

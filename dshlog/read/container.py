@@ -268,13 +268,13 @@ _END_VALUE = {1: True, 0: False, -1: None}
 WORKER_MIN_BYTES = 2 << 20
 
 
-def _worker_possible(fh: IO[bytes]) -> bool:
-    """A forked decoder needs fork, a second CPU, no other thread and a real file worth it."""
-    if not forked.can_fork():
+def _worker_possible(fh: IO[bytes], parallel: bool, min_bytes: int) -> bool:
+    """A forked decoder needs the caller's consent, fork, a second CPU, no other thread and a real file worth it."""
+    if not forked.can_fork(parallel):
         return False
     try:
         fd = fh.fileno()
-        return os.fstat(fd).st_size - fh.tell() >= WORKER_MIN_BYTES
+        return os.fstat(fd).st_size - fh.tell() >= min_bytes
     except (OSError, ValueError, io.UnsupportedOperation):
         return False
 
@@ -350,12 +350,16 @@ def _decode_in_worker(items: Iterator[Any], info: SourceInfo, fh: IO[bytes]) -> 
         os.waitpid(pid, 0)
 
 
-def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool | None = None) -> Iterator[Record]:
+def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool = False, *,
+                    min_bytes: int | None = None) -> Iterator[Record]:
     """Records of a multi-frame zstd generation, each tagged with the frame that ends it.
 
     The header frame is decoded here (so a caller may still seek and sample the
-    file right after reading the header); the body frames are decoded by a forked
-    worker when ``parallel`` (default: when :func:`_worker_possible`).
+    file right after reading the header).  ``parallel`` is the caller's policy:
+    when true, the body frames are decoded by a forked worker where one pays
+    (:func:`_worker_possible`: at least ``min_bytes``, default :data:`WORKER_MIN_BYTES`,
+    of compressed body left);
+    by default, and always as a fallback, they are decoded here.
     """
     line_no = 1
     offset = 0
@@ -368,9 +372,8 @@ def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool | None = Non
     if head is None:
         info.decoded_bytes = 0
         return
-    if parallel is None:
-        parallel = _worker_possible(fh)
-    body = _decode_in_worker(source, info, fh) if parallel and head[3] is not False else source
+    forking = head[3] is not False and _worker_possible(fh, parallel, WORKER_MIN_BYTES if min_bytes is None else min_bytes)
+    body = _decode_in_worker(source, info, fh) if forking else source
     for index, start, data, end in _chain_first(head, body):
         if data:
             if pending and b"\n" not in data:

@@ -140,6 +140,7 @@ class SessionLog:
         format_version: int | None = None,
         stream: IO[bytes] | None = None,
         system_prompt_plugins: tuple[str, ...] | list[str] = (),
+        parallel: bool = False,
     ) -> None:
         """``stream``: read this already open buffered binary stream (``target`` is then only
         the name shown in messages), e.g. bytes arriving through a pipe.
@@ -150,8 +151,11 @@ class SessionLog:
         the log is shown as far as it can be read, with notes.
         ``system_prompt_plugins``: package names the v3->v4 edge takes for
         dsh's system-prompt producer besides upstream's own (a fork build's name).
+        ``parallel``: the caller allows a forked helper to decode a large zstd body
+        (:func:`~dshlog.read.container.iter_zstd_lines`); the default reads in process.
         """
         self.target = target
+        self.parallel = parallel
         self.strict = strict
         self.select = select
         self.notes = Problems()
@@ -216,7 +220,7 @@ class SessionLog:
         c = self.info.container
         path = self.path
         if c in (Container.JSONL, Container.ZSTD):
-            lines = iter_lines(self._fh, self.info) if c == Container.JSONL else iter_zstd_lines(self._fh, self.info)
+            lines = iter_lines(self._fh, self.info) if c == Container.JSONL else iter_zstd_lines(self._fh, self.info, self.parallel)
             first = next(lines, None)
             if first is None:
                 raise CorruptLog("empty or header-less session log", path=path, loc=Location(line=1, offset=0))
