@@ -116,6 +116,15 @@ class UsageError(DshlogError):
     kind = "usage"
 
 
+class InvalidArgument(UsageError, ValueError):
+    """A value passed to a library call that no log could make sense of (an unknown closer cause, ...).
+
+    A usage error (exit 2) like a bad option, and also the :class:`ValueError`
+    Python code expects for a bad argument, which is what it was before the
+    hierarchy covered it.
+    """
+
+
 class CorruptLog(DshlogError):
     """Committed content is invalid: unparsable JSON, seq gap, bad frame, broken rule."""
 
