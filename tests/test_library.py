@@ -232,3 +232,28 @@ def test_only_the_hierarchy_leaves(tmp_path: Path) -> None:
         list(log.stored())
         with pytest.raises(dshlog.InternalError):  # a body is read once: a misuse, reported as the hierarchy's bug
             list(log.stored())
+
+
+def test_iterating_a_returned_log_stays_behind_the_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug met while a caller iterates a log the library returned is an InternalError, not a KeyError."""
+    from collections.abc import Iterator
+
+    from dshlog.read import session
+
+    def broken(self: object, *, runs: bool) -> Iterator[Any]:
+        raise KeyError("a bug inside the reader")
+        yield  # a generator, as the reader's rows are
+
+    monkeypatch.setattr(session.SessionLog, "_rows", broken)
+    for path in (LOOP, V0):
+        for view in ("stored", "stored_runs", "v4", "records"):
+            with dshlog.open_session(path, strict=False) as log:
+                it = log.v4().records() if view == "records" else (log.v4() if view == "v4" else getattr(log, view)())
+                with pytest.raises(dshlog.InternalError) as caught:
+                    list(it)
+            assert isinstance(caught.value.__cause__, KeyError), view
+    with dshlog.open_session(LOOP) as log:  # not one wrapper per layer: the view's own stream is guarded once
+        assert log.v4()._stream().__name__ == "guarded"  # type: ignore[attr-defined]  # a generator's name
+    with session.open_session(LOOP) as log:  # the core's own logs are not wrapped (their callers are the boundary)
+        with pytest.raises(KeyError):
+            list(log.stored())

@@ -116,8 +116,9 @@ def open_session(
     everything in the calling process, which is what a thread, a server or a
     process pool embedding dshlog expects; the command line turns it on.
     """
+    # the log's views are guarded too: what escapes their iteration leaves as the hierarchy's error
     return _open(target, strict=strict, select=select, format_version=format_version,
-                 system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel)
+                 system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel, guard=True)
 
 
 @boundary
