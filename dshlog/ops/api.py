@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import IO, Literal, cast
 
 from ..check.surface import fold
 from ..errors import UsageError, boundary
+from ..executor import Executor
 from ..model.requests import iter_requests
+from ..model.search import Query
+from ..model.usage import PriceTable, UsageReport
 from ..model.requests import rebuild as rebuild_from
 from ..model.stats import session_stats as stats_of
 from ..model.stats import total_stats
@@ -37,8 +41,14 @@ from . import export as _export
 from . import fork as _fork
 from . import migrate as _migrate
 from . import repair as _repair
+from . import report as _report
+from . import rescue as _rescue
+from . import search as _search
 from . import sessions as _sessions
+from . import stats as _stats
 from . import validate as _validate
+from .rescue import RescueOutcome
+from .search import SessionHits
 from .results import (
     ExportResult,
     ForkResult,
@@ -63,6 +73,7 @@ __all__ = [
     "fork_session",
     "grep_session",
     "list_sessions",
+    "migrate_many",
     "migrate_session",
     "migrate_sessions",
     "open_session",
@@ -71,12 +82,17 @@ __all__ = [
     "repair_copy",
     "repair_in_place",
     "request_series",
+    "rescue",
+    "search",
     "session_info",
     "session_stats",
+    "stats_many",
     "stored_events",
     "surface",
+    "usage_report",
     "v4_events",
     "validate",
+    "validate_many",
 ]
 
 Target = str | os.PathLike[str]
@@ -356,3 +372,89 @@ def _head(log: SessionLog) -> SessionHead:
     """What an export starts with: the header facts, named by the file's base name (as the CLI does)."""
     facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
     return SessionHead(log.session_id, log.version, log.path, log.projection, facts)
+
+
+# ----------------------------------------------------------------------------- batches over many sessions
+
+
+@boundary
+def validate_many(targets: Iterable[Target], *, select: str | None = None, format_version: int | None = None,
+                  system_prompt_plugins: Iterable[str] = (), executor: Executor | None = None,
+                  parallel: bool = False) -> Iterator[ValidationReport]:
+    """``validate`` of each target, one task per session, yielded in input order as each turn comes.
+
+    ``executor`` is how the tasks run (:class:`~dshlog.executor.InProcess` by
+    default; a :class:`~dshlog.executor.ProcessPool` or a
+    :class:`~dshlog.executor.DaskExecutor` to use more cores or machines); only
+    paths travel to a worker.  Like :func:`validate`, it never raises for a log's own problems.
+    """
+    for report in _validate.validate_many([os.fspath(t) for t in targets], select=select, format_version=format_version,
+                                          system_prompt_plugins=tuple(system_prompt_plugins), executor=executor,
+                                          parallel=parallel):
+        yield ValidationReport.of(report)
+
+
+@boundary
+def stats_many(targets: Iterable[Target], *, select: str | None = None, format_version: int | None = None,
+               executor: Executor | None = None, parallel: bool = False) -> Iterator[SessionStats]:
+    """``stats`` of each target through ``executor``, in input order; a log that cannot be opened raises at its turn."""
+    for one in _stats.stats_many([os.fspath(t) for t in targets], select=select, format_version=format_version,
+                                 executor=executor, parallel=parallel):
+        yield SessionStats(one.path, one.id, one.version, one.projection, one.stats)
+
+
+@boundary
+def migrate_many(sources: Iterable[Target], *, check: bool = False, dry_run: bool = False, children: Children = "auto",
+                 system_prompt_plugins: Iterable[str] = (), executor: Executor | None = None,
+                 parallel: bool = False) -> Iterator[MigrationOutcome]:
+    """:func:`migrate_session` of each session file through ``executor``, in input order.
+
+    Each session is an outcome of its own, never an exception; sessions are
+    independent (each publication holds its own session's lock).
+    """
+    for o in _migrate.migrate_many([Path(s) for s in sources], check=check, dry_run=dry_run, children=children,
+                                   system_prompt_plugins=tuple(system_prompt_plugins), executor=executor, parallel=parallel):
+        yield MigrationOutcome.of(o)
+
+
+@boundary
+def usage_report(*targets: Target, by: Sequence[str] = ("day",), tz: tzinfo | None = UTC, zone: str = "UTC",
+                 since: int | None = None, until: int | None = None, prices: PriceTable | None = None,
+                 project: str | None = None, cwd: str | None = None, executor: Executor | None = None) -> UsageReport:
+    """``dshlog report``: usage (turns, calls, tokens, cost) of every session below ``targets``, in rows of ``by``.
+
+    ``by`` keys are ``day``, ``week``, ``month``, ``session``, ``project`` and
+    ``model``; days are counted in ``tz`` (named ``zone`` in the report; UTC
+    unless given: the library reads no local time zone).  ``since``/``until``
+    are epoch milliseconds; ``prices`` a :class:`~dshlog.model.usage.PriceTable`
+    for costs; ``project`` a part of a session's cwd, ``cwd`` one project exactly.
+    A session that cannot be read is listed in ``errors``, never raised.
+    """
+    return _report.usage_report([os.fspath(t) for t in targets], list(by), tz=tz, zone=zone, since=since, until=until,
+                                prices=prices, project=project, cwd=cwd, executor=executor)
+
+
+@boundary
+def search(paths: Iterable[Target], query: Query, *, executor: Executor | None = None) -> Iterator[SessionHits]:
+    """``dshlog search``: each session's hits of ``query`` (a :class:`~dshlog.model.search.Query`), in input order.
+
+    ``paths`` are generation files (a root's: ``[e.path for e in list_sessions(root)]``);
+    a session that cannot be read has ``error`` set.  A bad pattern raises
+    :class:`~dshlog.errors.UsageError` before any session is read.
+    """
+    yield from _search.search([os.fspath(p) for p in paths], query, executor=executor)
+
+
+@boundary
+def rescue(source: Target, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False,
+           output: Target | None = None, parallel: bool = False) -> RescueOutcome:
+    """``dshlog rescue``: what dsh refuses in a session, the transformations that resolve it, and (``publish``) the v4 successor.
+
+    A dry run by default.  ``allow`` names the transformations a successor may
+    use (``all_``: every one); ``publish`` writes the successor beside the source
+    with a rescue record, ``output`` writes it there instead; the source is
+    never touched.  Never raises for the session's own problems (``status``,
+    ``error``, ``exit_code``); an unknown transformation is a usage error.
+    """
+    return _rescue.rescue_session(Path(source), allow=allow, all_=all_, publish=publish,
+                                  output=Path(output) if output is not None else None, parallel=parallel)

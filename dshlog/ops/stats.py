@@ -22,7 +22,7 @@ class SessionStats:
 
     path: str
     id: str | None
-    version: int | None
+    version: int
     projection: bool
     stats: dict[str, Any]
     notes: list[Problem] = field(default_factory=list)
