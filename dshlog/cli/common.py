@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from ..errors import DshlogError, ExitCode, UsageError
+from ..errors import DshlogError, ExitCode
 from ..ops.outcome import worst
 from ..output.events import event_line
 from ..output.jsondoc import SHAPE as JSON_SHAPE
@@ -26,8 +26,9 @@ from ..output.screen import Screen
 from ..output.text import sanitize
 from ..protocol.jsjson import dumps, dumps_pretty, stringify
 from ..protocol.layout import default_root
-from ..read.container import Container
-from ..read.session import SessionLog, open_session
+from ..check.problems import Problems
+from ..ops.sessions import open_target
+from ..read.session import SessionLog
 from ..read.store import list_sessions, resolve_session
 from .env import Env
 
@@ -42,7 +43,7 @@ else:
 __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JsonOpt", "Run", "SelectOpt",
     "UnknownOpt", "closer_lines", "current", "emit", "emit_json", "err", "event_bytes", "js", "located",
-    "may_fork", "open_log", "out", "plugins", "print_notes", "release", "resolve", "root", "screen",
+    "may_fork", "open_log", "reading", "stdin_for", "out", "plugins", "print_notes", "release", "resolve", "root", "screen",
 ]
 
 
@@ -222,8 +223,10 @@ def print_notes(log: Any, quiet: bool = False) -> None:
 
     This is the exit-code policy of every reader that shows what it can: what it
     skipped is said here, once, and the run exits with the code of the worst of it.
+    ``log`` is an opened log or a result of reading one (:class:`~dshlog.ops.results.Noted`).
     """
     codes = [ExitCode.OK]
+    suppressed = log.notes.suppressed() if isinstance(log.notes, Problems) else log.suppressed
     for n in log.notes:
         if n.severity == "error":
             codes.append(note_exit_code(n.code))
@@ -232,7 +235,7 @@ def print_notes(log: Any, quiet: bool = False) -> None:
         where = n.where()
         err(f"dshlog: {log.path}: {where + ': ' if where else ''}{n.code}: {n.message}")
     if not quiet:
-        for code, extra in log.notes.suppressed().items():
+        for code, extra in suppressed.items():
             err(f"dshlog: {log.path}: {code}: {extra} more not shown")
     current().note_outcome(worst(codes))
 
@@ -261,16 +264,20 @@ def stdin_stream() -> io.BufferedReader:
     return raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, 1 << 20)  # type: ignore[arg-type]  # a raw or buffered binary stream: both read as raw
 
 
+def stdin_for(path: str) -> io.BufferedReader | None:
+    """The stream an operation reads for a resolved FILE: this run's standard input for ``-``, else none."""
+    return stdin_stream() if path == "-" else None
+
+
+def reading(path: str) -> dict[str, Any]:
+    """The options every reading operation takes from this run: the input's stream, the plugins, parallelism."""
+    return {"stream": stdin_for(path), "system_prompt_plugins": plugins(), "parallel": may_fork()}
+
+
 def open_log(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None) -> SessionLog:
     """Open a FILE argument (resolved as :func:`resolve` does) with the root's options."""
     path = resolve(target)
-    log = open_session(path, strict=strict, select=select, format_version=format_version,
-                       system_prompt_plugins=plugins(), stream=stdin_stream() if path == "-" else None,
-                       parallel=may_fork())
-    if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
-        log.close()
-        raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}", path=path)
-    return log
+    return open_target(path, strict=strict, select=select, format_version=format_version, **reading(path))
 
 
 def release(out: BatchedStdout, view: Any) -> None:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import IO, Literal, cast
 
 from ..check.surface import fold
-from ..errors import UsageError, boundary
+from ..errors import DshlogError, UsageError, boundary
 from ..executor import Executor
 from ..model.requests import iter_requests
 from ..model.search import Query
@@ -34,7 +35,6 @@ from ..output.export import FORMATS
 from ..output.export import export as render_export
 from ..protocol.events import Event
 from ..read.session import EventRecord, SessionLog
-from ..read.session import open_session as _open
 from ..read.store import SessionEntry, resolve_session
 from ..read.store import list_sessions as _list_sessions
 from . import export as _export
@@ -49,6 +49,7 @@ from . import stats as _stats
 from . import validate as _validate
 from .rescue import RescueOutcome
 from .search import SessionHits
+from .sessions import open_target as _open
 from .results import (
     ExportResult,
     ForkResult,
@@ -175,11 +176,25 @@ def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None
 # ----------------------------------------------------------------------------- reading
 
 
+@contextmanager
+def _located(log: SessionLog) -> Iterator[None]:
+    """An error of the core met while the log's events stream by names the log."""
+    try:
+        yield
+    except DshlogError as exc:
+        raise exc.with_context(path=log.path)  # noqa: B904 - the error itself, located
+
+
 @boundary
 def session_info(target: Target, *, select: str | None = None, format_version: int | None = None,
+                 system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
                  parallel: bool = False) -> SessionInfo:
-    """``dshlog info``: header, container, sizes, counts by type, turns, tokens (the stored events)."""
-    with _open(target, strict=False, select=select, format_version=format_version, parallel=parallel) as log:
+    """``dshlog info``: header, container, sizes, counts by type, turns, tokens (the stored events).
+
+    ``stream``, here and below: read this open binary stream (what ``-`` names), as :func:`open_session`.
+    """
+    with _open(target, strict=False, select=select, format_version=format_version,
+               system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel) as log, _located(log):
         summary = summarize(log.stored_runs())
         return SessionInfo.of(log, summary)
 
@@ -214,35 +229,45 @@ def validate(*targets: Target, select: str | None = None, format_version: int | 
 
 @boundary
 def surface(target: Target, *, at: int | None = None, allow_unknown: bool = False, select: str | None = None,
-            format_version: int | None = None, parallel: bool = False) -> SurfaceView:
+            format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+            stream: IO[bytes] | None = None, parallel: bool = False) -> SurfaceView:
     """``dshlog surface``: the fold of the log (or of its prefix up to seq ``at``): nodes and derived messages."""
-    with _open(target, select=select, format_version=format_version, parallel=parallel) as log:
-        with log.v4(allow_unknown=allow_unknown) as view:
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel) as log:
+        with _located(log), log.v4(allow_unknown=allow_unknown) as view:
             state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         if at is not None and state.next_seq <= at:
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
-        return SurfaceView(tuple(state.node_info()), tuple(state.messages()), tuple(state.replacements), tuple(log.notes))
+        return SurfaceView(tuple(state.node_info()), tuple(state.messages()), tuple(state.replacements), tuple(log.notes),
+                           log.path, log.notes.suppressed())
 
 
 @boundary
 def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False, select: str | None = None,
-                    format_version: int | None = None, parallel: bool = False) -> RebuiltRequest:
+                    format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+                    stream: IO[bytes] | None = None, parallel: bool = False) -> RebuiltRequest:
     """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
-    with _open(target, select=select, format_version=format_version, parallel=parallel) as log:
-        with log.v4(allow_unknown=allow_unknown) as view:
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel) as log:
+        with _located(log), log.v4(allow_unknown=allow_unknown) as view:
             request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
-        return RebuiltRequest(number, request, tuple(log.notes))
+        return RebuiltRequest(number, request, tuple(log.notes), log.path, log.notes.suppressed())
 
 
 @boundary
 def request_series(target: Target, *, allow_unknown: bool = False, select: str | None = None,
-                   format_version: int | None = None, parallel: bool = False) -> RequestSeries:
-    """``dshlog requests``: every request, whether it extends its predecessor byte for byte, and why not."""
-    with _open(target, select=select, format_version=format_version, parallel=parallel) as log:
-        with log.v4(allow_unknown=allow_unknown) as view:
+                   format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+                   stream: IO[bytes] | None = None, parallel: bool = False) -> RequestSeries:
+    """``dshlog requests``: every request, whether it extends its predecessor byte for byte, and why not.
+
+    dsh's decision on the whole log comes before the series is returned.
+    """
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel) as log:
+        with _located(log), log.v4(allow_unknown=allow_unknown) as view:
             rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
                                                                  strict_unknown=not allow_unknown))
-        return RequestSeries(rows, tuple(log.notes))
+        return RequestSeries(rows, tuple(log.notes), log.path, log.notes.suppressed())
 
 
 # ----------------------------------------------------------------------------- the store

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..check.problems import Problem, Severity
 from ..errors import ExitCode
@@ -23,6 +23,7 @@ from ..model.summary import Summary
 from ..output.jsondoc import SHAPE
 from ..output.text import preview
 from ..protocol.jsjson import dumps, dumps_pretty
+from ..read.container import Torn
 from .migrate import Outcome
 from .repair import RepairResult
 from .validate import Report
@@ -53,6 +54,23 @@ def _note_dicts(notes: Iterable[Problem]) -> list[dict[str, Any]]:
     return [{"code": n.code, "message": n.message, "where": n.where()} for n in notes]
 
 
+class Noted(Protocol):
+    """A result of reading one log: what the reader noticed on the way (the command says it on stderr).
+
+    ``notes`` are the kept notes; ``suppressed`` counts, per code, the ones past
+    the reader's bound (:class:`~dshlog.check.problems.Problems`).
+    """
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def notes(self) -> tuple[Problem, ...]: ...
+
+    @property
+    def suppressed(self) -> Mapping[str, int]: ...
+
+
 # ----------------------------------------------------------------------------- info and stats
 
 
@@ -72,6 +90,8 @@ class SessionInfo:
     sessions: tuple[str, ...]  # the sessions of a multi-session input
     summary: Summary
     notes: tuple[Problem, ...] = ()
+    suppressed: Mapping[str, int] = field(default_factory=dict)
+    torn: Torn | None = field(default=None, repr=False, compare=False)  # the torn tail itself, for its description
 
     @classmethod
     def of(cls, log: Any, summary: Summary) -> SessionInfo:
@@ -90,6 +110,8 @@ class SessionInfo:
             sessions=tuple(info.wrapped_sessions),
             summary=summary,
             notes=tuple(log.notes),
+            suppressed=log.notes.suppressed(),
+            torn=info.torn,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -199,6 +221,8 @@ class SurfaceView:
     messages: tuple[Mapping[str, Any], ...]  # the derived model messages, in surface order
     replacements: tuple[Mapping[str, Any], ...]
     notes: tuple[Problem, ...] = ()
+    path: str = ""
+    suppressed: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def roles(self) -> list[Any]:
@@ -220,6 +244,8 @@ class RebuiltRequest:
     number: int
     request: Mapping[str, Any]
     notes: tuple[Problem, ...] = ()
+    path: str = ""
+    suppressed: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[Any]:
@@ -283,6 +309,8 @@ class RequestSeries:
 
     requests: tuple[RequestRow, ...]
     notes: tuple[Problem, ...] = ()
+    path: str = ""
+    suppressed: Mapping[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.requests)

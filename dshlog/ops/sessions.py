@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
+from ..errors import UsageError
 from ..model.content import SEARCH, message_text
 from ..protocol.vocabulary import ROLE_OF_TYPE
+from ..read.container import Container
+from ..read.session import SessionLog, open_session
 from ..read.store import SessionEntry, _loads, list_sessions, parse_since, project_key, raw_lines, sort_entries
 
-__all__ = ["grep_session", "list_store", "message_texts", "unique_prefixes"]
+__all__ = ["grep_session", "list_store", "message_texts", "open_target", "unique_prefixes"]
+
+
+def open_target(target: str | os.PathLike[str], *, strict: bool = True, select: str | None = None,
+                format_version: int | None = None, system_prompt_plugins: tuple[str, ...] = (),
+                stream: IO[bytes] | None = None, parallel: bool = False, guard: bool = False) -> SessionLog:
+    """Open the input of an operation (see :class:`~dshlog.read.session.SessionLog` for the options).
+
+    ``select`` picks one session of a wrapped stream or document; on an input
+    that holds one session it is a usage error rather than silently ignored.
+    """
+    log = open_session(target, strict=strict, select=select, format_version=format_version,
+                       system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel, guard=guard)
+    if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
+        log.close()
+        raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}",
+                         path=os.fspath(target))
+    return log
 
 #: The events whose message text ``ls --grep`` searches: what the user and the model wrote.
 _SEARCHED: frozenset[str] = frozenset(t for t, role in ROLE_OF_TYPE.items() if role in ("user", "assistant"))
