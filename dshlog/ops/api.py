@@ -369,14 +369,17 @@ def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = Fals
 @boundary
 def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md", full: bool = False,
                       redact: bool = False, select: str | None = None, format_version: int | None = None,
+                      system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
                       parallel: bool = False) -> ExportResult:
     """``dshlog export -o OUT``: a transcript (Markdown, self-contained HTML, or JSON) published at ``out``."""
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
-    with _open(target, select=select, format_version=format_version, parallel=parallel) as log:
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel) as log:
         head = _head(log)
-        path, warnings = _export.export_to_file(log, head, format, os.fspath(out), full=full, redact=redact)
-    return ExportResult(str(path), format, tuple(warnings))
+        with _located(log):
+            path, warnings = _export.export_to_file(log, head, format, os.fspath(out), full=full, redact=redact)
+        return ExportResult(str(path), format, tuple(warnings), log.path, tuple(log.notes), log.notes.suppressed())
 
 
 @boundary

@@ -20,7 +20,7 @@ from ..errors import ExitCode
 from ..model.repair import PendingCall, RepairPlan
 from ..model.requests import RequestInfo
 from ..model.summary import Summary
-from ..output.jsondoc import SHAPE
+from ..output.jsondoc import SHAPE, diff_document
 from ..output.text import preview
 from ..protocol.jsjson import dumps, dumps_pretty
 from ..read.container import Torn
@@ -36,6 +36,8 @@ __all__ = [
     "MigrationOutcome",
     "RebuiltRequest",
     "RepairOutcome",
+    "ReadNotes",
+    "RequestDiff",
     "RequestRow",
     "RequestSeries",
     "SessionInfo",
@@ -69,6 +71,43 @@ class Noted(Protocol):
 
     @property
     def suppressed(self) -> Mapping[str, int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReadNotes:
+    """What reading one log left to say, when the operation's output went to a sink of the caller's.
+
+    ``show`` and ``export`` to a stream render as they read, so what remains is
+    the reader's notes (:class:`Noted`).
+    """
+
+    path: str
+    notes: tuple[Problem, ...] = ()
+    suppressed: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, log: Any) -> ReadNotes:
+        return cls(log.path, tuple(log.notes), log.notes.suppressed())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"shape": SHAPE, "path": self.path, "notes": _note_dicts(self.notes)}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestDiff:
+    """``dshlog diff``: what changed from request ``a`` to request ``b`` (of one log or two).
+
+    ``changes`` is :func:`dshlog.model.diff.diff_requests`'s document: config,
+    tools, messages added, removed or replaced, where the byte prefix broke.
+    """
+
+    a: Mapping[str, Any]
+    b: Mapping[str, Any]
+    changes: Mapping[str, Any]
+
+    def as_dict(self, label_a: str = "a", label_b: str = "b") -> dict[str, Any]:
+        """``diff --json``, the two requests named by their labels."""
+        return {"shape": SHAPE, **diff_document(dict(self.changes), label_a, label_b)}
 
 
 # ----------------------------------------------------------------------------- info and stats
@@ -473,6 +512,14 @@ class ExportResult:
     path: str
     format: str
     warnings: tuple[str, ...] = ()
+    source: str = ""  # the log it was made of
+    notes: tuple[Problem, ...] = ()
+    suppressed: Mapping[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"shape": SHAPE, "path": self.path, "format": self.format, "warnings": list(self.warnings)}
+
+    @property
+    def noted(self) -> ReadNotes:
+        """The reader's notes on the source (the file written has its own ``path``)."""
+        return ReadNotes(self.source, self.notes, self.suppressed)
