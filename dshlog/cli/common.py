@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import shutil
 import tempfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -304,7 +305,7 @@ def event_bytes(ev: dict[str, Any], raw: bytes | None, json_: bool) -> bytes:
     return event_line(ev)
 
 
-def closer_lines(closers: list[dict[str, Any]]) -> list[str]:
+def closer_lines(closers: Iterable[Mapping[str, Any]]) -> list[str]:
     """The synthetic events a writer appended (``repair``, ``fork``), one line each."""
     out = []
     for c in closers:

@@ -7,8 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ExitCode, UsageError
-from ..ops.repair import RepairResult, plan_repair, repair_copy, repair_in_place
-from ..ops.results import RepairOutcome
+from ..ops.api import plan_repair, repair_copy, repair_in_place
 from .app import command_app
 from .common import (
     FileArg,
@@ -20,7 +19,7 @@ from .common import (
     err,
     may_fork,
     out,
-    plugins,
+    reading,
     resolve,
 )
 
@@ -51,14 +50,12 @@ def repair(
     if write:
         result = repair_in_place(file, parallel=may_fork())
     elif output is not None:
-        result = repair_copy(file, output, select=select, format_version=format_version, system_prompt_plugins=plugins(),
-                             parallel=may_fork())
+        result = repair_copy(file, output, select=select, format_version=format_version, **reading(file))
     else:
-        result = RepairResult(plan_repair(file, select=select, format_version=format_version, system_prompt_plugins=plugins(),
-                                          parallel=may_fork()))
+        result = plan_repair(file, select=select, format_version=format_version, **reading(file))
     plan = result.plan
     if json_:
-        emit_json(RepairOutcome.of(result).as_dict())
+        emit_json(result.as_dict())
     else:
         rep = plan.report
         if plan.healthy:
@@ -75,7 +72,7 @@ def repair(
                 out(f"  {line}")
             if result.written:
                 err(f"written: {result.written}" + (" (in place)" if result.in_place else ""))
-            for w in result.warnings:
+            for w in result.publish_warnings:
                 err(f"dshlog: warning: {w}")
             if result.sidecar:
                 err(f"torn bytes kept in {result.sidecar}")

@@ -294,19 +294,27 @@ def grep_session(path: Target, text: str, *, parallel: bool = False) -> bool:
 
 @boundary
 def plan_repair(target: Target, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> RepairOutcome:
+                system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
+                parallel: bool = False) -> RepairOutcome:
     """``dshlog repair``: what is open at the tail and the closers dsh appends on resume; writes nothing."""
     plan = _repair.plan_repair(os.fspath(target), select=select, format_version=format_version,
-                               system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel)
+                               system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel, stream=stream)
     return RepairOutcome(plan)
 
 
 @boundary
 def repair_copy(target: Target, out: Target, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> RepairOutcome:
-    """``dshlog repair -o OUT``: a repaired v4 copy at ``out`` (never over an existing file)."""
-    return RepairOutcome.of(_repair.repair_copy(os.fspath(target), Path(out), select=select, format_version=format_version,
-                                                system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel))
+                system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
+                parallel: bool = False) -> RepairOutcome:
+    """``dshlog repair -o OUT``: a repaired v4 copy at ``out`` (never over an existing file).
+
+    ``out`` is a file, or a directory to create the copy in (an existing one, or a
+    name ending in ``/``, which is why it is passed on as given, not as a ``Path``).
+    """
+    return RepairOutcome.of(_repair.repair_copy(os.fspath(target), os.fspath(out), select=select,
+                                                format_version=format_version,
+                                                system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel,
+                                                stream=stream))
 
 
 @boundary
@@ -316,11 +324,13 @@ def repair_in_place(path: Target, *, parallel: bool = False) -> RepairOutcome:
 
 
 @boundary
-def fork_session(target: Target, out: Target, *, at: int | None = None, turn: int | None = None,
+def fork_session(target: Target, out: Target | None, *, at: int | None = None, turn: int | None = None,
                  child_id: str | None = None, created_at: int | None = None, select: str | None = None,
                  format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
                  parallel: bool = False) -> ForkResult:
-    """``dshlog fork``: a child log at ``out`` (a file, or a directory) from the parent's prefix.
+    """``dshlog fork``: a child log at ``out`` (a file, a directory, or a persistence root) from the parent's prefix.
+
+    ``out=None`` puts the child where dsh keeps it in the parent's own persistence root.
 
     ``at`` is the last parent seq kept, ``turn`` cuts after that turn's end
     (default: the whole log); ``child_id`` and ``created_at`` (epoch ms) default
@@ -329,7 +339,7 @@ def fork_session(target: Target, out: Target, *, at: int | None = None, turn: in
     if at is not None and turn is not None:
         raise UsageError("choose either at (a seq) or turn")
     # a trailing slash names a directory to create the child in: the name is passed on as given
-    return ForkResult.of(_fork.write_fork(os.fspath(target), os.fspath(out), at=at, turn=turn, child_id=child_id,
+    return ForkResult.of(_fork.write_fork(os.fspath(target), None if out is None else os.fspath(out), at=at, turn=turn, child_id=child_id,
                                           created_at=created_at, now_ms=time.time_ns() // 1_000_000, select=select, format_version=format_version,
                                           system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel))
 

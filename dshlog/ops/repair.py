@@ -18,7 +18,7 @@ its final name; otherwise nothing is published.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO, Any
 
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,14 +62,16 @@ class _Balanced:
 
 
 def plan_repair(target: str, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False) -> RepairPlan:
+                system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False,
+                stream: IO[bytes] | None = None) -> RepairPlan:
     """Read a log (any version, migrated in memory) and compute its interrupted-turn closers.
 
     ``parallel``, here and in the writers below: the caller allows forked helpers
-    (:mod:`dshlog.forked`); by default everything runs in process.
+    (:mod:`dshlog.forked`); by default everything runs in process.  ``stream``:
+    the open stream ``-`` names (a pipe is read once, so only the plan and a copy take one).
     """
     with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
-                      parallel=parallel) as log:
+                      parallel=parallel, stream=stream) as log:
         state = TailState()
         n = 0
         comp: int | None = None
@@ -97,7 +99,8 @@ def _regular_source(target: str) -> Path | None:
 
 
 def repair_copy(target: str, out: Path | str, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False) -> RepairResult:
+                system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False,
+                stream: IO[bytes] | None = None) -> RepairResult:
     """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched.
 
     ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`): into a
@@ -120,7 +123,7 @@ def repair_copy(target: str, out: Path | str, *, select: str | None = None, form
     with pub:
         staged = pub.stage()
         with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
-                          parallel=parallel) as log:
+                          parallel=parallel, stream=stream) as log:
             header = log.v4().header
             size_hint = pub.before.size if pub.before is not None else 0
             subject = "repaired copy"
