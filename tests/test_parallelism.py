@@ -109,3 +109,31 @@ def test_a_threaded_caller_keeps_the_serial_path() -> None:
     finally:
         stop.set()
         t.join()
+
+
+def test_a_look_at_the_beginning_does_not_move_the_forked_decoder(tmp_path: Path) -> None:
+    """The decoder child shares the file's position with the reader: sampling the start of the file
+    (``snapshot``) after the body started must not move it (it did, and a large migrate of a v0
+    .zstd failed with a 'corrupt' frame in the middle of an intact file)."""
+    _needs_fork()
+    import base64
+
+    from conftest import ev, jsonl, v4_header
+
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    frames = [cctx.compress(jsonl(v4_header()))]
+    events = [ev(i, "plan/mode", {"active": True, "note": base64.b64encode(os.urandom(3000)).decode()}) for i in range(1500)]
+    for i in range(0, len(events), 5):
+        frames.append(cctx.compress(jsonl(*events[i:i + 5])))
+    p = tmp_path / "session.v4.jsonl.zstd"
+    p.write_bytes(b"".join(frames))
+    assert p.stat().st_size > 4 * container.WORKER_MIN_BYTES // 2  # several reads of the child's, not one
+
+    def read(parallel: bool) -> list[bytes | None]:
+        with dshlog.open_session(p, strict=False, parallel=parallel) as log:
+            assert log.projection is False  # peeks at the first row: the body (and the decoder) starts
+            assert log.snapshot is False  # samples the beginning of the file
+            return [r.raw for r in log.stored()]
+
+    assert read(True) == read(False)
+    assert len(read(False)) == 1500

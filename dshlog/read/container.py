@@ -239,22 +239,55 @@ def _zstd_pieces(fh: IO[bytes], info: SourceInfo) -> Iterator[tuple[int, int, by
     info.frames = walker.frames
 
 
+def _positional(fh: IO[bytes]) -> Callable[[int], bytes] | None:
+    """A reader of ``fh``'s file from its start that leaves the file position alone (``pread``).
+
+    A forked decoder may be reading the same open file (the position is shared
+    with the child): a look at the beginning must not move it under the child.
+    """
+    try:
+        fd = fh.fileno()
+        os.pread(fd, 0, 0)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    pos = 0
+
+    def read(n: int) -> bytes:
+        nonlocal pos
+        data = os.pread(fd, n, pos)
+        pos += len(data)
+        return data
+
+    return read
+
+
 def zstd_prefix(fh: IO[bytes], path: str, n: int) -> bytes:
     """Up to ``n`` leading plaintext bytes of a compressed generation (a damaged frame ends it early).
 
     For content sniffing and header reads: what the frames decode to before the
-    first problem, through the one frame walk.
+    first problem, through the one frame walk.  A file is read from its start
+    without moving its position (a forked decoder may be reading it); any
+    other stream is rewound first and put back where it was.
     """
     out: list[bytes] = []
     size = 0
+    read = _positional(fh)
+    pos: int | None = None
+    if read is None:
+        pos = fh.tell()
+        fh.seek(0)
+        read = fh.read
     try:
-        for _index, _start, data, _end in FrameWalker(fh.read, path).pieces():
+        for _index, _start, data, _end in FrameWalker(read, path).pieces():
             out.append(data)
             size += len(data)
             if size >= n:
                 break
     except CorruptLog:
         pass
+    finally:
+        if pos is not None:
+            fh.seek(pos)
     return b"".join(out)[:n]
 
 

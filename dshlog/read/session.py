@@ -274,12 +274,11 @@ class SessionLog:
     def _sample(self, n: int = 8 << 20) -> bytes:
         """Up to ``n`` leading bytes, for content-based version detection (input is rewound)."""
         fh = self._rewindable()
-        pos = fh.tell()
         if self.info.container == Container.ZSTD:
-            fh.seek(0)
-            data = zstd_prefix(fh, self.path, n)
-        else:
-            data = fh.read(n)
+            # from the start, without moving the file position a forked decoder of the body shares
+            return zstd_prefix(fh, self.path, n)
+        pos = fh.tell()
+        data = fh.read(n)
         fh.seek(pos)
         return data
 
