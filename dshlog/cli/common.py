@@ -43,7 +43,7 @@ else:
 
 __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JsonOpt", "Run", "SelectOpt",
-    "UnknownOpt", "closer_lines", "current", "emit", "emit_json", "err", "event_bytes", "js", "located",
+    "UnknownOpt", "closer_lines", "current", "emit", "emit_json", "err", "event_bytes", "js",
     "may_fork", "open_log", "reading", "stdin_for", "out", "plugins", "print_notes", "release", "resolve", "root", "screen",
 ]
 
@@ -289,13 +289,6 @@ def release(out: BatchedStdout, view: Any) -> None:
         out.release()
     else:
         out.flush()
-
-
-def located(log: Any, exc: Exception) -> Exception:
-    """Attach the log's path to a core error raised while its events streamed by."""
-    if isinstance(exc, DshlogError):
-        exc.with_context(path=log.path)
-    return exc
 
 
 def event_bytes(ev: dict[str, Any], raw: bytes | None, json_: bool) -> bytes:
