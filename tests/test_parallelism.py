@@ -10,7 +10,9 @@ forked helper as before.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 import zstandard
@@ -69,11 +71,11 @@ def test_the_command_line_hands_the_work_to_forked_helpers(tmp_path: Path, monke
     readers: list[str] = []
     real_decoder, real_reader = container._decode_in_worker, verify._ForkedReadBack.__init__
 
-    def decoder(items, info, fh):  # type: ignore[no-untyped-def]
+    def decoder(items: Iterator[Any], info: container.SourceInfo, fh: IO[bytes]) -> Iterator[Any]:
         decoders.append(info.path)
         return real_decoder(items, info, fh)
 
-    def reader(self, path, *args):  # type: ignore[no-untyped-def]
+    def reader(self: verify._ForkedReadBack, path: str, *args: Any) -> None:
         readers.append(path)
         real_reader(self, path, *args)
 

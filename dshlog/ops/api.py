@@ -15,13 +15,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import IO, Literal, cast
 
 from ..check.surface import fold
-from ..errors import DshlogError, UsageError, boundary
+from ..errors import UsageError, boundary
 from ..executor import Executor
 from ..model.requests import iter_requests
 from ..model.search import Query
@@ -49,6 +48,7 @@ from . import stats as _stats
 from . import validate as _validate
 from .rescue import RescueOutcome
 from .search import SessionHits
+from .sessions import located
 from .sessions import open_target as _open
 from .results import (
     ExportResult,
@@ -176,15 +176,6 @@ def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None
 # ----------------------------------------------------------------------------- reading
 
 
-@contextmanager
-def _located(log: SessionLog) -> Iterator[None]:
-    """An error of the core met while the log's events stream by names the log."""
-    try:
-        yield
-    except DshlogError as exc:
-        raise exc.with_context(path=log.path)  # noqa: B904 - the error itself, located
-
-
 @boundary
 def session_info(target: Target, *, select: str | None = None, format_version: int | None = None,
                  system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
@@ -194,7 +185,7 @@ def session_info(target: Target, *, select: str | None = None, format_version: i
     ``stream``, here and below: read this open binary stream (what ``-`` names), as :func:`open_session`.
     """
     with _open(target, strict=False, select=select, format_version=format_version,
-               system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel) as log, _located(log):
+               system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel) as log, located(log.path):
         summary = summarize(log.stored_runs())
         return SessionInfo.of(log, summary)
 
@@ -234,7 +225,7 @@ def surface(target: Target, *, at: int | None = None, allow_unknown: bool = Fals
     """``dshlog surface``: the fold of the log (or of its prefix up to seq ``at``): nodes and derived messages."""
     with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
                stream=stream, parallel=parallel) as log:
-        with _located(log), log.v4(allow_unknown=allow_unknown) as view:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         if at is not None and state.next_seq <= at:
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
@@ -249,7 +240,7 @@ def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False,
     """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
     with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
                stream=stream, parallel=parallel) as log:
-        with _located(log), log.v4(allow_unknown=allow_unknown) as view:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
         return RebuiltRequest(number, request, tuple(log.notes), log.path, log.notes.suppressed())
 
@@ -264,7 +255,7 @@ def request_series(target: Target, *, allow_unknown: bool = False, select: str |
     """
     with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
                stream=stream, parallel=parallel) as log:
-        with _located(log), log.v4(allow_unknown=allow_unknown) as view:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
                                                                  strict_unknown=not allow_unknown))
         return RequestSeries(rows, tuple(log.notes), log.path, log.notes.suppressed())
@@ -387,7 +378,7 @@ def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md
     with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
                stream=stream, parallel=parallel) as log:
         head = _head(log)
-        with _located(log):
+        with located(log.path):
             path, warnings = _export.export_to_file(log, head, format, os.fspath(out), full=full, redact=redact)
         return ExportResult(str(path), format, tuple(warnings), log.path, tuple(log.notes), log.notes.suppressed())
 

@@ -6,10 +6,9 @@ import os
 from collections.abc import Callable
 from typing import IO, Any
 
-from ..errors import DshlogError
 from ..model.diff import diff_requests, requests_at
 from .results import ReadNotes, RequestDiff
-from .sessions import open_target
+from .sessions import located, open_target
 
 __all__ = ["request_diff"]
 
@@ -19,11 +18,8 @@ Target = str | os.PathLike[str]
 def _requests(target: Target, numbers: list[int], *, read: Callable[[ReadNotes], None] | None,
               stream: IO[bytes] | None, **options: Any) -> dict[int, dict[str, Any]]:
     with open_target(target, stream=stream, **options) as log:
-        try:
-            with log.v4() as view:
-                built = requests_at(view, numbers, session_id=log.session_id)
-        except DshlogError as exc:
-            raise exc.with_context(path=log.path)  # noqa: B904 - the error itself, located
+        with located(log.path), log.v4() as view:
+            built = requests_at(view, numbers, session_id=log.session_id)
         if read is not None:
             read(ReadNotes.of(log))
         return built

@@ -18,10 +18,10 @@ from types import TracebackType
 from typing import IO, Any
 
 from ..check.problems import Problem, Problems
-from ..errors import DshlogError, InvalidArgument, UsageError
+from ..errors import InvalidArgument, UsageError
 from ..read.follow import EventFollower
 from ..read.session import SessionLog, V4View
-from .sessions import open_target
+from .sessions import located, open_target
 
 __all__ = ["EventFilter", "EventStream", "LastEvents", "event_stream", "filtered", "follower", "last_events"]
 
@@ -100,11 +100,9 @@ EventPair = tuple[dict[str, Any], bytes | None]
 
 
 def _located(log: SessionLog, pairs: Iterator[EventPair]) -> Iterator[EventPair]:
-    """The stream, with an error of the core met on the way naming the log (one ``try``, nothing per event)."""
-    try:
+    """The stream, with an error of the core met on the way naming the log."""
+    with located(log.path):
         yield from pairs
-    except DshlogError as exc:
-        raise exc.with_context(path=log.path)  # noqa: B904 - the error itself, located
 
 
 class EventStream:
@@ -140,10 +138,8 @@ class EventStream:
     def finish(self) -> None:
         """dsh's decision on the rest of the log (``v4``): raises its refusal, if dsh refuses it."""
         if self._view is not None:
-            try:
+            with located(self._log.path):
                 self._view.finish()
-            except DshlogError as exc:
-                raise exc.with_context(path=self._log.path)  # noqa: B904 - the error itself, located
 
     def close(self) -> None:
         self._log.close()

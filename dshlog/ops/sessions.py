@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from ..errors import UsageError
+from ..errors import DshlogError, UsageError
 from ..model.content import SEARCH, message_text
 from ..protocol.vocabulary import ROLE_OF_TYPE
 from ..read.container import Container
 from ..read.session import SessionLog, open_session
 from ..read.store import SessionEntry, _loads, list_sessions, parse_since, project_key, raw_lines, sort_entries
 
-__all__ = ["grep_session", "list_store", "message_texts", "open_target", "unique_prefixes"]
+__all__ = ["grep_session", "list_store", "located", "message_texts", "open_target", "unique_prefixes"]
+
+
+@contextmanager
+def located(path: str) -> Iterator[None]:
+    """An error of the core met while a log's events stream by names that log (where its raiser did not).
+
+    One ``try`` around a whole read: a generator that streams through it pays nothing per event.
+    """
+    try:
+        yield
+    except DshlogError as exc:
+        raise exc.with_context(path=path)  # noqa: B904 - the error itself, located
 
 
 def open_target(target: str | os.PathLike[str], *, strict: bool = True, select: str | None = None,

@@ -16,14 +16,14 @@ from types import TracebackType
 from typing import IO, Protocol
 
 from ..check.problems import Problems
-from ..errors import CorruptLog, DshlogError, UnsupportedVersion
+from ..errors import CorruptLog, UnsupportedVersion
 from ..model.transcript import SessionHead, session_facts
 from ..output.export import export as render_export
 from ..output.labels import refusal_mark
 from ..output.renderer import Renderer, render
 from ..read.session import SessionLog
 from .results import ReadNotes
-from .sessions import open_target
+from .sessions import located, open_target
 
 __all__ = ["Shown", "Transcript", "export_to", "transcript"]
 
@@ -59,13 +59,12 @@ class Transcript:
 
         dsh's refusal is raised after the mark, so what was shown is never taken for the whole log.
         """
-        try:
-            render(self._log.v4(), self.head, renderer, full=full)
-        except (UnsupportedVersion, CorruptLog) as exc:
-            renderer.mark(refusal_mark(exc.message))
-            raise exc.with_context(path=self.path)  # noqa: B904 - the error itself, located
-        except DshlogError as exc:
-            raise exc.with_context(path=self.path)  # noqa: B904 - the error itself, located
+        with located(self.path):
+            try:
+                render(self._log.v4(), self.head, renderer, full=full)
+            except (UnsupportedVersion, CorruptLog) as exc:
+                renderer.mark(refusal_mark(exc.message))
+                raise
 
     def close(self) -> None:
         self._log.close()
@@ -98,9 +97,6 @@ def export_to(target: str | os.PathLike[str], fmt: str, write: Callable[[bytes],
                      stream=stream, parallel=parallel) as log:
         facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
         head = SessionHead(log.session_id, log.version, log.path, log.projection, facts)
-        try:
-            with log.v4() as view:  # dsh's decision on the whole log before the caller releases anything
-                render_export(view, head, fmt, write, full=full, redact=redact)
-        except DshlogError as exc:
-            raise exc.with_context(path=log.path)  # noqa: B904 - the error itself, located
+        with located(log.path), log.v4() as view:  # dsh's decision on the whole log before the caller releases anything
+            render_export(view, head, fmt, write, full=full, redact=redact)
         return ReadNotes.of(log)
