@@ -21,6 +21,7 @@ from .common import (
     may_fork,
     plugins,
     resolve,
+    stdin_for,
 )
 
 app = command_app()
@@ -42,8 +43,9 @@ def validate(
     reports = []
     current: list[str | None] = [None]  # no FILE: the current session
     for f in files or current:
-        report = validate_log(resolve(f), select=select, format_version=format_version, system_prompt_plugins=plugins(),
-                              parallel=may_fork())
+        path = resolve(f)
+        report = validate_log(path, select=select, format_version=format_version, system_prompt_plugins=plugins(),
+                              parallel=may_fork(), stream=stdin_for(path))
         reports.append(report)
         if not json_:
             for first, more in report.grouped():
