@@ -257,3 +257,31 @@ def test_iterating_a_returned_log_stays_behind_the_boundary(monkeypatch: pytest.
     with session.open_session(LOOP) as log:  # the core's own logs are not wrapped (their callers are the boundary)
         with pytest.raises(KeyError):
             list(log.stored())
+
+
+def test_every_entry_point_is_a_boundary() -> None:
+    """Each function of the facade's entry points module is wrapped by ``errors.boundary``."""
+    from dshlog.ops import api
+
+    for name in api.__all__:
+        fn = getattr(api, name)
+        assert getattr(fn, "__wrapped__", None) is not None, f"{name} is not behind errors.boundary"
+        assert getattr(dshlog, name) is fn, name
+
+
+def test_the_batches_are_behind_the_boundary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in a task of a batch leaves as InternalError when the caller's loop reaches it."""
+    from dshlog.ops import validate as ops_validate
+
+    def broken(*_args: object, **_kw: object) -> None:
+        raise KeyError("a bug in a task")
+
+    monkeypatch.setattr(ops_validate, "validate_log", broken)
+    with pytest.raises(dshlog.InternalError):
+        list(dshlog.validate_many([LOOP]))
+    with pytest.raises(dshlog.UsageError):  # a bad pattern, before any session is read
+        list(dshlog.search([LOOP], dshlog.Query("(", regex=True)))
+    assert [o.status for o in dshlog.migrate_many([LOOP], check=True)] == ["current"]
+    assert [s.path for s in dshlog.stats_many([LOOP, V0])] == [str(LOOP), str(V0)]
+    assert dshlog.rescue(LOOP).status == "accepted"
+    assert dshlog.usage_report(LOOP.parent, by=["model"]).rows
