@@ -67,6 +67,24 @@ _OWNERS: dict[str, str] = {
     "list_sessions": "dshlog.ops.api",
     "grep_session": "dshlog.ops.api",
     "SessionEntry": "dshlog.read.store",
+    # many sessions: batches, usage, search, rescue
+    "validate_many": "dshlog.ops.api",
+    "stats_many": "dshlog.ops.api",
+    "migrate_many": "dshlog.ops.api",
+    "usage_report": "dshlog.ops.api",
+    "UsageReport": "dshlog.model.usage",
+    "PriceTable": "dshlog.model.usage",
+    "search": "dshlog.ops.api",
+    "Query": "dshlog.model.search",
+    "Hit": "dshlog.model.search",
+    "SessionHits": "dshlog.ops.search",
+    "rescue": "dshlog.ops.api",
+    "RescueOutcome": "dshlog.ops.rescue",
+    # how batch work runs (a policy the caller passes)
+    "Executor": "dshlog.executor",
+    "InProcess": "dshlog.executor",
+    "ProcessPool": "dshlog.executor",
+    "DaskExecutor": "dshlog.executor",
     # typed results
     "SHAPE": "dshlog.ops.results",
     "ExportResult": "dshlog.ops.results",
@@ -99,6 +117,7 @@ _OWNERS: dict[str, str] = {
     "DshlogError": "dshlog.errors",
     "InternalError": "dshlog.errors",
     "UsageError": "dshlog.errors",
+    "InvalidArgument": "dshlog.errors",
     "CorruptLog": "dshlog.errors",
     "UnsupportedVersion": "dshlog.errors",
     "MigrationRefused": "dshlog.errors",
@@ -132,10 +151,15 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .check.problems import Severity as Severity
     from .check.surface import SurfaceFold as SurfaceFold
     from .check.surface import fold as fold
+    from .executor import DaskExecutor as DaskExecutor
+    from .executor import Executor as Executor
+    from .executor import InProcess as InProcess
+    from .executor import ProcessPool as ProcessPool
     from .errors import CorruptLog as CorruptLog
     from .errors import DshlogError as DshlogError
     from .errors import ExitCode as ExitCode
     from .errors import InternalError as InternalError
+    from .errors import InvalidArgument as InvalidArgument
     from .errors import IOFailure as IOFailure
     from .errors import Location as Location
     from .errors import LockHeld as LockHeld
@@ -146,6 +170,10 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .errors import exit_code_of as exit_code_of
     from .model.messages import derive as derive_messages  # noqa: F401 - public: listed in __all__ through _OWNERS
     from .model.repair import RepairPlan as RepairPlan
+    from .model.search import Hit as Hit
+    from .model.search import Query as Query
+    from .model.usage import PriceTable as PriceTable
+    from .model.usage import UsageReport as UsageReport
     from .model.summary import Summary as Summary
     from .ops.api import export_bytes as export_bytes
     from .ops.api import export_transcript as export_transcript
@@ -153,6 +181,7 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.api import fork_session as fork_session
     from .ops.api import grep_session as grep_session
     from .ops.api import list_sessions as list_sessions
+    from .ops.api import migrate_many as migrate_many
     from .ops.api import migrate_session as migrate_session
     from .ops.api import migrate_sessions as migrate_sessions
     from .ops.api import open_session as open_session
@@ -161,12 +190,17 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.api import repair_copy as repair_copy
     from .ops.api import repair_in_place as repair_in_place
     from .ops.api import request_series as request_series
+    from .ops.api import rescue as rescue
+    from .ops.api import search as search
     from .ops.api import session_info as session_info
     from .ops.api import session_stats as session_stats
+    from .ops.api import stats_many as stats_many
     from .ops.api import stored_events as stored_events
     from .ops.api import surface as surface
+    from .ops.api import usage_report as usage_report
     from .ops.api import v4_events as v4_events
     from .ops.api import validate as validate
+    from .ops.api import validate_many as validate_many
     from .ops.results import SHAPE as SHAPE
     from .ops.results import ExportResult as ExportResult
     from .ops.results import ForkResult as ForkResult
@@ -182,6 +216,8 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.results import SurfaceView as SurfaceView
     from .ops.results import Validation as Validation
     from .ops.results import ValidationReport as ValidationReport
+    from .ops.rescue import RescueOutcome as RescueOutcome
+    from .ops.search import SessionHits as SessionHits
     from .read.session import EventRecord as EventRecord
     from .read.session import SessionLog as SessionLog
     from .read.session import V4View as V4View

@@ -116,6 +116,15 @@ class UsageError(DshlogError):
     kind = "usage"
 
 
+class InvalidArgument(UsageError, ValueError):
+    """A value passed to a library call that no log could make sense of (an unknown closer cause, ...).
+
+    A usage error (exit 2) like a bad option, and also the :class:`ValueError`
+    Python code expects for a bad argument, which is what it was before the
+    hierarchy covered it.
+    """
+
+
 class CorruptLog(DshlogError):
     """Committed content is invalid: unparsable JSON, seq gap, bad frame, broken rule."""
 
@@ -212,8 +221,12 @@ R = TypeVar("R")
 Y = TypeVar("Y")
 
 
-def _guarded(gen: Iterator[Y]) -> Iterator[Y]:
-    """Iterate ``gen``, translating what escapes it (one ``try`` around the loop costs nothing per item)."""
+def guarded(gen: Iterator[Y]) -> Iterator[Y]:
+    """Iterate ``gen``, translating what escapes it into the hierarchy (see :func:`library_error`).
+
+    The boundary of an iterator the library hands out: one ``try`` around the
+    whole ``yield from``, so the hot path pays nothing per item.
+    """
     try:
         yield from gen
     except Exception as exc:  # noqa: BLE001 - the boundary: every failure leaves as the hierarchy's error
@@ -231,7 +244,7 @@ def boundary(fn: Callable[P, R]) -> Callable[P, R]:
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def gen_wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            return cast(R, _guarded(cast(Iterator[object], fn(*args, **kwargs))))
+            return cast(R, guarded(cast(Iterator[object], fn(*args, **kwargs))))
 
         return gen_wrapper
 

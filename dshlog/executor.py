@@ -37,7 +37,7 @@ from typing import Any, Self, TypeVar
 from .errors import IOFailure, UsageError
 from .forked import pack_error, unpack_error, usable_cpus
 
-__all__ = ["DaskExecutor", "Executor", "InProcess", "ProcessPool", "default_jobs", "run_chunk"]
+__all__ = ["DaskExecutor", "Executor", "InProcess", "ProcessPool", "default_jobs", "helpers_allowed", "run_chunk"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -114,6 +114,16 @@ class InProcess(Executor):
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         for item in items:
             yield fn(item)
+
+
+def helpers_allowed(executor: Executor, parallel: bool) -> bool:
+    """Whether a task run by ``executor`` may fork helper processes (the caller's ``parallel``).
+
+    Only a task run in the caller's process may: the workers of a pool or a cluster
+    are the batch's parallelism already, and a helper per worker would only contend
+    with the other workers for the same cores.
+    """
+    return parallel and isinstance(executor, InProcess)
 
 
 def _ignore_sigint() -> None:

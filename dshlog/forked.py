@@ -6,6 +6,11 @@ staged successor during ``migrate``.  Both run in a child made with ``fork``
 and talk to the parent through pipes.  This module holds what they share: when
 forking is safe and useful, what the child must do first, and how an exception
 crosses the pipe so the parent raises exactly what the serial code would have.
+
+Whether helpers may be forked at all is the caller's policy, passed down as
+``parallel`` (never a module setting): the library's default is in-process, so a
+script, a thread pool or a server embedding dshlog never sees a child process it
+did not ask for; the command line turns it on (``Env.parallel``).
 """
 
 from __future__ import annotations
@@ -30,17 +35,15 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-# A child only pays off where a second core can run it.
-PARALLEL = usable_cpus() > 1 and hasattr(os, "fork")
+def can_fork(parallel: bool) -> bool:
+    """Whether a worker child may be forked now, for a caller whose policy is ``parallel``.
 
-
-def can_fork() -> bool:
-    """Whether a worker child may be forked now.
-
-    Forking a process that runs other threads can leave the child holding a lock
-    no thread will ever release, so a threaded caller keeps the serial path.
+    The policy is checked first, so the in-process default costs nothing.  A child
+    only pays off where a second core can run it, and forking a process that runs
+    other threads can leave the child holding a lock no thread will ever release,
+    so a threaded caller keeps the serial path.
     """
-    return PARALLEL and threading.active_count() == 1
+    return parallel and hasattr(os, "fork") and threading.active_count() == 1 and usable_cpus() > 1
 
 
 def enlarge_pipe(fd: int, size: int = 1 << 20) -> None:

@@ -203,15 +203,14 @@ def test_forked_read_back_decides_as_the_in_process_one(path, tmp_path, monkeypa
     monkeypatch.setattr(verify, "FORK_MIN_BYTES", 0)  # corpus files are small
     results = []
     for fork in (True, False):
-        monkeypatch.setattr(forked, "PARALLEL", fork)
         d = tmp_path / ("forked" if fork else "in-process")
         d.mkdir()
         shutil.copyfile(path, d / name)
-        out = publish.migrate_session(d / name, children="none")
+        out = publish.migrate_session(d / name, children="none", parallel=fork)
         successor = d / "session.v4.jsonl"
         error = re.sub(r"session\.migration\.[0-9a-f]+\.", "<staged>.", (out.error or "").replace(str(d), "<dir>"))
         results.append((out.status, error, out.events, out.bytes, successor.read_bytes() if successor.exists() else None))
-        if fork and forked.can_fork():
+        if fork and forked.can_fork(True):
             with pytest.raises(ChildProcessError):
                 os.waitpid(-1, os.WNOHANG)  # the read-back child was reaped
     assert results[0] == results[1]

@@ -232,3 +232,56 @@ def test_only_the_hierarchy_leaves(tmp_path: Path) -> None:
         list(log.stored())
         with pytest.raises(dshlog.InternalError):  # a body is read once: a misuse, reported as the hierarchy's bug
             list(log.stored())
+
+
+def test_iterating_a_returned_log_stays_behind_the_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug met while a caller iterates a log the library returned is an InternalError, not a KeyError."""
+    from collections.abc import Iterator
+
+    from dshlog.read import session
+
+    def broken(self: object, *, runs: bool) -> Iterator[Any]:
+        raise KeyError("a bug inside the reader")
+        yield  # a generator, as the reader's rows are
+
+    monkeypatch.setattr(session.SessionLog, "_rows", broken)
+    for path in (LOOP, V0):
+        for view in ("stored", "stored_runs", "v4", "records"):
+            with dshlog.open_session(path, strict=False) as log:
+                it = log.v4().records() if view == "records" else (log.v4() if view == "v4" else getattr(log, view)())
+                with pytest.raises(dshlog.InternalError) as caught:
+                    list(it)
+            assert isinstance(caught.value.__cause__, KeyError), view
+    with dshlog.open_session(LOOP) as log:  # not one wrapper per layer: the view's own stream is guarded once
+        assert log.v4()._stream().__name__ == "guarded"  # type: ignore[attr-defined]  # a generator's name
+    with session.open_session(LOOP) as log:  # the core's own logs are not wrapped (their callers are the boundary)
+        with pytest.raises(KeyError):
+            list(log.stored())
+
+
+def test_every_entry_point_is_a_boundary() -> None:
+    """Each function of the facade's entry points module is wrapped by ``errors.boundary``."""
+    from dshlog.ops import api
+
+    for name in api.__all__:
+        fn = getattr(api, name)
+        assert getattr(fn, "__wrapped__", None) is not None, f"{name} is not behind errors.boundary"
+        assert getattr(dshlog, name) is fn, name
+
+
+def test_the_batches_are_behind_the_boundary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in a task of a batch leaves as InternalError when the caller's loop reaches it."""
+    from dshlog.ops import validate as ops_validate
+
+    def broken(*_args: object, **_kw: object) -> None:
+        raise KeyError("a bug in a task")
+
+    monkeypatch.setattr(ops_validate, "validate_log", broken)
+    with pytest.raises(dshlog.InternalError):
+        list(dshlog.validate_many([LOOP]))
+    with pytest.raises(dshlog.UsageError):  # a bad pattern, before any session is read
+        list(dshlog.search([LOOP], dshlog.Query("(", regex=True)))
+    assert [o.status for o in dshlog.migrate_many([LOOP], check=True)] == ["current"]
+    assert [s.path for s in dshlog.stats_many([LOOP, V0])] == [str(LOOP), str(V0)]
+    assert dshlog.rescue(LOOP).status == "accepted"
+    assert dshlog.usage_report(LOOP.parent, by=["model"]).rows

@@ -304,6 +304,18 @@ def test_unknown_cause_is_rejected() -> None:
         TailState().closers("crashed")  # type: ignore[arg-type]  # the unknown cause is the test
 
 
+def test_unknown_cause_is_a_usage_error_of_the_hierarchy() -> None:
+    """The library raises only its own errors: an unknown cause is a usage error (exit 2), still a ValueError."""
+    from dshlog.errors import DshlogError, ExitCode, InvalidArgument, UsageError, exit_code_of
+
+    with pytest.raises(InvalidArgument) as caught:
+        TailState().closers("crashed")  # type: ignore[arg-type]  # the unknown cause is the test
+    err = caught.value
+    assert isinstance(err, DshlogError) and isinstance(err, UsageError) and isinstance(err, ValueError)
+    assert err.exit_code == ExitCode.USAGE and exit_code_of(err) == ExitCode.USAGE
+    assert "'crashed'" in err.one_line() and "'interrupted'" in err.one_line()
+
+
 # --- property: every prefix + closers is balanced --------------------------------------------------
 
 

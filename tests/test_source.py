@@ -192,7 +192,7 @@ def _decode(path, parallel: bool):
     error = None
     with open(path, "rb") as fh:
         try:
-            for r in iter_zstd_lines(fh, info, parallel=parallel):
+            for r in iter_zstd_lines(fh, info, parallel=parallel, min_bytes=0):  # small: forked all the same
                 got.append((r.raw, r.line, r.offset, r.frame))
         except Exception as exc:  # noqa: BLE001 - whatever it is, compared below
             error = (type(exc), str(exc), exc.where() if hasattr(exc, "where") else None)
@@ -240,7 +240,7 @@ def test_forked_decoder_stops_and_is_reaped_when_the_reader_stops(tmp_path):
     p = tmp_path / "session.v4.jsonl.zstd"
     p.write_bytes(data)
     with open(p, "rb") as fh:
-        lines = iter_zstd_lines(fh, SourceInfo(str(p), "jsonl.zstd"), parallel=True)
+        lines = iter_zstd_lines(fh, SourceInfo(str(p), "jsonl.zstd"), parallel=True, min_bytes=0)
         assert next(lines).line == 1
         assert next(lines).line == 2  # the worker runs now, blocked on a full pipe
         lines.close()
@@ -263,7 +263,7 @@ def test_forked_decoder_does_not_keep_the_parents_lock(tmp_path):
     )
     with open(p, "rb") as fh:
         with session_lock(tmp_path):
-            lines = iter_zstd_lines(fh, SourceInfo(str(p), "jsonl.zstd"), parallel=True)
+            lines = iter_zstd_lines(fh, SourceInfo(str(p), "jsonl.zstd"), parallel=True, min_bytes=0)
             next(lines)
             next(lines)  # worker forked while the lock is held
         other = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, timeout=60)

@@ -590,3 +590,15 @@ def test_fast_paths_report_exactly_what_the_straightforward_checks_report(path: 
         else:
             SurfaceFold.check_data = saved_flag  # type: ignore[assignment]  # the flag restored
     assert fast == slow
+
+
+@pytest.mark.parametrize("fixture, version, events", [("v0/text-turn/session.jsonl", 0, 43), ("v4/loop/session.v4.jsonl", 4, 41)])
+def test_validate_reads_standard_input_from_the_run(fixture: str, version: int, events: int) -> None:
+    """``validate -`` reads the run's stdin (not the process's), every time it reads the log: a v0 log is
+    read three times (it crashed on a closed stdin), and a pipe is read whole (it stopped after one row)."""
+    from conftest import FIXTURES, run_env
+
+    data = (FIXTURES / fixture).read_bytes()
+    code, _out, err = run_env("validate", "-", stdin=data)
+    assert code == 0, err
+    assert f"-: ok (v{version}, {events} events, 0 errors, 0 warnings)".encode() in err

@@ -30,7 +30,7 @@ else:
         from click.exceptions import UsageError as ClickUsageError
 
 from .._version import __version__
-from ..errors import DshlogError, ExitCode, UnsupportedVersion
+from ..errors import DshlogError, ExitCode, InternalError, UnsupportedVersion
 from ..output.text import sanitize
 from ..read.container import DEFAULT_MAX_LINE_BYTES, LINE_LIMIT
 from .common import Run, current, out
@@ -163,6 +163,19 @@ def _quiet_stdout(env: Env) -> None:
         pass
 
 
+def _bug(exc: InternalError) -> Exception:
+    """What a library boundary wrapped (a bug, or the system out of memory), to be reported as itself.
+
+    The operations a command calls are the library's entry points, whose boundary
+    turns any other exception into an :class:`InternalError`; the command line
+    says a bug the one way it always has (and a lack of memory as exit 6).
+    """
+    cause = exc.__cause__
+    if isinstance(cause, Exception) and not isinstance(cause, DshlogError):
+        return cause
+    return exc
+
+
 def _closed_pipe(exc: BaseException) -> bool:
     return isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == errno.EPIPE)
 
@@ -190,6 +203,8 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
             code = rv if isinstance(rv, int) else 0
         except typer.Exit as exc:
             code = exc.exit_code
+        except InternalError as exc:
+            raise _bug(exc)  # noqa: B904 - the bug itself, with its own traceback
         if code == 0:
             code = run.worst
         env.stdout.flush()

@@ -13,7 +13,7 @@ import io
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -29,8 +29,9 @@ from ..output.screen import Screen
 from ..output.text import sanitize
 from ..protocol.jsjson import dumps, dumps_pretty, stringify
 from ..protocol.layout import default_root
-from ..read.container import Container
-from ..read.session import SessionLog, open_session
+from ..check.problems import Problems
+from ..ops.sessions import open_target
+from ..read.session import SessionLog
 from ..read.store import list_sessions, resolve_session
 from .env import Env
 
@@ -45,8 +46,8 @@ else:
 __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JobsOpt", "JsonOpt", "Run",
     "SchedulerOpt", "SelectOpt", "UnknownOpt", "batch_executor", "closer_lines", "current", "emit", "emit_json",
-    "err", "event_bytes", "js", "located", "open_log", "out", "plugins", "print_notes", "print_problems",
-    "release", "resolve", "root", "screen", "store_targets",
+    "err", "event_bytes", "js", "may_fork", "open_log", "out", "plugins", "print_notes", "print_problems",
+    "reading", "release", "resolve", "root", "screen", "stdin_for", "store_targets",
 ]
 
 
@@ -278,8 +279,10 @@ def print_notes(log: Any, quiet: bool = False) -> None:
 
     This is the exit-code policy of every reader that shows what it can: what it
     skipped is said here, once, and the run exits with the code of the worst of it.
+    ``log`` is an opened log or a result of reading one (:class:`~dshlog.ops.results.Noted`).
     """
-    print_problems(log.path, log.notes, log.notes.suppressed(), quiet=quiet)
+    suppressed = log.notes.suppressed() if isinstance(log.notes, Problems) else log.suppressed
+    print_problems(log.path, log.notes, suppressed, quiet=quiet)
 
 
 def print_problems(path: str, notes: Iterable[Any], suppressed: dict[str, int], quiet: bool = False) -> None:
@@ -311,21 +314,31 @@ def plugins() -> tuple[str, ...]:
     return current().plugins
 
 
+def may_fork() -> bool:
+    """Whether this run lets the core fork helper processes (``Env.parallel``; the library's default is no)."""
+    return current().env.parallel
+
+
 def stdin_stream() -> io.BufferedReader:
     """Standard input of this run as a buffered binary stream (what ``-`` reads)."""
     raw = current().env.stdin
     return raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, 1 << 20)  # type: ignore[arg-type]  # a raw or buffered binary stream: both read as raw
 
 
+def stdin_for(path: str) -> io.BufferedReader | None:
+    """The stream an operation reads for a resolved FILE: this run's standard input for ``-``, else none."""
+    return stdin_stream() if path == "-" else None
+
+
+def reading(path: str) -> dict[str, Any]:
+    """The options every reading operation takes from this run: the input's stream, the plugins, parallelism."""
+    return {"stream": stdin_for(path), "system_prompt_plugins": plugins(), "parallel": may_fork()}
+
+
 def open_log(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None) -> SessionLog:
     """Open a FILE argument (resolved as :func:`resolve` does) with the root's options."""
     path = resolve(target)
-    log = open_session(path, strict=strict, select=select, format_version=format_version,
-                       system_prompt_plugins=plugins(), stream=stdin_stream() if path == "-" else None)
-    if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
-        log.close()
-        raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}", path=path)
-    return log
+    return open_target(path, strict=strict, select=select, format_version=format_version, **reading(path))
 
 
 def release(out: BatchedStdout, view: Any) -> None:
@@ -338,13 +351,6 @@ def release(out: BatchedStdout, view: Any) -> None:
         out.flush()
 
 
-def located(log: Any, exc: Exception) -> Exception:
-    """Attach the log's path to a core error raised while its events streamed by."""
-    if isinstance(exc, DshlogError):
-        exc.with_context(path=log.path)
-    return exc
-
-
 def event_bytes(ev: dict[str, Any], raw: bytes | None, json_: bool) -> bytes:
     """One event the way ``events`` prints it (``--json``: its exact line when there is one)."""
     if json_:
@@ -352,7 +358,7 @@ def event_bytes(ev: dict[str, Any], raw: bytes | None, json_: bool) -> bytes:
     return event_line(ev)
 
 
-def closer_lines(closers: list[dict[str, Any]]) -> list[str]:
+def closer_lines(closers: Iterable[Mapping[str, Any]]) -> list[str]:
     """The synthetic events a writer appended (``repair``, ``fork``), one line each."""
     out = []
     for c in closers:

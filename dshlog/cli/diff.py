@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from ..errors import DshlogError, UsageError
-from ..model.diff import diff_requests, requests_at
-from ..output.jsondoc import diff_document
+from ..errors import UsageError
+from ..ops.diff import request_diff
 from ..output.plain import diff_lines
 from .app import command_app
 from .common import (
     FormatOpt,
-    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     emit_json,
-    located,
-    open_log,
+    may_fork,
     out,
+    plugins,
     print_notes,
+    resolve,
+    stdin_for,
 )
 
 app = command_app()
@@ -38,41 +38,25 @@ def diff(
 
     Example: dshlog diff session.v4.jsonl --request 5 --request 6
     """
+    options: dict[str, Any] = {"read": print_notes, "select": select, "format_version": format_version, "system_prompt_plugins": plugins(),
+               "parallel": may_fork()}
     if len(files) == 1:
         if len(request) != 2:
             raise UsageError("with one FILE give exactly two --request options (e.g. --request 3 --request 4)")
-        log = open_log(files[0], select=select, format_version=format_version)
-        with log:
-            try:
-                with log.v4() as view:
-                    built = requests_at(view, list(request), session_id=log.session_id)
-            except DshlogError as exc:
-                raise located(log, exc)  # noqa: B904 - the error itself, located
-            req_a, req_b = built[request[0]], built[request[1]]
-            label_a, label_b = f"request {request[0]}", f"request {request[1]}"
-            print_notes(log)
+        path = resolve(files[0])
+        d = request_diff(path, request[0], request[1], stream_a=stdin_for(path), **options)
+        label_a, label_b = f"request {request[0]}", f"request {request[1]}"
     elif len(files) == 2:
         if len(request) not in (1, 2):
             raise UsageError("with two files give --request N (or one --request per file)")
         numbers = [request[0], request[-1]]
-        reqs = []
-        for f, n in zip(files, numbers):
-            log = open_log(f, select=select, format_version=format_version)
-            with log:
-                try:
-                    with log.v4() as view:
-                        reqs.append(requests_at(view, [n], session_id=log.session_id)[n])
-                except DshlogError as exc:
-                    raise located(log, exc)  # noqa: B904 - the error itself, located
-                print_notes(log)
-        req_a, req_b = reqs
+        a, b = resolve(files[0]), resolve(files[1])
+        d = request_diff(a, numbers[0], numbers[1], b=b, stream_a=stdin_for(a), stream_b=stdin_for(b), **options)
         label_a, label_b = f"{files[0]} request {numbers[0]}", f"{files[1]} request {numbers[1]}"
     else:
         raise UsageError("give one FILE with two --request options, or two files")
-    d = diff_requests(req_a, req_b)
     if json_:
-        emit_json({"shape": JSON_SHAPE, **diff_document(d, label_a, label_b)})
+        emit_json(d.as_dict(label_a, label_b))
         return
-    for line in diff_lines(d, label_a, label_b):
+    for line in diff_lines(dict(d.changes), label_a, label_b):
         out(line)
-

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from ..errors import DshlogError
-from ..ops.events import EventFilter, filtered
+from ..ops.events import EventFilter, event_stream
 from ..protocol.jsjson import dumps
 from .app import command_app
 from .common import (
@@ -19,10 +17,10 @@ from .common import (
     JsonOpt,
     SelectOpt,
     event_bytes,
-    located,
-    open_log,
     print_notes,
+    reading,
     release,
+    resolve,
 )
 
 app = command_app()
@@ -46,28 +44,19 @@ def events(
 
     Example: dshlog events session.v4.jsonl --type 'tool/*' --turn 2
     """
+    path = resolve(file)
     # the stored rows are shown as far as they can be read; --v4 is dsh's view, decided as dsh decides
-    log = open_log(file, strict=v4, select=select, format_version=format_version)
-    with log:
-        view = log.v4() if v4 else None
-        source: Iterator[tuple[dict[str, Any], bytes | None]]
-        if view is not None:
-            source = ((ev, None) for ev in view)
-        else:
-            source = ((r.event, r.raw) for r in log.stored())
-        flt = EventFilter(tuple(type_), turn, from_seq, to_seq)
-        # a filter may find at the end that its turn or seq does not exist: then nothing is printed
-        out = DeferredStdout() if view is not None or flt.active else BatchedStdout()
+    flt = EventFilter(tuple(type_), turn, from_seq, to_seq)
+    with event_stream(path, v4=v4, flt=flt, select=select, format_version=format_version, **reading(path)) as events:
+        # dsh's view, or a filter that may find at the end that its turn or seq does not exist: nothing before the end
+        out = DeferredStdout() if events.deferred else BatchedStdout()
         write = out.write
-        try:
-            if json_ and not flt.active:
-                # the common `events --json | jq` case: no bookkeeping, original bytes where we have them
-                for ev, raw in source:
-                    write((raw if raw is not None else dumps(ev)) + b"\n")
-            else:
-                for ev, raw in filtered(source, flt):
-                    write(event_bytes(ev, raw, json_))
-        except DshlogError as exc:
-            raise located(log, exc)  # noqa: B904 - the error itself, located
-        release(out, view)
-        print_notes(log)
+        if json_ and not events.filtered:
+            # the common `events --json | jq` case: no bookkeeping, original bytes where we have them
+            for ev, raw in events:
+                write((raw if raw is not None else dumps(ev)) + b"\n")
+        else:
+            for ev, raw in events:
+                write(event_bytes(ev, raw, json_))
+        release(out, events)
+        print_notes(events)

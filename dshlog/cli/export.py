@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from ..errors import CorruptLog, DshlogError, UsageError
-from ..model.transcript import SessionHead, session_facts
-from ..ops.export import export_store, export_to_file
+from ..errors import CorruptLog, UsageError
+from ..ops.api import export_transcript
+from ..ops.export import export_store
+from ..ops.transcript import export_to
 from ..output.export import FORMATS
-from ..output.export import export as write_export
 from ..write.target import STDOUT
 from ..read.store import is_session_directory
 from .app import command_app
@@ -22,9 +21,10 @@ from .common import (
     FormatOpt,
     SelectOpt,
     err,
-    located,
-    open_log,
+    may_fork,
     print_notes,
+    reading,
+    resolve,
 )
 
 app = command_app()
@@ -54,31 +54,26 @@ def export(
     if file and Path(file).is_dir() and not is_session_directory(Path(file)):
         _export_root(file, fmt, output, full=full, redact=redact)
         return
-    log = open_log(file, select=select, format_version=format_version)
-    with log:
-        facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
-        head = SessionHead(log.session_id, log.version, log.path, log.projection, facts)
-        try:
-            if output is None or output == STDOUT:
-                deferred = DeferredStdout()
-                with log.v4() as view:  # dsh's decision on the whole log before anything is written
-                    write_export(view, head, fmt, deferred.write, full=full, redact=redact)
-                deferred.release()
-            else:
-                target, warnings = export_to_file(log, head, fmt, output, full=full, redact=redact)
-                for w in warnings:
-                    err(f"dshlog: warning: {w}")
-                err(f"written: {target}")
-        except DshlogError as exc:
-            raise located(log, exc)  # noqa: B904 - the error itself, located
-        print_notes(log)
+    path = resolve(file)
+    options = {"full": full, "redact": redact, "select": select, "format_version": format_version, **reading(path)}
+    if output is None or output == STDOUT:
+        deferred = DeferredStdout()  # held until dsh's decision on the whole log is known
+        read = export_to(path, fmt, deferred.write, **options)
+        deferred.release()
+    else:
+        written = export_transcript(path, output, format=fmt, **options)  # type: ignore[arg-type]  # a format of FORMATS
+        for w in written.warnings:
+            err(f"dshlog: warning: {w}")
+        err(f"written: {written.path}")
+        read = written.noted
+    print_notes(read)
 
 
 def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bool) -> None:
     """``export ROOT --format html -o DIR``."""
     if fmt != "html" or out is None:
         raise UsageError(f"{root} is a persistence root: export it with --format html -o DIR (one page per session)", path=root)
-    result = export_store(root, out, full=full, redact=redact)
+    result = export_store(root, out, full=full, redact=redact, parallel=may_fork())
     for w in result.warnings:
         err(f"dshlog: warning: {w}")
     for sid, error in result.failed:

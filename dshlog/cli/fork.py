@@ -7,18 +7,18 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from ..ops.fork import write_fork
+from ..ops.api import fork_session
 from .app import command_app
 from .common import (
     FileArg,
     FormatOpt,
-    JSON_SHAPE,
     JsonOpt,
     SelectOpt,
     closer_lines,
     current,
     emit_json,
     err,
+    may_fork,
     out,
     plugins,
     resolve,
@@ -48,15 +48,14 @@ def fork(
     if at is not None and at_turn is not None:
         raise UsageError("choose either --at SEQ or --at-turn N")
     file = resolve(file)
-    result = write_fork(file, output, now_ms=int(current().env.now() * 1000), at=at, turn=at_turn, child_id=child_id, select=select, format_version=format_version,
-                        system_prompt_plugins=plugins())
+    result = fork_session(file, output, at=at, turn=at_turn, child_id=child_id, created_at=int(current().env.now() * 1000),
+                          select=select, format_version=format_version, system_prompt_plugins=plugins(), parallel=may_fork())
     if json_:
-        emit_json({"shape": JSON_SHAPE, **result})
+        emit_json(result.as_dict())
         return
-    for w in result.get("warnings", []):
+    for w in result.warnings:
         err(f"dshlog: warning: {w}")
-    out(f"{result['path']}: child {result['childId']} of {result['parentId']}: {result['events']} events "
-         f"(parent prefix 0..{result['at']}, marker at {result['at'] + 1}, {len(result['closers'])} closers)")
-    for line in closer_lines(result["closers"]):
+    out(f"{result.path}: child {result.child_id} of {result.parent_id}: {result.events} events "
+         f"(parent prefix 0..{result.at}, marker at {result.at + 1}, {len(result.closers)} closers)")
+    for line in closer_lines(result.closers):
         out(f"  {line}")
-

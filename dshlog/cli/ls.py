@@ -13,7 +13,7 @@ from ..output.terminal import Column, table
 from ..output.text import human_bytes, local_minutes
 from ..read.store import SessionEntry
 from .app import command_app
-from .common import JobsOpt, SchedulerOpt, batch_executor, current, emit_json, err, root, screen
+from .common import JobsOpt, SchedulerOpt, batch_executor, current, emit_json, err, may_fork, root, screen
 
 app = command_app()
 
@@ -52,7 +52,8 @@ def ls_(
     root_p = Path(root_arg) if root_arg is not None else root()
     project_cwd = os.path.normpath(os.path.join(env.cwd, cwd)) if cwd is not None else None
     with batch_executor(jobs, scheduler) as ex:  # --grep reads every session: one task each
-        entries = list_store(root_p, cwd=project_cwd, since=since, grep=grep, sort=sort, reverse=reverse, now=env.now(), executor=ex)
+        entries = list_store(root_p, cwd=project_cwd, since=since, grep=grep, sort=sort, reverse=reverse, now=env.now(), executor=ex,
+                             parallel=may_fork())
     if json_:
         for e in entries:
             emit_json(e.as_dict(), pretty=False)

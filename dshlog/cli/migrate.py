@@ -9,7 +9,7 @@ import typer
 
 from ..ops.migrate import Outcome, find_sessions, migrate_all
 from .app import command_app
-from .common import JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, out, plugins, resolve
+from .common import JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, may_fork, out, plugins, resolve
 
 app = command_app()
 
@@ -64,7 +64,7 @@ def migrate(
     try:
         with batch_executor(jobs, scheduler) as ex:
             batch = migrate_all(sources, check=check, dry_run=dry_run, children="none" if no_children else "auto",
-                                system_prompt_plugins=plugins(), executor=ex, progress=report)
+                                system_prompt_plugins=plugins(), executor=ex, progress=report, parallel=may_fork())
     finally:
         if progress is not None:
             progress.stop()

@@ -6,18 +6,17 @@ from typing import Annotated
 
 import typer
 
-from ..errors import DshlogError
-from ..model.requests import rebuild as rebuild_request
+from ..ops.api import rebuild_request
 from .app import command_app
 from .common import (
     FileArg,
     FormatOpt,
     SelectOpt,
     UnknownOpt,
-    emit_json,
-    located,
-    open_log,
+    emit,
     print_notes,
+    reading,
+    resolve,
 )
 
 app = command_app()
@@ -40,13 +39,8 @@ def rebuild(
 
     Example: dshlog rebuild session.v4.jsonl --request 3 --messages-only
     """
-    log = open_log(file, select=select, format_version=format_version)
-    with log:
-        try:
-            with log.v4(allow_unknown=allow_unknown) as view:
-                req = rebuild_request(view, request, session_id=log.session_id, strict_unknown=not allow_unknown)
-        except DshlogError as exc:
-            raise located(log, exc)  # noqa: B904 - the error itself, located
-        emit_json(req["messages"] if messages_only else req, pretty=not compact)
-        print_notes(log)
-
+    path = resolve(file)
+    req = rebuild_request(path, request, allow_unknown=allow_unknown, select=select, format_version=format_version,
+                          **reading(path))
+    emit(req.to_json(pretty=not compact, messages_only=messages_only) + b"\n")
+    print_notes(req)

@@ -7,8 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ExitCode, UsageError
-from ..ops.repair import RepairResult, plan_repair, repair_copy, repair_in_place
-from ..ops.results import RepairOutcome
+from ..ops.api import plan_repair, repair_copy, repair_in_place
 from .app import command_app
 from .common import (
     FileArg,
@@ -18,8 +17,9 @@ from .common import (
     closer_lines,
     emit_json,
     err,
+    may_fork,
     out,
-    plugins,
+    reading,
     resolve,
 )
 
@@ -48,14 +48,14 @@ def repair(
         raise UsageError("--check writes nothing: leave out --write and -o, or leave out --check")
     file = resolve(file)
     if write:
-        result = repair_in_place(file)
+        result = repair_in_place(file, parallel=may_fork())
     elif output is not None:
-        result = repair_copy(file, output, select=select, format_version=format_version, system_prompt_plugins=plugins())
+        result = repair_copy(file, output, select=select, format_version=format_version, **reading(file))
     else:
-        result = RepairResult(plan_repair(file, select=select, format_version=format_version, system_prompt_plugins=plugins()))
+        result = plan_repair(file, select=select, format_version=format_version, **reading(file))
     plan = result.plan
     if json_:
-        emit_json(RepairOutcome.of(result).as_dict())
+        emit_json(result.as_dict())
     else:
         rep = plan.report
         if plan.healthy:
@@ -72,7 +72,7 @@ def repair(
                 out(f"  {line}")
             if result.written:
                 err(f"written: {result.written}" + (" (in place)" if result.in_place else ""))
-            for w in result.warnings:
+            for w in result.publish_warnings:
                 err(f"dshlog: warning: {w}")
             if result.sidecar:
                 err(f"torn bytes kept in {result.sidecar}")

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from ..errors import DshlogError
-from ..model.requests import RequestInfo, iter_requests
+from ..ops.api import request_series
 from ..output import labels
-from ..ops.results import RequestRow
 from ..output.terminal import table
 from ..protocol.jsjson import dumps
 from .app import command_app
@@ -17,9 +15,9 @@ from .common import (
     JsonOpt,
     SelectOpt,
     UnknownOpt,
-    located,
-    open_log,
     print_notes,
+    reading,
+    resolve,
     screen,
 )
 
@@ -41,48 +39,37 @@ def requests(
 
     Example: dshlog requests session.v4.jsonl --json | jq '.requests[] | select(.extends == false)'
     """
-    log = open_log(file, select=select, format_version=format_version)
-
-    def rows() -> list[RequestInfo]:
-        # dsh's decision on the whole log comes before any row is shown
-        try:
-            with log.v4(allow_unknown=allow_unknown) as view:
-                return list(iter_requests(view, session_id=log.session_id, strict_unknown=not allow_unknown))
-        except DshlogError as exc:
-            raise located(log, exc)  # noqa: B904 - the error itself, located
-
-    with log:
-        if not json_:
-            found = rows()  # dsh's decision, and every row, before the table's header is printed
-        if json_:
-            # streamed, one request per line, so memory stays flat however many requests the log holds
-
-            out = BatchedStdout()
-            out.write(b'{"shape":%d,"requests":[' % JSON_SHAPE)
-            sep = b"\n"
-            for r in rows():
-                out.write(sep + dumps(RequestRow.of(r).as_dict()))
-                sep = b",\n"
-            out.write(b"\n]}\n")
-            out.flush()
-            return
-        table(screen(),
-            None,
-            ["#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", labels.token_name("inputTokens"), labels.token_name("outputTokens")],
-            (
-                [
-                    r.number,
-                    r.seq,
-                    r.kind.split("/")[1] + (f" ({labels.INTERRUPTED})" if r.interrupted else ""),
-                    f"{r.turn}.{r.step}",
-                    r.message_count,
-                    "-" if r.extends is None else ("yes" if r.extends else "no"),
-                    r.reason or "",
-                    labels.count(r.input_tokens),
-                    labels.count(r.output_tokens),
-                ]
-                for r in found
-            ),
-            justify={0: "right", 1: "right", 4: "right", 7: "right", 8: "right"},
-        )
-        print_notes(log)
+    path = resolve(file)
+    # dsh's decision on the whole log, and every row, before anything is printed
+    series = request_series(path, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path))
+    if json_:
+        # one request per line: a long series reads (and pipes) row by row
+        out = BatchedStdout()
+        out.write(b'{"shape":%d,"requests":[' % JSON_SHAPE)
+        sep = b"\n"
+        for r in series.requests:
+            out.write(sep + dumps(r.as_dict()))
+            sep = b",\n"
+        out.write(b"\n]}\n")
+        out.flush()
+        return
+    table(screen(),
+        None,
+        ["#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", labels.token_name("inputTokens"), labels.token_name("outputTokens")],
+        (
+            [
+                r.number,
+                r.settlement_seq,
+                r.settlement.split("/")[1] + (f" ({labels.INTERRUPTED})" if r.interrupted else ""),
+                f"{r.turn}.{r.step}",
+                r.messages,
+                "-" if r.extends is None else ("yes" if r.extends else "no"),
+                r.reason or "",
+                labels.count(r.input_tokens),
+                labels.count(r.output_tokens),
+            ]
+            for r in series.requests
+        ),
+        justify={0: "right", 1: "right", 4: "right", 7: "right", 8: "right"},
+    )
+    print_notes(series)

@@ -11,7 +11,7 @@ from ..errors import UsageError
 from ..model.rescue import TRANSFORMATIONS
 from ..ops.rescue import RescueOutcome, rescue_session, rescue_store
 from .app import command_app
-from .common import JSON_SHAPE, FileArg, JsonOpt, emit_json, err, js, out, resolve
+from .common import JSON_SHAPE, FileArg, JsonOpt, emit_json, err, js, may_fork, out, resolve
 
 app = command_app()
 
@@ -40,7 +40,7 @@ def rescue(
     if recursive is not None:
         if file is not None or publish or output is not None:
             raise UsageError("-R ROOT summarises a store as a dry run: give no FILE, --publish or -o")
-        summary = rescue_store(Path(recursive), allow=allow, all_=all_)
+        summary = rescue_store(Path(recursive), allow=allow, all_=all_, parallel=may_fork())
         if json_:
             emit_json({"shape": JSON_SHAPE, **summary.as_dict()})
             return
@@ -55,7 +55,7 @@ def rescue(
     if publish and output is not None:
         raise UsageError("choose either --publish (beside the source) or -o OUT")
     outcome = rescue_session(Path(resolve(file)), allow=allow, all_=all_, publish=publish,
-                             output=Path(output) if output is not None else None)
+                             output=Path(output) if output is not None else None, parallel=may_fork())
     if json_:
         emit_json({"shape": JSON_SHAPE, **outcome.as_dict()})
     else:

@@ -6,15 +6,11 @@ from typing import Annotated
 
 import typer
 
-from ..errors import CorruptLog, DshlogError, UnsupportedVersion
-from ..model.transcript import SessionHead
-from ..read.session import SessionLog
-from ..output.labels import refusal_mark
+from ..ops.transcript import transcript
 from ..output.plain import PlainRenderer
-from ..output.renderer import render
 from ..output.terminal import TerminalRenderer
 from .app import command_app
-from .common import FileArg, FormatOpt, SelectOpt, current, located, open_log, print_notes
+from .common import FileArg, FormatOpt, SelectOpt, current, print_notes, reading, resolve
 from .pager import paged
 
 app = command_app()
@@ -37,27 +33,14 @@ def show(
     Example: dshlog show session.v4.jsonl --reasoning
     """
     run = current()
-    log = open_log(file, select=select, format_version=format_version)
-    with log:
-        head = SessionHead(log.session_id, log.version, log.path, log.projection)
-        scr = run.env.screen()
-        try:
-            if not scr.terminal:
-                _render(log, head, PlainRenderer(scr.stream.write, reasoning=reasoning), full)
-            elif scr.tty and not no_pager:
-                with paged(run.env) as stream:
-                    _render(log, head, TerminalRenderer(scr.console(stream), reasoning=reasoning), full)
-            else:
-                _render(log, head, TerminalRenderer(scr.console(), reasoning=reasoning), full)
-        except DshlogError as exc:
-            raise located(log, exc)  # noqa: B904 - the error itself, located
-        print_notes(log)
-
-
-def _render(log: SessionLog, head: SessionHead, renderer: PlainRenderer | TerminalRenderer, full: bool) -> None:
-    """The transcript; where dsh's decision stops it, a mark saying so ends what was shown."""
-    try:
-        render(log.v4(), head, renderer, full=full)
-    except (UnsupportedVersion, CorruptLog) as exc:
-        renderer.mark(refusal_mark(exc.message))
-        raise
+    path = resolve(file)
+    scr = run.env.screen()
+    with transcript(path, select=select, format_version=format_version, **reading(path)) as t:
+        if not scr.terminal:
+            t.show(PlainRenderer(scr.stream.write, reasoning=reasoning), full=full)
+        elif scr.tty and not no_pager:
+            with paged(run.env) as stream:
+                t.show(TerminalRenderer(scr.console(stream), reasoning=reasoning), full=full)
+        else:
+            t.show(TerminalRenderer(scr.console(), reasoning=reasoning), full=full)
+        print_notes(t)

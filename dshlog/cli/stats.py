@@ -22,6 +22,7 @@ from .common import (
     SelectOpt,
     batch_executor,
     emit_json,
+    may_fork,
     print_problems,
     resolve,
     screen,
@@ -51,7 +52,7 @@ def stats(
     targets = [resolve(f) for f in files or current]
     stdin = stdin_stream() if "-" in targets else None
     with batch_executor(jobs, scheduler, targets) as ex:
-        for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin):
+        for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin, parallel=may_fork()):
             sessions.append(one.as_dict())
             print_problems(one.path, one.notes, one.suppressed, quiet=json_)
     total = total_stats(sessions)

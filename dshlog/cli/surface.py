@@ -6,10 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..check.surface import fold
-from ..errors import DshlogError, UsageError
+from ..ops.api import surface as surface_of
 from ..output.terminal import table
-from ..ops.results import SurfaceView
 from ..output.text import preview
 from .app import command_app
 from .common import (
@@ -19,10 +17,10 @@ from .common import (
     SelectOpt,
     UnknownOpt,
     emit_json,
-    located,
-    open_log,
     out,
     print_notes,
+    reading,
+    resolve,
     screen,
 )
 
@@ -45,25 +43,15 @@ def surface(
 
     Example: dshlog surface session.v4.jsonl --at 15
     """
-    log = open_log(file, select=select, format_version=format_version)
-    with log:
-        try:
-            with log.v4(allow_unknown=allow_unknown) as view:
-                state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
-        except DshlogError as exc:
-            raise located(log, exc)  # noqa: B904 - the error itself, located
-        if at is not None and state.next_seq <= at:
-
-            raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
-        if json_:
-            emit_json(SurfaceView(tuple(state.node_info()), tuple(state.messages()), tuple(state.replacements)).as_dict(messages=messages))
-            return
-        nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in state.node_info()]
-        roles = [m.get("role") for m in state.messages()]
-        table(screen(), None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
-        out(f"nodes: {[n['seq'] for n in nodes]}")
-        out(f"roles: {', '.join(str(r) for r in roles)}")
-        for r in state.replacements:
-            out(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
-        print_notes(log)
-
+    path = resolve(file)
+    view = surface_of(path, at=at, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path))
+    if json_:
+        emit_json(view.as_dict(messages=messages))
+        return
+    nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in view.nodes]
+    table(screen(), None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
+    out(f"nodes: {[n['seq'] for n in nodes]}")
+    out(f"roles: {', '.join(str(r) for r in view.roles)}")
+    for r in view.replacements:
+        out(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
+    print_notes(view)

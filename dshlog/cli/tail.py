@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from ..check.problems import Problems
 from ..errors import UsageError
-from ..read.follow import EventFollower
-from ..read.session import open_session
+from ..ops.events import follower, last_events
 from .app import command_app
-from .common import FileArg, FormatOpt, JsonOpt, current, err, event_bytes, open_log, print_notes, resolve
+from .common import FileArg, FormatOpt, JsonOpt, current, err, event_bytes, print_notes, reading, resolve
 
 app = command_app()
 
@@ -37,26 +35,16 @@ def tail(
     if lines < 0:
         raise UsageError("-n must be 0 or more")
     stdout = current().env.stdout
+    target = resolve(file)
     if not follow:
-        log = open_log(file, strict=False, format_version=format_version)
-        with log:
-            last: deque[bytes] = deque((), maxlen=lines)
-            for r in log.stored():
-                last.append(event_bytes(r.event, r.raw, json_))
-            for b in last:
-                stdout.write(b)
-            print_notes(log)
+        last = last_events(target, lines, format_version=format_version, **reading(target))
+        for ev, raw in last.events:
+            stdout.write(event_bytes(ev, raw, json_))
+        print_notes(last)
         return
 
-    target = resolve(file)
-    if target == "-":
-        raise UsageError("tail -f needs a file: standard input cannot be followed")
-    with open_session(target, strict=False, format_version=format_version) as log:  # header, version, container
-        path, container = log.path, log.info.container
-    if container not in ("jsonl", "jsonl.zstd"):
-        raise UsageError(f"tail -f follows JSONL generations; this input is {container}", path=path)
-    notes = Problems()
-    fol = EventFollower(target, poll_interval=interval, notes=notes, format_version=format_version)
+    fol = follower(target, interval=interval, format_version=format_version)
+    notes = fol.notes
     shown = 0
 
     def say_notes() -> None:
@@ -66,11 +54,9 @@ def tail(
         shown = len(list(notes))
 
     try:
-        first: deque[bytes] = deque((), maxlen=lines)
-        for ev, raw in fol.drain():
-            first.append(event_bytes(ev, raw, json_))
-        for b in first:
-            stdout.write(b)
+        first: deque[tuple[dict[str, Any], bytes | None]] = deque(fol.drain(), maxlen=lines)  # only N are held
+        for ev, raw in first:
+            stdout.write(event_bytes(ev, raw, json_))
         stdout.flush()
         say_notes()
         for ev, raw in fol.follow():

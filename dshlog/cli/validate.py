@@ -20,9 +20,11 @@ from .common import (
     batch_executor,
     emit_json,
     err,
+    may_fork,
     out,
     plugins,
     resolve,
+    stdin_for,
 )
 
 app = command_app()
@@ -46,9 +48,10 @@ def validate(
     reports = []
     current: list[str | None] = [None]  # no FILE: the current session
     targets = [resolve(f) for f in files or current]
+    stream = stdin_for("-") if "-" in targets else None
     with batch_executor(jobs, scheduler, targets) as ex:
         for report in validate_many(targets, select=select, format_version=format_version,
-                                    system_prompt_plugins=plugins(), executor=ex):
+                                    system_prompt_plugins=plugins(), executor=ex, parallel=may_fork(), stream=stream):
             reports.append(report)
             if json_:
                 continue

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Iterable
 
-from ..errors import CorruptLog
+from ..errors import CorruptLog, InvalidArgument
 from ..protocol.jsjson import UNDEFINED, js_string
 from ..protocol.texts import (
     CLOSER_CAUSES,
@@ -180,7 +180,7 @@ class TailState:
     def closers(self, cause: Cause) -> list[dict[str, Any]]:
         """The closer events for the events fed so far (empty when balanced)."""
         if cause not in CLOSER_TEXT:
-            raise ValueError(f"unknown closer cause {cause!r}")
+            raise InvalidArgument(f"unknown closer cause {cause!r} (choose {', '.join(map(repr, CLOSER_TEXT))})")
         if self.open_turn is None or self.count == 0:
             return []
         seq = _next_seq(self.last_seq)

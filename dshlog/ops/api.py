@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import IO, Literal, cast
 
 from ..check.surface import fold
 from ..errors import UsageError, boundary
+from ..executor import Executor
 from ..model.requests import iter_requests
+from ..model.search import Query
+from ..model.usage import PriceTable, UsageReport
 from ..model.requests import rebuild as rebuild_from
 from ..model.stats import session_stats as stats_of
 from ..model.stats import total_stats
@@ -30,15 +34,22 @@ from ..output.export import FORMATS
 from ..output.export import export as render_export
 from ..protocol.events import Event
 from ..read.session import EventRecord, SessionLog
-from ..read.session import open_session as _open
 from ..read.store import SessionEntry, resolve_session
 from ..read.store import list_sessions as _list_sessions
 from . import export as _export
 from . import fork as _fork
 from . import migrate as _migrate
 from . import repair as _repair
+from . import report as _report
+from . import rescue as _rescue
+from . import search as _search
 from . import sessions as _sessions
+from . import stats as _stats
 from . import validate as _validate
+from .rescue import RescueOutcome
+from .search import SessionHits
+from .sessions import located
+from .sessions import open_target as _open
 from .results import (
     ExportResult,
     ForkResult,
@@ -63,6 +74,7 @@ __all__ = [
     "fork_session",
     "grep_session",
     "list_sessions",
+    "migrate_many",
     "migrate_session",
     "migrate_sessions",
     "open_session",
@@ -71,12 +83,17 @@ __all__ = [
     "repair_copy",
     "repair_in_place",
     "request_series",
+    "rescue",
+    "search",
     "session_info",
     "session_stats",
+    "stats_many",
     "stored_events",
     "surface",
+    "usage_report",
     "v4_events",
     "validate",
+    "validate_many",
 ]
 
 Target = str | os.PathLike[str]
@@ -96,6 +113,7 @@ def open_session(
     format_version: int | None = None,
     system_prompt_plugins: Iterable[str] = (),
     stream: IO[bytes] | None = None,
+    parallel: bool = False,
 ) -> SessionLog:
     """Open a log: a generation file, a session directory, a JSON array or wrapped stream, or ``-``.
 
@@ -108,9 +126,16 @@ def open_session(
     session of a multi-session input; ``format_version`` states the version of
     a header-less input; ``system_prompt_plugins`` are package names the v3->v4
     migration treats as dsh's system-prompt producer (a fork build's).
+
+    ``parallel`` (here and in every call below) lets dshlog hand work to forked
+    helper processes where a second core pays: decoding a large zstd body,
+    reading back a large output before publishing it.  The default runs
+    everything in the calling process, which is what a thread, a server or a
+    process pool embedding dshlog expects; the command line turns it on.
     """
+    # the log's views are guarded too: what escapes their iteration leaves as the hierarchy's error
     return _open(target, strict=strict, select=select, format_version=format_version,
-                 system_prompt_plugins=tuple(system_prompt_plugins), stream=stream)
+                 system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel, guard=True)
 
 
 @boundary
@@ -122,25 +147,27 @@ def find_session(session_id: str, *, root: Target) -> Path:
 
 @boundary
 def stored_events(target: Target, *, strict: bool = False, select: str | None = None,
-                  format_version: int | None = None) -> Iterator[EventRecord]:
+                  format_version: int | None = None, parallel: bool = False) -> Iterator[EventRecord]:
     """The events as stored (any version), each with its exact line bytes and location.
 
     Not strict by default: the rows are shown as far as they can be read, as
     ``dshlog events`` shows them.  The file is closed when the iterator ends.
     """
-    with _open(target, strict=strict, select=select, format_version=format_version) as log:
+    with _open(target, strict=strict, select=select, format_version=format_version, parallel=parallel) as log:
         yield from log.stored()
 
 
 @boundary
 def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None = None,
-              format_version: int | None = None, system_prompt_plugins: Iterable[str] = ()) -> Iterator[Event]:
+              format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+              parallel: bool = False) -> Iterator[Event]:
     """dsh's view of a log: v4 events (an older log migrated in memory), ending with dsh's decision.
 
     When dsh would refuse the log, the error is raised after the last event (or
     when the iterator is closed early), as dsh's read refuses a log as a whole.
     """
-    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins)) as log:
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               parallel=parallel) as log:
         with log.v4(allow_unknown=allow_unknown) as view:
             for event in view:
                 yield cast(Event, event)
@@ -150,19 +177,26 @@ def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None
 
 
 @boundary
-def session_info(target: Target, *, select: str | None = None, format_version: int | None = None) -> SessionInfo:
-    """``dshlog info``: header, container, sizes, counts by type, turns, tokens (the stored events)."""
-    with _open(target, strict=False, select=select, format_version=format_version) as log:
+def session_info(target: Target, *, select: str | None = None, format_version: int | None = None,
+                 system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
+                 parallel: bool = False) -> SessionInfo:
+    """``dshlog info``: header, container, sizes, counts by type, turns, tokens (the stored events).
+
+    ``stream``, here and below: read this open binary stream (what ``-`` names), as :func:`open_session`.
+    """
+    with _open(target, strict=False, select=select, format_version=format_version,
+               system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel) as log, located(log.path):
         summary = summarize(log.stored_runs())
         return SessionInfo.of(log, summary)
 
 
 @boundary
-def session_stats(*targets: Target, select: str | None = None, format_version: int | None = None) -> Stats:
+def session_stats(*targets: Target, select: str | None = None, format_version: int | None = None,
+                  parallel: bool = False) -> Stats:
     """``dshlog stats``: per session and in total (turns, steps, calls, retries, tools, tokens, time)."""
     sessions: list[SessionStats] = []
     for target in targets:
-        with _open(target, strict=False, select=select, format_version=format_version) as log:
+        with _open(target, strict=False, select=select, format_version=format_version, parallel=parallel) as log:
             summary = summarize(log.stored_runs())
             sessions.append(SessionStats(log.path, log.session_id, log.version, log.projection,
                                          stats_of(summary, projection=log.projection)))
@@ -171,7 +205,7 @@ def session_stats(*targets: Target, select: str | None = None, format_version: i
 
 @boundary
 def validate(*targets: Target, select: str | None = None, format_version: int | None = None,
-             system_prompt_plugins: Iterable[str] = ()) -> Validation:
+             system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> Validation:
     """``dshlog validate``: every problem of each input with its location; never raises for the log's own.
 
     ``result.exit_code`` is the worst verdict (0 clean, 3 unsupported, 4 damaged, 6 unreadable).
@@ -179,42 +213,52 @@ def validate(*targets: Target, select: str | None = None, format_version: int | 
     plugins = tuple(system_prompt_plugins)
     return Validation(tuple(
         ValidationReport.of(_validate.validate_log(os.fspath(t), select=select, format_version=format_version,
-                                                   system_prompt_plugins=plugins))
+                                                   system_prompt_plugins=plugins, parallel=parallel))
         for t in targets
     ))
 
 
 @boundary
 def surface(target: Target, *, at: int | None = None, allow_unknown: bool = False, select: str | None = None,
-            format_version: int | None = None) -> SurfaceView:
+            format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+            stream: IO[bytes] | None = None, parallel: bool = False) -> SurfaceView:
     """``dshlog surface``: the fold of the log (or of its prefix up to seq ``at``): nodes and derived messages."""
-    with _open(target, select=select, format_version=format_version) as log:
-        with log.v4(allow_unknown=allow_unknown) as view:
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel) as log:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         if at is not None and state.next_seq <= at:
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
-        return SurfaceView(tuple(state.node_info()), tuple(state.messages()), tuple(state.replacements), tuple(log.notes))
+        return SurfaceView(tuple(state.node_info()), tuple(state.messages()), tuple(state.replacements), tuple(log.notes),
+                           log.path, log.notes.suppressed())
 
 
 @boundary
 def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False, select: str | None = None,
-                    format_version: int | None = None) -> RebuiltRequest:
+                    format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+                    stream: IO[bytes] | None = None, parallel: bool = False) -> RebuiltRequest:
     """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
-    with _open(target, select=select, format_version=format_version) as log:
-        with log.v4(allow_unknown=allow_unknown) as view:
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel) as log:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
-        return RebuiltRequest(number, request, tuple(log.notes))
+        return RebuiltRequest(number, request, tuple(log.notes), log.path, log.notes.suppressed())
 
 
 @boundary
 def request_series(target: Target, *, allow_unknown: bool = False, select: str | None = None,
-                   format_version: int | None = None) -> RequestSeries:
-    """``dshlog requests``: every request, whether it extends its predecessor byte for byte, and why not."""
-    with _open(target, select=select, format_version=format_version) as log:
-        with log.v4(allow_unknown=allow_unknown) as view:
+                   format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+                   stream: IO[bytes] | None = None, parallel: bool = False) -> RequestSeries:
+    """``dshlog requests``: every request, whether it extends its predecessor byte for byte, and why not.
+
+    dsh's decision on the whole log comes before the series is returned.
+    """
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel) as log:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
                                                                  strict_unknown=not allow_unknown))
-        return RequestSeries(rows, tuple(log.notes))
+        return RequestSeries(rows, tuple(log.notes), log.path, log.notes.suppressed())
 
 
 # ----------------------------------------------------------------------------- the store
@@ -231,9 +275,9 @@ def list_sessions(root: Target, *, project: str | None = None, scan: bool = True
 
 
 @boundary
-def grep_session(path: Target, text: str) -> bool:
+def grep_session(path: Target, text: str, *, parallel: bool = False) -> bool:
     """Whether any user or assistant message of a generation contains ``text`` (case-insensitive)."""
-    return _sessions.grep_session(Path(path), text)
+    return _sessions.grep_session(Path(path), text, parallel=parallel)
 
 
 # ----------------------------------------------------------------------------- writers
@@ -241,32 +285,43 @@ def grep_session(path: Target, text: str) -> bool:
 
 @boundary
 def plan_repair(target: Target, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: Iterable[str] = ()) -> RepairOutcome:
+                system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
+                parallel: bool = False) -> RepairOutcome:
     """``dshlog repair``: what is open at the tail and the closers dsh appends on resume; writes nothing."""
     plan = _repair.plan_repair(os.fspath(target), select=select, format_version=format_version,
-                               system_prompt_plugins=tuple(system_prompt_plugins))
+                               system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel, stream=stream)
     return RepairOutcome(plan)
 
 
 @boundary
 def repair_copy(target: Target, out: Target, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: Iterable[str] = ()) -> RepairOutcome:
-    """``dshlog repair -o OUT``: a repaired v4 copy at ``out`` (never over an existing file)."""
-    return RepairOutcome.of(_repair.repair_copy(os.fspath(target), Path(out), select=select, format_version=format_version,
-                                                system_prompt_plugins=tuple(system_prompt_plugins)))
+                system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
+                parallel: bool = False) -> RepairOutcome:
+    """``dshlog repair -o OUT``: a repaired v4 copy at ``out`` (never over an existing file).
+
+    ``out`` is a file, or a directory to create the copy in (an existing one, or a
+    name ending in ``/``, which is why it is passed on as given, not as a ``Path``).
+    """
+    return RepairOutcome.of(_repair.repair_copy(os.fspath(target), os.fspath(out), select=select,
+                                                format_version=format_version,
+                                                system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel,
+                                                stream=stream))
 
 
 @boundary
-def repair_in_place(path: Target) -> RepairOutcome:
+def repair_in_place(path: Target, *, parallel: bool = False) -> RepairOutcome:
     """``dshlog repair --write``: the closers appended to the v4 log itself, under ``session.lock``."""
-    return RepairOutcome.of(_repair.repair_in_place(os.fspath(path)))
+    return RepairOutcome.of(_repair.repair_in_place(os.fspath(path), parallel=parallel))
 
 
 @boundary
-def fork_session(target: Target, out: Target, *, at: int | None = None, turn: int | None = None,
+def fork_session(target: Target, out: Target | None, *, at: int | None = None, turn: int | None = None,
                  child_id: str | None = None, created_at: int | None = None, select: str | None = None,
-                 format_version: int | None = None, system_prompt_plugins: Iterable[str] = ()) -> ForkResult:
-    """``dshlog fork``: a child log at ``out`` (a file, or a directory) from the parent's prefix.
+                 format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+                 parallel: bool = False) -> ForkResult:
+    """``dshlog fork``: a child log at ``out`` (a file, a directory, or a persistence root) from the parent's prefix.
+
+    ``out=None`` puts the child where dsh keeps it in the parent's own persistence root.
 
     ``at`` is the last parent seq kept, ``turn`` cuts after that turn's end
     (default: the whole log); ``child_id`` and ``created_at`` (epoch ms) default
@@ -275,14 +330,14 @@ def fork_session(target: Target, out: Target, *, at: int | None = None, turn: in
     if at is not None and turn is not None:
         raise UsageError("choose either at (a seq) or turn")
     # a trailing slash names a directory to create the child in: the name is passed on as given
-    return ForkResult.of(_fork.write_fork(os.fspath(target), os.fspath(out), at=at, turn=turn, child_id=child_id,
+    return ForkResult.of(_fork.write_fork(os.fspath(target), None if out is None else os.fspath(out), at=at, turn=turn, child_id=child_id,
                                           created_at=created_at, now_ms=time.time_ns() // 1_000_000, select=select, format_version=format_version,
-                                          system_prompt_plugins=tuple(system_prompt_plugins)))
+                                          system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel))
 
 
 @boundary
 def migrate_session(source: Target, *, check: bool = False, dry_run: bool = False, children: Children = "auto",
-                    system_prompt_plugins: Iterable[str] = ()) -> MigrationOutcome:
+                    system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> MigrationOutcome:
     """``dshlog migrate`` for one session file: publish its v4 successor beside it, as dsh does.
 
     Never raises for the session's own problems: a failure is ``status ==
@@ -292,12 +347,13 @@ def migrate_session(source: Target, *, check: bool = False, dry_run: bool = Fals
     outside a dsh persistence root).
     """
     return MigrationOutcome.of(_migrate.migrate_session(Path(source), check=check, dry_run=dry_run, children=children,
-                                                        system_prompt_plugins=tuple(system_prompt_plugins)))
+                                                        system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel))
 
 
 @boundary
 def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = False, dry_run: bool = False,
-                     children: Children = "auto", system_prompt_plugins: Iterable[str] = ()) -> Migration:
+                     children: Children = "auto", system_prompt_plugins: Iterable[str] = (),
+                     parallel: bool = False) -> Migration:
     """``dshlog migrate``: every session named or (``recursive``) found below ``paths``.
 
     Each session is an outcome of its own; ``result.exit_code`` is the worst
@@ -306,31 +362,35 @@ def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = Fals
     plugins = tuple(system_prompt_plugins)
     sources = list(_migrate.find_sessions([os.fspath(p) for p in paths], recursive=recursive))
     outcomes = tuple(MigrationOutcome.of(_migrate.migrate_session(s, check=check, dry_run=dry_run, children=children,
-                                                                  system_prompt_plugins=plugins))
+                                                                  system_prompt_plugins=plugins, parallel=parallel))
                      for s in sources)
     return Migration(outcomes, check=check)
 
 
 @boundary
 def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md", full: bool = False,
-                      redact: bool = False, select: str | None = None, format_version: int | None = None) -> ExportResult:
+                      redact: bool = False, select: str | None = None, format_version: int | None = None,
+                      system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
+                      parallel: bool = False) -> ExportResult:
     """``dshlog export -o OUT``: a transcript (Markdown, self-contained HTML, or JSON) published at ``out``."""
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
-    with _open(target, select=select, format_version=format_version) as log:
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel) as log:
         head = _head(log)
-        path, warnings = _export.export_to_file(log, head, format, os.fspath(out), full=full, redact=redact)
-    return ExportResult(str(path), format, tuple(warnings))
+        with located(log.path):
+            path, warnings = _export.export_to_file(log, head, format, os.fspath(out), full=full, redact=redact)
+        return ExportResult(str(path), format, tuple(warnings), log.path, tuple(log.notes), log.notes.suppressed())
 
 
 @boundary
 def export_bytes(target: Target, *, format: ExportFormat = "md", full: bool = False, redact: bool = False,
-                 select: str | None = None, format_version: int | None = None) -> bytes:
+                 select: str | None = None, format_version: int | None = None, parallel: bool = False) -> bytes:
     """The transcript ``dshlog export`` prints, as bytes (after dsh's decision on the whole log)."""
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
     parts: list[bytes] = []
-    with _open(target, select=select, format_version=format_version) as log:
+    with _open(target, select=select, format_version=format_version, parallel=parallel) as log:
         head = _head(log)
         with log.v4() as view:
             render_export(view, head, format, parts.append, full=full, redact=redact)
@@ -341,3 +401,89 @@ def _head(log: SessionLog) -> SessionHead:
     """What an export starts with: the header facts, named by the file's base name (as the CLI does)."""
     facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
     return SessionHead(log.session_id, log.version, log.path, log.projection, facts)
+
+
+# ----------------------------------------------------------------------------- batches over many sessions
+
+
+@boundary
+def validate_many(targets: Iterable[Target], *, select: str | None = None, format_version: int | None = None,
+                  system_prompt_plugins: Iterable[str] = (), executor: Executor | None = None,
+                  parallel: bool = False) -> Iterator[ValidationReport]:
+    """``validate`` of each target, one task per session, yielded in input order as each turn comes.
+
+    ``executor`` is how the tasks run (:class:`~dshlog.executor.InProcess` by
+    default; a :class:`~dshlog.executor.ProcessPool` or a
+    :class:`~dshlog.executor.DaskExecutor` to use more cores or machines); only
+    paths travel to a worker.  Like :func:`validate`, it never raises for a log's own problems.
+    """
+    for report in _validate.validate_many([os.fspath(t) for t in targets], select=select, format_version=format_version,
+                                          system_prompt_plugins=tuple(system_prompt_plugins), executor=executor,
+                                          parallel=parallel):
+        yield ValidationReport.of(report)
+
+
+@boundary
+def stats_many(targets: Iterable[Target], *, select: str | None = None, format_version: int | None = None,
+               executor: Executor | None = None, parallel: bool = False) -> Iterator[SessionStats]:
+    """``stats`` of each target through ``executor``, in input order; a log that cannot be opened raises at its turn."""
+    for one in _stats.stats_many([os.fspath(t) for t in targets], select=select, format_version=format_version,
+                                 executor=executor, parallel=parallel):
+        yield SessionStats(one.path, one.id, one.version, one.projection, one.stats)
+
+
+@boundary
+def migrate_many(sources: Iterable[Target], *, check: bool = False, dry_run: bool = False, children: Children = "auto",
+                 system_prompt_plugins: Iterable[str] = (), executor: Executor | None = None,
+                 parallel: bool = False) -> Iterator[MigrationOutcome]:
+    """:func:`migrate_session` of each session file through ``executor``, in input order.
+
+    Each session is an outcome of its own, never an exception; sessions are
+    independent (each publication holds its own session's lock).
+    """
+    for o in _migrate.migrate_many([Path(s) for s in sources], check=check, dry_run=dry_run, children=children,
+                                   system_prompt_plugins=tuple(system_prompt_plugins), executor=executor, parallel=parallel):
+        yield MigrationOutcome.of(o)
+
+
+@boundary
+def usage_report(*targets: Target, by: Sequence[str] = ("day",), tz: tzinfo | None = UTC, zone: str = "UTC",
+                 since: int | None = None, until: int | None = None, prices: PriceTable | None = None,
+                 project: str | None = None, cwd: str | None = None, executor: Executor | None = None) -> UsageReport:
+    """``dshlog report``: usage (turns, calls, tokens, cost) of every session below ``targets``, in rows of ``by``.
+
+    ``by`` keys are ``day``, ``week``, ``month``, ``session``, ``project`` and
+    ``model``; days are counted in ``tz`` (named ``zone`` in the report; UTC
+    unless given: the library reads no local time zone).  ``since``/``until``
+    are epoch milliseconds; ``prices`` a :class:`~dshlog.model.usage.PriceTable`
+    for costs; ``project`` a part of a session's cwd, ``cwd`` one project exactly.
+    A session that cannot be read is listed in ``errors``, never raised.
+    """
+    return _report.usage_report([os.fspath(t) for t in targets], list(by), tz=tz, zone=zone, since=since, until=until,
+                                prices=prices, project=project, cwd=cwd, executor=executor)
+
+
+@boundary
+def search(paths: Iterable[Target], query: Query, *, executor: Executor | None = None) -> Iterator[SessionHits]:
+    """``dshlog search``: each session's hits of ``query`` (a :class:`~dshlog.model.search.Query`), in input order.
+
+    ``paths`` are generation files (a root's: ``[e.path for e in list_sessions(root)]``);
+    a session that cannot be read has ``error`` set.  A bad pattern raises
+    :class:`~dshlog.errors.UsageError` before any session is read.
+    """
+    yield from _search.search([os.fspath(p) for p in paths], query, executor=executor)
+
+
+@boundary
+def rescue(source: Target, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False,
+           output: Target | None = None, parallel: bool = False) -> RescueOutcome:
+    """``dshlog rescue``: what dsh refuses in a session, the transformations that resolve it, and (``publish``) the v4 successor.
+
+    A dry run by default.  ``allow`` names the transformations a successor may
+    use (``all_``: every one); ``publish`` writes the successor beside the source
+    with a rescue record, ``output`` writes it there instead; the source is
+    never touched.  Never raises for the session's own problems (``status``,
+    ``error``, ``exit_code``); an unknown transformation is a usage error.
+    """
+    return _rescue.rescue_session(Path(source), allow=allow, all_=all_, publish=publish,
+                                  output=Path(output) if output is not None else None, parallel=parallel)

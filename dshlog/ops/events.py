@@ -1,20 +1,29 @@
-"""``dshlog events``: which events a filter keeps, and whether the turn or seq it names exists.
+"""``dshlog events`` and ``tail``: a log's events as a stream, filtered, the last N, or followed live.
 
 The filter streams: events pass one at a time, and what is known only at the end
 (the log has no turn 9, it ends before seq 99) is raised as a usage error once the
-stream is exhausted, as ``surface --at`` and ``rebuild --request`` do.
+stream is exhausted, as ``surface --at`` and ``rebuild --request`` do.  Nothing
+here holds a whole log: :class:`EventStream` carries the open log and an iterator,
+:func:`last_events` keeps N events, :func:`follower` hands back the live reader.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
+from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import IO, Any
 
-from ..errors import UsageError
+from ..check.problems import Problem, Problems
+from ..errors import InvalidArgument, UsageError
+from ..read.follow import EventFollower
+from ..read.session import SessionLog, V4View
+from .sessions import located, open_target
 
-__all__ = ["EventFilter", "filtered"]
+__all__ = ["EventFilter", "EventStream", "LastEvents", "event_stream", "filtered", "follower", "last_events"]
 
 Pair = tuple[dict[str, Any], Any]
 
@@ -84,3 +93,113 @@ def filtered(source: Iterable[Pair], f: EventFilter) -> Iterator[Pair]:
         raise UsageError(f"seq {f.from_seq} does not exist: {end}")
     if f.to_seq is not None and not stopped and (last_seq is None or f.to_seq > last_seq):
         raise UsageError(f"seq {f.to_seq} does not exist: {end}")
+
+
+#: One event as the readers give it: the event, and its exact stored line when there is one.
+EventPair = tuple[dict[str, Any], bytes | None]
+
+
+def _located(log: SessionLog, pairs: Iterator[EventPair]) -> Iterator[EventPair]:
+    """The stream, with an error of the core met on the way naming the log."""
+    with located(log.path):
+        yield from pairs
+
+
+class EventStream:
+    """``dshlog events``: the events of one log as they are read, filtered; the log is open until :meth:`close`.
+
+    Iterating gives (event, exact stored line or ``None``) pairs, once.
+    ``deferred`` says that what is shown of them is not valid before the end:
+    dsh's view (``v4``) is decided on the whole log (:meth:`finish`), and a filter
+    may find at the end that the turn or seq it names does not exist.  ``notes``
+    are what the reader noticed, complete once the stream is read.
+    """
+
+    def __init__(self, log: SessionLog, view: V4View | None, flt: EventFilter) -> None:
+        self._log = log
+        self._view = view
+        # dsh's view is shown as dsh holds it (its own JSON), the stored view with each line's exact bytes
+        source: Iterator[EventPair] = ((ev, None) for ev in view) if view is not None else ((r.event, r.raw) for r in log.stored())
+        self.filtered = flt.active
+        self.deferred = view is not None or flt.active
+        self._pairs = _located(log, filtered(source, flt) if flt.active else source)
+
+    @property
+    def path(self) -> str:
+        return self._log.path
+
+    @property
+    def notes(self) -> Problems:
+        return self._log.notes
+
+    def __iter__(self) -> Iterator[EventPair]:
+        return self._pairs
+
+    def finish(self) -> None:
+        """dsh's decision on the rest of the log (``v4``): raises its refusal, if dsh refuses it."""
+        if self._view is not None:
+            with located(self._log.path):
+                self._view.finish()
+
+    def close(self) -> None:
+        self._log.close()
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def event_stream(target: str | os.PathLike[str], *, v4: bool = False, flt: EventFilter | None = None,
+                 select: str | None = None, format_version: int | None = None, system_prompt_plugins: tuple[str, ...] = (),
+                 stream: IO[bytes] | None = None, parallel: bool = False) -> EventStream:
+    """Open ``target`` and stream its events: as stored, read as far as they can be (the default), or
+    ``v4``, dsh's view decided as dsh decides; only those ``flt`` keeps."""
+    log = open_target(target, strict=v4, select=select, format_version=format_version,
+                      system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel)
+    try:
+        view = log.v4() if v4 else None
+    except BaseException:
+        log.close()
+        raise
+    return EventStream(log, view, flt if flt is not None else EventFilter())
+
+
+@dataclass(frozen=True, slots=True)
+class LastEvents:
+    """``dshlog tail``: the last events of a log as stored (read as far as they can be), and the reader's notes."""
+
+    path: str
+    events: tuple[EventPair, ...]
+    notes: tuple[Problem, ...] = ()
+    suppressed: dict[str, int] = field(default_factory=dict)
+
+
+def last_events(target: str | os.PathLike[str], count: int, *, format_version: int | None = None,
+                system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
+                parallel: bool = False) -> LastEvents:
+    """The last ``count`` stored events of ``target``; only those are held, however long the log."""
+    if count < 0:
+        raise InvalidArgument(f"the count of last events must be 0 or more, not {count}")
+    with open_target(target, strict=False, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
+                     stream=stream, parallel=parallel) as log:
+        last: deque[EventPair] = deque((), maxlen=count)
+        for pair in _located(log, ((r.event, r.raw) for r in log.stored())):
+            last.append(pair)
+        return LastEvents(log.path, tuple(last), tuple(log.notes), log.notes.suppressed())
+
+
+def follower(target: str, *, interval: float = 0.25, format_version: int | None = None) -> EventFollower:
+    """The live reader of a session's generation (``tail -f``): it follows the name across a replacement.
+
+    Only a plain or zstd JSONL generation can be followed; standard input cannot.
+    Its ``notes`` collect what it skipped.
+    """
+    if target == "-":
+        raise UsageError("tail -f needs a file: standard input cannot be followed")
+    with open_target(target, strict=False, format_version=format_version) as log:  # header, version, container
+        path, container = log.path, log.info.container
+    if container not in ("jsonl", "jsonl.zstd"):
+        raise UsageError(f"tail -f follows JSONL generations; this input is {container}", path=path)
+    return EventFollower(target, poll_interval=interval, notes=Problems(), format_version=format_version)

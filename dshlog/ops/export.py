@@ -122,12 +122,13 @@ def _publish(target: Path, write_page: Callable[[Callable[[bytes], None]], None]
     return pub.warnings
 
 
-def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool = False) -> StoreExport:
+def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool = False, parallel: bool = False) -> StoreExport:
     """Every session of ``root`` as an HTML page in the new or empty directory ``out``, plus ``index.html``.
 
     A session that cannot be read is listed in the index with its error and in
     :attr:`StoreExport.failed`; the others are still written.  Nothing is ever
     overwritten: ``out`` must not hold any of the files this export writes.
+    ``parallel``: forked helpers may decode large zstd sessions (the caller's policy).
     """
     entries = list_sessions(root)
     if not entries:
@@ -158,7 +159,8 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
                 children=tuple((c, names[id(by_id[c])]) for c in e.children if c in by_id),
             )
             try:
-                renderer = _export_page(e, directory / names[id(e)], links, full=full, redact=redact, result=result)
+                renderer = _export_page(e, directory / names[id(e)], links, full=full, redact=redact, result=result,
+                                        parallel=parallel)
                 name = renderer.name or name
             except DshlogError as exc:
                 error = exc.one_line()
@@ -170,9 +172,10 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
     return result
 
 
-def _export_page(entry: SessionEntry, target: Path, links: PageLinks, *, full: bool, redact: bool, result: StoreExport) -> HtmlRenderer:
+def _export_page(entry: SessionEntry, target: Path, links: PageLinks, *, full: bool, redact: bool, result: StoreExport,
+                 parallel: bool = False) -> HtmlRenderer:
     assert entry.path is not None
-    with open_session(str(entry.path)) as log:
+    with open_session(str(entry.path), parallel=parallel) as log:
         facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
         head = SessionHead(log.session_id, log.version, log.path, log.projection, facts)
         renderer: HtmlRenderer | None = None

@@ -43,6 +43,7 @@ def write_fork(
     select: str | None = None,
     format_version: int | None = None,
     system_prompt_plugins: tuple[str, ...] = (),
+    parallel: bool = False,
 ) -> dict[str, Any]:
     """Write the child of a fork as a new v4 log at ``out``; the parent is only read.
 
@@ -58,10 +59,13 @@ def write_fork(
     overwriting, so a failure (or an invalid boundary found late) leaves nothing.
     A parent without events has no seq to cut at: a usage error (the library's
     :func:`build_fork_seed` still gives the empty child of an empty seed).
+    ``parallel``: the caller allows forked helpers (the decode of a large zstd
+    parent, the read-back of a large child); by default everything runs in process.
     """
 
     def _open() -> SessionLog:
-        return open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins)
+        return open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
+                            parallel=parallel)
 
     if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)
         raise UsageError("fork needs a regular file, not standard input or a pipe; save the stream to a file first", path=target)
@@ -110,7 +114,7 @@ def write_fork(
 
             size_hint = pub.before.size if pub.before is not None else 0
             with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, subject="fork child",
-                          size_hint=size_hint) as check:
+                          size_hint=size_hint, parallel=parallel) as check:
                 w = LogWriter(staged, compressed=compressed, projection=log.projection, tee=check.tee)
                 w.header(header)
                 plan: list[ForkPlan] = []

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import DshlogError, ExitCode, UsageError
-from ..executor import Executor, InProcess
+from ..executor import Executor, InProcess, helpers_allowed
 from ..output.jsondoc import SHAPE
 from ..protocol.layout import generation_name, parse_generation, persistence_root
 from ..protocol.vocabulary import CURRENT_VERSION
@@ -86,11 +86,11 @@ class Batch:
 
 def migrate_all(sources: Iterable[Path], *, check: bool = False, dry_run: bool = False, children: str = "auto",
                 system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
-                progress: Callable[[Outcome], None] | None = None) -> Batch:
+                progress: Callable[[Outcome], None] | None = None, parallel: bool = False) -> Batch:
     """:func:`migrate_many` gathered into a :class:`Batch`; ``progress`` hears each outcome, in input order."""
     batch = Batch()
     for o in migrate_many(list(sources), check=check, dry_run=dry_run, children=children,
-                          system_prompt_plugins=system_prompt_plugins, executor=executor):
+                          system_prompt_plugins=system_prompt_plugins, executor=executor, parallel=parallel):
         batch.outcomes.append(o)
         if progress is not None:
             progress(o)
@@ -151,11 +151,13 @@ def _child_facts(log: Any, children: str) -> list[dict[str, Any]]:
 
 
 def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False, children: str = "auto",
-                    system_prompt_plugins: tuple[str, ...] = ()) -> Outcome:
+                    system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False) -> Outcome:
     """Migrate one session generation (see module docstring); never raises for the session's own problems.
 
     ``system_prompt_plugins``: more package names the v3->v4 edge takes for dsh's
     system-prompt producer (``--system-prompt-plugin``); the outcome notes them.
+    ``parallel``: the caller allows forked helpers (the decode of a large zstd
+    source, the read-back of a large successor); by default everything runs in process.
     """
     out = Outcome(source=str(source), status="failed")
     try:
@@ -167,7 +169,7 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
                 out.notes.append(f"{chosen.name} is the generation dsh reads in this directory")
                 source = chosen
                 out.source = str(source)
-        with open_session(str(source), system_prompt_plugins=system_prompt_plugins) as log:
+        with open_session(str(source), system_prompt_plugins=system_prompt_plugins, parallel=parallel) as log:
             out.version = log.version
             if log.version >= CURRENT_VERSION:
                 out.status = "current"
@@ -189,7 +191,7 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
                 out.events = sum(1 for _ in log.v4(child_facts=facts))
                 out.status = "would-migrate"
                 return out
-        _publish(source, target, facts, out, system_prompt_plugins)
+        _publish(source, target, facts, out, system_prompt_plugins, parallel=parallel)
         out.status = "migrated"
     except DshlogError as exc:
         out.status = "failed"
@@ -223,7 +225,8 @@ def _clean_after_publication(d: Path, out: Outcome) -> None:
         return  # best effort: the session itself is fine
 
 
-def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outcome, system_prompt_plugins: tuple[str, ...] = ()) -> None:
+def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outcome, system_prompt_plugins: tuple[str, ...] = (),
+             *, parallel: bool = False) -> None:
     """Stream the migrated events into the one publication transaction (see the module docstring)."""
     compressed = source.name.endswith(".zstd")
     with open_session(str(source)) as probe:
@@ -243,13 +246,14 @@ def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outco
         out.notes.extend(pub.notes)  # leftovers of an interrupted earlier run
         staged = pub.stage()
         assert pub.before is not None
-        with open_session(str(source), system_prompt_plugins=system_prompt_plugins) as log:
+        with open_session(str(source), system_prompt_plugins=system_prompt_plugins, parallel=parallel) as log:
             view = log.v4(child_facts=facts)
             header, events = view.header, iter(view)
             assert header is not None  # a generation file: migrate_session refused a header-less input
             if log.projection:
                 out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
-            with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, size_hint=pub.before.size) as check:
+            with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, size_hint=pub.before.size,
+                          parallel=parallel) as check:
                 w = LogWriter(staged, compressed=compressed, projection=log.projection, tee=check.tee)
                 w.header(header)
                 for ev in events:
@@ -262,7 +266,8 @@ def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outco
 
 
 def migrate_many(sources: list[Path], *, check: bool = False, dry_run: bool = False, children: str = "auto",
-                 system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None) -> Iterator[Outcome]:
+                 system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
+                 parallel: bool = False) -> Iterator[Outcome]:
     """:func:`migrate_session` of each source, in input order, through the caller's executor.
 
     Sessions are independent (each publication holds its own session's lock); a
@@ -271,5 +276,6 @@ def migrate_many(sources: list[Path], *, check: bool = False, dry_run: bool = Fa
     same facts, so the order in which workers finish does not change any result.
     """
     ex = executor if executor is not None else InProcess()
-    task = partial(migrate_session, check=check, dry_run=dry_run, children=children, system_prompt_plugins=system_prompt_plugins)
+    task = partial(migrate_session, check=check, dry_run=dry_run, children=children, system_prompt_plugins=system_prompt_plugins,
+                   parallel=helpers_allowed(ex, parallel))
     yield from ex.map(task, sources)

@@ -18,7 +18,7 @@ its final name; otherwise nothing is published.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO, Any
 
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,9 +62,16 @@ class _Balanced:
 
 
 def plan_repair(target: str, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: tuple[str, ...] = ()) -> RepairPlan:
-    """Read a log (any version, migrated in memory) and compute its interrupted-turn closers."""
-    with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins) as log:
+                system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False,
+                stream: IO[bytes] | None = None) -> RepairPlan:
+    """Read a log (any version, migrated in memory) and compute its interrupted-turn closers.
+
+    ``parallel``, here and in the writers below: the caller allows forked helpers
+    (:mod:`dshlog.forked`); by default everything runs in process.  ``stream``:
+    the open stream ``-`` names (a pipe is read once, so only the plan and a copy take one).
+    """
+    with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
+                      parallel=parallel, stream=stream) as log:
         state = TailState()
         n = 0
         comp: int | None = None
@@ -92,7 +99,8 @@ def _regular_source(target: str) -> Path | None:
 
 
 def repair_copy(target: str, out: Path | str, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: tuple[str, ...] = ()) -> RepairResult:
+                system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False,
+                stream: IO[bytes] | None = None) -> RepairResult:
     """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched.
 
     ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`): into a
@@ -114,12 +122,13 @@ def repair_copy(target: str, out: Path | str, *, select: str | None = None, form
     )
     with pub:
         staged = pub.stage()
-        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins) as log:
+        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
+                          parallel=parallel, stream=stream) as log:
             header = log.v4().header
             size_hint = pub.before.size if pub.before is not None else 0
             subject = "repaired copy"
             with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, subject=subject,
-                          size_hint=size_hint, extra=lambda: _Balanced(subject, str(out))) as check:
+                          size_hint=size_hint, extra=lambda: _Balanced(subject, str(out)), parallel=parallel) as check:
                 w = LogWriter(staged, compressed=compressed, tee=check.tee)
                 if header is not None:
                     w.header(log.header_raw if log.version == 4 and log.header_raw is not None else header)
@@ -149,7 +158,7 @@ def _same_bytes(path: Path, data: bytes) -> bool:
         return False
 
 
-def repair_in_place(target: str) -> RepairResult:
+def repair_in_place(target: str, *, parallel: bool = False) -> RepairResult:
     """Close an interrupted tail in the log file itself, under ``session.lock``.
 
     The torn final line (or torn zstd frame) is cut first and its bytes are kept in
@@ -161,7 +170,7 @@ def repair_in_place(target: str) -> RepairResult:
         raise UsageError("repair --write needs a file, not standard input (use -o OUT)")
     if not resolve_path(target).is_file():  # a pipe would be drained by the probe below
         raise UsageError("repair --write needs a regular file, not a pipe or device (use -o OUT)", path=target)
-    with open_session(target) as probe:
+    with open_session(target) as probe:  # the header only
         path = Path(probe.path)
         version, container = probe.version, probe.info.container
         sid = probe.session_id
@@ -182,7 +191,7 @@ def repair_in_place(target: str) -> RepairResult:
     with pub:
         before = pub.before
         assert before is not None
-        with open_session(str(path)) as log:
+        with open_session(str(path), parallel=parallel) as log:
             state = TailState()
             n = 0
             # dsh's read: rows after a damaged one that no later turn/end commits are not part of
@@ -224,7 +233,7 @@ def repair_in_place(target: str) -> RepairResult:
             side = path.with_name(f"{path.name}.torn-{before.mtime_ns // 1_000_000}")
             if container == Container.ZSTD and torn is not None:
                 # complete lines recovered from the torn frame go into the new frame, as dsh does
-                with open_session(str(path)) as log2:
+                with open_session(str(path), parallel=parallel) as log2:
                     torn_frame_lines = [r.raw + b"\n" for r in log2.stored() if r.loc.frame == torn.frame and r.raw is not None]
         staged = pub.stage()
         with open(path, "rb") as fh:
@@ -239,7 +248,7 @@ def repair_in_place(target: str) -> RepairResult:
         staged.write(frame(batch) if container == Container.ZSTD else batch)
         subject = "repaired log"
         check = ReadBack(staged.path, header, compressed=container == Container.ZSTD, snapshot=snapshot,
-                         subject=subject, extra=lambda: _Balanced(subject, str(path)), stream=False)
+                         subject=subject, extra=lambda: _Balanced(subject, str(path)), stream=False, parallel=parallel)
 
         def keep_sidecar() -> None:
             # the torn bytes are kept only once the repaired log is ready (a failed staging leaves nothing)

@@ -66,10 +66,10 @@ def judge(s: Stored) -> Refusal | None:
     return None
 
 
-def read_stored(source: Path) -> tuple[Stored, bytes]:
+def read_stored(source: Path, *, parallel: bool = False) -> tuple[Stored, bytes]:
     """The source's stored header and events (read leniently) and its exact bytes."""
     data = source.read_bytes()
-    with open_session(str(source), strict=False) as log:
+    with open_session(str(source), strict=False, parallel=parallel) as log:
         if log.info.container not in (Container.JSONL, Container.ZSTD) or log.header is None:
             raise UsageError(f"only session generation files can be rescued (this is a {log.info.container} input)", path=log.path)
         proof = "; ".join(p.message for p in log.notes
@@ -135,16 +135,18 @@ def _allowed(allow: Iterable[str], all_: bool) -> set[str]:
 
 
 def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False,
-                   output: Path | None = None) -> RescueOutcome:
+                   output: Path | None = None, parallel: bool = False) -> RescueOutcome:
     """Plan (and with ``publish`` or ``output``, carry out) the rescue of one session generation.
 
     Never raises for the session's own problems: they are the outcome's status,
     ``why`` and exit code.  A usage error (an unknown transformation) is raised.
+    ``parallel``: the caller allows forked helpers (the decode of a large zstd
+    source, the read-back of a large successor); by default everything runs in process.
     """
     allowed = _allowed(allow, all_)
     out = RescueOutcome(source=str(source), status="failed")
     try:
-        stored, data = read_stored(source)
+        stored, data = read_stored(source, parallel=parallel)
         p = plan(stored, judge, allowed)
         out.plan = p
         if not p.refused:
@@ -163,7 +165,7 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
             out.status = "rescuable"
             return out
         target = output if output is not None else source.parent / target_name(source)
-        _publish(source, data, p, target, out)
+        _publish(source, data, p, target, out, parallel=parallel)
         out.status = "rescued"
     except DshlogError as exc:
         out.status = "failed"
@@ -186,7 +188,7 @@ def _record(source: Path, data: bytes, p: Plan, target: Path, events: int, size:
     return dumps_pretty(doc) + b"\n"
 
 
-def _publish(source: Path, data: bytes, p: Plan, target: Path, out: RescueOutcome) -> None:
+def _publish(source: Path, data: bytes, p: Plan, target: Path, out: RescueOutcome, *, parallel: bool = False) -> None:
     """Write the successor through the publication transaction; the record appears just before it."""
     assert p.result is not None
     beside = target.parent.resolve() == source.parent.resolve()  # a successor in the session's own directory
@@ -209,7 +211,8 @@ def _publish(source: Path, data: bytes, p: Plan, target: Path, out: RescueOutcom
         with _open_candidate(candidate) as log:
             view = log.v4(child_facts=[])
             header = view.header
-            with ReadBack(staged.path, header, compressed=False, snapshot=log.snapshot, size_hint=len(candidate)) as check:
+            with ReadBack(staged.path, header, compressed=False, snapshot=log.snapshot, size_hint=len(candidate),
+                          parallel=parallel) as check:
                 w = LogWriter(staged, compressed=False, projection=log.projection, tee=check.tee)
                 w.header(header if header is not None else {})
                 kept: list[dict[str, Any]] = []
@@ -287,10 +290,10 @@ def reason_class(message: str) -> str:
     return re.sub(r"\d+", "N", message)
 
 
-def rescue_store(root: Path, *, allow: Iterable[str] = (), all_: bool = False) -> StoreSummary:
+def rescue_store(root: Path, *, allow: Iterable[str] = (), all_: bool = False, parallel: bool = False) -> StoreSummary:
     """Plan the rescue of every session below ``root`` (a dry run: nothing is written)."""
     if not root.is_dir():
         raise UsageError("not a directory", path=str(root))
-    outcomes = [rescue_session(p, allow=allow, all_=all_) for p in find_sessions([str(root)], recursive=True)]
+    outcomes = [rescue_session(p, allow=allow, all_=all_, parallel=parallel) for p in find_sessions([str(root)], recursive=True)]
     return StoreSummary(outcomes)
 

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..check.problems import Problem, Severity
 from ..errors import ExitCode
 from ..model.repair import PendingCall, RepairPlan
 from ..model.requests import RequestInfo
 from ..model.summary import Summary
-from ..output.jsondoc import SHAPE
+from ..output.jsondoc import SHAPE, diff_document
 from ..output.text import preview
 from ..protocol.jsjson import dumps, dumps_pretty
+from ..read.container import Torn
 from .migrate import Outcome
 from .repair import RepairResult
 from .validate import Report
@@ -35,6 +36,8 @@ __all__ = [
     "MigrationOutcome",
     "RebuiltRequest",
     "RepairOutcome",
+    "ReadNotes",
+    "RequestDiff",
     "RequestRow",
     "RequestSeries",
     "SessionInfo",
@@ -51,6 +54,60 @@ MIGRATION_STATUSES: tuple[str, ...] = ("migrated", "current", "needed", "would-m
 
 def _note_dicts(notes: Iterable[Problem]) -> list[dict[str, Any]]:
     return [{"code": n.code, "message": n.message, "where": n.where()} for n in notes]
+
+
+class Noted(Protocol):
+    """A result of reading one log: what the reader noticed on the way (the command says it on stderr).
+
+    ``notes`` are the kept notes; ``suppressed`` counts, per code, the ones past
+    the reader's bound (:class:`~dshlog.check.problems.Problems`).
+    """
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def notes(self) -> tuple[Problem, ...]: ...
+
+    @property
+    def suppressed(self) -> Mapping[str, int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReadNotes:
+    """What reading one log left to say, when the operation's output went to a sink of the caller's.
+
+    ``show`` and ``export`` to a stream render as they read, so what remains is
+    the reader's notes (:class:`Noted`).
+    """
+
+    path: str
+    notes: tuple[Problem, ...] = ()
+    suppressed: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, log: Any) -> ReadNotes:
+        return cls(log.path, tuple(log.notes), log.notes.suppressed())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"shape": SHAPE, "path": self.path, "notes": _note_dicts(self.notes)}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestDiff:
+    """``dshlog diff``: what changed from request ``a`` to request ``b`` (of one log or two).
+
+    ``changes`` is :func:`dshlog.model.diff.diff_requests`'s document: config,
+    tools, messages added, removed or replaced, where the byte prefix broke.
+    """
+
+    a: Mapping[str, Any]
+    b: Mapping[str, Any]
+    changes: Mapping[str, Any]
+
+    def as_dict(self, label_a: str = "a", label_b: str = "b") -> dict[str, Any]:
+        """``diff --json``, the two requests named by their labels."""
+        return {"shape": SHAPE, **diff_document(dict(self.changes), label_a, label_b)}
 
 
 # ----------------------------------------------------------------------------- info and stats
@@ -72,6 +129,8 @@ class SessionInfo:
     sessions: tuple[str, ...]  # the sessions of a multi-session input
     summary: Summary
     notes: tuple[Problem, ...] = ()
+    suppressed: Mapping[str, int] = field(default_factory=dict)
+    torn: Torn | None = field(default=None, repr=False, compare=False)  # the torn tail itself, for its description
 
     @classmethod
     def of(cls, log: Any, summary: Summary) -> SessionInfo:
@@ -90,6 +149,8 @@ class SessionInfo:
             sessions=tuple(info.wrapped_sessions),
             summary=summary,
             notes=tuple(log.notes),
+            suppressed=log.notes.suppressed(),
+            torn=info.torn,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -199,6 +260,8 @@ class SurfaceView:
     messages: tuple[Mapping[str, Any], ...]  # the derived model messages, in surface order
     replacements: tuple[Mapping[str, Any], ...]
     notes: tuple[Problem, ...] = ()
+    path: str = ""
+    suppressed: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def roles(self) -> list[Any]:
@@ -220,6 +283,8 @@ class RebuiltRequest:
     number: int
     request: Mapping[str, Any]
     notes: tuple[Problem, ...] = ()
+    path: str = ""
+    suppressed: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[Any]:
@@ -283,6 +348,8 @@ class RequestSeries:
 
     requests: tuple[RequestRow, ...]
     notes: tuple[Problem, ...] = ()
+    path: str = ""
+    suppressed: Mapping[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.requests)
@@ -445,6 +512,14 @@ class ExportResult:
     path: str
     format: str
     warnings: tuple[str, ...] = ()
+    source: str = ""  # the log it was made of
+    notes: tuple[Problem, ...] = ()
+    suppressed: Mapping[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"shape": SHAPE, "path": self.path, "format": self.format, "warnings": list(self.warnings)}
+
+    @property
+    def noted(self) -> ReadNotes:
+        """The reader's notes on the source (the file written has its own ``path``)."""
+        return ReadNotes(self.source, self.notes, self.suppressed)

@@ -2,29 +2,65 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import IO
 
-from ..executor import Executor, InProcess
+from ..errors import DshlogError, UsageError
+from ..executor import Executor, InProcess, helpers_allowed
 from ..model.content import SEARCH, message_text
 from ..protocol.vocabulary import ROLE_OF_TYPE
+from ..read.container import Container
+from ..read.session import SessionLog, open_session
 from ..read.store import SessionEntry, _loads, list_sessions, parse_since, project_key, raw_lines, sort_entries
 
-__all__ = ["grep_session", "list_store", "message_texts", "unique_prefixes"]
+__all__ = ["grep_session", "list_store", "located", "message_texts", "open_target", "unique_prefixes"]
+
+
+@contextmanager
+def located(path: str) -> Iterator[None]:
+    """An error of the core met while a log's events stream by names that log (where its raiser did not).
+
+    One ``try`` around a whole read: a generator that streams through it pays nothing per event.
+    """
+    try:
+        yield
+    except DshlogError as exc:
+        raise exc.with_context(path=path)  # noqa: B904 - the error itself, located
+
+
+def open_target(target: str | os.PathLike[str], *, strict: bool = True, select: str | None = None,
+                format_version: int | None = None, system_prompt_plugins: tuple[str, ...] = (),
+                stream: IO[bytes] | None = None, parallel: bool = False, guard: bool = False) -> SessionLog:
+    """Open the input of an operation (see :class:`~dshlog.read.session.SessionLog` for the options).
+
+    ``select`` picks one session of a wrapped stream or document; on an input
+    that holds one session it is a usage error rather than silently ignored.
+    """
+    log = open_session(target, strict=strict, select=select, format_version=format_version,
+                       system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel, guard=guard)
+    if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
+        log.close()
+        raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}",
+                         path=os.fspath(target))
+    return log
 
 #: The events whose message text ``ls --grep`` searches: what the user and the model wrote.
 _SEARCHED: frozenset[str] = frozenset(t for t, role in ROLE_OF_TYPE.items() if role in ("user", "assistant"))
 _NEEDLES: tuple[bytes, ...] = tuple(t.encode() for t in sorted(_SEARCHED))
 
 
-def message_texts(path: Path) -> Iterator[str]:
+def message_texts(path: Path, *, parallel: bool = False) -> Iterator[str]:
     """Text of every user and assistant message in a generation, streamed (only those lines are parsed).
 
     The text is the one extractor's :data:`~dshlog.model.content.SEARCH` rule:
-    reasoning included, tool markers left out, one block per line.
+    reasoning included, tool markers left out, one block per line.  ``parallel``:
+    a forked helper may decode a large zstd body (the caller's policy).
     """
-    for raw in raw_lines(path):
+    for raw in raw_lines(path, parallel=parallel):
         if not any(n in raw for n in _NEEDLES):
             continue
         obj = _loads(raw)
@@ -39,18 +75,21 @@ def message_texts(path: Path) -> Iterator[str]:
             yield text
 
 
-def grep_session(path: Path, needle: str) -> bool:
+def grep_session(path: Path, needle: str, *, parallel: bool = False) -> bool:
     """Whether any user/assistant message text contains ``needle`` (case-insensitive)."""
     n = needle.casefold()
-    return any(n in t.casefold() for t in message_texts(path))
+    return any(n in t.casefold() for t in message_texts(path, parallel=parallel))
 
 
 def list_store(root: Path, *, cwd: str | None = None, since: str | None = None, grep: str | None = None,
-               sort: str = "time", reverse: bool = False, now: float, executor: Executor | None = None) -> list[SessionEntry]:
+               sort: str = "time", reverse: bool = False, now: float, executor: Executor | None = None,
+               parallel: bool = False) -> list[SessionEntry]:
     """``ls``: the sessions of ``root``, only ``cwd``'s project (an absolute path), active since
     ``since`` (relative to ``now``, epoch seconds), mentioning ``grep``; sorted by ``sort``.
 
-    ``grep`` reads every listed session: one task per session of ``executor`` (in-process by default).
+    ``grep`` reads every listed session: one task per session of ``executor`` (in-process by
+    default); ``parallel``: a read in this process may fork helpers to decode large zstd bodies
+    (workers of a pool read in their own process: they are the parallelism).
     """
     since_ms = parse_since(since, now=now) if since is not None else None
     sort_entries([], sort)  # an unknown key is a usage error before the store is read
@@ -60,7 +99,8 @@ def list_store(root: Path, *, cwd: str | None = None, since: str | None = None, 
     if grep is not None:
         entries = [e for e in entries if e.path is not None]
         ex = executor if executor is not None else InProcess()
-        found = list(ex.map(partial(grep_session, needle=grep), [e.path for e in entries if e.path is not None]))
+        task = partial(grep_session, needle=grep, parallel=helpers_allowed(ex, parallel))
+        found = list(ex.map(task, [e.path for e in entries if e.path is not None]))
         entries = [e for e, hit in zip(entries, found) if hit]
     return sort_entries(entries, sort, reverse=reverse)
 

@@ -9,7 +9,7 @@ from typing import IO, Any
 
 from ..check.problems import Problem
 from ..errors import UsageError
-from ..executor import Executor, InProcess
+from ..executor import Executor, InProcess, helpers_allowed
 from ..model.stats import session_stats
 from ..model.summary import summarize
 from ..read.container import Container
@@ -24,7 +24,7 @@ class SessionStats:
 
     path: str
     id: str | None
-    version: int | None
+    version: int
     projection: bool
     stats: dict[str, Any]
     notes: list[Problem] = field(default_factory=list)
@@ -36,13 +36,14 @@ class SessionStats:
 
 
 def session_stats_of(target: str, *, select: str | None = None, format_version: int | None = None,
-                     stream: IO[bytes] | None = None) -> SessionStats:
+                     stream: IO[bytes] | None = None, parallel: bool = False) -> SessionStats:
     """One session's ``stats``; a log that cannot be opened raises, as a single ``stats FILE`` does.
 
     ``stream``: what ``-`` reads (the caller's standard input), instead of this process's.
+    ``parallel``: a forked helper may decode a large zstd body (the caller's policy).
     """
     with open_session(target, strict=False, select=select, format_version=format_version,
-                      stream=stream if target == "-" else None) as log:
+                      stream=stream if target == "-" else None, parallel=parallel) as log:
         if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
             raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}",
                              path=log.path)
@@ -52,11 +53,14 @@ def session_stats_of(target: str, *, select: str | None = None, format_version: 
 
 
 def stats_many(targets: Iterable[str], *, select: str | None = None, format_version: int | None = None,
-               executor: Executor | None = None, stream: IO[bytes] | None = None) -> Iterator[SessionStats]:
+               executor: Executor | None = None, stream: IO[bytes] | None = None,
+               parallel: bool = False) -> Iterator[SessionStats]:
     """Each target's ``stats``, in input order; the first that cannot be opened raises, at its turn.
 
     With a ``stream`` for ``-`` the batch runs in this process, whatever ``executor``
     says: an open stream is this process's and cannot travel to a worker.
     """
     ex = executor if executor is not None and stream is None else InProcess()
-    yield from ex.map(partial(session_stats_of, select=select, format_version=format_version, stream=stream), list(targets))
+    task = partial(session_stats_of, select=select, format_version=format_version, stream=stream,
+                   parallel=helpers_allowed(ex, parallel))
+    yield from ex.map(task, list(targets))

@@ -12,15 +12,18 @@ is one more error, in dsh's words.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import IO, Any
 
 from ..check.problems import Problem, Severity
 from ..check.validate import Validator
 from ..errors import DshlogError, ExitCode, MigrationRefused, UnsupportedVersion
-from ..executor import Executor, InProcess
+from ..executor import Executor, InProcess, helpers_allowed
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.session import open_session
@@ -131,8 +134,12 @@ def _feed_rules(report: Report, rules: Validator, events: Any) -> None:
         report.add(p)
 
 
+#: A fresh stream over a piped input for each of its reads (``None``: the target is opened by name).
+Reopen = Callable[[], IO[bytes] | None]
+
+
 def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, format_version: int | None,
-                 plugins: tuple[str, ...]) -> None:
+                 plugins: tuple[str, ...], parallel: bool, again: Reopen) -> None:
     """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
 
     ``log`` is the lenient reader the listing used.  A header dsh refuses is known
@@ -143,7 +150,8 @@ def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, form
     if log.version == CURRENT_VERSION and (decision is None or decision.admitted) and not report.count("error") and not report.count("warning"):
         return
     try:
-        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins) as log:
+        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
+                          parallel=parallel, stream=again()) as log:
             with log.v4() as view:
                 view.finish()
     except DshlogError as exc:
@@ -155,14 +163,35 @@ def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, form
 
 
 def validate_log(target: str, *, select: str | None = None, format_version: int | None = None,
-                 system_prompt_plugins: tuple[str, ...] = ()) -> Report:
+                 system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False,
+                 stream: IO[bytes] | None = None) -> Report:
     """Check one input completely; never raises for problems in the log itself.
 
-    ``system_prompt_plugins``: as :class:`~dshlog.read.session.SessionLog` takes them.
+    ``system_prompt_plugins`` and ``parallel`` (forked helpers allowed): as
+    :class:`~dshlog.read.session.SessionLog` takes them.  ``stream``: read this
+    open stream (what ``-`` names) instead of opening ``target``; the log is read
+    up to three times (the listing, dsh's decision, the migrated form), so the
+    stream is spooled once to a temporary file, never held in memory.
     """
+    if stream is None:
+        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, lambda: None)
+    with tempfile.TemporaryFile() as spool:
+        shutil.copyfileobj(stream, spool, 1 << 20)
+
+        def again() -> IO[bytes]:
+            fh = open(os.dup(spool.fileno()), "rb", buffering=1 << 20)  # closed with the log that reads it
+            fh.seek(0)
+            return fh
+
+        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, again)
+
+
+def _validate_log(target: str, select: str | None, format_version: int | None, system_prompt_plugins: tuple[str, ...],
+                  parallel: bool, again: Reopen) -> Report:
     report = Report(path=target)
     try:
-        log = open_session(target, strict=False, select=select, format_version=format_version)
+        log = open_session(target, strict=False, select=select, format_version=format_version, parallel=parallel,
+                           stream=again())
     except DshlogError as exc:
         _from_error(report, exc)
         return report
@@ -217,12 +246,12 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
             else:
                 sev = Severity.WARNING
             report.add(n.with_severity(sev))
-    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins)
+    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins, parallel, again)
     if log.version is not None and log.version < CURRENT_VERSION and not report.count("error") and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
             log2 = open_session(target, strict=False, select=select, format_version=format_version,
-                                system_prompt_plugins=system_prompt_plugins)
+                                system_prompt_plugins=system_prompt_plugins, parallel=parallel, stream=again())
             with log2:
                 migrated = log2.v4()
                 rules = Validator(migrated.header if log2.header is not None else None, projection=log2.snapshot)
@@ -234,9 +263,21 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
     return report
 
 
+def _validate_target(target: str, *, stream: IO[bytes] | None, **options: Any) -> Report:
+    """One target of a batch: ``-`` reads the batch's ``stream``, every other target its file."""
+    return validate_log(target, stream=stream if target == "-" else None, **options)
+
+
 def validate_many(targets: Iterable[str], *, select: str | None = None, format_version: int | None = None,
-                  system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None) -> Iterator[Report]:
-    """:func:`validate_log` of each target, in input order, through the caller's executor."""
-    ex = executor if executor is not None else InProcess()
-    task = partial(validate_log, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins)
+                  system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
+                  parallel: bool = False, stream: IO[bytes] | None = None) -> Iterator[Report]:
+    """:func:`validate_log` of each target, in input order, through the caller's executor.
+
+    ``stream``: what a target ``-`` reads (the caller's standard input).  With one, the
+    batch runs in this process whatever ``executor`` says: an open stream is this
+    process's and cannot travel to a worker.
+    """
+    ex = executor if executor is not None and stream is None else InProcess()
+    task = partial(_validate_target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
+                   parallel=helpers_allowed(ex, parallel), stream=stream)
     yield from ex.map(task, list(targets))

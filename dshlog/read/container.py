@@ -239,22 +239,55 @@ def _zstd_pieces(fh: IO[bytes], info: SourceInfo) -> Iterator[tuple[int, int, by
     info.frames = walker.frames
 
 
+def _positional(fh: IO[bytes]) -> Callable[[int], bytes] | None:
+    """A reader of ``fh``'s file from its start that leaves the file position alone (``pread``).
+
+    A forked decoder may be reading the same open file (the position is shared
+    with the child): a look at the beginning must not move it under the child.
+    """
+    try:
+        fd = fh.fileno()
+        os.pread(fd, 0, 0)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    pos = 0
+
+    def read(n: int) -> bytes:
+        nonlocal pos
+        data = os.pread(fd, n, pos)
+        pos += len(data)
+        return data
+
+    return read
+
+
 def zstd_prefix(fh: IO[bytes], path: str, n: int) -> bytes:
     """Up to ``n`` leading plaintext bytes of a compressed generation (a damaged frame ends it early).
 
     For content sniffing and header reads: what the frames decode to before the
-    first problem, through the one frame walk.
+    first problem, through the one frame walk.  A file is read from its start
+    without moving its position (a forked decoder may be reading it); any
+    other stream is rewound first and put back where it was.
     """
     out: list[bytes] = []
     size = 0
+    read = _positional(fh)
+    pos: int | None = None
+    if read is None:
+        pos = fh.tell()
+        fh.seek(0)
+        read = fh.read
     try:
-        for _index, _start, data, _end in FrameWalker(fh.read, path).pieces():
+        for _index, _start, data, _end in FrameWalker(read, path).pieces():
             out.append(data)
             size += len(data)
             if size >= n:
                 break
     except CorruptLog:
         pass
+    finally:
+        if pos is not None:
+            fh.seek(pos)
     return b"".join(out)[:n]
 
 
@@ -268,13 +301,13 @@ _END_VALUE = {1: True, 0: False, -1: None}
 WORKER_MIN_BYTES = 2 << 20
 
 
-def _worker_possible(fh: IO[bytes]) -> bool:
-    """A forked decoder needs fork, a second CPU, no other thread and a real file worth it."""
-    if not forked.can_fork():
+def _worker_possible(fh: IO[bytes], parallel: bool, min_bytes: int) -> bool:
+    """A forked decoder needs the caller's consent, fork, a second CPU, no other thread and a real file worth it."""
+    if not forked.can_fork(parallel):
         return False
     try:
         fd = fh.fileno()
-        return os.fstat(fd).st_size - fh.tell() >= WORKER_MIN_BYTES
+        return os.fstat(fd).st_size - fh.tell() >= min_bytes
     except (OSError, ValueError, io.UnsupportedOperation):
         return False
 
@@ -350,12 +383,16 @@ def _decode_in_worker(items: Iterator[Any], info: SourceInfo, fh: IO[bytes]) -> 
         os.waitpid(pid, 0)
 
 
-def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool | None = None) -> Iterator[Record]:
+def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool = False, *,
+                    min_bytes: int | None = None) -> Iterator[Record]:
     """Records of a multi-frame zstd generation, each tagged with the frame that ends it.
 
     The header frame is decoded here (so a caller may still seek and sample the
-    file right after reading the header); the body frames are decoded by a forked
-    worker when ``parallel`` (default: when :func:`_worker_possible`).
+    file right after reading the header).  ``parallel`` is the caller's policy:
+    when true, the body frames are decoded by a forked worker where one pays
+    (:func:`_worker_possible`: at least ``min_bytes``, default :data:`WORKER_MIN_BYTES`,
+    of compressed body left);
+    by default, and always as a fallback, they are decoded here.
     """
     line_no = 1
     offset = 0
@@ -368,9 +405,8 @@ def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool | None = Non
     if head is None:
         info.decoded_bytes = 0
         return
-    if parallel is None:
-        parallel = _worker_possible(fh)
-    body = _decode_in_worker(source, info, fh) if parallel and head[3] is not False else source
+    forking = head[3] is not False and _worker_possible(fh, parallel, WORKER_MIN_BYTES if min_bytes is None else min_bytes)
+    body = _decode_in_worker(source, info, fh) if forking else source
     for index, start, data, end in _chain_first(head, body):
         if data:
             if pending and b"\n" not in data:

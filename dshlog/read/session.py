@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 from collections.abc import Iterator
 
-from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, MigrationRefused, UnsupportedVersion, UsageError
+from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, MigrationRefused, UnsupportedVersion, UsageError, guarded
 from ..check.problems import Problem, Problems, Severity
 from ..check.validate import Validator
 from .rows import RowDecoder
@@ -140,6 +140,8 @@ class SessionLog:
         format_version: int | None = None,
         stream: IO[bytes] | None = None,
         system_prompt_plugins: tuple[str, ...] | list[str] = (),
+        parallel: bool = False,
+        guard: bool = False,
     ) -> None:
         """``stream``: read this already open buffered binary stream (``target`` is then only
         the name shown in messages), e.g. bytes arriving through a pipe.
@@ -150,8 +152,15 @@ class SessionLog:
         the log is shown as far as it can be read, with notes.
         ``system_prompt_plugins``: package names the v3->v4 edge takes for
         dsh's system-prompt producer besides upstream's own (a fork build's name).
+        ``parallel``: the caller allows a forked helper to decode a large zstd body
+        (:func:`~dshlog.read.container.iter_zstd_lines`); the default reads in process.
+        ``guard``: the views this log hands out translate what escapes their
+        iteration into the error hierarchy (:func:`dshlog.errors.guarded`), as
+        the library's entry points do for a log they return to a caller.
         """
         self.target = target
+        self.parallel = parallel
+        self.guard = guard
         self.strict = strict
         self.select = select
         self.notes = Problems()
@@ -216,7 +225,7 @@ class SessionLog:
         c = self.info.container
         path = self.path
         if c in (Container.JSONL, Container.ZSTD):
-            lines = iter_lines(self._fh, self.info) if c == Container.JSONL else iter_zstd_lines(self._fh, self.info)
+            lines = iter_lines(self._fh, self.info) if c == Container.JSONL else iter_zstd_lines(self._fh, self.info, self.parallel)
             first = next(lines, None)
             if first is None:
                 raise CorruptLog("empty or header-less session log", path=path, loc=Location(line=1, offset=0))
@@ -265,12 +274,11 @@ class SessionLog:
     def _sample(self, n: int = 8 << 20) -> bytes:
         """Up to ``n`` leading bytes, for content-based version detection (input is rewound)."""
         fh = self._rewindable()
-        pos = fh.tell()
         if self.info.container == Container.ZSTD:
-            fh.seek(0)
-            data = zstd_prefix(fh, self.path, n)
-        else:
-            data = fh.read(n)
+            # from the start, without moving the file position a forked decoder of the body shares
+            return zstd_prefix(fh, self.path, n)
+        pos = fh.tell()
+        data = fh.read(n)
         fh.seek(pos)
         return data
 
@@ -500,6 +508,10 @@ class SessionLog:
         ``raw`` is the exact line when it encodes exactly this event (plain and zstd
         JSONL); packed rows are expanded into their ``assistant/chunk`` events.
         """
+        records = self._stored()
+        return guarded(records) if self.guard else records
+
+    def _stored(self) -> Iterator[EventRecord]:
         for events, obj, raw, loc in self._rows(runs=False):
             if raw is not None and len(events) == 1 and events[0] is obj:
                 # the line is exactly this event (range-expanded sourceEventSeqs keep the physical form)
@@ -514,6 +526,10 @@ class SessionLog:
         For consumers that can take a run whole (the migration chain, the counters):
         a v0 log then costs one object per packed row, not three dicts per delta.
         """
+        events = self._stored_runs()
+        return guarded(events) if self.guard else events
+
+    def _stored_runs(self) -> Iterator[Any]:
         for events, _obj, _raw, _loc in self._rows(runs=self.version <= 1):
             yield from events
 
@@ -745,12 +761,12 @@ class V4View:
         """(v4 event, its stored line when the line is exactly the event)."""
         log = self._log
         if log.version == CURRENT_VERSION:
-            for r in log.stored():
+            for r in log._stored():  # the view guards its own stream once, not each layer
                 yield r.event, r.raw
             return
         facts = self._child_facts if self._child_facts is not None else log._discover_children()
         try:
-            body = log.stored_runs() if self._runs else (r.event for r in log.stored())
+            body = log._stored_runs() if self._runs else (r.event for r in log._stored())
             header, events = migrate_stream(log._migration_header(), body, child_facts=facts, projection=log.snapshot,
                                             system_prompt_plugins=log.system_prompt_plugins)
             self._header = header
@@ -800,7 +816,8 @@ class V4View:
 
     def _stream(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
         if self._gen is None:
-            self._gen = self._restored()
+            restored = self._restored()
+            self._gen = guarded(restored) if self._log.guard else restored
         return self._gen
 
     def __iter__(self) -> Iterator[dict[str, Any]]:

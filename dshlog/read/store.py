@@ -64,12 +64,15 @@ def _open_raw(path: Path) -> io.BufferedReader:
         raise IOFailure(f"cannot open: {exc.strerror}", path=str(path)) from None
 
 
-def raw_lines(path: Path) -> Iterator[bytes]:
-    """Complete lines (no newline) of a plain or zstd generation, header first; torn tail ignored."""
+def raw_lines(path: Path, *, parallel: bool = False) -> Iterator[bytes]:
+    """Complete lines (no newline) of a plain or zstd generation, header first; torn tail ignored.
+
+    ``parallel``: a forked helper may decode a large zstd body (the caller's policy).
+    """
     with _open_raw(path) as fh:
         head = fh.peek(4)[:4]
         info = SourceInfo(path=str(path), container="jsonl")
-        lines = iter_zstd_lines(fh, info) if head == ZSTD_MAGIC else iter_lines(fh, info)
+        lines = iter_zstd_lines(fh, info, parallel) if head == ZSTD_MAGIC else iter_lines(fh, info)
         for rec in lines:
             if rec.raw is not None:
                 yield rec.raw

@@ -97,17 +97,21 @@ class ReadBack:
         size_hint: int = 0,
         extra: Callable[[], EventCheck] | None = None,
         stream: bool = True,
+        parallel: bool = False,
     ) -> None:
         """``size_hint``: about how large the output is (the source's size); ``stream``: the
-        writer hands every plaintext byte to :attr:`tee` (needed for the forked reader)."""
+        writer hands every plaintext byte to :attr:`tee` (needed for the forked reader);
+        ``parallel``: the caller allows forked helpers (the strict read of a large output,
+        the decode of a compressed one); by default everything runs in process."""
         self.path = Path(staged)
+        self.parallel = parallel
         self.header = header
         self.compressed = compressed
         self.snapshot = snapshot
         self.subject = subject
         self.extra = extra
         self._reader: _ForkedReadBack | None = None
-        if stream and size_hint >= FORK_MIN_BYTES and _forked.can_fork():
+        if stream and size_hint >= FORK_MIN_BYTES and _forked.can_fork(parallel):
             try:
                 self._reader = _ForkedReadBack(str(self.path), header, snapshot, subject, extra)
             except OSError:
@@ -131,7 +135,7 @@ class ReadBack:
         if self._reader is not None and plain is not None:
             n = self._reader.result()
         else:
-            with open_session(str(path)) as check:
+            with open_session(str(path), parallel=self.parallel) as check:
                 n = check_rules(check, self.header, self.snapshot, str(path), self.subject, self.extra)
         if n != events:
             raise Refused(f"{self.subject} does not verify: {n} events read back, {events} written", path=str(path))
@@ -142,7 +146,7 @@ class ReadBack:
         with open(path, "rb") as fh:
             if self.compressed:
                 info = SourceInfo(path=str(path), container="jsonl.zstd")
-                for rec in iter_zstd_lines(fh, info):
+                for rec in iter_zstd_lines(fh, info, self.parallel):
                     raw: bytes = rec.raw  # type: ignore[assignment]  # a line record always holds its bytes
                     h.update(raw + b"\n")
                     n_bytes += len(raw) + 1

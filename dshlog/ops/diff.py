@@ -1,0 +1,47 @@
+"""``dshlog diff``: two requests, of one log or of two, rebuilt as dsh sent them, and what changed between them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import IO, Any
+
+from ..model.diff import diff_requests, requests_at
+from .results import ReadNotes, RequestDiff
+from .sessions import located, open_target
+
+__all__ = ["request_diff"]
+
+Target = str | os.PathLike[str]
+
+
+def _requests(target: Target, numbers: list[int], *, read: Callable[[ReadNotes], None] | None,
+              stream: IO[bytes] | None, **options: Any) -> dict[int, dict[str, Any]]:
+    with open_target(target, stream=stream, **options) as log:
+        with located(log.path), log.v4() as view:
+            built = requests_at(view, numbers, session_id=log.session_id)
+        if read is not None:
+            read(ReadNotes.of(log))
+        return built
+
+
+def request_diff(a: Target, number_a: int, number_b: int, *, b: Target | None = None,
+                 read: Callable[[ReadNotes], None] | None = None, select: str | None = None,
+                 format_version: int | None = None, system_prompt_plugins: tuple[str, ...] = (),
+                 stream_a: IO[bytes] | None = None, stream_b: IO[bytes] | None = None,
+                 parallel: bool = False) -> RequestDiff:
+    """Request ``number_a`` of ``a`` against request ``number_b`` of ``b`` (of ``a`` itself when ``b`` is ``None``).
+
+    One log is read once for both requests; the read stops after the later one.
+    ``read`` hears each log's notes as soon as that log is read (before the next
+    is opened, so a failure of the second does not hide what the first said).
+    """
+    options: dict[str, Any] = {"select": select, "format_version": format_version,
+                               "system_prompt_plugins": system_prompt_plugins, "parallel": parallel}
+    if b is None:
+        built = _requests(a, [number_a, number_b], read=read, stream=stream_a, **options)
+        req_a, req_b = built[number_a], built[number_b]
+    else:
+        req_a = _requests(a, [number_a], read=read, stream=stream_a, **options)[number_a]
+        req_b = _requests(b, [number_b], read=read, stream=stream_b, **options)[number_b]
+    return RequestDiff(req_a, req_b, diff_requests(req_a, req_b))
