@@ -1,9 +1,9 @@
 """Batch work over a root of many small sessions: ``report`` and ``search`` with -j 1 and -j 2.
 
-    python bench/batch.py [--count 1000] [--scale 12] [--seed 7] [--out bench/data] [--repeat 3]
+    python bench/batch.py [--count 1000] [--scale 36] [--seed 7] [--out bench/data] [--repeat 3]
 
 Uses the many-small root of ``bench/generate.py`` (``--many-small``, sessions ``--scale``
-times their default size: 12 makes the 1,000-session root about 1 GB), plain and zstd.
+times their default size: 36 makes the 1,000-session root about 1 GB), plain and zstd.
 Each measurement runs the real command (``dshlog report ROOT --by day --json``,
 ``dshlog search -i MARKER ROOT --json``) in a fresh process, so start-up and pool
 start-up count as they do for a person; best wall time of ``--repeat``.  CPU seconds are
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out", type=Path, default=HERE / "data")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--scale", type=float, default=1.0, help="sessions this many times their default size (12: about 1 GB)")
+    ap.add_argument("--scale", type=float, default=1.0, help="sessions this many times their default size (36: about 1 GB)")
     a = ap.parse_args(argv)
     manifest = generate.generate_many(a.out, a.count, a.seed, scale=a.scale)
     paths = generate.many_paths(a.out, a.count, a.seed, a.scale)

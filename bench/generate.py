@@ -914,7 +914,7 @@ def generate_many(out: Path, count: int = 1000, seed: int = 7, zstd: bool = True
     sessions delegate to subagent children, whose headers name them (``parentSession``,
     ``origin: subagent``) and whose ``subagent/descriptor`` matches the parent's v4 catalog
     entry (a v0 parent has none: migrating it discovers the children in the root).  Sizes are
-    log-uniform from a few KB to about 100 KB, times ``scale`` (``--many-scale 12`` makes the
+    log-uniform from a few KB to about 100 KB, times ``scale`` (``--many-scale 36`` makes the
     1,000-session root about 1 GB; the draws are the same, so scale 1 writes the bytes it
     always wrote).  The manifest (``manifest.json`` beside the roots) lists every session,
     so tests and the runner need not rediscover them.
@@ -995,7 +995,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-compaction", action="store_true", help="never compact: the surface grows for the whole log")
     ap.add_argument("--huge-tool-result", nargs="?", const=HUGE_DEFAULT, default=None, metavar="SIZES", help=f"a few huge tool outputs, comma-separated sizes (default {HUGE_DEFAULT})")
     ap.add_argument("--many-small", nargs="?", type=int, const=1000, default=None, metavar="COUNT", help="a root of COUNT small sessions (default 1000) instead of one large log, unless --size is given too")
-    ap.add_argument("--many-scale", type=float, default=1.0, metavar="K", help="with --many-small: sessions K times as large (12: a root of about 1 GB)")
+    ap.add_argument("--many-scale", type=float, default=1.0, metavar="K", help="with --many-small: sessions K times as large (36: a root of about 1 GB)")
     a = ap.parse_args(argv)
     if a.many_small is not None:
         m = generate_many(a.out, a.many_small, a.seed, zstd=not a.no_zstd, force=a.force, scale=a.many_scale)
