@@ -131,3 +131,19 @@ def test_the_executor_sits_below_read():
     """A policy the caller passes: it imports nothing that reads or writes session files."""
     src = (ROOT / "dshlog" / "executor.py").read_text()
     assert "from .read" not in src and "from .ops" not in src and "from .write" not in src
+
+
+def test_only_a_task_in_the_callers_process_may_fork_helpers(monkeypatch, tmp_path) -> None:
+    """The caller's ``parallel`` reaches a batch task run in its process; a pool's workers never fork more."""
+    from dshlog import executor as ex_mod
+    from dshlog.ops import stats as stats_ops
+
+    assert ex_mod.helpers_allowed(ex_mod.InProcess(), True)
+    assert not ex_mod.helpers_allowed(ex_mod.InProcess(), False)
+    with ex_mod.ProcessPool(2) as pool:
+        assert not ex_mod.helpers_allowed(pool, True)
+    seen: list[bool] = []
+    monkeypatch.setattr(stats_ops, "session_stats_of", lambda target, **kw: seen.append(kw["parallel"]) or target)
+    assert list(stats_ops.stats_many(["a", "b"], parallel=True)) == ["a", "b"]
+    assert list(stats_ops.stats_many(["c"], parallel=False)) == ["c"]
+    assert seen == [True, True, False]
