@@ -31,10 +31,24 @@ import generate  # noqa: E402 - found through the path set just above
 DSHLOG = [sys.executable, "-m", "dshlog"]
 
 
+def session_files(root: Path) -> list[str]:
+    """Every session generation file below ``root`` (the generator writes one per session)."""
+    return sorted(str(p) for p in root.rglob("session*.jsonl*"))
+
+
 def command(what: str, root: Path, jobs: int, needle: str) -> list[str]:
+    j = ["-j", str(jobs)]
     if what == "report":
-        return [*DSHLOG, "report", str(root), "--by", "day", "--timezone", "UTC", "--json", "-j", str(jobs)]
-    return [*DSHLOG, "search", "-i", needle, str(root), "--json", "-j", str(jobs)]
+        return [*DSHLOG, "report", str(root), "--by", "day", "--timezone", "UTC", "--json", *j]
+    if what == "search":
+        return [*DSHLOG, "search", "-i", needle, str(root), "--json", *j]
+    if what == "validate":
+        return [*DSHLOG, "validate", "--json", *j, *session_files(root)]
+    if what == "stats":
+        return [*DSHLOG, "stats", "--json", *j, *session_files(root)]
+    if what == "ls --grep":
+        return [*DSHLOG, "ls", str(root), "--grep", needle, "--json", *j]
+    raise ValueError(what)
 
 
 def run_once(argv: list[str]) -> dict:
@@ -79,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "data")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scale", type=float, default=1.0, help="sessions this many times their default size (36: about 1 GB)")
+    ap.add_argument("--commands", default="report,search", help="comma-separated: report, search, validate, stats, ls --grep")
     a = ap.parse_args(argv)
     manifest = generate.generate_many(a.out, a.count, a.seed, scale=a.scale)
     paths = generate.many_paths(a.out, a.count, a.seed, a.scale)
@@ -87,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(manifest['sessions'])} sessions, {size / 1e6:.1f} MB plain; {os.cpu_count()} cores, load average {load:.1f}\n")
     print("| command | root | -j 1 wall | -j 2 wall | speed-up | CPU s (-j 1 / -j 2) | peak RSS per process |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for what, label in (("report", "report --by day"), ("search", f"search -i {manifest['marker']}")):
+    labels = {"report": "report --by day", "search": f"search -i {manifest['marker']}", "validate": "validate (every file)",
+              "stats": "stats (every file)", "ls --grep": f"ls --grep {manifest['marker']}"}
+    for what in a.commands.split(","):
+        label = labels[what]
         for enc in ("plain", "zstd"):
             one = measure(what, paths[enc], 1, a.repeat, manifest["marker"])
             two = measure(what, paths[enc], 2, a.repeat, manifest["marker"])
