@@ -492,6 +492,68 @@ def test_discover_child_facts(tmp_path: Any) -> None:
     assert by_id["c2"]["descriptorCount"] == 0 and by_id["c2"]["descriptor"] is None
 
 
+def test_child_discovery_reads_each_header_once_while_nothing_changes(tmp_path: Any) -> None:
+    """A batch over a root of N old parents asks every parent's children: each header is opened once, not N times.
+
+    What a directory's header said is trusted only while the directory and its
+    generation are unchanged: a child that appears later, a header completed
+    later and a new generation are all seen.
+    """
+    import json
+    import os
+    from pathlib import Path
+
+    from dshlog.read.children import discover_child_facts
+
+    opened: list[Path] = []
+
+    def open_header(p: Path) -> dict[str, Any]:
+        opened.append(p)
+        return json.loads(p.read_text().split("\n")[0])
+
+    def open_events(p: Path) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in p.read_text().split("\n")[1:] if x]
+
+    def write(sid: str, header: dict[str, Any], name: str = "session.v4.jsonl") -> Path:
+        d = tmp_path / "--p--" / sid
+        d.mkdir(parents=True, exist_ok=True)
+        p = d / name
+        p.write_text(json.dumps(header) + "\n")
+        return p
+
+    for k in range(30):
+        write(f"s{k:02d}", {**hdr(4), "id": f"s{k:02d}"})
+    write("c1", {**hdr(4, parentSession="s01", origin="subagent"), "id": "c1"})
+
+    def children(parent: str) -> list[str]:
+        return [f["childId"] for f in discover_child_facts(tmp_path, parent, open_header=open_header, open_events=open_events)]
+
+    assert children("s01") == ["c1"]
+    first = len(opened)
+    assert first == 31 + 1  # every header once, the child's again to make its fact
+    for k in range(30):
+        children(f"s{k:02d}")
+    assert len(opened) - first == 1  # only s01's child is read again, for its fact
+
+    # a child that appears later is found; so is a header written after the first look
+    write("c2", {**hdr(4, parentSession="s02", origin="subagent"), "id": "c2"})
+    assert children("s02") == ["c2"]
+    torn = tmp_path / "--p--" / "c3" / "session.v4.jsonl"
+    torn.parent.mkdir()
+    torn.write_text('{"type":"session"')
+    assert children("s03") == []
+    with torn.open("w") as fh:  # the same file, completed: its directory does not change
+        fh.write(json.dumps({**hdr(4, parentSession="s03", origin="subagent"), "id": "c3"}) + "\n")
+    assert children("s03") == ["c3"]
+    # a new generation is a new file in the directory: read again
+    old = tmp_path / "--p--" / "s04" / "session.v4.jsonl"
+    st_old = old.stat()
+    write("s04", {**hdr(4, parentSession="s05", origin="subagent"), "id": "s04"}, name="session.v4.jsonl.tmp")
+    os.replace(old.parent / "session.v4.jsonl.tmp", old)
+    os.utime(old.parent, ns=(st_old.st_atime_ns, st_old.st_mtime_ns + 1_000_000))  # the rename's mtime, made visible
+    assert children("s05") == ["s04"]
+
+
 # --------------------------------------------------------------------------- SeqStrings
 
 _ids = st.one_of(

@@ -10,9 +10,10 @@ migration core never touches the filesystem beyond listing names.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Iterable
 
 from ..errors import DshlogError
 from ..protocol.layout import choose_generation
@@ -25,6 +26,57 @@ def _generation(session_dir: Path) -> Path | None:
         return session_dir / choose_generation(e.name for e in os.scandir(session_dir) if e.is_file())
     except (OSError, DshlogError):
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Parenthood:
+    """What one session directory's header said about its parent, and what it was read from."""
+
+    dir_mtime_ns: int
+    generation: Path
+    size: int
+    parent: str | None  # the parentSession of a subagent child, else None
+
+
+#: Session directory -> its :class:`_Parenthood`, while neither the directory nor its generation changed.
+_SEEN: dict[str, _Parenthood] = {}
+_SEEN_MAX = 200_000
+
+
+def _parent_of(session_dir: os.DirEntry[str], open_header: Callable[[Path], dict[str, Any] | None]) -> str | None:
+    """The parent a session directory's header names as a subagent child (``None``: none, or unreadable).
+
+    Every old parent in a root asks this of every session in the root, so a batch
+    over a root of N old sessions would open N x N headers; the answer is kept per
+    directory and trusted while the directory (a new generation is a new file) and
+    the generation's size (a header still being written) are unchanged.
+    """
+    try:
+        dir_mtime = session_dir.stat().st_mtime_ns
+    except OSError:
+        return None
+    seen = _SEEN.get(session_dir.path)
+    if seen is not None and seen.dir_mtime_ns == dir_mtime:
+        try:
+            if os.stat(seen.generation).st_size == seen.size:
+                return seen.parent
+        except OSError:
+            pass
+    path = _generation(Path(session_dir.path))
+    if path is None:  # nothing to read yet: not remembered, the first file may come within the same clock tick
+        return None
+    parent: str | None = None
+    try:
+        size = os.stat(path).st_size
+        header = open_header(path)
+    except (DshlogError, OSError, ValueError):
+        size, header = -1, None
+    if isinstance(header, dict) and header.get("origin") == "subagent" and isinstance(header.get("parentSession"), str):
+        parent = header["parentSession"]
+    if len(_SEEN) >= _SEEN_MAX:
+        _SEEN.clear()
+    _SEEN[session_dir.path] = _Parenthood(dir_mtime, path, size, parent)
+    return parent
 
 
 def _own_descriptors(events: Iterable[dict[str, Any]]) -> tuple[int, Any]:
@@ -72,10 +124,14 @@ def discover_child_facts(
         return facts
     for project in projects:
         try:
-            sessions = sorted(s for s in project.iterdir() if s.is_dir())
+            with os.scandir(project) as listing:
+                sessions = sorted((s for s in listing if s.is_dir()), key=lambda s: s.name)
         except OSError:
             continue
-        for session_dir in sessions:
+        for entry in sessions:
+            if _parent_of(entry, open_header) != parent_id:
+                continue
+            session_dir = Path(entry.path)
             path = _generation(session_dir)
             if path is None:
                 continue
