@@ -1041,8 +1041,9 @@ def _child(argv: list[str], out_fd: int, err_fd: int, tty: bool, env: dict[str, 
 
         _use_prebuilt_cli()
         try:
-            main(argv)
-            code = 0
+            # what ``dshlog`` does with it (``sys.exit(int(cli_main()))``): main returns the exit code
+            rv = main(argv)
+            code = int(rv) if isinstance(rv, int) else 0
         except SystemExit as exc:
             if exc.code is None:
                 code = 0
@@ -1367,9 +1368,11 @@ class Stats:
     slowest: dict = field(default_factory=dict)  # wall seconds
     slowest_cpu: dict = field(default_factory=dict)  # CPU seconds
     cpu: float = 0.0  # CPU seconds of the command runs (not the read-backs or re-runs)
+    exit_codes: Counter = field(default_factory=Counter)  # how the command runs ended
 
     def as_dict(self) -> dict[str, Any]:
         return {"inputs": self.inputs, "commandRuns": self.runs, "extraRuns": self.extra_runs,
+                "exitCodes": dict(sorted(self.exit_codes.items())),
                 "outcomes": {k: self.outcomes.get(k, 0) for k in OUTCOMES}, "notes": dict(self.notes),
                 "failuresByCommand": dict(sorted(self.by_label.items())),
                 "peakRssMiB": {k: v // MB for k, v in sorted(self.peak_rss.items())},
@@ -1648,6 +1651,7 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
         stats.slowest[cmd.label] = max(stats.slowest.get(cmd.label, 0.0), run.seconds)
         stats.slowest_cpu[cmd.label] = max(stats.slowest_cpu.get(cmd.label, 0.0), run.cpu)
         stats.cpu += run.cpu
+        stats.exit_codes["hang" if run.hung else f"signal {run.signal}" if run.signal is not None else str(run.code)] += 1
         err = _tail(run.err)
         codes[cmd.label] = run.code
         errs[cmd.label] = err

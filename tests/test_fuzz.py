@@ -202,3 +202,32 @@ def test_events_json_of_a_deeply_nested_projection_row(tmp_path: Path) -> None:
                   b'{"type":"approval/policy","data":{"policy":"never","x":' + deep + b"}}\n")
     code, out, err = FUZZ.run_command(["events", "--json", str(f)])
     assert code != 1, err
+
+
+# ----------------------------------------------------------------------------- the harness itself
+
+
+def test_a_hang_is_cpu_time_spent_and_the_line_limit_reaches_every_command(tmp_path: Path) -> None:
+    """A command past its CPU limit is a hang (not a signal); ``max_line_mib`` is the global option of every run; and
+    the child exits with the code ``main`` returns (it ignored it, so every forked run looked like exit 0)."""
+    f = tmp_path / "session.v4.jsonl"
+    lines = (ROOT / "fixtures" / "v4" / "loop" / "session.v4.jsonl").read_bytes().splitlines(keepends=True)
+    with open(f, "wb") as fh:
+        fh.write(lines[0])
+        for k in range(400_000):  # several CPU seconds of validation
+            fh.write(b'{"type":"x","seq":%d,"time":1,"data":{}}\n' % k)
+    work = tmp_path / "work"
+    work.mkdir()
+    run = FUZZ.run_isolated(["validate", str(f)], work=work, cwd=tmp_path, timeout=1)
+    assert run.hung and run.signal is None and run.code is None, run
+    assert 0.9 <= run.cpu < 3, run
+    g = tmp_path / "line.v4.jsonl"
+    g.write_bytes(lines[0] + b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"x":"' + b"a" * (2 << 20) + b'"}}\n')
+    old = FUZZ.PARAMS.max_line_mib
+    FUZZ.PARAMS.max_line_mib = 1
+    try:
+        run = FUZZ.run_isolated(["info", str(g)], work=work, cwd=tmp_path)
+    finally:
+        FUZZ.PARAMS.max_line_mib = old
+    assert run.code == 3 and b"line-size limit of 1 MiB" in run.err.read_bytes(), run
+    assert FUZZ.run_isolated(["info", str(g)], work=work, cwd=tmp_path).code == 0
