@@ -60,7 +60,7 @@ fuzz: $(STAMP)
 fuzz-long: $(STAMP)
 	@for k in $$(seq 0 $$(( $${FUZZ_SHARDS:-1} - 1 ))); do \
 		$(PY) bench/fuzz.py --inputs $${FUZZ_INPUTS:-10000} --seed $${FUZZ_SEED:-20261202} --shard $$k/$${FUZZ_SHARDS:-1} \
-			--max-line-mib 1 --huge-line-mb 1.5 --bomb-mb 4 --timeout 30 $${FUZZ_SECONDS:+--seconds $$FUZZ_SECONDS} \
+			--max-line-mib 1 --huge-line-mb 1.5 --bomb-mb 4 --timeout 30 --progress 100 $${FUZZ_SECONDS:+--seconds $$FUZZ_SECONDS} \
 			--report bench/out/fuzz-long.jsonl > bench/out/fuzz-long.$$k.json 2> bench/out/fuzz-long.$$k.log & \
 	done; wait
 

@@ -1818,6 +1818,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-tty", action="store_true", help="skip the pseudo-terminal runs")
     ap.add_argument("--stdio-errors", default="strict", help="stdout error handler of the commands (strict: a UTF-8 desktop locale)")
     ap.add_argument("--classes", default="", help="comma-separated mutators to draw from (default: all)")
+    ap.add_argument("--progress", type=int, default=0, help="a progress line on stderr every N inputs")
     ap.add_argument("--replay", type=Path, default=None, help="check one stored input and print its failures")
     ap.add_argument("--name", default=None, help="with --replay: the file name to store it under")
     a = ap.parse_args(argv)
@@ -1865,6 +1866,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         name = input_name(seeds[i].name, ops)
         found = check_input(data, name, work, stats)
+        if a.progress and stats.inputs % a.progress == 0:
+            print(f"progress: {stats.inputs} inputs ({drawn} drawn), {stats.runs} command runs, {failing + bool(found)} failing, "
+                  f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
         if found:
             failing += 1
             for op in {op for op, _ in ops}:
