@@ -1819,9 +1819,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stdio-errors", default="strict", help="stdout error handler of the commands (strict: a UTF-8 desktop locale)")
     ap.add_argument("--classes", default="", help="comma-separated mutators to draw from (default: all)")
     ap.add_argument("--progress", type=int, default=0, help="a progress line on stderr every N inputs")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None, help="print the counts of one run from its shards' JSON")
     ap.add_argument("--replay", type=Path, default=None, help="check one stored input and print its failures")
     ap.add_argument("--name", default=None, help="with --replay: the file name to store it under")
     a = ap.parse_args(argv)
+    if a.merge:
+        print(json.dumps(merge_reports([json.loads(x.read_text()) for x in a.merge]), indent=2))
+        return 0
     _apply_sizes(a)
 
     work = Path(tempfile.mkdtemp(prefix="dshlog-fuzz-"))
@@ -1905,6 +1909,33 @@ def main(argv: list[str] | None = None) -> int:
             fh.write(json.dumps(counts) + "\n")
     shutil.rmtree(work, ignore_errors=True)
     return 1 if failing else 0
+
+
+def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The counts of one run from those of its shards (``--shard K/N``, same seed and ``--inputs``): sums, and the
+    worst of the per-command peaks."""
+    out: dict[str, Any] = {"test": "fuzz (bench/fuzz.py), merged shards", "shards": sorted(d.get("shard", "0/1") for d in docs)}
+    for key in ("seed", "requestedInputs", "maxLineMiB", "cpuTimeoutS", "wallBackstopS", "hugeLineMiB", "bombMiB", "memLimitGiB",
+                "seeds"):
+        out[key] = docs[0].get(key)
+    out["seconds"] = max(d["seconds"] for d in docs)
+    out["drawn"] = max(d.get("drawn", 0) for d in docs)
+    for key in ("inputs", "commandRuns", "extraRuns", "failingInputs", "mutatorErrors"):
+        out[key] = sum(d.get(key, 0) for d in docs)
+    out["cpuSeconds"] = {k: round(sum(d["cpuSeconds"][k] for d in docs), 1) for k in docs[0]["cpuSeconds"]}
+    for key in ("exitCodes", "outcomes", "notes", "failuresByCommand", "mutations", "failingInputsByMutator"):
+        total: Counter = Counter()
+        for d in docs:
+            total.update(d.get(key, {}))
+        out[key] = dict(sorted(total.items())) if key != "outcomes" else {k: total.get(k, 0) for k in OUTCOMES}
+    for key in ("peakRssMiB", "slowestSeconds", "slowestCpuSeconds"):
+        worst: dict[str, float] = {}
+        for d in docs:
+            for k, v in d.get(key, {}).items():
+                worst[k] = max(worst.get(k, v), v)
+        out[key] = dict(sorted(worst.items()))
+    out["signatures"] = {k: v for d in docs for k, v in d.get("signatures", {}).items()}
+    return out
 
 
 def _replay_name(path: Path) -> str:
