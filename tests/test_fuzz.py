@@ -231,3 +231,39 @@ def test_a_hang_is_cpu_time_spent_and_the_line_limit_reaches_every_command(tmp_p
         FUZZ.PARAMS.max_line_mib = old
     assert run.code == 3 and b"line-size limit of 1 MiB" in run.err.read_bytes(), run
     assert FUZZ.run_isolated(["info", str(g)], work=work, cwd=tmp_path).code == 0
+
+
+def test_a_content_block_whose_type_is_a_list(tmp_path: Path) -> None:
+    """The previews looked a block's type up in a set: a list there was a TypeError (exit 1) in events and tail."""
+    f = tmp_path / "session.v4.jsonl"
+    f.write_bytes(
+        b'{"type":"session","version":4,"id":"s","createdAt":1,"cwd":"/p","isSeeded":false,"delegationDepth":0}\n'
+        b'{"type":"user/message","seq":0,"time":1,"data":{"id":"m","role":"user","content":[{"type":["text"],"text":"a"},'
+        b'{"type":"text","text":"shown"}],"source":{"kind":"user"}},"surfaceOp":"append"}\n'
+    )
+    for argv in (["events", str(f)], ["tail", "-n", "5", str(f)]):
+        code, out, err = FUZZ.run_command(argv)
+        assert code != 1 and b"internal error" not in err, (argv, err)
+        assert b"shown" in out, out
+
+
+def test_a_snapshot_gets_the_same_verdict_as_a_plain_file_and_as_zstd_frames(tmp_path: Path) -> None:
+    """The snapshot test sampled a plain body from wherever the reader stood: after a historical log's rows
+    were read, nothing, so a dsh test snapshot (``{{system}}`` placeholders) with a seq gap was damaged
+    (exit 4) as a plain file and a snapshot (a warning) as zstd frames."""
+    import random
+
+    header = b'{"type":"session","version":0,"id":"s","createdAt":1,"cwd":"/p","delegationDepth":0}\n'
+    body = (b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n'
+            b'{"type":"request/header","seq":1,"time":1,"data":{"header":{"system":"{{system}}","tools":"{{tools}}"}}}\n'
+            b'{"type":"turn/end","seq":3,"time":1,"data":{"turn":1}}\n')
+    plain = tmp_path / "session.jsonl"
+    plain.write_bytes(header + body)
+    z = tmp_path / "session.jsonl.zstd"
+    z.write_bytes(b"".join(FUZZ.frames_of(header + body, random.Random(0))))
+    codes = []
+    for f in (plain, z):
+        code, out, err = FUZZ.run_command(["validate", str(f)])
+        assert b"seq gap" in out + err, out + err
+        codes.append(code)
+    assert codes[0] == codes[1], codes
