@@ -267,3 +267,16 @@ def test_a_snapshot_gets_the_same_verdict_as_a_plain_file_and_as_zstd_frames(tmp
         assert b"seq gap" in out + err, out + err
         codes.append(code)
     assert codes[0] == codes[1], codes
+
+
+def test_ls_of_a_session_whose_last_activity_is_beyond_any_date(tmp_path: Path) -> None:
+    """A time of 9e15 ms (year 287396) was a ValueError (exit 1) in ls; it is shown as unknown."""
+    sdir = tmp_path / "root" / "--p--" / "s"
+    sdir.mkdir(parents=True)
+    (sdir / "session.v4.jsonl").write_bytes(
+        b'{"type":"session","version":4,"id":"s","createdAt":1,"cwd":"/p","isSeeded":false,"delegationDepth":0}\n'
+        b'{"type":"turn/start","seq":0,"time":9000000000000000,"data":{"turn":1}}\n'
+    )
+    code, out, err = FUZZ.run_command(["ls", str(tmp_path / "root")])
+    assert code != 1 and b"internal error" not in err, err
+    assert b"session.v4.jsonl" in out, out
