@@ -280,3 +280,14 @@ def test_ls_of_a_session_whose_last_activity_is_beyond_any_date(tmp_path: Path) 
     code, out, err = FUZZ.run_command(["ls", str(tmp_path / "root")])
     assert code != 1 and b"internal error" not in err, err
     assert b"session.v4.jsonl" in out, out
+
+
+def test_a_json_rpc_notification_whose_params_are_a_string(tmp_path: Path) -> None:
+    """``params`` of a session.event notification was used as an object: a string there was exit 1 in every reader."""
+    f = tmp_path / "notifications.jsonl"
+    f.write_bytes(b'{"jsonrpc":"2.0","method":"session.event","params":"x"}\n'
+                  b'{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"s","event":{"type":"turn/start","seq":0,'
+                  b'"time":1,"data":{"turn":1}}}}\n')
+    for argv in (["info", str(f)], ["events", str(f)], ["validate", str(f)]):
+        code, out, err = FUZZ.run_command(argv)
+        assert code != 1 and b"internal error" not in err, (argv, err)

@@ -328,7 +328,9 @@ class SessionLog:
             else:
                 if not (isinstance(obj, dict) and obj.get("method") == "session.event"):
                     continue
-                params = obj.get("params") or {}
+                params = obj.get("params")
+                if not isinstance(params, dict):  # damaged: as if there were none
+                    params = {}
                 sid, ev = params.get("sessionId"), params.get("event")
             sid = self._demux(str(sid), ev, streams)
             if sid not in seen:
