@@ -43,7 +43,7 @@ The long run (``make fuzz-long``, exactly ``--inputs`` inputs) scales down only
 what costs in proportion to a size: every command runs with the global
 ``--max-line-size`` lowered (``--max-line-mib 1``), and ``huge_line`` and
 ``zstd_bomb`` are sized around that limit (lines of 0.75-1.5 MiB: some under the
-limit, most over it; bombs of 4 MiB: four times over it, or a quarter of a million
+limit, most over it; bombs of 4 MiB: four times over it, or about 20 000
 13-byte rows).  The line-size policy is one size-independent check (refuse once
 the limit is reached, before more is decoded), so each class still takes both of
 its paths: a long line that is read, and one that is refused with exit 3.  What
