@@ -1,7 +1,8 @@
 """Mutation fuzzer for every dshlog command: hostile and broken logs end cleanly.
 
     python bench/fuzz.py [--seconds 300] [--seed N] [--huge-line-mb 8] [--bomb-mb 256]   (make fuzz)
-    python bench/fuzz.py --replay FILE [--name NAME]                                     (one input, verbose)
+    python bench/fuzz.py --inputs 10000 --max-line-mib 1 --huge-line-mb 1.5 --bomb-mb 4  (make fuzz-long)
+    python bench/fuzz.py --replay FILE [--name NAME] [--max-line-mib N]                  (one input, verbose)
 
 Starting from the shared corpus and the project's fixtures, each input is
 mutated by one to four named mutators (see ``MUTATORS``; each failure names the
@@ -23,10 +24,12 @@ classes that built its input) and given to every reader and writer.  The classes
   ``zstd_bad_checksum``, ``zstd_skippable``, ``zstd_reserved_bits``,
   ``zstd_truncated_frame``, ``zstd_trailing_garbage``, ``zstd_corrupt_middle``.
 
-Every command (``COMMANDS``) runs in a forked child of this process (dshlog is
-imported once, so a run costs a fork, not an interpreter start) with a timeout,
-an address-space limit (``RLIMIT_AS``) and the standard streams of a fresh
-interpreter; the human renderers also run on a pseudo-terminal.  A run must end
+Every command (``COMMANDS``) runs in a forked child of a warm command server
+(dshlog is imported once, so a run costs a fork, not an interpreter start) with
+a CPU-time limit (``RLIMIT_CPU``, ``--timeout``: a hang is CPU dshlog spent, not
+the load of a shared machine), a generous wall-clock backstop for a command that
+blocks, an address-space limit (``RLIMIT_AS``) and the standard streams of a
+fresh interpreter; the human renderers also run on a pseudo-terminal.  A run must end
 with exit 0, 2-6 or 10.  Counted separately (``OUTCOMES``): exit 1, other
 exits, tracebacks, death by a signal, hangs, an output file left after an error
 exit, a modified input, files appearing beside the input, raw control
@@ -35,6 +38,24 @@ Rich markup interpreted on a terminal, written outputs that do not read back.
 The run prints counts; every failing input is kept in ``bench/out/fuzz`` with a
 JSON line describing its failures (``failures.jsonl``), and the exit status is 1
 when anything failed.
+
+The long run (``make fuzz-long``, exactly ``--inputs`` inputs) scales down only
+what costs in proportion to a size: every command runs with the global
+``--max-line-size`` lowered (``--max-line-mib 1``), and ``huge_line`` and
+``zstd_bomb`` are sized around that limit (lines of 0.75-1.5 MiB: some under the
+limit, most over it; bombs of 4 MiB: four times over it, or about 20 000
+13-byte rows).  The line-size policy is one size-independent check (refuse once
+the limit is reached, before more is decoded), so each class still takes both of
+its paths: a long line that is read, and one that is refused with exit 3.  What
+only a big size shows (memory a small multiple of 256 MiB and 1 GiB lines, a
+256 MiB bomb) is the targeted bomb tests' (``tests/test_hostile.py``,
+``tests/test_reliability_bombs.py``).  Nothing else changes: every class, every
+command, every check.  ``--shard K/N`` splits one seed's inputs between N
+processes, which together check exactly the inputs of one run.
+
+What a fork costs here is mostly the server's resident memory (page tables copied,
+copy-on-write faults, teardown), so the server imports what the fuzzed commands
+import and nothing more (not the interactive browser).
 
 ``tests/test_fuzz.py`` drives the same mutators and checks through hypothesis.
 """
@@ -79,7 +100,9 @@ class Params:
 
     huge_line_bytes: int = 1 * MB  # the huge_line mutator's line
     bomb_bytes: int = 16 * MB  # what a zstd_bomb frame decompresses to
-    timeout_s: float = 30.0  # per command
+    timeout_s: float = 30.0  # CPU seconds per command (RLIMIT_CPU): what dshlog spends, not what the machine lets it have
+    wall_s: float | None = None  # wall-clock backstop per command (default: max(120 s, 4 x timeout_s))
+    max_line_mib: int | None = None  # the global --max-line-size every command runs with (None: dshlog's default)
     mem_bytes: int = 3 << 30  # RLIMIT_AS of every command
     tty: bool = True  # also run the human renderers on a pseudo-terminal
     stdio_errors: str = "strict"  # stdout's error handler: a UTF-8 desktop locale's (C.UTF-8 gives surrogateescape)
@@ -979,10 +1002,11 @@ class Run:
     code: int | None  # exit status (None when killed by a signal)
     signal: int | None  # the signal that ended it (not our timeout kill)
     hung: bool
-    seconds: float
+    seconds: float  # wall clock
     maxrss: int  # bytes (the child's high-water mark, inherited pages included)
     out: Path
     err: Path
+    cpu: float = 0.0  # user + system seconds of the command
 
 
 def _child(argv: list[str], out_fd: int, err_fd: int, tty: bool, env: dict[str, str], cwd: str) -> None:
@@ -994,6 +1018,11 @@ def _child(argv: list[str], out_fd: int, err_fd: int, tty: bool, env: dict[str, 
             signal.signal(s, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         resource.setrlimit(resource.RLIMIT_AS, (PARAMS.mem_bytes, PARAMS.mem_bytes))
+        # SIGXCPU at the CPU limit, SIGKILL a second later: a hang is CPU the command spent, whatever the machine's load
+        cpu = max(1, int(-(-PARAMS.timeout_s // 1)))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU would dump core
+        signal.signal(signal.SIGXCPU, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
@@ -1012,8 +1041,9 @@ def _child(argv: list[str], out_fd: int, err_fd: int, tty: bool, env: dict[str, 
 
         _use_prebuilt_cli()
         try:
-            main(argv)
-            code = 0
+            # what ``dshlog`` does with it (``sys.exit(int(cli_main()))``): main returns the exit code
+            rv = main(argv)
+            code = int(rv) if isinstance(rv, int) else 0
         except SystemExit as exc:
             if exc.code is None:
                 code = 0
@@ -1044,6 +1074,9 @@ def _child(argv: list[str], out_fd: int, err_fd: int, tty: bool, env: dict[str, 
 
 
 _PREBUILT: Any = None
+# The interactive browser (Textual, a tenth of the warm heap): no fuzzed command runs it.  A fork costs
+# in proportion to the parent's resident memory (page tables copied, then torn down), about 0.15 ms a MiB here.
+_NOT_WARMED = frozenset({"dshlog.browse.app", "dshlog.cli.browse"})
 
 
 def warm() -> None:
@@ -1067,6 +1100,8 @@ def warm() -> None:
     for m in pkgutil.walk_packages(dshlog.__path__, "dshlog."):
         if m.name.endswith(".__main__"):  # runs the CLI when imported
             continue
+        if m.name in _NOT_WARMED:
+            continue
         with contextlib.suppress(Exception):
             importlib.import_module(m.name)
     for name in ("rich.console", "rich.table", "rich.text", "rich.markup", "rich.padding", "rich.panel", "rich.rule",
@@ -1077,12 +1112,18 @@ def warm() -> None:
                  "rich.constrain", "rich.styled", "rich.region", "rich._ratio", "rich.file_proxy", "rich.screen",
                  "rich.abc", "rich.filesize", "rich.protocol", "rich.repr", "rich.pretty", "rich.errors", "rich._log_render",
                  "rich._windows", "rich._null_file", "rich._fileno", "rich._export_format", "pydoc", "zstandard", "ijson",
-                 "hashlib", "uuid", "datetime", "html", "fnmatch", "shlex", "locale"):
+                 "hashlib", "uuid", "datetime", "html", "fnmatch", "shlex", "locale",
+                 # what export html imports on first use (two dozen modules: most of its time in a fresh process)
+                 "markdown_it", "markdown_it.main", "mdurl", "linkify_it", "pygments.lexers", "pygments.formatters.html",
+                 "pygments.styles.default", "pygments.styles.monokai", "pygments.lexers.data", "logging", "string",
+                 "typer._click.decorators", "encodings.utf_16_le"):
         with contextlib.suppress(Exception):
             importlib.import_module(name)
     _PREBUILT = typer.main.get_command(dshlog.cli.app)
     # the commands are loaded lazily, each built by Typer on first use: build them all here, once
     for name in getattr(dshlog.cli, "COMMANDS", ()):
+        if f"dshlog.cli.{name}" in _NOT_WARMED:
+            continue
         with contextlib.suppress(Exception):
             _PREBUILT.get_command(None, name)  # the lazy group caches what it built
 
@@ -1167,10 +1208,11 @@ def serve() -> None:
         req = json.loads(line)
         PARAMS.mem_bytes = req["mem"]
         PARAMS.stdio_errors = req["errors"]
+        PARAMS.timeout_s = req["timeout"]
         r = _run_forked(req["argv"], work=Path(req["work"]), cwd=Path(req["cwd"]), tty=req["tty"], env=req["env"],
-                        timeout=req["timeout"])
+                        timeout=req["timeout"], wall=req["wall"])
         out.write(json.dumps({"code": r.code, "signal": r.signal, "hung": r.hung, "seconds": r.seconds,
-                              "maxrss": r.maxrss}).encode() + b"\n")
+                              "maxrss": r.maxrss, "cpu": r.cpu}).encode() + b"\n")
         out.flush()
 
 
@@ -1178,24 +1220,41 @@ def run_isolated(argv: list[str], *, work: Path, cwd: Path, tty: bool = False, e
                  timeout: float | None = None) -> Run:
     """Run ``dshlog argv`` in a fresh forked process with a timeout and ``RLIMIT_AS``; stdout and stderr go to ``work``.
 
+    ``timeout`` is CPU seconds (``RLIMIT_CPU``), with a wall-clock backstop of
+    :func:`wall_backstop` for a command that blocks without spending CPU.  With
+    ``PARAMS.max_line_mib`` every command gets that global ``--max-line-size``.
     With ``tty`` the child's stdout is a pseudo-terminal (120 columns), read as it writes.
     """
     global _SERVER
     timeout = PARAMS.timeout_s if timeout is None else timeout
+    wall = wall_backstop(timeout)
+    if PARAMS.max_line_mib is not None:
+        argv = ["--max-line-size", str(PARAMS.max_line_mib), *argv]
     if _IN_SERVER:
-        return _run_forked(argv, work=work, cwd=cwd, tty=tty, env=env, timeout=timeout)
+        return _run_forked(argv, work=work, cwd=cwd, tty=tty, env=env, timeout=timeout, wall=wall)
     if _SERVER is None or _SERVER.proc.poll() is not None:
         import atexit
 
         _SERVER = _Server()
         atexit.register(_SERVER.close)
     r = _SERVER.run({"argv": argv, "work": str(work), "cwd": str(cwd), "tty": tty, "env": env or {}, "timeout": timeout,
-                     "mem": PARAMS.mem_bytes, "errors": PARAMS.stdio_errors})
-    return Run(r["code"], r["signal"], r["hung"], r["seconds"], r["maxrss"], work / "stdout", work / "stderr")
+                     "wall": wall, "mem": PARAMS.mem_bytes, "errors": PARAMS.stdio_errors})
+    return Run(r["code"], r["signal"], r["hung"], r["seconds"], r["maxrss"], work / "stdout", work / "stderr", r["cpu"])
 
 
-def _run_forked(argv: list[str], *, work: Path, cwd: Path, tty: bool, env: dict[str, str] | None, timeout: float) -> Run:
-    """:func:`run_isolated`'s work, in this process: fork, limit, wait (reading the terminal), classify."""
+def wall_backstop(cpu_timeout: float) -> float:
+    """Wall seconds after which a command is killed whatever CPU it spent (it may block without spending any)."""
+    return PARAMS.wall_s if PARAMS.wall_s is not None else max(120.0, 4 * cpu_timeout)
+
+
+def _run_forked(argv: list[str], *, work: Path, cwd: Path, tty: bool, env: dict[str, str] | None, timeout: float,
+                wall: float | None = None) -> Run:
+    """:func:`run_isolated`'s work, in this process: fork, limit, wait (reading the terminal), classify.
+
+    A hang is the CPU limit reached (the child dies by SIGXCPU, or SIGKILL at the hard
+    limit) or, for a child that blocks, the wall-clock backstop.
+    """
+    wall = wall_backstop(timeout) if wall is None else wall
     warm()
     out_p, err_p = work / "stdout", work / "stderr"
     out_fd = os.open(out_p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -1223,7 +1282,7 @@ def _run_forked(argv: list[str], *, work: Path, cwd: Path, tty: bool, env: dict[
     hung = False
     try:
         while True:
-            left = start + timeout - time.monotonic()
+            left = start + wall - time.monotonic()
             if left <= 0:
                 hung = True
                 with contextlib.suppress(OSError):
@@ -1247,11 +1306,15 @@ def _run_forked(argv: list[str], *, work: Path, cwd: Path, tty: bool, env: dict[
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)  # a helper process the command left behind
     seconds = time.monotonic() - start
+    cpu = ru.ru_utime + ru.ru_stime
+    if os.WIFSIGNALED(status) and (os.WTERMSIG(status) == signal.SIGXCPU
+                                   or (os.WTERMSIG(status) == signal.SIGKILL and cpu >= timeout)):
+        hung = True  # the CPU limit (RLIMIT_CPU's soft signal, or its hard kill)
     if hung:
-        return Run(None, None, True, seconds, ru.ru_maxrss * 1024, out_p, err_p)
+        return Run(None, None, True, seconds, ru.ru_maxrss * 1024, out_p, err_p, cpu)
     if os.WIFSIGNALED(status):
-        return Run(None, os.WTERMSIG(status), False, seconds, ru.ru_maxrss * 1024, out_p, err_p)
-    return Run(os.WEXITSTATUS(status), None, False, seconds, ru.ru_maxrss * 1024, out_p, err_p)
+        return Run(None, os.WTERMSIG(status), False, seconds, ru.ru_maxrss * 1024, out_p, err_p, cpu)
+    return Run(os.WEXITSTATUS(status), None, False, seconds, ru.ru_maxrss * 1024, out_p, err_p, cpu)
 
 
 def _pump(master: int, out_fd: int) -> bool:
@@ -1302,14 +1365,20 @@ class Stats:
     by_label: Counter = field(default_factory=Counter)
     signatures: dict = field(default_factory=dict)
     peak_rss: dict = field(default_factory=dict)
-    slowest: dict = field(default_factory=dict)
+    slowest: dict = field(default_factory=dict)  # wall seconds
+    slowest_cpu: dict = field(default_factory=dict)  # CPU seconds
+    cpu: float = 0.0  # CPU seconds of the command runs (not the read-backs or re-runs)
+    exit_codes: Counter = field(default_factory=Counter)  # how the command runs ended
 
     def as_dict(self) -> dict[str, Any]:
         return {"inputs": self.inputs, "commandRuns": self.runs, "extraRuns": self.extra_runs,
+                "exitCodes": dict(sorted(self.exit_codes.items())),
                 "outcomes": {k: self.outcomes.get(k, 0) for k in OUTCOMES}, "notes": dict(self.notes),
                 "failuresByCommand": dict(sorted(self.by_label.items())),
                 "peakRssMiB": {k: v // MB for k, v in sorted(self.peak_rss.items())},
-                "slowestSeconds": {k: round(v, 2) for k, v in sorted(self.slowest.items())}}
+                "slowestSeconds": {k: round(v, 2) for k, v in sorted(self.slowest.items())},
+                "slowestCpuSeconds": {k: round(v, 2) for k, v in sorted(self.slowest_cpu.items())},
+                "commandCpuSeconds": round(self.cpu, 1)}
 
 
 _CTL_PLAIN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\udc80-\udc9f]")
@@ -1580,13 +1649,17 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
         stats.runs += 1
         stats.peak_rss[cmd.label] = max(stats.peak_rss.get(cmd.label, 0), run.maxrss)
         stats.slowest[cmd.label] = max(stats.slowest.get(cmd.label, 0.0), run.seconds)
+        stats.slowest_cpu[cmd.label] = max(stats.slowest_cpu.get(cmd.label, 0.0), run.cpu)
+        stats.cpu += run.cpu
+        stats.exit_codes["hang" if run.hung else f"signal {run.signal}" if run.signal is not None else str(run.code)] += 1
         err = _tail(run.err)
         codes[cmd.label] = run.code
         errs[cmd.label] = err
         if cmd.label == "validate":
             validate_code = run.code
         if run.hung:
-            add("hang", cmd.label, f"no answer within {PARAMS.timeout_s:.0f}s; stderr: {err[-300:]!r}")
+            add("hang", cmd.label, f"no answer within {PARAMS.timeout_s:.0f}s of CPU time or {wall_backstop(PARAMS.timeout_s):.0f}s "
+                f"of wall time ({run.cpu:.1f}s CPU, {run.seconds:.1f}s wall); stderr: {err[-300:]!r}")
         elif run.signal is not None:
             add("signal", cmd.label, f"killed by {signal.Signals(run.signal).name} after {run.seconds:.1f}s, "
                 f"peak RSS {run.maxrss // MB} MiB; stderr: {err[-300:]!r}", f"{signal.Signals(run.signal).name}")
@@ -1720,6 +1793,8 @@ def _apply_sizes(a: argparse.Namespace) -> None:
     PARAMS.huge_line_bytes = int(a.huge_line_mb * MB)
     PARAMS.bomb_bytes = int(a.bomb_mb * MB)
     PARAMS.timeout_s = a.timeout
+    PARAMS.wall_s = a.wall_timeout
+    PARAMS.max_line_mib = a.max_line_mib
     PARAMS.mem_bytes = int(a.mem_gb * (1 << 30))
     PARAMS.tty = not a.no_tty
     PARAMS.stdio_errors = a.stdio_errors
@@ -1727,19 +1802,30 @@ def _apply_sizes(a: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seconds", type=float, default=300.0)
+    ap.add_argument("--seconds", type=float, default=None, help="stop after this long (default: 300, or no limit with --inputs)")
+    ap.add_argument("--inputs", type=int, default=None, help="stop after exactly this many inputs")
+    ap.add_argument("--shard", default="0/1", help="K/N: of the seed's inputs, check those whose index is K modulo N "
+                    "(N processes with the same seed and --inputs check exactly the inputs of one run)")
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--report", type=Path, default=None, help="append a JSON line of counts to this file")
     ap.add_argument("--huge-line-mb", type=float, default=float(os.environ.get("FUZZ_HUGE_MB", 8)))
     ap.add_argument("--bomb-mb", type=float, default=float(os.environ.get("FUZZ_BOMB_MB", 256)))
-    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per command")
+    ap.add_argument("--timeout", type=float, default=60.0, help="CPU seconds per command (a hang)")
+    ap.add_argument("--wall-timeout", type=float, default=None, help="wall seconds per command (default: max(120, 4 x --timeout))")
+    ap.add_argument("--max-line-mib", type=int, default=None,
+                    help="run every command with this global --max-line-size (default: dshlog's own, 256)")
     ap.add_argument("--mem-gb", type=float, default=3.0, help="RLIMIT_AS of every command")
     ap.add_argument("--no-tty", action="store_true", help="skip the pseudo-terminal runs")
     ap.add_argument("--stdio-errors", default="strict", help="stdout error handler of the commands (strict: a UTF-8 desktop locale)")
     ap.add_argument("--classes", default="", help="comma-separated mutators to draw from (default: all)")
+    ap.add_argument("--progress", type=int, default=0, help="a progress line on stderr every N inputs")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None, help="print the counts of one run from its shards' JSON")
     ap.add_argument("--replay", type=Path, default=None, help="check one stored input and print its failures")
     ap.add_argument("--name", default=None, help="with --replay: the file name to store it under")
     a = ap.parse_args(argv)
+    if a.merge:
+        print(json.dumps(merge_reports([json.loads(x.read_text()) for x in a.merge]), indent=2))
+        return 0
     _apply_sizes(a)
 
     work = Path(tempfile.mkdtemp(prefix="dshlog-fuzz-"))
@@ -1762,10 +1848,18 @@ def main(argv: list[str] | None = None) -> int:
     by_mut: Counter = Counter()
     fail_by_mut: Counter = Counter()
     started = time.monotonic()
-    end = started + a.seconds
-    while time.monotonic() < end:
+    cpu0 = os.times()
+    seconds = a.seconds if a.seconds is not None else (None if a.inputs is not None else 300.0)
+    end = started + seconds if seconds is not None else float("inf")
+    shard, shards = (int(x) for x in a.shard.split("/"))
+    drawn = 0  # inputs drawn from the seed, every shard's included
+    while time.monotonic() < end and (a.inputs is None or drawn < a.inputs):
         i = rng.randrange(len(seeds))
         ops = [(rng.choice(names), rng.randrange(2**32)) for _ in range(rng.randint(1, 3))]
+        index = drawn
+        drawn += 1
+        if index % shards != shard:
+            continue
         for op, _ in ops:
             by_mut[op] += 1
         try:
@@ -1776,12 +1870,15 @@ def main(argv: list[str] | None = None) -> int:
             continue
         name = input_name(seeds[i].name, ops)
         found = check_input(data, name, work, stats)
+        if a.progress and stats.inputs % a.progress == 0:
+            print(f"progress: {stats.inputs} inputs ({drawn} drawn), {stats.runs} command runs, {failing + bool(found)} failing, "
+                  f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
         if found:
             failing += 1
             for op in {op for op, _ in ops}:
                 fail_by_mut[op] += 1
             fail_dir.mkdir(parents=True, exist_ok=True)
-            stored = fail_dir / f"fail-{a.seed}-{stats.inputs}-{name}"
+            stored = fail_dir / f"fail-{a.seed}-{index}-{name}"
             stored.write_bytes(data)
             with open(fail_dir / "failures.jsonl", "a", encoding="utf-8") as fh:
                 fh.write(json.dumps({"file": stored.name, "name": name, "seed": seeds[i].name, "ops": ops, "bytes": len(data),
@@ -1794,7 +1891,12 @@ def main(argv: list[str] | None = None) -> int:
                 s["commands"].add(x.label)
                 s["classes"].update({op for op, _ in ops})
             print(f"FAIL {name} {ops}: {len(found)} checks, first: {str(found[0])[:600]}", file=sys.stderr)
+    cpu1 = os.times()
     counts = {"test": "fuzz (bench/fuzz.py)", "seed": a.seed, "seconds": round(time.monotonic() - started), "seeds": len(seeds),
+              "cpuSeconds": {"fuzzer": round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 1),
+                             "commands": round(stats.cpu, 1)},
+              "requestedInputs": a.inputs, "shard": a.shard, "drawn": drawn, "maxLineMiB": a.max_line_mib, "cpuTimeoutS": a.timeout,
+              "wallBackstopS": wall_backstop(a.timeout),
               "hugeLineMiB": a.huge_line_mb, "bombMiB": a.bomb_mb, "memLimitGiB": a.mem_gb, "failingInputs": failing,
               "mutatorErrors": mutator_errors,
               **stats.as_dict(), "mutations": dict(by_mut), "failingInputsByMutator": dict(fail_by_mut),
@@ -1807,6 +1909,33 @@ def main(argv: list[str] | None = None) -> int:
             fh.write(json.dumps(counts) + "\n")
     shutil.rmtree(work, ignore_errors=True)
     return 1 if failing else 0
+
+
+def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The counts of one run from those of its shards (``--shard K/N``, same seed and ``--inputs``): sums, and the
+    worst of the per-command peaks."""
+    out: dict[str, Any] = {"test": "fuzz (bench/fuzz.py), merged shards", "shards": sorted(d.get("shard", "0/1") for d in docs)}
+    for key in ("seed", "requestedInputs", "maxLineMiB", "cpuTimeoutS", "wallBackstopS", "hugeLineMiB", "bombMiB", "memLimitGiB",
+                "seeds"):
+        out[key] = docs[0].get(key)
+    out["seconds"] = max(d["seconds"] for d in docs)
+    out["drawn"] = max(d.get("drawn", 0) for d in docs)
+    for key in ("inputs", "commandRuns", "extraRuns", "failingInputs", "mutatorErrors"):
+        out[key] = sum(d.get(key, 0) for d in docs)
+    out["cpuSeconds"] = {k: round(sum(d["cpuSeconds"][k] for d in docs), 1) for k in docs[0]["cpuSeconds"]}
+    for key in ("exitCodes", "outcomes", "notes", "failuresByCommand", "mutations", "failingInputsByMutator"):
+        total: Counter = Counter()
+        for d in docs:
+            total.update(d.get(key, {}))
+        out[key] = dict(sorted(total.items())) if key != "outcomes" else {k: total.get(k, 0) for k in OUTCOMES}
+    for key in ("peakRssMiB", "slowestSeconds", "slowestCpuSeconds"):
+        worst: dict[str, float] = {}
+        for d in docs:
+            for k, v in d.get(key, {}).items():
+                worst[k] = max(worst.get(k, v), v)
+        out[key] = dict(sorted(worst.items()))
+    out["signatures"] = {k: v for d in docs for k, v in d.get("signatures", {}).items()}
+    return out
 
 
 def _replay_name(path: Path) -> str:

@@ -202,3 +202,92 @@ def test_events_json_of_a_deeply_nested_projection_row(tmp_path: Path) -> None:
                   b'{"type":"approval/policy","data":{"policy":"never","x":' + deep + b"}}\n")
     code, out, err = FUZZ.run_command(["events", "--json", str(f)])
     assert code != 1, err
+
+
+# ----------------------------------------------------------------------------- the harness itself
+
+
+def test_a_hang_is_cpu_time_spent_and_the_line_limit_reaches_every_command(tmp_path: Path) -> None:
+    """A command past its CPU limit is a hang (not a signal); ``max_line_mib`` is the global option of every run; and
+    the child exits with the code ``main`` returns (it ignored it, so every forked run looked like exit 0)."""
+    f = tmp_path / "session.v4.jsonl"
+    lines = (ROOT / "fixtures" / "v4" / "loop" / "session.v4.jsonl").read_bytes().splitlines(keepends=True)
+    with open(f, "wb") as fh:
+        fh.write(lines[0])
+        for k in range(400_000):  # several CPU seconds of validation
+            fh.write(b'{"type":"x","seq":%d,"time":1,"data":{}}\n' % k)
+    work = tmp_path / "work"
+    work.mkdir()
+    run = FUZZ.run_isolated(["validate", str(f)], work=work, cwd=tmp_path, timeout=1)
+    assert run.hung and run.signal is None and run.code is None, run
+    assert 0.9 <= run.cpu < 3, run
+    g = tmp_path / "line.v4.jsonl"
+    g.write_bytes(lines[0] + b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"x":"' + b"a" * (2 << 20) + b'"}}\n')
+    old = FUZZ.PARAMS.max_line_mib
+    FUZZ.PARAMS.max_line_mib = 1
+    try:
+        run = FUZZ.run_isolated(["info", str(g)], work=work, cwd=tmp_path)
+    finally:
+        FUZZ.PARAMS.max_line_mib = old
+    assert run.code == 3 and b"line-size limit of 1 MiB" in run.err.read_bytes(), run
+    assert FUZZ.run_isolated(["info", str(g)], work=work, cwd=tmp_path).code == 0
+
+
+def test_a_content_block_whose_type_is_a_list(tmp_path: Path) -> None:
+    """The previews looked a block's type up in a set: a list there was a TypeError (exit 1) in events and tail."""
+    f = tmp_path / "session.v4.jsonl"
+    f.write_bytes(
+        b'{"type":"session","version":4,"id":"s","createdAt":1,"cwd":"/p","isSeeded":false,"delegationDepth":0}\n'
+        b'{"type":"user/message","seq":0,"time":1,"data":{"id":"m","role":"user","content":[{"type":["text"],"text":"a"},'
+        b'{"type":"text","text":"shown"}],"source":{"kind":"user"}},"surfaceOp":"append"}\n'
+    )
+    for argv in (["events", str(f)], ["tail", "-n", "5", str(f)]):
+        code, out, err = FUZZ.run_command(argv)
+        assert code != 1 and b"internal error" not in err, (argv, err)
+        assert b"shown" in out, out
+
+
+def test_a_snapshot_gets_the_same_verdict_as_a_plain_file_and_as_zstd_frames(tmp_path: Path) -> None:
+    """The snapshot test sampled a plain body from wherever the reader stood: after a historical log's rows
+    were read, nothing, so a dsh test snapshot (``{{system}}`` placeholders) with a seq gap was damaged
+    (exit 4) as a plain file and a snapshot (a warning) as zstd frames."""
+    import random
+
+    header = b'{"type":"session","version":0,"id":"s","createdAt":1,"cwd":"/p","delegationDepth":0}\n'
+    body = (b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n'
+            b'{"type":"request/header","seq":1,"time":1,"data":{"header":{"system":"{{system}}","tools":"{{tools}}"}}}\n'
+            b'{"type":"turn/end","seq":3,"time":1,"data":{"turn":1}}\n')
+    plain = tmp_path / "session.jsonl"
+    plain.write_bytes(header + body)
+    z = tmp_path / "session.jsonl.zstd"
+    z.write_bytes(b"".join(FUZZ.frames_of(header + body, random.Random(0))))
+    codes = []
+    for f in (plain, z):
+        code, out, err = FUZZ.run_command(["validate", str(f)])
+        assert b"seq gap" in out + err, out + err
+        codes.append(code)
+    assert codes[0] == codes[1], codes
+
+
+def test_ls_of_a_session_whose_last_activity_is_beyond_any_date(tmp_path: Path) -> None:
+    """A time of 9e15 ms (year 287396) was a ValueError (exit 1) in ls; it is shown as unknown."""
+    sdir = tmp_path / "root" / "--p--" / "s"
+    sdir.mkdir(parents=True)
+    (sdir / "session.v4.jsonl").write_bytes(
+        b'{"type":"session","version":4,"id":"s","createdAt":1,"cwd":"/p","isSeeded":false,"delegationDepth":0}\n'
+        b'{"type":"turn/start","seq":0,"time":9000000000000000,"data":{"turn":1}}\n'
+    )
+    code, out, err = FUZZ.run_command(["ls", str(tmp_path / "root")])
+    assert code != 1 and b"internal error" not in err, err
+    assert b"session.v4.jsonl" in out, out
+
+
+def test_a_json_rpc_notification_whose_params_are_a_string(tmp_path: Path) -> None:
+    """``params`` of a session.event notification was used as an object: a string there was exit 1 in every reader."""
+    f = tmp_path / "notifications.jsonl"
+    f.write_bytes(b'{"jsonrpc":"2.0","method":"session.event","params":"x"}\n'
+                  b'{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"s","event":{"type":"turn/start","seq":0,'
+                  b'"time":1,"data":{"turn":1}}}}\n')
+    for argv in (["info", str(f)], ["events", str(f)], ["validate", str(f)]):
+        code, out, err = FUZZ.run_command(argv)
+        assert code != 1 and b"internal error" not in err, (argv, err)

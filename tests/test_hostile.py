@@ -307,3 +307,92 @@ def test_redact_is_linear_on_long_word_runs() -> None:
     assert redact("a" * (128 << 10)) == "a" * (128 << 10)
     assert time.process_time() - start < 10
     assert redact("write to ann.lee@example.com") == "write to [REDACTED:email]"
+
+
+# ----------------------------------------------------------------------------- rescue of a log of a million tiny rows
+
+
+def test_rescue_of_a_bomb_of_tiny_rows_stays_in_bounded_memory(tmp_path: Path) -> None:
+    """A few KB that decode to 100 000 rows of ``{"type":"x"}``: rescue holds the events, not a list of encoded rows.
+
+    Each encoded row is a bytes object of a few KiB whatever its length; the judge's
+    candidate was built as a list of them, so a 256 MiB bomb of such rows took rescue
+    past 3 GiB (and orjson died by SIGSEGV on a failed allocation).
+    """
+    import zstandard
+
+    src = (FIXTURES / "v4" / "loop" / "session.v4.jsonl").read_bytes()
+    c = zstandard.ZstdCompressor(write_checksum=True)
+    frames = [c.compress(x) for x in src.splitlines(keepends=True)]
+    f = tmp_path / "session.v4.jsonl.zstd"
+    f.write_bytes(b"".join(frames) + c.compress(b'{"type":"x"}\n' * 100_000))
+    assert f.stat().st_size < 64 << 10
+    work = tmp_path / "work"
+    work.mkdir()
+    old = FUZZ.PARAMS.mem_bytes
+    FUZZ.PARAMS.mem_bytes = 1 << 30
+    try:
+        for argv in (["rescue", str(f)], ["rescue", str(f), "--all", "-o", str(tmp_path / "out.jsonl")]):
+            run = FUZZ.run_isolated(argv, work=work, cwd=tmp_path, timeout=300)
+            err = run.err.read_bytes()
+            assert run.signal is None and not run.hung and run.code in (0, 2, 3, 4, 5, 6, 10), (argv, run, err[-500:])
+            assert b"Traceback" not in err and b"internal error" not in err, err[-500:]
+            assert run.maxrss < 256 << 20, f"{argv[0]}: peak RSS {run.maxrss >> 20} MiB for 100 000 rows of 13 bytes"
+    finally:
+        FUZZ.PARAMS.mem_bytes = old
+
+
+# ----------------------------------------------------------------------------- tables on a terminal
+
+
+def test_a_table_on_a_terminal_measures_no_more_of_a_cell_than_the_screen_shows(tmp_path: Path) -> None:
+    """``ls`` on a terminal over a log whose header cwd is 8 MiB of non-ASCII text: Rich measured and cut every
+    character of it in Python (1 s of CPU for 8 MiB; a 256 MiB line, under the default limit, would be a hang)."""
+    sdir = tmp_path / "root" / "--p--" / "sess"
+    sdir.mkdir(parents=True)
+    cwd = "/" + "é" * (8 << 20)
+    (sdir / "session.v4.jsonl").write_text(HEADER.replace('"cwd":"/p"', f'"cwd":"{cwd}"') + "\n", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    run = FUZZ.run_isolated(["ls", str(tmp_path / "root")], work=work, cwd=tmp_path, tty=True)
+    assert run.code == 0, run.err.read_bytes()[-300:]
+    shown = run.out.read_bytes().decode("utf-8", "replace")
+    assert "/éé" in shown and "…" in shown
+    assert run.cpu < 2, f"ls on a terminal took {run.cpu:.2f}s of CPU for one 8 MiB cell (8.8 s before)"
+
+
+def _project_key_per_unit(cwd: str) -> str:
+    """The project key as dsh spells it, one UTF-16 code unit at a time (the reference for the fast one)."""
+    b = cwd.encode("utf-16-le", "surrogatepass")
+    safe = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+    out: list[str] = []
+    prev_sep = False
+    for u in (b[i] | (b[i + 1] << 8) for i in range(0, len(b), 2)):
+        if u in (0x2F, 0x5C, 0x3A):
+            if not prev_sep:
+                out.append("-")
+            prev_sep = True
+            continue
+        prev_sep = False
+        out.append(chr(u) if u in safe else f"~{u:04X}")
+    return f"--{(''.join(out).lstrip('-') or 'root')[:251]}--"
+
+
+def test_the_project_key_of_a_huge_cwd_costs_what_a_short_one_does() -> None:
+    """``ls`` spent 3.6 s of CPU per 2 M characters of a header cwd on its per-code-unit project key."""
+    import random
+    import time
+
+    from dshlog.protocol.layout import project_key
+
+    r = random.Random(7)
+    alphabet = ["/", "\\", ":", "-", "a", "Z", "0", ".", "_", " ", "é", "\u4e2d", "\ud800", "\udc00", "\U0001f600", "~"]
+    for _ in range(3000):
+        cwd = "".join(r.choice(alphabet) for _ in range(r.choice([1, 2, 5, 40, 300, 600])))
+        assert project_key(cwd) == _project_key_per_unit(cwd), repr(cwd)
+    for cwd in ("/", "//", "-", "/-/", "a/-/b", "/" * 1000 + "x", "é" * 300, "\U0001f600" * 200, "-" * 300 + "a"):
+        assert project_key(cwd) == _project_key_per_unit(cwd), repr(cwd)
+    start = time.process_time()
+    assert project_key("/" + "é" * (8 << 20)) == "--" + "~00E9" * 50 + "~--" and project_key("/" * (8 << 20) + "x") == "--x--"
+    assert project_key("a/" * (4 << 20)) == "--" + ("a-" * 126)[:251] + "--"
+    assert time.process_time() - start < 2

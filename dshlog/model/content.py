@@ -116,9 +116,9 @@ def content_pieces(content: Any, rule: TextRule = PREVIEW) -> Iterator[tuple[str
         if block is None:
             stack.pop()
             continue
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            continue  # not a block (a damaged one: a list as its type is no kind to look up)
+        kind = block["type"]
         if kind == "text" or (kind == "reasoning" and rule.reasoning):
             if isinstance(block.get("text"), str):
                 yield ("tool-result" if nested_in_result else kind), block["text"]

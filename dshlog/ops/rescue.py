@@ -44,11 +44,18 @@ RECORD_VERSION: int = 1
 
 
 def serialize(s: Stored) -> bytes:
-    """The stored log as a plain JSONL generation of its version (a projection without seq/time)."""
-    rows = [dumps(s.header)]
+    """The stored log as a plain JSONL generation of its version (a projection without seq/time).
+
+    Rows go straight into one buffer: each encoded row is a bytes object that
+    occupies a few KiB whatever its length, so a list of a million short rows
+    (a log of tiny or garbage rows) would cost gigabytes before the join.
+    """
+    out = bytearray(dumps(s.header))
+    out += b"\n"
     for ev in s.events:
-        rows.append(dumps({k: v for k, v in ev.items() if k not in ("seq", "time")} if s.projection else ev))
-    return b"\n".join(rows) + b"\n"
+        out += dumps({k: v for k, v in ev.items() if k not in ("seq", "time")} if s.projection else ev)
+        out += b"\n"
+    return bytes(out)
 
 
 def _open_candidate(data: bytes) -> SessionLog:

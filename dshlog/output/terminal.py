@@ -38,7 +38,7 @@ from ..model.transcript import (
 from . import labels as L
 from . import plain
 from .screen import Screen
-from .text import sanitize
+from .text import cut, sanitize
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from rich.console import Console, JustifyMethod
@@ -225,8 +225,10 @@ def table(
         return
     from rich.table import Table  # lazy: heavy, only for terminal output
 
-    cells = [[sanitize("" if v is None else str(v)) for v in r] for r in rows]
     con = screen.console()
+    # no column is wider than the screen: a longer cell is cut to it first (in O(width)), so neither the
+    # measuring nor Rich's own ellipsis walks every character of a cell of many megabytes
+    cells = [[cut(sanitize("" if v is None else str(v)), con.width) for v in r] for r in rows]
     widths = _widths(cols, cells, con.width)
     t = Table(title=text(title, "table.title") if title else None, title_justify="left", show_edge=False,
               header_style="bold", pad_edge=False, box=None)

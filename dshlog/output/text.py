@@ -139,10 +139,13 @@ def human_duration(ms: int) -> str:
 
 
 def local_minutes(ms: int | None) -> str:
-    """Local ``YYYY-MM-DD HH:MM`` for epoch ms (``-`` when unknown)."""
+    """Local ``YYYY-MM-DD HH:MM`` for epoch ms (``-`` when unknown, or beyond what a calendar date holds)."""
     if not ms:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone().strftime("%Y-%m-%d %H:%M")
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone().strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):  # a damaged time: year 287396 is no date
+        return "-"
 
 
 def utc_seconds(ms: object) -> str | None:

@@ -117,6 +117,7 @@ _SAFE: Final[frozenset[int]] = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijk
 _SEPARATORS: Final[frozenset[int]] = frozenset((0x2F, 0x5C, 0x3A))  # / \ :
 _SLUG_MAX: Final[int] = 251
 _SEGMENT = re.compile(r"~([0-9A-F]{4})|([A-Za-z0-9._-])")
+_SEPARATOR_RUN = re.compile(r"[/\\:]+")  # the characters of _SEPARATORS
 
 
 def _code_units(text: str) -> list[int]:
@@ -170,17 +171,12 @@ def project_key(cwd: str | None) -> str:
         return NO_CWD
     if cwd == "":
         raise UsageError("an empty cwd has no project directory")
-    out: list[str] = []
-    prev_sep = False
-    for u in _code_units(cwd):
-        if u in _SEPARATORS:
-            if not prev_sep:
-                out.append("-")
-            prev_sep = True
-            continue
-        prev_sep = False
-        out.append(chr(u) if u in _SAFE else f"~{u:04X}")
-    slug = "".join(out).lstrip("-") or "root"
+    # A run of separators is one "-", and the leading dashes go (literal "-" included: the slug's
+    # dashes are exactly these).  Every other code unit is at least one character of the slug, so
+    # only the first _SLUG_MAX characters of what is left can reach it: a cwd of megabytes costs
+    # what a short one does.
+    rest = _SEPARATOR_RUN.sub("-", cwd).lstrip("-")
+    slug = "".join(chr(u) if u in _SAFE else f"~{u:04X}" for u in _code_units(rest[:_SLUG_MAX])) or "root"
     return f"--{slug[:_SLUG_MAX]}--"
 
 

@@ -166,6 +166,8 @@ class SessionLog:
         self.notes = Problems()
         self._consumed = False
         self._snapshot: bool | None = None
+        #: where a plain body's sample starts (just after the header), once the header is read
+        self._sample_from: int | None = None
         #: dsh's decision on the header line (``None`` for an input without one)
         self.decision: HeaderDecision | None = None
         #: extra system-prompt plugin package names for the v3->v4 edge (README: migrate)
@@ -247,6 +249,10 @@ class SessionLog:
                 self._body = _chain_first(first, lines)
                 self.notes.add(Problem("no-header", "the log has no session header line", Severity.WARNING, loc=first.loc()))
             self.version = self._header_version(head, format_version)
+            if c == Container.JSONL and self._fh.seekable():
+                # a later sample (the snapshot test) must see the same bytes as one taken now, not
+                # whatever is left after the body was read: a zstd sample always starts at the top
+                self._sample_from = self._fh.tell()
         elif c in (Container.STREAM_JSON, Container.JSONRPC):
             self._body = self._unwrap(iter_lines(self._fh, self.info), c)
             self.version = format_version if format_version is not None else _detect_headerless_version(self._sample())
@@ -278,6 +284,8 @@ class SessionLog:
             # from the start, without moving the file position a forked decoder of the body shares
             return zstd_prefix(fh, self.path, n)
         pos = fh.tell()
+        if self._sample_from is not None:
+            fh.seek(self._sample_from)
         data = fh.read(n)
         fh.seek(pos)
         return data
@@ -328,7 +336,9 @@ class SessionLog:
             else:
                 if not (isinstance(obj, dict) and obj.get("method") == "session.event"):
                     continue
-                params = obj.get("params") or {}
+                params = obj.get("params")
+                if not isinstance(params, dict):  # damaged: as if there were none
+                    params = {}
                 sid, ev = params.get("sessionId"), params.get("event")
             sid = self._demux(str(sid), ev, streams)
             if sid not in seen:
