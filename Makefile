@@ -58,6 +58,7 @@ fuzz: $(STAMP)
 # and bombs sized around it (the 256 MiB and 1 GiB sizes are the targeted bomb tests'); see RELIABILITY.md.
 # FUZZ_SHARDS processes (default 1) split one seed's inputs between them; FUZZ_SECONDS stops them early.
 fuzz-long: $(STAMP)
+	@mkdir -p bench/out
 	@for k in $$(seq 0 $$(( $${FUZZ_SHARDS:-1} - 1 ))); do \
 		$(PY) bench/fuzz.py --inputs $${FUZZ_INPUTS:-10000} --seed $${FUZZ_SEED:-20261202} --shard $$k/$${FUZZ_SHARDS:-1} \
 			--max-line-mib 1 --huge-line-mb 1.5 --bomb-mb 4 --timeout 30 --progress 100 $${FUZZ_SECONDS:+--seconds $$FUZZ_SECONDS} \
