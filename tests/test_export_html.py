@@ -81,6 +81,22 @@ def test_markdown_is_rendered_safely() -> None:
     assert '<span class="nt">"command"</span>' in page
 
 
+def test_folded_reasoning_is_markdown_with_plain_code() -> None:
+    """Reasoning is rendered, but its code is not highlighted: folded and dim, it was half a code-heavy page's elements."""
+    events = rich_events()
+    events[3]["data"]["message"]["content"][0]["text"] = "think **hard**\n\n```python\ndef g(x):\n    return x\n```\n"
+    chunks: list[bytes] = []
+    facts = session_facts(v4_header(id="rich-1"), path="session.v4.jsonl", version=4)
+    render(events, SessionHead(facts.get("id"), 4, "session.v4.jsonl", False, facts), HtmlRenderer(chunks.append))
+    page = b"".join(chunks).decode("utf-8")
+    reasoning = re.search(r'<details class="reasoning".*?</details>', page, re.S)
+    assert reasoning is not None
+    assert "<strong>hard</strong>" in reasoning.group(0)
+    assert '<pre><code class="language-python">def g(x):\n    return x\n</code></pre>' in reasoning.group(0)
+    # the answer's code, outside the fold, is still highlighted
+    assert re.search(r'<pre><code class="language-python"><span class="k">def</span>', page.split("</details>", 2)[-1])
+
+
 def test_header_speaks_in_words() -> None:
     page = page_of()
     header = page.split("</header>")[0]

@@ -8,7 +8,8 @@ the filters (reasoning, tool calls, tool results, system, retries) and the
 in-page search, whose controls stay hidden without it.
 
 Messages are Markdown and are rendered (:mod:`dshlog.output.richtext`: raw HTML
-off, links ``rel=noopener``, code highlighted); tool arguments and output stay
+off, links ``rel=noopener``, code highlighted; in folded reasoning code stays plain,
+as it was half of a code-heavy page's elements); tool arguments and output stay
 preformatted.  Every text is sanitised (control characters become visible
 escapes, as on a terminal) and HTML-escaped.
 
@@ -302,7 +303,7 @@ class HtmlRenderer(Document):
         elif isinstance(item, Reasoning):
             o(
                 f"<details class=\"reasoning\" data-f=\"reasoning\"{seq}><summary>{L.capital(L.REASONING)}{L.SOURCE_JOIN}{L.plural(_lines(item.text), 'line')}</summary>"
-                f"<div class=\"md\">{markdown_html(item.text)}</div></details>\n"
+                f"<div class=\"md\">{markdown_html(item.text, code=False)}</div></details>\n"
             )
         elif isinstance(item, ToolCall):
             code = highlight(item.arguments, "json") if item.arguments.lstrip().startswith(("{", "[")) else ""

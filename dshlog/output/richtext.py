@@ -108,11 +108,14 @@ def _styled_classes() -> frozenset[str]:
     return frozenset(shown)
 
 
-@lru_cache(maxsize=1)
-def _parser() -> Any:
+@lru_cache(maxsize=2)
+def _parser(code: bool) -> Any:
     from markdown_it import MarkdownIt  # lazy: only the HTML export renders Markdown
 
-    md = MarkdownIt("commonmark", {"html": False, "breaks": True, "highlight": lambda code, lang, _attrs: highlight(code, lang)})
+    options: dict[str, Any] = {"html": False, "breaks": True}
+    if code:
+        options["highlight"] = lambda text, lang, _attrs: highlight(text, lang)
+    md = MarkdownIt("commonmark", options)
     md.enable(["table", "strikethrough"])
     md.disable("image")
 
@@ -124,11 +127,16 @@ def _parser() -> Any:
     return md
 
 
-def markdown_html(text: str) -> str:
-    """``text`` (Markdown) as HTML; raw HTML in it is escaped, links are inert to the page."""
+def markdown_html(text: str, *, code: bool = True) -> str:
+    """``text`` (Markdown) as HTML; raw HTML in it is escaped, links are inert to the page.
+
+    ``code=False`` leaves fenced code plain (still ``<pre><code>``): for text that is
+    folded away and drawn dim, where highlighting would be most of a page's elements
+    and so most of its parse time, for what shows only once unfolded.
+    """
     if not text.strip():
         return ""
-    return str(_parser().render(text))
+    return str(_parser(code).render(text))
 
 
 @lru_cache(maxsize=1)
