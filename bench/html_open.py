@@ -37,6 +37,7 @@ def main() -> None:
         b = Browser(binary, Path(profile))
         try:
             for run in range(args.runs):
+                b.open("about:blank")  # the previous run's page is unloaded outside the timing
                 load = b.open(url)
                 n = b.js("document.querySelectorAll('main [data-seq]').length")
                 marks = b.js(
@@ -48,7 +49,7 @@ def main() -> None:
                 start = time.monotonic()
                 b.js(f"var q=document.getElementById('q');q.value={args.word!r};q.dispatchEvent(new KeyboardEvent('keydown',{{key:'Enter'}}))")
                 search = time.monotonic() - start
-                hits = b.js("document.getElementById('hits').textContent")
+                hits = b.js("(document.getElementById('hits')||{}).textContent")
                 print(f"run {run + 1}: load {load:.2f} s ({n} items); in the browser: first contentful paint {fcp:.2f} s, "
                       f"DOM interactive {interactive:.2f} s, DOMContentLoaded {ready:.2f} s, load {loaded:.2f} s; "
                       f"search {args.word!r} {search:.2f} s ({hits})")
