@@ -14,14 +14,13 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import IO, Any
 
 from ..check.problems import Problem, Problems
 from ..errors import InvalidArgument, UsageError
 from ..read.follow import EventFollower
 from ..read.session import SessionLog, V4View
-from .sessions import located, open_target
+from .sessions import OpenLog, located, open_target
 
 __all__ = ["EventFilter", "EventStream", "LastEvents", "event_stream", "filtered", "follower", "last_events"]
 
@@ -105,7 +104,7 @@ def _located(log: SessionLog, pairs: Iterator[EventPair]) -> Iterator[EventPair]
         yield from pairs
 
 
-class EventStream:
+class EventStream(OpenLog):
     """``dshlog events``: the events of one log as they are read, filtered; the log is open until :meth:`close`.
 
     Iterating gives (event, exact stored line or ``None``) pairs, once.
@@ -116,21 +115,13 @@ class EventStream:
     """
 
     def __init__(self, log: SessionLog, view: V4View | None, flt: EventFilter) -> None:
-        self._log = log
+        super().__init__(log)
         self._view = view
         # dsh's view is shown as dsh holds it (its own JSON), the stored view with each line's exact bytes
         source: Iterator[EventPair] = ((ev, None) for ev in view) if view is not None else ((r.event, r.raw) for r in log.stored())
         self.filtered = flt.active
         self.deferred = view is not None or flt.active
         self._pairs = _located(log, filtered(source, flt) if flt.active else source)
-
-    @property
-    def path(self) -> str:
-        return self._log.path
-
-    @property
-    def notes(self) -> Problems:
-        return self._log.notes
 
     def __iter__(self) -> Iterator[EventPair]:
         return self._pairs
@@ -141,14 +132,6 @@ class EventStream:
             with located(self._log.path):
                 self._view.finish()
 
-    def close(self) -> None:
-        self._log.close()
-
-    def __enter__(self) -> EventStream:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
 
 
 def event_stream(target: str | os.PathLike[str], *, v4: bool = False, flt: EventFilter | None = None,

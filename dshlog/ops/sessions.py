@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import IO
+from types import TracebackType
+from typing import IO, Self
 
+from ..check.problems import Problems
 from ..errors import DshlogError, UsageError
 from ..executor import Executor, InProcess, helpers_allowed
 from ..model.content import SEARCH, message_text
@@ -17,7 +19,7 @@ from ..read.container import Container
 from ..read.session import SessionLog, open_session
 from ..read.store import SessionEntry, _loads, list_sessions, parse_since, project_key, raw_lines, sort_entries
 
-__all__ = ["grep_session", "list_store", "located", "message_texts", "open_target", "unique_prefixes"]
+__all__ = ["OpenLog", "grep_session", "list_store", "located", "message_texts", "open_target", "unique_prefixes"]
 
 
 @contextmanager
@@ -47,6 +49,35 @@ def open_target(target: str | os.PathLike[str], *, strict: bool = True, select: 
         raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}",
                          path=os.fspath(target))
     return log
+
+class OpenLog:
+    """A result that streams from a log still open: its path, what the reader noticed so far, closed once.
+
+    The streaming results (``events``, ``show``) are read after the operation
+    returns, so they hold the log until :meth:`close`; use them as context managers.
+    """
+
+    def __init__(self, log: SessionLog) -> None:
+        self._log = log
+
+    @property
+    def path(self) -> str:
+        return self._log.path
+
+    @property
+    def notes(self) -> Problems:
+        """What the reader noticed; complete once the stream has been read."""
+        return self._log.notes
+
+    def close(self) -> None:
+        self._log.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
 
 #: The events whose message text ``ls --grep`` searches: what the user and the model wrote.
 _SEARCHED: frozenset[str] = frozenset(t for t, role in ROLE_OF_TYPE.items() if role in ("user", "assistant"))

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from types import TracebackType
 from typing import IO, Protocol
 
-from ..check.problems import Problems
 from ..errors import CorruptLog, UnsupportedVersion
 from ..model.transcript import SessionHead, session_facts
 from ..output.export import export as render_export
@@ -23,7 +21,7 @@ from ..output.labels import refusal_mark
 from ..output.renderer import Renderer, render
 from ..read.session import SessionLog
 from .results import ReadNotes
-from .sessions import located, open_target
+from .sessions import OpenLog, located, open_target
 
 __all__ = ["Shown", "Transcript", "export_to", "transcript"]
 
@@ -34,7 +32,7 @@ class Shown(Renderer, Protocol):
     def mark(self, text: str) -> None: ...
 
 
-class Transcript:
+class Transcript(OpenLog):
     """A log opened for ``show``: its head, and its conversation rendered once into a renderer.
 
     The log is open until :meth:`close` (use it as a context manager); ``notes``
@@ -43,16 +41,8 @@ class Transcript:
     """
 
     def __init__(self, log: SessionLog) -> None:
-        self._log = log
+        super().__init__(log)
         self.head = SessionHead(log.session_id, log.version, log.path, log.projection)
-
-    @property
-    def path(self) -> str:
-        return self._log.path
-
-    @property
-    def notes(self) -> Problems:
-        return self._log.notes
 
     def show(self, renderer: Shown, *, full: bool = False) -> None:
         """The conversation into ``renderer``; where dsh's decision stops it, a mark saying so ends it.
@@ -66,14 +56,6 @@ class Transcript:
                 renderer.mark(refusal_mark(exc.message))
                 raise
 
-    def close(self) -> None:
-        self._log.close()
-
-    def __enter__(self) -> Transcript:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
 
 
 def transcript(target: str | os.PathLike[str], *, select: str | None = None, format_version: int | None = None,
