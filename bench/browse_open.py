@@ -1,12 +1,13 @@
-"""How long ``dshlog browse FILE`` takes to show its first screen in a real terminal (tmux).
+"""How long ``dshlog browse FILE`` (or ``show``) takes to show its first screen in a real terminal (tmux).
 
-    python bench/browse_open.py FILE [--runs 3] [--needle TEXT]
+    python bench/browse_open.py FILE [--runs 3] [--needle TEXT] [--command browse|show]
 
 Starts the real binary in a detached tmux session of 120x36, polls the screen until
 the first turn's heading (``turn 1  (1 of``, or ``--needle``) is on it, then quits with
 ``q``.  Prints the wall seconds to that first screen and the CPU seconds of the whole
 open-and-quit (from the process's own rusage, written by the shell that ran it).  A 120 MB
-log is made with ``bench/generate.py --size 120M``.
+log is made with ``bench/generate.py --size 120M``.  ``--command show`` times ``dshlog
+show FILE`` through its pager (``less``) instead, to the first turn's heading.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=30, check=True).stdout
 
 
-def once(log: Path, needle: str, scratch: Path) -> tuple[float, str]:
+def once(log: Path, needle: str, scratch: Path, command: str = "browse") -> tuple[float, str]:
     name = f"bench-{uuid.uuid4().hex[:8]}"
     times = scratch / f"{name}.time"
-    cmd = f"TERM=xterm-256color /usr/bin/time -f '%U %S %M' -o {times} {DSHLOG} browse {log}"
+    pager = "PAGER=less LESS=-R " if command == "show" else ""  # the pager stays open on a long transcript
+    cmd = f"{pager}TERM=xterm-256color /usr/bin/time -f '%U %S %M' -o {times} {DSHLOG} {command} {log}"
     tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "36", cmd)
     try:
         start = time.monotonic()
@@ -54,13 +56,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("log", type=Path)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--needle", default="turn 1  (1 of")
+    ap.add_argument("--needle", default=None, help="text that marks the first screen (default: the first turn's heading)")
+    ap.add_argument("--command", choices=("browse", "show"), default="browse")
     a = ap.parse_args()
+    needle = a.needle or ("turn 1  (1 of" if a.command == "browse" else " turn 1 ─")
     if shutil.which("tmux") is None or not Path("/usr/bin/time").exists():
         sys.exit("needs tmux and /usr/bin/time")
     with tempfile.TemporaryDirectory() as scratch:
         for run in range(a.runs):
-            opened, cost = once(a.log.resolve(), a.needle, Path(scratch))
+            opened, cost = once(a.log.resolve(), needle, Path(scratch), a.command)
             print(f"run {run + 1}: first screen after {opened:.2f} s; open and quit: {cost}")
 
 
