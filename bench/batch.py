@@ -1,4 +1,4 @@
-"""Batch work over a root of many small sessions: ``report`` and ``search`` with -j 1 and -j 2.
+"""Batch work over a root of many small sessions: ``report``, ``search`` and more with -j 1 and -j 2.
 
     python bench/batch.py [--count 1000] [--scale 36] [--seed 7] [--out bench/data] [--repeat 3]
 
@@ -6,7 +6,9 @@ Uses the many-small root of ``bench/generate.py`` (``--many-small``, sessions ``
 times their default size: 36 makes the 1,000-session root about 1 GB), plain and zstd.
 Each measurement runs the real command (``dshlog report ROOT --by day --json``,
 ``dshlog search -i MARKER ROOT --json``) in a fresh process, so start-up and pool
-start-up count as they do for a person; best wall time of ``--repeat``.  CPU seconds are
+start-up count as they do for a person; best wall time of ``--repeat``.  ``migrate -R``
+writes, so each of its runs gets a fresh copy of the root (the copy is not timed) and
+its output is compared with the copy's path taken out, together with every file it published.  CPU seconds are
 the command's and its workers' together; peak RSS is the largest single process.  The
 outputs of -j 1 and -j 2 must be the same bytes.  Prints a Markdown table for BENCHMARKS.md.
 """
@@ -18,8 +20,10 @@ import hashlib
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,18 +52,36 @@ def command(what: str, root: Path, jobs: int, needle: str) -> list[str]:
         return [*DSHLOG, "stats", "--json", *j, *session_files(root)]
     if what == "ls --grep":
         return [*DSHLOG, "ls", str(root), "--grep", needle, "--json", *j]
+    if what == "migrate -R":
+        return [*DSHLOG, "migrate", "-R", str(root), "--json", *j]
     raise ValueError(what)
 
 
-def run_once(argv: list[str]) -> dict:
-    """One run in a child process: wall seconds, CPU of it and its workers, peak RSS, its stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run(argv, check=True, capture_output=True)
-    dt = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+def published(root: Path) -> str:
+    """A digest of every v4 generation below ``root`` that a migration published (path and bytes)."""
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("session.v4.jsonl*")):
+        h.update(str(p.relative_to(root)).encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def run_once(what: str, root: Path, jobs: int, needle: str) -> dict:
+    """One run in a child process: wall seconds, CPU of it and its workers, peak RSS, a digest of what it made."""
+    with tempfile.TemporaryDirectory(dir=root.parent) as scratch:
+        target = root
+        if what == "migrate -R":  # it writes: a fresh copy, outside the timing
+            target = Path(scratch) / root.name
+            shutil.copytree(root, target, symlinks=True)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        done = subprocess.run(command(what, target, jobs, needle), check=True, capture_output=True)
+        dt = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = done.stdout.replace(str(target).encode(), b"ROOT")
+        if what == "migrate -R":
+            out += published(target).encode()
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"seconds": dt, "cpu": cpu, "rssKiB": after.ru_maxrss, "out": hashlib.sha256(done.stdout).hexdigest()}
+    return {"seconds": dt, "cpu": cpu, "rssKiB": after.ru_maxrss, "out": hashlib.sha256(out).hexdigest()}
 
 
 def measure(what: str, root: Path, jobs: int, repeat: int, needle: str) -> dict:
@@ -70,7 +92,7 @@ def measure(what: str, root: Path, jobs: int, repeat: int, needle: str) -> dict:
         pid = os.fork()
         if pid == 0:  # a fresh child per run: RUSAGE_CHILDREN's peak is then this run's alone
             os.close(r)
-            got = run_once(command(what, root, jobs, needle))
+            got = run_once(what, root, jobs, needle)
             os.write(w, json.dumps(got).encode())
             os._exit(0)
         os.close(w)
@@ -93,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "data")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scale", type=float, default=1.0, help="sessions this many times their default size (36: about 1 GB)")
-    ap.add_argument("--commands", default="report,search", help="comma-separated: report, search, validate, stats, ls --grep")
+    ap.add_argument("--commands", default="report,search", help="comma-separated: report, search, validate, stats, ls --grep, migrate -R")
     a = ap.parse_args(argv)
     manifest = generate.generate_many(a.out, a.count, a.seed, scale=a.scale)
     paths = generate.many_paths(a.out, a.count, a.seed, a.scale)
@@ -103,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| command | root | -j 1 wall | -j 2 wall | speed-up | CPU s (-j 1 / -j 2) | peak RSS per process |")
     print("|---|---|---:|---:|---:|---:|---:|")
     labels = {"report": "report --by day", "search": f"search -i {manifest['marker']}", "validate": "validate (every file)",
-              "stats": "stats (every file)", "ls --grep": f"ls --grep {manifest['marker']}"}
+              "stats": "stats (every file)", "ls --grep": f"ls --grep {manifest['marker']}", "migrate -R": "migrate -R"}
     for what in a.commands.split(","):
         label = labels[what]
         for enc in ("plain", "zstd"):
