@@ -90,6 +90,9 @@ def test_sanitize_makes_controls_visible() -> None:
     assert sanitize("\r\x00\x07\x7f\x85\x9b") == "\\x0d\\x00\\x07\\x7f\\x85\\x9b"
     assert sanitize("lone \ud800 surrogate") == "lone \\ud800 surrogate"
     assert sanitize("é 中 😀 \u2028") == "é 中 😀 \u2028"
+    # bidi overrides and isolates would reorder what follows them on the screen; the marks RTL text needs stay
+    assert sanitize("ls \u202egnp.exe\u202c \u2066x\u2069") == "ls \\u202egnp.exe\\u202c \\u2066x\\u2069"
+    assert sanitize("שלום \u200f, \u200e\u061c") == "שלום \u200f, \u200e\u061c"
     once = sanitize("x\x1by")
     assert sanitize(once) == once
 

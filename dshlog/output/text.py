@@ -15,6 +15,11 @@ Markdown and HTML documents) passes the text it writes through
   line stays bounded;
 * a lone surrogate (a ``\\ud800`` escape JSON allows but UTF-8 cannot encode)
   becomes ``\\ud800`` in the same way, so the output is always valid UTF-8.
+* the bidirectional embeddings, overrides and isolates (U+202A..U+202E,
+  U+2066..U+2069) become ``\\u202e`` and so on: invisible, they reorder what a
+  terminal or browser shows after them (a file name, a command, a whole line:
+  "Trojan Source"); the marks (LRM, RLM, ALM), which right-to-left text needs and
+  which reorder nothing beyond a neighbour, stay.
 
 A backslash already in the text is left alone, so a visible escape and a
 literal ``\\x1b`` typed by someone read the same; the log (``events --json``)
@@ -49,7 +54,7 @@ __all__ = [
     "utc_seconds",
 ]
 
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -58,7 +63,7 @@ def _escape(m: re.Match[str]) -> str:
 
 
 def sanitize(text: str) -> str:
-    """``text`` with every control character (but newline and tab) and lone surrogate as a visible escape."""
+    """``text`` with every control character (but newline and tab), bidi override and lone surrogate as a visible escape."""
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
 
 
