@@ -1381,10 +1381,11 @@ class Stats:
                 "commandCpuSeconds": round(self.cpu, 1)}
 
 
-_CTL_PLAIN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\udc80-\udc9f]")
-_CTL_TTY = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\udc80-\udc9f]")  # \r: the terminal's own line discipline
+# bidi embeddings, overrides and isolates count as controls: they reorder what follows them on screen
+_CTL_PLAIN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\udc80-\udc9f]")
+_CTL_TTY = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\udc80-\udc9f]")  # \r: the terminal's own line discipline
 _SGR = re.compile("\x1b\\[[0-9;:]*m")
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+_BIDI = re.compile("[\u200e\u200f\u061c]")  # the marks right-to-left text needs: noted, not failures
 _BOX = re.compile("[\\s\u2500-\u257f]+")
 # A lone surrogate written with surrogatepass: three bytes that are not UTF-8 (decoded here as escaped bytes).
 _ENCODED_SURROGATE = re.compile("\udced[\udca0-\udcbf][\udc80-\udcbf]")
