@@ -200,3 +200,50 @@ def test_json_output_stays_exact(tmp_path) -> None:
     code, out, _ = run_env("export", "-f", "json", str(p))
     doc = json.loads(out)
     assert doc["summary"]["title"] == "t\x7f" and "\\u001b[2J\x9b" in out.decode()
+
+
+def _printed(parts: list, width: int = 30) -> str:
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    con = Console(file=buf, width=width, force_terminal=True, color_system="truecolor", markup=False, emoji=False, highlight=False)
+    for part in parts:
+        con.print(part)
+    return buf.getvalue()
+
+
+def test_long_texts_print_in_pieces_exactly_as_whole() -> None:
+    """show streams a long answer into the pager a piece at a time; the bytes are the whole's."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from dshlog.output.terminal import pieces
+
+    body = "\n".join(f"line {k} " + "wide 中文 " * (k % 7) for k in range(50)) + "\n\nend"
+    t = Text()
+    t.append("assistant\n", style="bold magenta")
+    t.append(body)
+    t.stylize("italic", 20, 400)  # a style that crosses piece boundaries
+    split = list(pieces(t, lines=4))
+    assert len(split) == 14 and all(p.plain.count("\n") <= 3 for p in split)  # 53 lines
+    assert _printed(split) == _printed([t])
+    padded = Padding(t, (1, 0, 1, 2))
+    assert _printed(list(pieces(padded, lines=4))) == _printed([padded])
+    assert list(pieces(Text("short\ntext"), lines=4))[0].plain == "short\ntext"
+    assert _printed(list(pieces(Text("a\n\n\n\nb\n"), lines=2))) == _printed([Text("a\n\n\n\nb\n")])
+
+
+def test_the_terminal_renderer_prints_a_long_answer_in_pieces() -> None:
+    from dshlog.output import terminal
+
+    printed: list = []
+
+    class Con:
+        def print(self, r: object) -> None:
+            printed.append(r)
+
+    item = tr.AssistantText(seq=3, text="x\n" * (terminal.PIECE_LINES * 2 + 10), model=None, interrupted=False)
+    terminal.TerminalRenderer(Con()).item(item)  # type: ignore[arg-type]
+    assert len(printed) == 3
