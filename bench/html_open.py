@@ -33,7 +33,7 @@ def main() -> None:
     if binary is None:
         sys.exit("no Chromium on PATH")
     url = args.page.resolve().as_uri()
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:  # Chromium may still be writing to it as it exits
         b = Browser(binary, Path(profile))
         try:
             for run in range(args.runs):
