@@ -245,5 +245,5 @@ def test_the_terminal_renderer_prints_a_long_answer_in_pieces() -> None:
             printed.append(r)
 
     item = tr.AssistantText(seq=3, text="x\n" * (terminal.PIECE_LINES * 2 + 10), model=None, interrupted=False)
-    terminal.TerminalRenderer(Con()).item(item)  # type: ignore[arg-type]
+    terminal.TerminalRenderer(Con()).item(item)  # type: ignore[arg-type]  # a stand-in console that records what is printed
     assert len(printed) == 3
