@@ -27,7 +27,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
 from ..errors import CorruptLog, UnsupportedVersion
@@ -200,6 +200,11 @@ class SurfaceFold:
     :meth:`node_info` are then unavailable.  With ``digests`` as well, each node keeps
     the 16-byte digest of its derived message's JSON text instead (what ``requests``
     compares), and :meth:`message_digests` stands in for :meth:`messages`.
+    ``note`` is what a caller that shows the surface keeps per node instead of its
+    message: ``note(seq, type, data)`` is called once per surface node as it is folded and
+    its result is held while the node is current (:meth:`node_notes`); the lean
+    ``dshlog surface`` keeps a row of the table this way, so a log that never compacts
+    costs a preview per node, not its messages.
     """
 
     def __init__(
@@ -210,12 +215,16 @@ class SurfaceFold:
         keep_replacements: bool = True,
         keep_messages: bool = True,
         digests: bool = False,
+        note: Callable[[int, str, Any], Any] | None = None,
     ) -> None:
         self.strict_unknown = strict_unknown
         self.check_messages = check_messages
         self.keep_replacements = keep_replacements
         self.keep_messages = keep_messages
         self.digests = digests and not keep_messages
+        self.note = note
+        # The caller's note of each current node (only with ``note``), dropped with the node.
+        self._notes: dict[int, Any] = {}
         # A caller that runs check_event_data itself and folds only the events that pass
         # it (the validator) switches this off; the rules are deterministic, so skipping
         # them after a pass cannot change the outcome.
@@ -288,6 +297,23 @@ class SurfaceFold:
             {"seq": seq, "start": start, "end": end, "shadowedSeqs": list(shadowed)}
             for seq, start, end, shadowed in self._replacements
         ]
+
+    def iter_replacements(self) -> Iterator[dict[str, Any]]:
+        """The records of :attr:`replacements` one at a time (a writer that streams holds one)."""
+        for seq, start, end, shadowed in self._replacements:
+            yield {"seq": seq, "start": start, "end": end, "shadowedSeqs": list(shadowed)}
+
+    def node_notes(self) -> Iterator[tuple[int, str, Any, dict[str, Any] | None]]:
+        """``(seq, type, note, projected message or None)`` of each current node, in surface order.
+
+        Needs a fold made with ``note``; a projected message (``image/offload``) is
+        the node's message now, so a caller notes it again from that.
+        """
+        if self.note is None:
+            raise RuntimeError("node_notes needs a fold made with a note")
+        projected = self.projected
+        for seq in self.nodes:
+            yield seq, self._node[seq].type, self._notes[seq], projected.get(seq) if projected else None
 
     def messages(self) -> list[dict[str, Any]]:
         """Derived messages of the current surface (SEMANTICS §3), the stored objects themselves.
@@ -380,6 +406,7 @@ class SurfaceFold:
         if op is None:
             return _noop
         payload = self._payload(etype, event["data"])
+        note = self.note(seq, etype, event["data"]) if self.note is not None else None
         digest = None
         if self.digests:
             derived = derive_message(etype, event["data"])
@@ -390,6 +417,8 @@ class SurfaceFold:
                 self.nodes.append(seq)
                 node = _Node(etype, payload, digest)
                 self._node[seq] = node
+                if self.note is not None:
+                    self._notes[seq] = note
                 self.surface_event_count += 1
                 if self._derived is not None:
                     message = derive_message(etype, payload)
@@ -416,12 +445,17 @@ class SurfaceFold:
         def commit_replace() -> None:
             self.nodes[a : b + 1] = [seq]
             projected = self.projected
+            notes = self._notes if self.note is not None else None
             for old in shadowed:
                 del self._node[old]
+                if notes is not None:
+                    del notes[old]
                 if projected:
                     projected.pop(old, None)  # a projection only ever applies to a current node
                     self._projected_digests.pop(old, None)
             self._node[seq] = _Node(etype, payload, digest)
+            if notes is not None:
+                notes[seq] = note
             self.replace_generation += 1
             self.content_generation += 1
             self._derived = None
