@@ -67,7 +67,7 @@ def _same(path: Path, *, at: int | None = None, allow_unknown: bool = False, std
     if isinstance(view, tuple) or isinstance(lean, tuple):
         assert lean == view, path
         return False
-    assert [[r.seq, r.type, (r.role or "") + (" (empty)" if r.empty else ""), r.preview] for r in lean.rows] == _old_rows(view)
+    assert [[r.seq, r.type, (r.role or "") + (" (empty)" if r.empty else ""), r.preview] for r in lean.rows()] == _old_rows(view)
     assert lean.roles == view.roles
     assert list(lean.replacements()) == list(view.replacements)
     assert list(lean.messages()) == list(view.messages)

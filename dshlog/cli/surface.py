@@ -52,9 +52,8 @@ def surface(
         batch.write(b"\n")
         batch.flush()
         return
-    nodes = view.rows
-    table(screen(), None, ["seq", "type", "role", "preview"], ([n.seq, n.type, (n.role or "") + (" (empty)" if n.empty else ""), n.preview] for n in nodes), justify={0: "right"})
-    out(f"nodes: {[n.seq for n in nodes]}")
+    table(screen(), None, ["seq", "type", "role", "preview"], ([n.seq, n.type, (n.role or "") + (" (empty)" if n.empty else ""), n.preview] for n in view.rows()), justify={0: "right"})
+    out(f"nodes: {[n.seq for n in view.rows()]}")
     out(f"roles: {', '.join(str(r) for r in view.roles)}")
     for r in view.replacements():
         out(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")

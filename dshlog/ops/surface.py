@@ -18,8 +18,9 @@ The bytes printed are those of the library's view (a test compares them).
 from __future__ import annotations
 
 import os
+import sys
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple
 
@@ -33,7 +34,7 @@ from ..protocol.vocabulary import message_of
 from ..read.session import SessionLog
 from .sessions import located, open_target
 
-__all__ = ["NodeRow", "SurfaceRows", "surface_rows"]
+__all__ = ["NodeRow", "Note", "SurfaceRows", "command_fold", "node_note", "surface_rows"]
 
 
 class NodeRow(NamedTuple):
@@ -51,23 +52,34 @@ class NodeRow(NamedTuple):
                 "preview": self.preview}
 
 
-def _row_of(seq: int, etype: str, message: Any, empty: bool) -> NodeRow:
-    """The printed facts of a node's current message (as ``SurfaceFold.node_info`` words them)."""
+#: What the fold keeps of a node for its row: (role, id, empty, preview); seq and type are its own.
+Note = tuple[Any, Any, bool, str]
+
+
+def _facts(message: Any, empty: bool) -> Note:
+    """The printed facts of a node's current message (as ``SurfaceFold.node_info`` words them).
+
+    A role is one of a few words: it is interned, so thousands of nodes share it.
+    """
     if isinstance(message, dict):
-        return NodeRow(seq, etype, message.get("role"), message.get("id"), empty, preview(message))
-    return NodeRow(seq, etype, None, None, empty, preview(message))
+        role = message.get("role")
+        return (sys.intern(role) if type(role) is str else role), message.get("id"), empty, preview(message)
+    return None, None, empty, preview(message)
 
 
-def _note(seq: int, etype: str, data: Any) -> NodeRow:
-    """The fold's note of a node: its row, made while the event is at hand."""
-    return _row_of(seq, etype, message_of(etype, data), derive_message(etype, data) is None)
+def node_note(seq: int, etype: str, data: Any) -> Note:
+    """The fold's note of a node (``SurfaceFold(note=...)``): its row's facts, made while the event is at hand."""
+    return _facts(message_of(etype, data), derive_message(etype, data) is None)
 
 
 @dataclass(frozen=True, slots=True)
 class SurfaceRows:
-    """The lean ``dshlog surface``: one row per current node, the replacements, and the messages on demand."""
+    """The lean ``dshlog surface``: a row per current node, the replacements, and the messages on demand.
 
-    rows: list[NodeRow]
+    The rows are made from the fold each time they are asked for (a few hundred
+    bytes a node stay in the fold, never a list of rows beside them).
+    """
+
     fold: SurfaceFold
     #: opens the log again to read the derived messages (``None``: the fold kept them)
     reread: Callable[[], SessionLog] | None
@@ -76,10 +88,17 @@ class SurfaceRows:
     path: str = ""
     suppressed: Mapping[str, int] = field(default_factory=dict)
 
+    def rows(self) -> Iterator[NodeRow]:
+        """The current nodes' rows, in surface order."""
+        for seq, etype, note, projected in self.fold.node_notes():
+            # a projected message (image/offload) is the node's message now, and derives one
+            role, id_, empty, text = note if projected is None else _facts(projected, False)
+            yield NodeRow(seq, etype, role, id_, empty, text)
+
     @property
     def roles(self) -> list[Any]:
         """The derived messages' roles, in surface order (a node that derives none has no role here)."""
-        return [r.role for r in self.rows if not r.empty]
+        return [r.role for r in self.rows() if not r.empty]
 
     def replacements(self) -> Iterator[dict[str, Any]]:
         return self.fold.iter_replacements()
@@ -89,47 +108,50 @@ class SurfaceRows:
         if self.reread is None:
             yield from self.fold.messages()
             return
-        yield from _reread_messages(self.reread, self.allow_unknown, self.rows, self.fold.projected)
+        yield from _reread_messages(self.reread, self.allow_unknown, self.rows(), self.fold.projected)
 
     def json_pieces(self, *, messages: bool = False) -> Iterator[bytes]:
         """``surface --json`` (``messages``: ``--messages`` too) as pieces of :func:`dumps_pretty`'s bytes."""
-        doc: dict[str, Any] = {"shape": SHAPE, "nodes": Items(r.as_dict() for r in self.rows), "roles": self.roles,
+        doc: dict[str, Any] = {"shape": SHAPE, "nodes": Items(r.as_dict() for r in self.rows()), "roles": self.roles,
                                "replacements": Items(self.replacements())}
         if messages:
             doc["messages"] = Items(self.messages())
         return pretty_pieces(doc)
 
 
-def _reread_messages(reopen: Callable[[], SessionLog], allow_unknown: bool,
-                     rows: list[NodeRow], projected: Mapping[int, Any]) -> Iterator[dict[str, Any]]:
+def _reread_messages(reopen: Callable[[], SessionLog], allow_unknown: bool, rows: Iterable[NodeRow],
+                     projected: Mapping[int, Any]) -> Iterator[dict[str, Any]]:
     """The messages of the non-empty ``rows`` from a second pass over the log, in the rows' order.
 
     The log yields them in seq order; a node a replacement placed before older ones
     is held until the older ones before it in the surface are written.
     """
-    wanted = [i for i, r in enumerate(rows) if not r.empty]
-    if not wanted:
+    order = array("q")  # the seqs of the nodes that derive a message, in surface order
+    types = bytearray()  # and the type of each (an index into type_names)
+    type_names: list[str] = []
+    for r in rows:
+        if not r.empty:
+            order.append(r.seq)
+            if r.type not in type_names:
+                type_names.append(r.type)
+            types.append(type_names.index(r.type))
+    if not order:
         return
-    by_seq = sorted(wanted, key=lambda i: rows[i].seq)
-    seqs = array("q", (rows[i].seq for i in by_seq))
-    places = array("q", by_seq)
+    by_seq = sorted(range(len(order)), key=order.__getitem__)
+    places = array("q", by_seq)  # k-th smallest seq -> its place among the messages
     del by_seq
-    rank = array("q", bytes(8 * len(rows)))  # row index -> its place among the messages
-    for k, i in enumerate(wanted):
-        rank[i] = k
-    del wanted[:]
     pending: dict[int, dict[str, Any]] = {}
     written = found = 0
     with reopen() as log, located(log.path), log.v4(allow_unknown=allow_unknown) as view:
         for event in view:
             seq = event["seq"]
-            if seq != seqs[found]:
+            k = places[found]
+            if seq != order[k]:
                 continue
-            row = rows[places[found]]
+            etype = type_names[types[k]]
             message = derive_message(event["type"], event["data"], projected.get(seq))
-            if event["type"] != row.type or message is None:
-                raise CorruptLog(f"the log changed while it was read: seq {seq} is no longer a {row.type}", seq=seq)
-            k = rank[places[found]]
+            if event["type"] != etype or message is None:
+                raise CorruptLog(f"the log changed while it was read: seq {seq} is no longer a {etype}", seq=seq)
             found += 1
             if k != written:
                 pending[k] = message
@@ -139,10 +161,15 @@ def _reread_messages(reopen: Callable[[], SessionLog], allow_unknown: bool,
                 while written in pending:
                     yield pending.pop(written)
                     written += 1
-            if found == len(seqs):
+            if found == len(order):
                 break
-    if written != len(seqs):
+    if written != len(order):
         raise CorruptLog("the log changed while it was read: surface nodes are missing from it")
+
+
+def command_fold(*, strict_unknown: bool = True, keep_messages: bool = False) -> SurfaceFold:
+    """The fold ``surface`` makes: dsh's checks, every replacement record, a row's facts per node."""
+    return SurfaceFold(strict_unknown=strict_unknown, keep_messages=keep_messages, note=node_note)
 
 
 def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow_unknown: bool = False,
@@ -155,7 +182,7 @@ def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow
         return open_target(target, select=select, format_version=format_version,
                            system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel)
 
-    state = SurfaceFold(strict_unknown=not allow_unknown, keep_messages=stream is not None, note=_note)
+    state = command_fold(strict_unknown=not allow_unknown, keep_messages=stream is not None)
     with reopen() as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             if at is None or at >= 0:
@@ -165,8 +192,5 @@ def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow
                         break
         if at is not None and state.next_seq <= at:
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
-        # a projected message (image/offload) is the node's message now, and derives one
-        rows = [note if projected is None else _row_of(seq, etype, projected, False)
-                for seq, etype, note, projected in state.node_notes()]
-        return SurfaceRows(rows, state, reopen if stream is None else None, allow_unknown, tuple(log.notes), log.path,
+        return SurfaceRows(state, reopen if stream is None else None, allow_unknown, tuple(log.notes), log.path,
                            log.notes.suppressed())
