@@ -529,14 +529,26 @@ class SurfaceFold:
     def _add(self, seq: int, code: int, payload: Any, key: bytes | None, digest: bytes | None, note: Any,
              at: int | None = None) -> None:
         """Write a node's columns at position ``at`` (``None``: the end); its seq is placed already."""
-        i = len(self._types) if at is None else at
+        if self._payloads is None and payload is not None:
+            self._whole[seq] = payload
+        if at is None:  # an append: the common case, without slice assignments
+            self._types.append(code)
+            if self._payloads is not None:
+                self._payloads.append(payload)
+            else:
+                self._keys += key if key is not None else _NO_DIGEST
+            if self.digests:
+                self._digests += digest if digest is not None else _NO_DIGEST
+                self._derives.append(digest is not None)
+            if self.note is not None:
+                self._notes.append(note)
+            return
+        i = at
         self._types[i:i] = bytes((code,))
         if self._payloads is not None:
             self._payloads[i:i] = [payload]
         else:
             self._keys[i << 4 : i << 4] = key if key is not None else _NO_DIGEST
-            if payload is not None:
-                self._whole[seq] = payload
         if self.digests:
             self._digests[i << 4 : i << 4] = digest if digest is not None else _NO_DIGEST
             self._derives[i:i] = b"\x01" if digest is not None else b"\x00"
