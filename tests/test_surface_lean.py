@@ -12,10 +12,10 @@ offloads and rewrites (a projected preview, a surface out of seq order), prefixe
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -92,8 +92,14 @@ def test_fixtures_print_alike() -> None:
 def _log(tmp_path: Path, events: list[dict]) -> Path:
     """The events as a JSON array (a header-less v4 log)."""
     path = tmp_path / "events.json"
-    path.write_bytes(orjson.dumps(events))
+    path.write_text(json.dumps(events))  # json: it writes a lone surrogate as its escape
     return path
+
+
+def _odd_user(seq: int, text: str, id_: object) -> dict:
+    event = user(seq, text)
+    event["data"]["id"] = id_
+    return event
 
 
 def _image_user(seq: int) -> dict:
@@ -111,8 +117,10 @@ def _image_user(seq: int) -> dict:
         # a compaction: a summary before the nodes it keeps
         [user(0), user(1), user(2), user(3), user(4, "summary", op={"op": "replace", "startSeq": 0, "endSeq": 2},
                                                   sources=[0, 1, 2])],
+        # what the packed note cannot hold (a NUL in an id), and lone surrogates and a NUL in text and ids
+        [_odd_user(0, "a\ud800b\x00c", "x\x00y"), _odd_user(1, "\udfff" * 70, "u1"), _odd_user(2, "ok", "\ud800")],
     ],
-    ids=["offload", "rewrite", "compaction"],
+    ids=["offload", "rewrite", "compaction", "odd-text"],
 )
 def test_hand_made_surfaces_print_alike(tmp_path: Path, events: list[dict]) -> None:
     path = _log(tmp_path, events)

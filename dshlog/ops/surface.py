@@ -52,24 +52,39 @@ class NodeRow(NamedTuple):
                 "preview": self.preview}
 
 
-#: What the fold keeps of a node for its row: (role, id, empty, preview); seq and type are its own.
-Note = tuple[Any, Any, bool, str]
+#: What the fold keeps of a node for its row (seq and type are the fold's own): UTF-8 bytes,
+#: ``0``/``1`` (empty) + role + NUL + id + NUL + preview, when role and id are strings
+#: without a NUL (every real log); else the tuple (role, id, empty, preview).
+Note = bytes | tuple[Any, Any, bool, str]
 
 
-def _facts(message: Any, empty: bool) -> Note:
-    """The printed facts of a node's current message (as ``SurfaceFold.node_info`` words them).
-
-    A role is one of a few words: it is interned, so thousands of nodes share it.
-    """
+def _facts(message: Any, empty: bool) -> tuple[Any, Any, bool, str]:
+    """The printed facts of a node's current message (as ``SurfaceFold.node_info`` words them)."""
     if isinstance(message, dict):
-        role = message.get("role")
-        return (sys.intern(role) if type(role) is str else role), message.get("id"), empty, preview(message)
+        return message.get("role"), message.get("id"), empty, preview(message)
     return None, None, empty, preview(message)
 
 
 def node_note(seq: int, etype: str, data: Any) -> Note:
-    """The fold's note of a node (``SurfaceFold(note=...)``): its row's facts, made while the event is at hand."""
-    return _facts(message_of(etype, data), derive_message(etype, data) is None)
+    """The fold's note of a node (``SurfaceFold(note=...)``): its row's facts, made while the event is at hand.
+
+    Packed into one ``bytes`` where it can be: a tuple, its id and its preview were three
+    objects, some 270 bytes a node (a cut preview ends in ``…``, so its ``str`` takes two
+    bytes a character); the UTF-8 bytes take about half.  ``surrogatepass`` keeps a lone
+    surrogate of the text as it is, both ways.
+    """
+    role, id_, empty, text = _facts(message_of(etype, data), derive_message(etype, data) is None)
+    if type(role) is str and type(id_) is str and "\0" not in role and "\0" not in id_:
+        return (("1" if empty else "0") + role + "\0" + id_ + "\0" + text).encode("utf-8", "surrogatepass")
+    return role, id_, empty, text
+
+
+def _unpack(note: Note) -> tuple[Any, Any, bool, str]:
+    """A note's facts (:func:`node_note`)."""
+    if isinstance(note, tuple):
+        return note
+    role, id_, text = note[1:].decode("utf-8", "surrogatepass").split("\0", 2)
+    return sys.intern(role), id_, note[:1] == b"1", text
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +107,7 @@ class SurfaceRows:
         """The current nodes' rows, in surface order."""
         for seq, etype, note, projected in self.fold.node_notes():
             # a projected message (image/offload) is the node's message now, and derives one
-            role, id_, empty, text = note if projected is None else _facts(projected, False)
+            role, id_, empty, text = _unpack(note) if projected is None else _facts(projected, False)
             yield NodeRow(seq, etype, role, id_, empty, text)
 
     @property
@@ -142,9 +157,11 @@ def _reread_messages(reopen: Callable[[], SessionLog], allow_unknown: bool, rows
     del by_seq
     pending: dict[int, dict[str, Any]] = {}
     written = found = 0
-    with reopen() as log, located(log.path), log.v4(allow_unknown=allow_unknown) as view:
-        for event in view:
-            seq = event["seq"]
+    # dsh's decision on this log is known (the fold's pass took its whole view): the rows are
+    # read as dsh reads them, without the restore, and only as far as the last message
+    with reopen() as log, located(log.path):
+        for event in log.v4(allow_unknown=allow_unknown, restore=False):
+            seq = event.get("seq")
             k = places[found]
             if seq != order[k]:
                 continue
