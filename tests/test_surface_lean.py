@@ -26,7 +26,8 @@ import dshlog
 from dshlog.errors import DshlogError
 from dshlog.ops.surface import surface_rows
 from dshlog.output import plain
-from dshlog.output.text import preview, sanitize
+from dshlog.model.content import EVENT_LINE, PREVIEW, SEARCH, message_text
+from dshlog.output.text import cut, preview, sanitize
 from dshlog.protocol.jsjson import Items, dumps_pretty, pretty_pieces
 
 FORMS: tuple[tuple[str, ...], ...] = ((), ("--json",), ("--json", "--messages"))
@@ -162,3 +163,21 @@ def test_pieces_are_the_pretty_document(doc: dict[str, Any], lazy: bool) -> None
     """The streamed writer gives ``dumps_pretty``'s bytes, with arrays given whole or as iterables."""
     given_doc = {k: Items(iter(v)) if lazy and isinstance(v, list) else v for k, v in doc.items()}
     assert b"".join(pretty_pieces(given_doc)) == dumps_pretty(doc)
+
+
+_text = st.lists(st.sampled_from(["a", "\n", "é", "中", "\u0301", "…", " ", "x" * 50, "\u0301" * 1100, "y" * 1100]), max_size=12).map("".join)
+_block = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, _text),
+    st.builds(lambda t: {"type": "reasoning", "text": t}, _text),
+    st.just({"type": "tool-call", "toolName": "x", "arguments": "{}"}),
+    st.just({"type": "image"}),
+)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(content=st.one_of(st.lists(_block, max_size=5), _text), limit=st.sampled_from([0, 1, 5, 60, 2000]),
+       rule=st.sampled_from([PREVIEW, EVENT_LINE, SEARCH]))
+def test_preview_of_a_prefix_is_the_whole_texts(content: Any, limit: int, rule: Any) -> None:
+    """``preview`` gathers only the start of a long text; it must cut where the whole text's cut is."""
+    message = {"content": content}
+    assert preview(message, limit, rule) == cut(" ".join(message_text(message, rule).split("\n")), limit)
