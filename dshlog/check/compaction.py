@@ -11,6 +11,7 @@ ends).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..protocol.values import is_count
@@ -66,7 +67,7 @@ class Compactions:
         return comp
 
     def check(
-        self, etype: str, data: dict[str, Any], seq: int, turn: int | None, nodes: list[int] | None, head: int | None, report: Reporter
+        self, etype: str, data: dict[str, Any], seq: int, turn: int | None, nodes: Sequence[int] | None, head: int | None, report: Reporter
     ) -> None:
         """One ``compaction/*`` event; ``turn`` is the open turn, ``nodes`` the current surface."""
         if etype in ("compaction/prune", "compaction/summary") and nodes is not None:
@@ -110,7 +111,7 @@ class Compactions:
                 _problem(report, f"{crossing} crosses an open compaction", at)
 
     @staticmethod
-    def _span(etype: str, data: dict[str, Any], seq: int, nodes: list[int], head: int | None, report: Reporter) -> None:
+    def _span(etype: str, data: dict[str, Any], seq: int, nodes: Sequence[int], head: int | None, report: Reporter) -> None:
         """The shadowed range and seqs name an exact current surface span that spares the head."""
         rng = data.get("shadowedRange")
         seqs = data.get("shadowedSeqs")
@@ -134,7 +135,7 @@ class Compactions:
             b = nodes.index(end)
         except ValueError:
             a = b = -1
-        if a < 0 or b < a or nodes[a : b + 1] != seqs:
+        if a < 0 or b < a or list(nodes[a : b + 1]) != seqs:  # a lean fold's nodes are an array
             _problem(report, f"{etype} shadowedSeqs do not name an exact current surface span", seq)
             return
         if head is not None and head in seqs:

@@ -20,6 +20,15 @@ the model view, never the log.  What must outlive the surface is stored
 compactly: header tools are shared between headers that declare the same list
 (seqs in an ``array``), and replacement records keep their shadowed seqs in an
 ``array`` -- or only the most recent few when the caller does not want them.
+
+A current node is no object of its own: the fold keeps columns beside the list
+of seqs, one entry per node at the node's position (a type code in a
+``bytearray``; the full fold's payloads in a list; the lean fold's rewrite keys
+and message digests as 16 bytes each in ``bytearray`` columns, the rare message with
+an image aside by seq).  A replacement is one slice assignment per column, as
+it is on the seqs.  A log that never compacts then costs the lean fold some 30
+bytes per node instead of the 150-250 a node object, its dict entry and its
+digest objects took.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
 from ..errors import CorruptLog, UnsupportedVersion
@@ -50,6 +59,7 @@ from .shapes import check_message_shape
 
 __all__ = [
     "RECENT_REPLACEMENTS",
+    "Digests",
     "SETTLEMENT_TYPES",
     "HeaderTools",
     "SurfaceError",
@@ -105,24 +115,50 @@ _REFUSE = Raise(SurfaceError)
 # --------------------------------------------------------------------------- the fold
 
 
-class _Node:
-    """What the fold keeps for one current node: its type and its stored payload.
+#: The types a surface node can have (only surface-eligible events become nodes), by code.
+_TYPES: tuple[str, ...] = tuple(sorted(SURFACE_TYPES_V4))
+_CODES: dict[str, int] = {t: i for i, t in enumerate(_TYPES)}
+#: A digest column's filler where a node has no digest (never compared: see the flags).
+_NO_DIGEST = bytes(16)
 
-    ``payload`` is the event's ``data`` (a tool/result rewrite compares the
-    whole data), except for ``assistant/message`` where only ``{"message": …}``
-    is kept: its raw ``stream`` can be large and is never needed again.
+
+class Digests:
+    """The 16-byte digests of a surface's derived messages, packed in one ``bytearray``.
+
+    What ``requests`` compares: ``len``, a prefix (``d[:n]``, the packed bytes, equal
+    exactly when the digest lists are) and iteration (one ``bytes`` per message).
+    A list of ``bytes`` cost 57 bytes a message; this costs 16.
     """
 
-    __slots__ = ("type", "payload", "digest")
+    __slots__ = ("_buf",)
 
-    def __init__(self, etype: str, payload: Any, digest: bytes | None = None) -> None:
-        self.type = etype
-        self.payload = payload
-        #: the lean fold's digest of the node's derived message (``None``: it derives none)
-        self.digest = digest
+    def __init__(self, packed: bytes | bytearray = b"") -> None:
+        self._buf = bytearray(packed)
 
-    def message(self) -> Any:
-        return message_of(self.type, self.payload)
+    def append(self, digest: bytes | bytearray) -> None:
+        self._buf += digest
+
+    def __len__(self) -> int:
+        return len(self._buf) >> 4
+
+    def __getitem__(self, index: slice) -> bytes:
+        if not isinstance(index, slice) or index.start is not None or index.step is not None or index.stop is None:
+            raise TypeError("Digests takes a prefix, d[:n]")
+        return bytes(self._buf[: max(index.stop, 0) << 4])
+
+    def __iter__(self) -> Iterator[bytes]:
+        buf = self._buf
+        for i in range(0, len(buf), 16):
+            yield bytes(buf[i : i + 16])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Digests):
+            return self._buf == other._buf
+        if isinstance(other, list):
+            return list(self) == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
 
 class HeaderTools:
@@ -196,10 +232,16 @@ class SurfaceFold:
     ``keep_messages=False`` is the lean fold of a caller that only checks (the
     validator, dsh's restore): a node keeps its type and only what a later rule
     can still look at (see :func:`_lean_payload`), so a log that never compacts
-    costs a few words per node instead of its messages; :meth:`messages` and
+    costs a few bytes per node instead of its messages (:attr:`nodes` is then an
+    ``array('q')``, not a list); :meth:`messages` and
     :meth:`node_info` are then unavailable.  With ``digests`` as well, each node keeps
     the 16-byte digest of its derived message's JSON text instead (what ``requests``
     compares), and :meth:`message_digests` stands in for :meth:`messages`.
+    ``note`` is what a caller that shows the surface keeps per node instead of its
+    message: ``note(seq, type, data)`` is called once per surface node as it is folded and
+    its result is held while the node is current (:meth:`node_notes`); the lean
+    ``dshlog surface`` keeps a row of the table this way, so a log that never compacts
+    costs a preview per node, not its messages.
     """
 
     def __init__(
@@ -210,17 +252,35 @@ class SurfaceFold:
         keep_replacements: bool = True,
         keep_messages: bool = True,
         digests: bool = False,
+        note: Callable[[int, str, Any], Any] | None = None,
     ) -> None:
         self.strict_unknown = strict_unknown
         self.check_messages = check_messages
         self.keep_replacements = keep_replacements
         self.keep_messages = keep_messages
         self.digests = digests and not keep_messages
+        self.note = note
         # A caller that runs check_event_data itself and folds only the events that pass
         # it (the validator) switches this off; the rules are deterministic, so skipping
         # them after a pass cannot change the outcome.
         self.check_data = True
-        self.nodes: list[int] = []
+        # The current nodes' seqs in surface order, and per node (the same position) its
+        # columns: what a node keeps is a few bytes in arrays, never an object of its own.
+        # The lean fold's seqs are an array too; the full fold's stay a list (its callers
+        # compare them with lists).
+        self.nodes: list[int] | array[int] = [] if keep_messages else array("q")
+        self._types = bytearray()  # type codes (_TYPES)
+        # full fold: the stored payload (the event's data; an assistant/message's without its stream)
+        self._payloads: list[Any] | None = [] if keep_messages else None
+        # lean fold: a tool result's rewrite key (the digest rule E compares), 16 bytes a node
+        self._keys = bytearray()
+        # lean fold: the data of a user message or tool result holding an image, by seq (rare)
+        self._whole: dict[int, Any] = {}
+        # digests: 16 bytes a node, and whether the node derives a message at all
+        self._digests = bytearray()
+        self._derives = bytearray()
+        # the caller's note of each node (only with ``note``)
+        self._notes: list[Any] = []
         # (seq, startSeq, endSeq, shadowed seqs); the seqs in an array, not as int objects.
         self._replacements: list[tuple[int, Any, Any, array[int]]] | deque[tuple[int, Any, Any, array[int]]] = (
             [] if keep_replacements else deque(maxlen=RECENT_REPLACEMENTS)
@@ -234,13 +294,12 @@ class SurfaceFold:
         self.shadowed_count = 0
         self.surface_event_count = 0
         self.unknown_types: dict[str, int] = {}  # tolerated (ignorable or non-strict) unknown types
-        self._node: dict[int, _Node] = {}
         # Derived messages of the current nodes; appends extend it, replacements
         # and projections drop it (rebuilt lazily), so asking for the messages
         # at every settlement of a long log stays linear.
         self._derived: list[dict[str, Any]] | None = [] if keep_messages else None
         # The lean fold's digests of the derived messages (``digests=True``), kept like _derived.
-        self._derived_digests: list[bytes] | None = [] if self.digests else None
+        self._derived_digests: Digests | None = Digests() if self.digests else None
         # request/header seq -> its header tools (developer/message checks need any earlier header).
         self._header_tools = HeaderTools()
 
@@ -289,6 +348,23 @@ class SurfaceFold:
             for seq, start, end, shadowed in self._replacements
         ]
 
+    def iter_replacements(self) -> Iterator[dict[str, Any]]:
+        """The records of :attr:`replacements` one at a time (a writer that streams holds one)."""
+        for seq, start, end, shadowed in self._replacements:
+            yield {"seq": seq, "start": start, "end": end, "shadowedSeqs": list(shadowed)}
+
+    def node_notes(self) -> Iterator[tuple[int, str, Any, dict[str, Any] | None]]:
+        """``(seq, type, note, projected message or None)`` of each current node, in surface order.
+
+        Needs a fold made with ``note``; a projected message (``image/offload``) is
+        the node's message now, so a caller notes it again from that.
+        """
+        if self.note is None:
+            raise RuntimeError("node_notes needs a fold made with a note")
+        projected = self.projected
+        for i, seq in enumerate(self.nodes):
+            yield seq, _TYPES[self._types[i]], self._notes[i], projected.get(seq) if projected else None
+
     def messages(self) -> list[dict[str, Any]]:
         """Derived messages of the current surface (SEMANTICS §3), the stored objects themselves.
 
@@ -298,15 +374,15 @@ class SurfaceFold:
             raise RuntimeError("a fold made with keep_messages=False keeps no messages")
         if self._derived is None:
             derived: list[dict[str, Any]] = []
-            for seq in self.nodes:
-                node = self._node[seq]
-                message = derive_message(node.type, node.payload, self.projected.get(seq))
+            payloads = cast("list[Any]", self._payloads)
+            for i, seq in enumerate(self.nodes):
+                message = derive_message(_TYPES[self._types[i]], payloads[i], self.projected.get(seq))
                 if message is not None:
                     derived.append(message)
             self._derived = derived
         return list(self._derived)
 
-    def message_digests(self) -> list[bytes]:
+    def message_digests(self) -> Digests:
         """Digests of the derived messages of the current surface (a ``digests=True`` fold).
 
         Equal exactly when the messages' JSON texts are (``JSON.stringify``, key order
@@ -318,13 +394,17 @@ class SurfaceFold:
             raise RuntimeError("message_digests needs a fold made with keep_messages=False, digests=True")
         if self._derived_digests is None:
             projected = self._projected_digests
-            derived: list[bytes] = []
-            for seq in self.nodes:
-                digest = projected.get(seq) if projected else None
-                if digest is None:
-                    digest = self._node[seq].digest
-                if digest is not None:
-                    derived.append(digest)
+            digests, derives = self._digests, self._derives
+            if not projected and derives.count(0) == 0:
+                derived = Digests(digests)
+            else:
+                derived = Digests()
+                for i, seq in enumerate(self.nodes):
+                    digest = projected.get(seq) if projected else None
+                    if digest is not None:
+                        derived.append(digest)
+                    elif derives[i]:
+                        derived.append(digests[i << 4 : (i + 1) << 4])
             self._derived_digests = derived
         return self._derived_digests
 
@@ -333,15 +413,16 @@ class SurfaceFold:
         if not self.keep_messages:
             raise RuntimeError("a fold made with keep_messages=False keeps no messages")
         out: list[dict[str, Any]] = []
-        for seq in self.nodes:
-            node = self._node[seq]
+        payloads = cast("list[Any]", self._payloads)
+        for i, seq in enumerate(self.nodes):
+            etype, payload = _TYPES[self._types[i]], payloads[i]
             projected = self.projected.get(seq)
-            message = projected if projected is not None else node.message()
-            derived = derive_message(node.type, node.payload, projected)
+            message = projected if projected is not None else message_of(etype, payload)
+            derived = derive_message(etype, payload, projected)
             out.append(
                 {
                     "seq": seq,
-                    "type": node.type,
+                    "type": etype,
                     "role": message.get("role") if isinstance(message, dict) else None,
                     "id": message.get("id") if isinstance(message, dict) else None,
                     "empty": derived is None,
@@ -379,17 +460,23 @@ class SurfaceFold:
             return commit_projection
         if op is None:
             return _noop
-        payload = self._payload(etype, event["data"])
+        data = event["data"]
+        code = _CODES[etype]
+        payload = key = None
+        if self.keep_messages:
+            payload = {"message": data.get("message") if isinstance(data, dict) else None} if etype == "assistant/message" else data
+        else:
+            payload, key = _lean_payload(etype, data)
+        note = self.note(seq, etype, data) if self.note is not None else None
         digest = None
         if self.digests:
-            derived = derive_message(etype, event["data"])
+            derived = derive_message(etype, data)
             digest = message_digest(derived) if derived is not None else None
         if op == "append":
 
             def commit_append() -> None:
                 self.nodes.append(seq)
-                node = _Node(etype, payload, digest)
-                self._node[seq] = node
+                self._add(seq, code, payload, key, digest, note)
                 self.surface_event_count += 1
                 if self._derived is not None:
                     message = derive_message(etype, payload)
@@ -401,11 +488,11 @@ class SurfaceFold:
             return commit_append
         start, end = op["startSeq"], op["endSeq"]
         a, b = self._locate(start, end)
-        shadowed = self.nodes[a : b + 1]
+        shadowed = list(self.nodes[a : b + 1])
         self._check_sources(event, seq, etype, shadowed)
         if etype == "tool/result":
-            self._check_tool_result_rewrite(event, shadowed)
-        if a == 0 and self.nodes and self._node[self.nodes[0]].type == "system/message":
+            self._check_tool_result_rewrite(event, shadowed, a)
+        if a == 0 and self.nodes and _TYPES[self._types[0]] == "system/message":
             if etype != "system/message" or len(shadowed) != 1:
                 raise SurfaceError(
                     "surface replace: node 0 holds the system prompt and may be rewritten only by a "
@@ -414,14 +501,20 @@ class SurfaceFold:
                 )
 
         def commit_replace() -> None:
-            self.nodes[a : b + 1] = [seq]
-            projected = self.projected
+            nodes = self.nodes
+            if isinstance(nodes, list):
+                nodes[a : b + 1] = [seq]
+            else:
+                nodes[a : b + 1] = array("q", (seq,))
+            projected, whole = self.projected, self._whole
             for old in shadowed:
-                del self._node[old]
+                if whole:
+                    whole.pop(old, None)
                 if projected:
                     projected.pop(old, None)  # a projection only ever applies to a current node
                     self._projected_digests.pop(old, None)
-            self._node[seq] = _Node(etype, payload, digest)
+            self._drop(a, b + 1)
+            self._add(seq, code, payload, key, digest, note, a)
             self.replace_generation += 1
             self.content_generation += 1
             self._derived = None
@@ -433,12 +526,54 @@ class SurfaceFold:
 
         return commit_replace
 
-    def _payload(self, etype: str, data: Any) -> Any:
-        if not self.keep_messages:
-            return _lean_payload(etype, data)
-        if etype == "assistant/message":
-            return {"message": data.get("message") if isinstance(data, dict) else None}
-        return data
+    def _add(self, seq: int, code: int, payload: Any, key: bytes | None, digest: bytes | None, note: Any,
+             at: int | None = None) -> None:
+        """Write a node's columns at position ``at`` (``None``: the end); its seq is placed already."""
+        if self._payloads is None and payload is not None:
+            self._whole[seq] = payload
+        if at is None:  # an append: the common case, without slice assignments
+            self._types.append(code)
+            if self._payloads is not None:
+                self._payloads.append(payload)
+            else:
+                self._keys += key if key is not None else _NO_DIGEST
+            if self.digests:
+                self._digests += digest if digest is not None else _NO_DIGEST
+                self._derives.append(digest is not None)
+            if self.note is not None:
+                self._notes.append(note)
+            return
+        i = at
+        self._types[i:i] = bytes((code,))
+        if self._payloads is not None:
+            self._payloads[i:i] = [payload]
+        else:
+            self._keys[i << 4 : i << 4] = key if key is not None else _NO_DIGEST
+        if self.digests:
+            self._digests[i << 4 : i << 4] = digest if digest is not None else _NO_DIGEST
+            self._derives[i:i] = b"\x01" if digest is not None else b"\x00"
+        if self.note is not None:
+            self._notes[i:i] = [note]
+
+    def _drop(self, start: int, stop: int) -> None:
+        """Remove the columns of the nodes at positions ``start`` to ``stop - 1``."""
+        del self._types[start:stop]
+        if self._payloads is not None:
+            del self._payloads[start:stop]
+        else:
+            del self._keys[start << 4 : stop << 4]
+        if self.digests:
+            del self._digests[start << 4 : stop << 4]
+            del self._derives[start:stop]
+        if self.note is not None:
+            del self._notes[start:stop]
+
+    def _message_at(self, i: int, seq: int) -> Any:
+        """The stored message of the node at position ``i`` (the lean fold keeps only those with an image)."""
+        etype = _TYPES[self._types[i]]
+        if self._payloads is not None:
+            return message_of(etype, self._payloads[i])
+        return message_of(etype, self._whole.get(seq))
 
     def _surface_op(self, event: dict[str, Any], seq: int, etype: str, known: bool, ignorable: bool) -> Any:
         """Rule A (marker eligibility): the event's op, or ``None`` for log-only."""
@@ -525,18 +660,19 @@ class SurfaceFold:
             )
         return a, b
 
-    def _check_tool_result_rewrite(self, event: dict[str, Any], shadowed: list[int]) -> None:
-        """Rule E: a tool/result may only rewrite the content of exactly one current tool/result."""
+    def _check_tool_result_rewrite(self, event: dict[str, Any], shadowed: list[int], a: int) -> None:
+        """Rule E: a tool/result may only rewrite the content of exactly one current tool/result (at position ``a``)."""
         seq = self.next_seq
         if len(shadowed) != 1:
             raise SurfaceError("tool/result surface replacement must rewrite exactly one current node", seq=seq)
-        original = self._node[shadowed[0]]
-        if original.type != "tool/result":
+        if _TYPES[self._types[a]] != "tool/result":
             raise SurfaceError("tool/result surface replacement must target a current tool/result", seq=seq)
-        if isinstance(original.payload, _RewriteKey):
-            same = original.payload == equality_digest(_blank_content(event["data"]))
+        if self._payloads is not None:
+            same = json_equal(_blank_content(self._payloads[a]), _blank_content(event["data"]))
+        elif shadowed[0] in self._whole:
+            same = json_equal(_blank_content(self._whole[shadowed[0]]), _blank_content(event["data"]))
         else:
-            same = json_equal(_blank_content(original.payload), _blank_content(event["data"]))
+            same = self._keys[a << 4 : (a + 1) << 4] == equality_digest(_blank_content(event["data"]))
         if not same:
             raise SurfaceError("tool/result surface replacement may change only content", seq=seq)
 
@@ -595,10 +731,11 @@ class SurfaceFold:
             tseq = target["seq"]
             if tseq in updates:
                 raise SurfaceError(f"image/offload: duplicate target seq {js_string(tseq)}", seq=seq)
-            node = self._node.get(tseq)
-            if node is None:
-                raise SurfaceError(f"image/offload: target seq {js_string(tseq)} is not a current surface node", seq=seq)
-            if node.type not in ("user/message", "tool/result"):
+            try:
+                at = self.nodes.index(tseq)
+            except ValueError:
+                raise SurfaceError(f"image/offload: target seq {js_string(tseq)} is not a current surface node", seq=seq) from None
+            if _TYPES[self._types[at]] not in ("user/message", "tool/result"):
                 raise SurfaceError(f"image/offload: target seq {js_string(tseq)} must be user/message or tool/result", seq=seq)
             previous = -1
             for idx in target["imageIndexes"]:
@@ -609,7 +746,7 @@ class SurfaceFold:
                 previous = idx
             current = self.projected.get(tseq)
             if current is None:
-                current = node.message()
+                current = self._message_at(at, tseq)
             updates[int(tseq)] = _offload_images(current, [int(i) for i in target["imageIndexes"]], seq)
         return updates
 
@@ -654,8 +791,8 @@ def _has_image(message: Any) -> bool:
     return False
 
 
-def _lean_payload(etype: str, data: Any) -> Any:
-    """What the lean fold keeps of a node's data: only what a later rule can read.
+def _lean_payload(etype: str, data: Any) -> tuple[Any, bytes | None]:
+    """What the lean fold keeps of a node's data: ``(whole data or None, rewrite key or None)``.
 
     Later events read a current node's payload in two rules only.  A ``tool/result``
     rewrite (rule E) compares everything but ``message.content``, so a tool result
@@ -666,16 +803,10 @@ def _lean_payload(etype: str, data: Any) -> Any:
     image block is kept whole.  Every other node keeps nothing but its type.
     """
     if etype == "user/message":
-        return data if _has_image(data) else None
+        return (data if _has_image(data) else None), None
     if etype == "tool/result":
-        return data if _has_image(message_of(etype, data)) else _RewriteKey(equality_digest(_blank_content(data)))
-    return None
-
-
-class _RewriteKey(bytes):
-    """The lean fold's stand-in for a tool result's data: the digest of all but its content."""
-
-    __slots__ = ()
+        return (data, None) if _has_image(message_of(etype, data)) else (None, equality_digest(_blank_content(data)))
+    return None, None
 
 
 def _blank_content(data: Any) -> Any:

@@ -6,9 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..ops.api import surface as surface_of
+from ..ops.surface import surface_rows
 from ..output.terminal import table
-from ..output.text import preview
 from .app import command_app
 from .common import (
     FileArg,
@@ -16,7 +15,7 @@ from .common import (
     JsonOpt,
     SelectOpt,
     UnknownOpt,
-    emit_json,
+    BatchedStdout,
     out,
     print_notes,
     reading,
@@ -44,14 +43,18 @@ def surface(
     Example: dshlog surface session.v4.jsonl --at 15
     """
     path = resolve(file)
-    view = surface_of(path, at=at, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path))
+    # the lean fold: a row per node, not its message; --messages reads the messages again as they are written
+    view = surface_rows(path, at=at, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path))
     if json_:
-        emit_json(view.as_dict(messages=messages))
+        batch = BatchedStdout()
+        for piece in view.json_pieces(messages=messages):
+            batch.write(piece)
+        batch.write(b"\n")
+        batch.flush()
         return
-    nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in view.nodes]
-    table(screen(), None, ["seq", "type", "role", "preview"], ([n["seq"], n["type"], (n["role"] or "") + (" (empty)" if n["empty"] else ""), n["preview"]] for n in nodes), justify={0: "right"})
-    out(f"nodes: {[n['seq'] for n in nodes]}")
+    table(screen(), None, ["seq", "type", "role", "preview"], ([n.seq, n.type, (n.role or "") + (" (empty)" if n.empty else ""), n.preview] for n in view.rows()), justify={0: "right"})
+    out(f"nodes: {[n.seq for n in view.rows()]}")
     out(f"roles: {', '.join(str(r) for r in view.roles)}")
-    for r in view.replacements:
+    for r in view.replacements():
         out(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
     print_notes(view)

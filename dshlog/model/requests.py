@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..protocol.jsjson import dumps as _dumps
 
 from dshlog.errors import CorruptLog, UsageError
-from dshlog.check.surface import SETTLEMENT_TYPES, HeaderTools, SurfaceFold, json_equal
+from dshlog.check.surface import SETTLEMENT_TYPES, Digests, HeaderTools, SurfaceFold, json_equal
 
 # Reasons a request may not extend its predecessor, most specific first.
 REASON_COMPACTION = "compaction replace"
@@ -526,7 +526,7 @@ class RequestBuilder:
             raise self._missing_header()
         return self.surface.messages()
 
-    def message_digests(self, *, require_header: bool = True) -> list[bytes]:
+    def message_digests(self, *, require_header: bool = True) -> Digests:
         """:meth:`messages` as digests, same checks (a lean builder; see
         :meth:`~dshlog.check.surface.SurfaceFold.message_digests` for how long the list holds)."""
         if self.header is None and require_header:
@@ -622,7 +622,7 @@ def iter_requests(
     reference to the previous request's digest list and its length are retained.
     """
     builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown, lean=True)
-    previous: list[bytes] | None = None
+    previous: Digests | None = None
     previous_count = 0
     previous_header: dict[str, Any] | None = None
     previous_generation = -1

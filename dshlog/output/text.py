@@ -38,7 +38,7 @@ import re
 import unicodedata
 from datetime import UTC, datetime
 
-from ..model.content import PREVIEW, TextRule, message_text
+from ..model.content import PREVIEW, TextRule, content_pieces, message_text
 from ..protocol.jsjson import stringify as js_quote
 
 __all__ = [
@@ -110,9 +110,38 @@ def quoted_preview(text: str, limit: int) -> str:
     return cut(js_quote(text), limit)
 
 
+#: Characters of a message's text a preview gathers before it tries the cut on them.
+_PREVIEW_PREFIX = 1024
+
+
 def preview(message: object, limit: int = 60, rule: TextRule = PREVIEW) -> str:
-    """Short one-line preview of a message (newlines flattened), at most ``limit`` columns, ``…`` when cut."""
-    return cut(" ".join(message_text(message, rule).split("\n")), limit)
+    """Short one-line preview of a message (newlines flattened), at most ``limit`` columns, ``…`` when cut.
+
+    ``surface`` previews every surface event of a log as it is folded, so a preview
+    must not cost the whole text of a long tool output.  The text is gathered piece by
+    piece only until it is past ``_PREVIEW_PREFIX`` characters; :func:`cut` decides
+    from the characters it keeps (plus one), so when it cuts that prefix it cuts the
+    whole text at the same place.  Only when it keeps the whole prefix (a run of
+    zero-width characters) is the whole text gathered.
+    """
+    content = message.get("content") if isinstance(message, dict) else None
+    parts: list[str] = []
+    size = 0
+    for _, piece in content_pieces(content, rule):
+        if not piece:
+            continue
+        if parts and rule.separator:
+            parts.append(rule.separator)
+            size += len(rule.separator)
+        parts.append(piece)
+        size += len(piece)
+        if size > _PREVIEW_PREFIX:
+            prefix = "".join(parts)[:_PREVIEW_PREFIX].replace("\n", " ")
+            short = cut(prefix, limit)
+            if short != prefix:
+                return short
+            return cut(message_text(message, rule).replace("\n", " "), limit)
+    return cut("".join(parts).replace("\n", " "), limit)
 
 
 def human_bytes(n: int | None) -> str:

@@ -56,7 +56,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -65,9 +65,11 @@ from .values import MAX_SAFE_INTEGER
 
 __all__ = [
     "UNDEFINED",
+    "Items",
     "JsonError",
     "dumps",
     "dumps_pretty",
+    "pretty_pieces",
     "iter_array",
     "top_level_keys",
     "format_number",
@@ -409,6 +411,45 @@ def dumps_pretty(obj: Any, indent: int = 2) -> bytes:
         if search(out) is not None:
             return _fix_floats(out)
     return out
+
+
+class Items:
+    """A JSON array given as an iterable, for :func:`pretty_pieces` to write item by item.
+
+    A document of many thousand rows (``surface --json`` of a log that never
+    compacts) then never exists whole: each item is made, written and dropped.
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = items
+
+
+def pretty_pieces(doc: dict[str, Any]) -> Iterator[bytes]:
+    """``JSON.stringify(doc, null, 2)`` in pieces whose concatenation is :func:`dumps_pretty`'s bytes.
+
+    ``doc``'s values may be :class:`Items`, written as the arrays they yield.  A
+    nested value's pretty text is its own with every newline indented one level
+    further, which is exact because no JSON string holds a raw newline.
+    """
+    keys = _js_key_order(doc)
+    if not keys:
+        yield b"{}"
+        return
+    yield b"{"
+    for i, key in enumerate(keys):
+        yield (b",\n  " if i else b"\n  ") + dumps(key) + b": "
+        value = doc[key]
+        if not isinstance(value, Items):
+            yield dumps_pretty(value).replace(b"\n", b"\n  ")
+            continue
+        first = True
+        for item in value.items:
+            yield (b"[\n    " if first else b",\n    ") + dumps_pretty(item).replace(b"\n", b"\n    ")
+            first = False
+        yield b"[]" if first else b"\n  ]"
+    yield b"\n}"
 
 
 # --------------------------------------------------------------------------------------

@@ -543,7 +543,8 @@ class SessionLog:
         for events, _obj, _raw, _loc in self._rows(runs=self.version <= 1):
             yield from events
 
-    def v4(self, *, child_facts: list[dict[str, Any]] | None = None, runs: bool = True, allow_unknown: bool = False) -> V4View:
+    def v4(self, *, child_facts: list[dict[str, Any]] | None = None, runs: bool = True, allow_unknown: bool = False,
+           restore: bool = True) -> V4View:
         """The v4 view: what dsh holds after opening the log (older logs migrated in memory).
 
         Nothing is read until the view is iterated; its :attr:`V4View.header` needs
@@ -553,11 +554,14 @@ class SessionLog:
         path the compact one (each row one :class:`PackedRun`, as dsh passes it) must
         equal; it exists for the tests that prove that.  ``allow_unknown``: the
         restore lets unknown event types without ``ignorable`` pass (``--allow-unknown``;
-        dsh refuses them).
+        dsh refuses them).  ``restore=False`` reads a strict log's rows as dsh does but
+        leaves out the restore: only for a second reading of a log whose whole view this
+        process has already taken, where dsh's decision is known (``surface --messages``
+        reading its messages again).
         """
         if self.version > CURRENT_VERSION:
             raise UnsupportedVersion(newer_version(self.session_id, self.version, CURRENT_VERSION), path=self.path, loc=self.header_loc)
-        return V4View(self, child_facts, runs, allow_unknown=allow_unknown)
+        return V4View(self, child_facts, runs, allow_unknown=allow_unknown, restore=restore)
 
     @property
     def projection(self) -> bool:
@@ -737,8 +741,10 @@ class V4View:
     which does) whether dsh would refuse the log: dsh's refusal then wins.
     """
 
-    def __init__(self, log: SessionLog, child_facts: list[dict[str, Any]] | None, runs: bool = True, *, allow_unknown: bool = False) -> None:
+    def __init__(self, log: SessionLog, child_facts: list[dict[str, Any]] | None, runs: bool = True, *,
+                 allow_unknown: bool = False, restore: bool = True) -> None:
         self._log = log
+        self._restore = restore
         self._allow_unknown = allow_unknown
         self._child_facts = child_facts
         self._runs = runs
@@ -790,7 +796,7 @@ class V4View:
     def _restored(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
         """The source, with dsh's v4 restore over it (dsh's view only)."""
         pairs = self._source()
-        if not self.dsh:
+        if not self.dsh or not self._restore:
             yield from pairs
             return
         log = self._log

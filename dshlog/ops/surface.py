@@ -1,0 +1,213 @@
+"""``dshlog surface`` in memory that follows the surface's length, not its messages.
+
+The library's :func:`~dshlog.ops.api.surface` returns every current message (a
+:class:`~dshlog.ops.results.SurfaceView`); on a log that never compacts that is
+every message of the log.  The command prints far less: per node its seq, type,
+role, id, whether it derives a message, and a 60-column preview.  So the command's
+fold is the lean checking fold (``keep_messages=False``, dsh's checks unchanged)
+with a *note* per node: the row it prints, made from the event as it is folded and
+dropped when the node is shadowed.  Only ``--json --messages`` needs the messages
+themselves; they are read again from the log when they are written (a second
+pass through the same dsh view, in seq order, put in surface order through a
+buffer that holds only the nodes a replacement placed before older ones), and the
+JSON document is written piece by piece (:func:`~dshlog.protocol.jsjson.pretty_pieces`).
+A stream (``-``) cannot be read twice, so there the fold keeps the messages.
+The bytes printed are those of the library's view (a test compares them).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any, NamedTuple
+
+from ..check.problems import Problem
+from ..check.surface import SurfaceFold, derive_message
+from ..errors import CorruptLog, UsageError
+from ..output.jsondoc import SHAPE
+from ..output.text import preview
+from ..protocol.jsjson import Items, pretty_pieces
+from ..protocol.vocabulary import message_of
+from ..read.session import SessionLog
+from .sessions import located, open_target
+
+__all__ = ["NodeRow", "Note", "SurfaceRows", "command_fold", "node_note", "surface_rows"]
+
+
+class NodeRow(NamedTuple):
+    """What ``surface`` prints of one current node (``--json``'s node object, in its key order)."""
+
+    seq: int
+    type: str
+    role: Any
+    id: Any
+    empty: bool
+    preview: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "type": self.type, "role": self.role, "id": self.id, "empty": self.empty,
+                "preview": self.preview}
+
+
+#: What the fold keeps of a node for its row (seq and type are the fold's own): UTF-8 bytes,
+#: ``0``/``1`` (empty) + role + NUL + id + NUL + preview, when role and id are strings
+#: without a NUL (every real log); else the tuple (role, id, empty, preview).
+Note = bytes | tuple[Any, Any, bool, str]
+
+
+def _facts(message: Any, empty: bool) -> tuple[Any, Any, bool, str]:
+    """The printed facts of a node's current message (as ``SurfaceFold.node_info`` words them)."""
+    if isinstance(message, dict):
+        return message.get("role"), message.get("id"), empty, preview(message)
+    return None, None, empty, preview(message)
+
+
+def node_note(seq: int, etype: str, data: Any) -> Note:
+    """The fold's note of a node (``SurfaceFold(note=...)``): its row's facts, made while the event is at hand.
+
+    Packed into one ``bytes`` where it can be: a tuple, its id and its preview were three
+    objects, some 270 bytes a node (a cut preview ends in ``…``, so its ``str`` takes two
+    bytes a character); the UTF-8 bytes take about half.  ``surrogatepass`` keeps a lone
+    surrogate of the text as it is, both ways.
+    """
+    role, id_, empty, text = _facts(message_of(etype, data), derive_message(etype, data) is None)
+    if type(role) is str and type(id_) is str and "\0" not in role and "\0" not in id_:
+        return (("1" if empty else "0") + role + "\0" + id_ + "\0" + text).encode("utf-8", "surrogatepass")
+    return role, id_, empty, text
+
+
+def _unpack(note: Note) -> tuple[Any, Any, bool, str]:
+    """A note's facts (:func:`node_note`)."""
+    if isinstance(note, tuple):
+        return note
+    role, id_, text = note[1:].decode("utf-8", "surrogatepass").split("\0", 2)
+    return sys.intern(role), id_, note[:1] == b"1", text
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceRows:
+    """The lean ``dshlog surface``: a row per current node, the replacements, and the messages on demand.
+
+    The rows are made from the fold each time they are asked for (a few hundred
+    bytes a node stay in the fold, never a list of rows beside them).
+    """
+
+    fold: SurfaceFold
+    #: opens the log again to read the derived messages (``None``: the fold kept them)
+    reread: Callable[[], SessionLog] | None
+    allow_unknown: bool
+    notes: tuple[Problem, ...] = ()
+    path: str = ""
+    suppressed: Mapping[str, int] = field(default_factory=dict)
+
+    def rows(self) -> Iterator[NodeRow]:
+        """The current nodes' rows, in surface order."""
+        for seq, etype, note, projected in self.fold.node_notes():
+            # a projected message (image/offload) is the node's message now, and derives one
+            role, id_, empty, text = _unpack(note) if projected is None else _facts(projected, False)
+            yield NodeRow(seq, etype, role, id_, empty, text)
+
+    @property
+    def roles(self) -> list[Any]:
+        """The derived messages' roles, in surface order (a node that derives none has no role here)."""
+        return [r.role for r in self.rows() if not r.empty]
+
+    def replacements(self) -> Iterator[dict[str, Any]]:
+        return self.fold.iter_replacements()
+
+    def messages(self) -> Iterator[dict[str, Any]]:
+        """The derived messages of the surface, in surface order (the library view's ``messages``)."""
+        if self.reread is None:
+            yield from self.fold.messages()
+            return
+        yield from _reread_messages(self.reread, self.allow_unknown, self.rows(), self.fold.projected)
+
+    def json_pieces(self, *, messages: bool = False) -> Iterator[bytes]:
+        """``surface --json`` (``messages``: ``--messages`` too) as pieces of :func:`dumps_pretty`'s bytes."""
+        doc: dict[str, Any] = {"shape": SHAPE, "nodes": Items(r.as_dict() for r in self.rows()), "roles": self.roles,
+                               "replacements": Items(self.replacements())}
+        if messages:
+            doc["messages"] = Items(self.messages())
+        return pretty_pieces(doc)
+
+
+def _reread_messages(reopen: Callable[[], SessionLog], allow_unknown: bool, rows: Iterable[NodeRow],
+                     projected: Mapping[int, Any]) -> Iterator[dict[str, Any]]:
+    """The messages of the non-empty ``rows`` from a second pass over the log, in the rows' order.
+
+    The log yields them in seq order; a node a replacement placed before older ones
+    is held until the older ones before it in the surface are written.
+    """
+    order = array("q")  # the seqs of the nodes that derive a message, in surface order
+    types = bytearray()  # and the type of each (an index into type_names)
+    type_names: list[str] = []
+    for r in rows:
+        if not r.empty:
+            order.append(r.seq)
+            if r.type not in type_names:
+                type_names.append(r.type)
+            types.append(type_names.index(r.type))
+    if not order:
+        return
+    by_seq = sorted(range(len(order)), key=order.__getitem__)
+    places = array("q", by_seq)  # k-th smallest seq -> its place among the messages
+    del by_seq
+    pending: dict[int, dict[str, Any]] = {}
+    written = found = 0
+    # dsh's decision on this log is known (the fold's pass took its whole view): the rows are
+    # read as dsh reads them, without the restore, and only as far as the last message
+    with reopen() as log, located(log.path):
+        for event in log.v4(allow_unknown=allow_unknown, restore=False):
+            seq = event.get("seq")
+            k = places[found]
+            if seq != order[k]:
+                continue
+            etype = type_names[types[k]]
+            message = derive_message(event["type"], event["data"], projected.get(seq))
+            if event["type"] != etype or message is None:
+                raise CorruptLog(f"the log changed while it was read: seq {seq} is no longer a {etype}", seq=seq)
+            found += 1
+            if k != written:
+                pending[k] = message
+            else:
+                yield message
+                written += 1
+                while written in pending:
+                    yield pending.pop(written)
+                    written += 1
+            if found == len(order):
+                break
+    if written != len(order):
+        raise CorruptLog("the log changed while it was read: surface nodes are missing from it")
+
+
+def command_fold(*, strict_unknown: bool = True, keep_messages: bool = False) -> SurfaceFold:
+    """The fold ``surface`` makes: dsh's checks, every replacement record, a row's facts per node."""
+    return SurfaceFold(strict_unknown=strict_unknown, keep_messages=keep_messages, note=node_note)
+
+
+def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow_unknown: bool = False,
+                 select: str | None = None, format_version: int | None = None,
+                 system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
+                 parallel: bool = False) -> SurfaceRows:
+    """Fold the log (or its prefix up to seq ``at``) keeping the printed row of each node, not its message."""
+
+    def reopen() -> SessionLog:
+        return open_target(target, select=select, format_version=format_version,
+                           system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel)
+
+    state = command_fold(strict_unknown=not allow_unknown, keep_messages=stream is not None)
+    with reopen() as log:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
+            if at is None or at >= 0:
+                for event in view:
+                    state.apply(event)
+                    if at is not None and state.next_seq > at:
+                        break
+        if at is not None and state.next_seq <= at:
+            raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
+        return SurfaceRows(state, reopen if stream is None else None, allow_unknown, tuple(log.notes), log.path,
+                           log.notes.suppressed())
