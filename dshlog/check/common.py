@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left
-from typing import Any, TypeGuard
+from collections.abc import Iterable
+from typing import Annotated, Any, TypeGuard
 
-__all__ = ["DECIMAL", "is_record", "nonempty_str", "seq_in"]
+import msgspec
+
+__all__ = ["DECIMAL", "NonEmptyStr", "is_record", "nonempty_str", "seq_in", "typed_one_of", "typed_none_of"]
 
 #: A canonical decimal counter as dsh writes it in closer ids (JS ``/^(0|[1-9]\d*)$/``).
 #: Use ``fullmatch``: a Python ``$`` would also match before a trailing newline.
@@ -27,3 +30,23 @@ def seq_in(seqs: array[int], seq: Any) -> bool:
     """Membership in an ascending ``array('q')`` of seqs (``seq`` may be an integral float)."""
     i = bisect_left(seqs, seq)
     return i < len(seqs) and seqs[i] == seq
+
+
+# --------------------------------------------------------------------------- typed-decoder pieces
+
+#: A string :func:`nonempty_str` accepts, as a msgspec type.
+NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
+
+
+def _alternatives(values: Iterable[str]) -> str:
+    return "(?:" + "|".join(map(re.escape, sorted(values))) + ")"
+
+
+def typed_one_of(values: Iterable[str]) -> Any:
+    """A string equal to one of ``values`` (the set's owner stays the vocabulary), as a msgspec type."""
+    return Annotated[str, msgspec.Meta(pattern="^" + _alternatives(values) + r"\Z")]
+
+
+def typed_none_of(values: Iterable[str]) -> Any:
+    """A string equal to none of ``values``, as a msgspec type."""
+    return Annotated[str, msgspec.Meta(pattern="^(?!" + _alternatives(values) + r"\Z)")]
