@@ -26,6 +26,7 @@ import pytest
 from conftest import corpus_files, load_bench_script, requires_corpus
 
 from dshlog.check.admission import _TYPED_DATA, check_data, typed_clean
+from dshlog.check.data import check_event_data
 from dshlog.check.problems import Problem
 from dshlog.check.streams import check_stream, check_stream_blocks, stream_clean
 from dshlog.check.validate import Validator
@@ -85,8 +86,11 @@ _REMOVED, _ADDED = "<removed>", "<unknown key added>"
 
 
 def _data_problems(etype: str, data: Any) -> list[Problem]:
+    """What the rules a proof stands for find: the shared data rules, then the admission's."""
     found: list[Problem] = []
-    check_data(etype, {"type": etype, "seq": 5, "time": 0, "data": data}, data, 5, _List(found))
+    event = {"type": etype, "seq": 5, "time": 0, "data": data}
+    check_event_data(event, f'session event "{etype}" at seq 5', _List(found))
+    check_data(etype, event, data, 5, _List(found))
     return found
 
 

@@ -32,7 +32,7 @@ from .problems import Problem, Reporter, Severity
 from .shapes import check_content, check_identified, check_role, check_settlement, check_typed_source
 from .streams import check_stream, check_stream_blocks, stream_clean
 
-__all__ = ["check_data", "check_request_header"]
+__all__ = ["check_data", "check_request_header", "typed_clean"]
 
 _NOT_STARTED_ERROR = CLOSER_ERROR[False]
 _FORKED_PREFIX = closer_message_prefix("forked", "")[:-1]  # "forked-tool-result-"
@@ -260,8 +260,9 @@ def _check_fork_result(event: dict[str, Any], data: dict[str, Any], message: dic
 # --------------------------------------------------------------------------- typed decoders
 
 # The data of the most common event types as msgspec shapes: a value they accept is one every
-# rule of :func:`check_data` for its type passes silently (the converse need not hold: a
-# stricter shape only sends an event to the exact rules).  Each shape is written next to the
+# rule of :func:`check_data` and of the shared data rules (``data.check_event_data``) for its
+# type passes silently (the converse need not hold: a stricter shape only sends an event to
+# the exact rules).  Each shape is written next to the
 # rules it mirrors and from their sets; tests/test_typed.py mutates every field of real events
 # and requires "accepted => no problem".
 
@@ -275,10 +276,9 @@ def _optional(name: str, shape: Any) -> tuple[str, Any, Any]:
     return (name, shape | msgspec.UnsetType, msgspec.UNSET)
 
 
-#: check_blocks: an object with a string type, not a released wrapper (tool changes: the shared rule's)
-_BLOCK = _shape("block", [("type", typed_none_of({"tool-result"}))])
-#: check_blocks with tool changes: neither a wrapper nor a tool change
-_SLOT_BLOCK = _shape("slot-block", [("type", typed_none_of({"tool-result", *TOOL_CHANGE_BLOCKS}))])
+#: check_blocks: an object with a string type, neither a released wrapper nor a tool change
+#: (outside a developer message the shared rule refuses those, so no shape lets one pass)
+_BLOCK = _shape("block", [("type", typed_none_of({"tool-result", *TOOL_CHANGE_BLOCKS}))])
 #: check_producer_source: a nonempty kind that is not the retired plugin
 _PRODUCER = _shape("producer-source", [("kind", typed_none_of({"", "plugin"}))])
 #: check_typed_source for assistant/message: a model source with provider and model
@@ -302,7 +302,7 @@ def _message(name: str, role: str, source: Any, blocks: Any) -> type[msgspec.Str
 _SLOT_MESSAGE = _shape("slot-message", [
     ("source", _PRODUCER),
     _optional("role", typed_none_of({"developer"})),
-    _optional("content", list[_SLOT_BLOCK]),  # type: ignore[valid-type]
+    _optional("content", list[_BLOCK]),  # type: ignore[valid-type]
 ])
 _POSITIVE_TURN = [("turn", TypedPositive)]
 _POSITIVE_STEP = [("turn", TypedPositive), ("step", TypedPositive)]
@@ -349,7 +349,12 @@ _TYPED_DATA: dict[str, Any] = {
 
 
 def typed_clean(etype: str, data: Any) -> bool:
-    """Whether :func:`check_data` certainly reports nothing for this data of a known ``etype``.
+    """Whether :func:`check_data` and ``check_event_data`` certainly report nothing for this data.
+
+    ``etype`` is a known v4 type (an unknown one is never proven): the roles the
+    shapes demand are not ``developer``, the blocks they let pass are no tool
+    changes, a proven ``tool/result`` has no error metadata, so the shared rules
+    have nothing to say either.
 
     For a JSON value only (``jsjson.loads``'s: msgspec takes a tuple for an array).
     ``False`` means "not proven": the exact rules run and word what they find.
@@ -416,8 +421,9 @@ def check_request_header(data: Any, index: int, report: Reporter) -> None:
 def check_data(etype: str, event: dict[str, Any], data: Any, index: int, report: Reporter, *, typed: bool = False) -> None:  # noqa: C901
     """``validate``'s per-type data rules for a known event (beyond :func:`check_event_data`).
 
-    ``typed``: the event is a JSON value (``jsjson.loads``'s), so the typed decoders
-    may prove a part clean and skip its rules (they would report nothing).
+    ``typed``: the event is a JSON value (``jsjson.loads``'s), so the typed stream
+    decoder may prove a settlement's stream clean and skip its rules (they would
+    report nothing).  The whole data is :func:`typed_clean`'s, which the caller asks first.
     """
     subject = f"{etype} at seq {index}"
 
@@ -426,8 +432,6 @@ def check_data(etype: str, event: dict[str, Any], data: Any, index: int, report:
 
     if etype == "request/header":
         check_request_header(data, index, report)
-        return
-    if typed and typed_clean(etype, data):
         return
     if not isinstance(data, dict):
         if etype in OBJECT_DATA_TYPES:

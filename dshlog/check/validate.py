@@ -28,7 +28,7 @@ from typing import Any
 from ..errors import DshlogError, InternalError
 from ..protocol import vocabulary as vocab
 from ..protocol.values import has_placeholder
-from .admission import check_data
+from .admission import check_data, typed_clean
 from .data import check_event_data
 from .envelope import check_envelope, invalid_envelope, well_formed
 from .header import CwdPlatform, validate_header
@@ -189,6 +189,9 @@ class Validator:
     def _check_data(self, etype: str, event: dict[str, Any], data: Any, idx: int) -> bool:
         """Every data rule of a known event; returns whether dsh's shared rules passed (the fold may see it)."""
         report = self._report
+        if self.typed and typed_clean(etype, data):
+            self.ownership.check(etype, data, idx, report)  # a proven data is an object
+            return True
         shared = self._data
         shared.clear()
         check_event_data(event, f'session event "{etype}" at seq {idx}', shared)
