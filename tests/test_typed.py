@@ -1,8 +1,9 @@
 """The typed decoders decide nothing of their own: the fast validator finds exactly what the rules find.
 
 ``Validator(json_values=True)`` lets msgspec shapes (``check/streams.py``
-``stream_clean``, ``check/admission.py`` ``typed_clean``) prove a clean event's data
-in C and skips the Python rules that would report nothing.  A shape is a second
+``stream_clean``, ``check/admission.py`` ``typed_clean`` and ``typed_event``, the
+latter with ``check/envelope.py``'s envelope) prove a clean event in C and skips
+the Python rules that would report nothing.  A shape is a second
 description of its rules, so these tests hold the two together:
 
 * every field of real events, mutated (removed, retyped, out of bounds, emptied,
@@ -25,8 +26,9 @@ from typing import Any
 import pytest
 from conftest import corpus_files, load_bench_script, requires_corpus
 
-from dshlog.check.admission import _TYPED_DATA, check_data, typed_clean
+from dshlog.check.admission import _TYPED_DATA, check_data, typed_clean, typed_event
 from dshlog.check.data import check_event_data
+from dshlog.check.envelope import check_envelope, well_formed
 from dshlog.check.problems import Problem
 from dshlog.check.streams import check_stream, check_stream_blocks, stream_clean
 from dshlog.check.validate import Validator
@@ -40,7 +42,8 @@ from dshlog.read.session import open_session
 _VALUES: list[Any] = [
     None, True, False, 0, 1, -1, 1.0, 0.5, -0.0, MAX_SAFE_INTEGER, MAX_SAFE_INTEGER + 1, -MAX_SAFE_INTEGER,
     -MAX_SAFE_INTEGER - 1, 2**70, "", "x", "tool-result", "tool-addition", "tool-removal", "developer", "plugin",
-    "model", "tool", "user", "assistant", "chunk", "text-chunks", "tool-call-chunks", "completed", [], [1], ["x"],
+    "model", "tool", "user", "assistant", "chunk", "text-chunks", "tool-call-chunks", "completed", "step/start",
+    "tool/call", "assistant/attempt", "turn/end", [], [1], ["x"],
     [{}], {}, {"type": "text"}, {"type": "tool-result"}, {"kind": "tool", "callId": "c"},
 ]
 
@@ -173,6 +176,27 @@ def test_a_shape_accepts_only_what_its_rules_pass(etype: str, samples: dict[str,
                 accepted += 1
                 assert not _data_problems(etype, mutated), f"{etype}: {path!r} = {value!r} accepted by the shape, refused by the rules"
     assert tried > 50 and accepted > 0
+
+
+@requires_corpus
+def test_the_event_shape_is_the_envelope_rule_and_the_data_rules(samples: dict[str, list[Any]]) -> None:
+    """``typed_event``: the envelope (every key, each value) and the data, mutated together."""
+    tried = accepted = 0
+    for etype, datas in samples.items():
+        event = {"type": etype, "seq": 7, "time": 1790000000000, "data": datas[0]}
+        for base in (event, {**event, "ignorable": True, "surfaceOp": "append", "sourceEventSeqs": [1]}):
+            for path, value, mutated in _mutations(base):
+                if path[:1] == ("data",) and len(path) > 2:
+                    continue  # the data's own fields: test_a_shape_accepts_only_what_its_rules_pass
+                for seq in (7, 8):
+                    tried += 1
+                    if typed_event(mutated, seq):
+                        accepted += 1
+                        found: list[Problem] = []
+                        check_envelope(mutated, seq, _List(found))
+                        assert well_formed(mutated, seq) and not found, f"{etype}: {path!r} = {value!r} at {seq}"
+                        assert not _data_problems(mutated["type"], mutated["data"]), f"{etype}: {path!r} = {value!r}"
+    assert tried > 1000 and accepted > 20
 
 
 def _streams(limit: int = 40) -> list[list[Any]]:

@@ -27,12 +27,13 @@ from ..protocol.vocabulary import (
     TOOL_CHANGE_BLOCKS,
     TURN_END_KINDS,
 )
-from .common import DECIMAL, NonEmptyStr, is_record, nonempty_str, typed_none_of, typed_one_of
+from .common import DECIMAL, NonEmptyStr, is_record, nonempty_str, typed_converter, typed_none_of, typed_one_of
+from .envelope import typed_envelope
 from .problems import Problem, Reporter, Severity
 from .shapes import check_content, check_identified, check_role, check_settlement, check_typed_source
-from .streams import check_stream, check_stream_blocks, stream_clean
+from .streams import STREAM_SHAPE, check_stream, check_stream_blocks, runs_aligned, stream_clean
 
-__all__ = ["check_data", "check_request_header", "typed_clean"]
+__all__ = ["check_data", "check_request_header", "typed_clean", "typed_event"]
 
 _NOT_STARTED_ERROR = CLOSER_ERROR[False]
 _FORKED_PREFIX = closer_message_prefix("forked", "")[:-1]  # "forked-tool-result-"
@@ -326,11 +327,11 @@ _TOOL_RESULT_DATA = _shape("tool-result-data", [
 ])
 _ASSISTANT_DATA = _shape("assistant-message-data", [
     *_POSITIVE_STEP,
-    ("stream", list[Any]),
+    ("stream", STREAM_SHAPE),
     ("message", _message("assistant-message", "assistant", _MODEL_SOURCE, _ASSISTANT_BLOCKS)),
     _optional("interrupted", Literal[True]),
 ])
-_ATTEMPT_DATA = _shape("assistant-attempt-data", [*_POSITIVE_STEP, ("stream", list[Any])])
+_ATTEMPT_DATA = _shape("assistant-attempt-data", [*_POSITIVE_STEP, ("stream", STREAM_SHAPE)])
 _INBOX_DATA = _shape("inbox-data", [_optional("inserted", list[_SLOT_MESSAGE])])  # type: ignore[valid-type]
 
 #: event type -> the shape of its data, for the types the typed decoder decides
@@ -348,30 +349,46 @@ _TYPED_DATA: dict[str, Any] = {
 }
 
 
+#: the typed events: each type's envelope with its data shape, one tagged union (one C call per event)
+_TYPED_EVENT = typed_converter(Union[tuple(typed_envelope(etype, shape) for etype, shape in _TYPED_DATA.items())])  # noqa: UP007 - a union built from a tuple
+
+
 def typed_clean(etype: str, data: Any) -> bool:
     """Whether :func:`check_data` and ``check_event_data`` certainly report nothing for this data.
 
     ``etype`` is a known v4 type (an unknown one is never proven): the roles the
     shapes demand are not ``developer``, the blocks they let pass are no tool
     changes, a proven ``tool/result`` has no error metadata, so the shared rules
-    have nothing to say either.
-
-    For a JSON value only (``jsjson.loads``'s: msgspec takes a tuple for an array).
-    ``False`` means "not proven": the exact rules run and word what they find.
+    have nothing to say either.  For a JSON value only (``jsjson.loads``'s: msgspec
+    takes a tuple for an array).  ``False`` means "not proven": the exact rules run
+    and word what they find.
     """
     shape = _TYPED_DATA.get(etype)
     if shape is None:
         return False
     try:
-        msgspec.convert(data, shape)
+        proven = msgspec.convert(data, shape)
     except msgspec.ValidationError:
         return False
-    # the cross-field rules no shape can say
+    return _cross_fields(etype, data, proven)
+
+
+def typed_event(event: Any, seq: int) -> bool:
+    """:func:`typed_clean` of the event's data and ``envelope.well_formed(event, seq)``, in one conversion."""
+    try:
+        proven = _TYPED_EVENT(event)
+    except msgspec.ValidationError:
+        return False
+    return event["seq"] == seq and _cross_fields(event["type"], event["data"], proven.data)
+
+
+def _cross_fields(etype: str, data: dict[str, Any], proven: Any) -> bool:
+    """The rules no shape can say, of data a shape accepted (``proven``, the converted data)."""
     if etype == "tool/result":
         message = data["message"]
         return "error" not in data and message["source"]["callId"] == message["toolCallId"]
     if etype in SETTLEMENT_TYPES:
-        return stream_clean(data["stream"])
+        return runs_aligned(proven.stream)
     return True
 
 

@@ -26,10 +26,10 @@ import msgspec
 
 from ..protocol.values import MAX_SAFE_INTEGER, TypedCount, TypedSafeInt, is_count, is_safe_integer
 from ..protocol.vocabulary import TOOL_CHANGE_BLOCKS
-from .common import NonEmptyStr, nonempty_str, typed_none_of
+from .common import NonEmptyStr, nonempty_str, typed_converter, typed_none_of
 from .problems import Problem, Reporter
 
-__all__ = ["check_stream", "check_stream_blocks", "check_stream_record", "stream_clean"]
+__all__ = ["STREAM_SHAPE", "check_stream", "check_stream_blocks", "check_stream_record", "runs_aligned", "stream_clean"]
 
 _STR_ONLY = frozenset((str,))
 _INT_ONLY = frozenset((int,))
@@ -86,7 +86,20 @@ def _record_shape(kind: str, keys: frozenset[str], optional: frozenset[str] = fr
 _CHUNK_RECORD = _record_shape("chunk", _CHUNK_KEYS)
 _TOOL_RUN = _record_shape("tool-call-chunks", _TOOL_RUN_NAMED_KEYS, frozenset({"name"}))
 _RECORDS = (_CHUNK_RECORD, _record_shape("text-chunks", _TEXT_RUN_KEYS), _record_shape("reasoning-chunks", _TEXT_RUN_KEYS), _TOOL_RUN)
-_STREAM: Any = list[Union[_RECORDS]]  # type: ignore[valid-type]  # noqa: UP007 - a union built from a tuple
+#: The stream as a msgspec shape (a settlement's data shape embeds it; see :func:`runs_aligned`).
+STREAM_SHAPE: Any = list[Union[_RECORDS]]  # type: ignore[valid-type]  # noqa: UP007 - a union built from a tuple
+_STREAM = typed_converter(STREAM_SHAPE)
+
+
+def runs_aligned(records: list[Any]) -> bool:
+    """The one rule the shape cannot say, over records :data:`STREAM_SHAPE` accepted: ``dt`` one shorter than its members."""
+    tool_run = _TOOL_RUN
+    chunk = _CHUNK_RECORD
+    for record in records:
+        kind = type(record)
+        if kind is not chunk and len(record.dt) != len(record.args if kind is tool_run else record.texts) - 1:
+            return False
+    return True
 
 
 def stream_clean(stream: Any) -> bool:
@@ -96,17 +109,10 @@ def stream_clean(stream: Any) -> bool:
     an array, which the exact rules refuse.  ``False`` means "not proven".
     """
     try:
-        records = msgspec.convert(stream, _STREAM)
+        records = _STREAM(stream)
     except msgspec.ValidationError:
         return False
-    tool_run = _TOOL_RUN
-    chunk = _CHUNK_RECORD
-    for record in records:
-        kind = type(record)
-        if kind is not chunk and len(record.dt) != len(record.args if kind is tool_run else record.texts) - 1:
-            return False
-    return True
-
+    return runs_aligned(records)
 
 
 def _stream_passes(stream: list[Any]) -> bool:

@@ -28,7 +28,7 @@ from typing import Any
 from ..errors import DshlogError, InternalError
 from ..protocol import vocabulary as vocab
 from ..protocol.values import has_placeholder
-from .admission import check_data, typed_clean
+from .admission import check_data, typed_clean, typed_event
 from .data import check_event_data
 from .envelope import check_envelope, invalid_envelope, well_formed
 from .header import CwdPlatform, validate_header
@@ -162,6 +162,12 @@ class Validator:
 
     def _check_event(self, event: Any, idx: int) -> None:
         report = self._report
+        if self.typed and typed_event(event, idx) and event["type"] in self.known:
+            # envelope and data proven in one conversion: the rules between events are left
+            etype, data = event["type"], event["data"]
+            self.ownership.check(etype, data, idx, report)
+            self._fold_and_follow(etype, event, data, idx, True)
+            return
         if not isinstance(event, dict):
             report.report(Problem("envelope", invalid_envelope(idx), seq=idx))
             self._advance_fold(idx)
@@ -180,11 +186,14 @@ class Validator:
             return
 
         data = event["data"]
-        data_ok = self._check_data(etype, event, data, idx)
+        self._fold_and_follow(etype, event, data, idx, self._check_data(etype, event, data, idx))
+
+    def _fold_and_follow(self, etype: str, event: dict[str, Any], data: Any, idx: int, data_ok: bool) -> None:
+        """Fold the event (when its data passed dsh's shared rules), then the lifecycle rules."""
         nodes = self._fold.nodes
         before = (len(nodes), nodes[0] if nodes else None)
         surfaced = self._apply_surface(event, idx) if data_ok else self._advance_fold(idx)
-        self.lifecycle.check(etype, event, data, idx, before, surfaced, report)
+        self.lifecycle.check(etype, event, data, idx, before, surfaced, self._report)
 
     def _check_data(self, etype: str, event: dict[str, Any], data: Any, idx: int) -> bool:
         """Every data rule of a known event; returns whether dsh's shared rules passed (the fold may see it)."""
