@@ -235,6 +235,19 @@ def test_the_stream_shape_is_the_stream_rules() -> None:
     assert compared > 1000 and {"chunk", "text-chunks"} <= kinds, kinds
 
 
+def test_lone_surrogates_are_left_to_the_rules() -> None:
+    """jsjson keeps a lone surrogate (as JSON.parse does); msgspec cannot encode one in a key."""
+    run = {"type": "text-chunks", "time0": 1, "index": 0, "dt": [], "texts": ["\udcff"]}
+    assert stream_clean([run]) and not _stream_problems([run])  # in a value: a string like any other
+    keyed = {**run, "\udcff": 1}
+    assert not stream_clean([keyed]) and _stream_problems([keyed])
+    step = {"turn": 1, "step": 1, "\udcff": True}
+    assert not typed_clean("step/start", step) and not _data_problems("step/start", step)  # unproven, and clean
+    event = {"type": "step/start", "seq": 0, "time": 0, "data": step, "\udcff": 1}
+    assert typed_event(event, 0) is False
+    assert _both_ways(None, [event])
+
+
 def test_run_lengths_and_named_runs() -> None:
     run = {"type": "tool-call-chunks", "time0": 1, "index": 0, "dt": [1], "id": "c", "args": ["a", "b"]}
     assert stream_clean([run]) and not _stream_problems([run])

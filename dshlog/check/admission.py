@@ -27,7 +27,7 @@ from ..protocol.vocabulary import (
     TOOL_CHANGE_BLOCKS,
     TURN_END_KINDS,
 )
-from .common import DECIMAL, NonEmptyStr, is_record, nonempty_str, typed_converter, typed_none_of, typed_one_of
+from .common import DECIMAL, NOT_PROVEN, NonEmptyStr, is_record, nonempty_str, typed_converter, typed_none_of, typed_one_of
 from .envelope import typed_envelope
 from .problems import Problem, Reporter, Severity
 from .shapes import check_content, check_identified, check_role, check_settlement, check_typed_source
@@ -368,7 +368,7 @@ def typed_clean(etype: str, data: Any) -> bool:
         return False
     try:
         proven = msgspec.convert(data, shape)
-    except msgspec.ValidationError:
+    except NOT_PROVEN:
         return False
     return _cross_fields(etype, data, proven)
 
@@ -377,7 +377,7 @@ def typed_event(event: Any, seq: int) -> bool:
     """:func:`typed_clean` of the event's data and ``envelope.well_formed(event, seq)``, in one conversion."""
     try:
         proven = _TYPED_EVENT(event)
-    except msgspec.ValidationError:
+    except NOT_PROVEN:
         return False
     return event["seq"] == seq and _cross_fields(event["type"], event["data"], proven.data)
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypeGuard
 
 import msgspec
 
-__all__ = ["DECIMAL", "NonEmptyStr", "is_record", "nonempty_str", "seq_in", "typed_converter", "typed_one_of", "typed_none_of"]
+__all__ = ["DECIMAL", "NOT_PROVEN", "NonEmptyStr", "is_record", "nonempty_str", "seq_in", "typed_converter", "typed_one_of", "typed_none_of"]
 
 #: A canonical decimal counter as dsh writes it in closer ids (JS ``/^(0|[1-9]\d*)$/``).
 #: Use ``fullmatch``: a Python ``$`` would also match before a trailing newline.
@@ -33,6 +33,11 @@ def seq_in(seqs: array[int], seq: Any) -> bool:
 
 
 # --------------------------------------------------------------------------- typed-decoder pieces
+
+#: What a typed conversion raises when it proves nothing: the value does not fit the shape, or
+#: an object key holds a lone surrogate (which ``jsjson`` keeps, as ``JSON.parse`` does, and
+#: msgspec cannot encode to the UTF-8 it matches field names by).  Either way the exact rules run.
+NOT_PROVEN = (msgspec.ValidationError, UnicodeEncodeError)
 
 #: A string :func:`nonempty_str` accepts, as a msgspec type.
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]

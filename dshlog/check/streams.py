@@ -26,7 +26,7 @@ import msgspec
 
 from ..protocol.values import MAX_SAFE_INTEGER, TypedCount, TypedSafeInt, is_count, is_safe_integer
 from ..protocol.vocabulary import TOOL_CHANGE_BLOCKS
-from .common import NonEmptyStr, nonempty_str, typed_converter, typed_none_of
+from .common import NOT_PROVEN, NonEmptyStr, nonempty_str, typed_converter, typed_none_of
 from .problems import Problem, Reporter
 
 __all__ = ["STREAM_SHAPE", "check_stream", "check_stream_blocks", "check_stream_record", "runs_aligned", "stream_clean"]
@@ -110,7 +110,7 @@ def stream_clean(stream: Any) -> bool:
     """
     try:
         records = _STREAM(stream)
-    except msgspec.ValidationError:
+    except NOT_PROVEN:
         return False
     return runs_aligned(records)
 
