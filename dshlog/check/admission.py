@@ -280,6 +280,7 @@ def _optional(name: str, shape: Any) -> tuple[str, Any, Any]:
 #: check_blocks: an object with a string type, neither a released wrapper nor a tool change
 #: (outside a developer message the shared rule refuses those, so no shape lets one pass)
 _BLOCK = _shape("block", [("type", typed_none_of({"tool-result", *TOOL_CHANGE_BLOCKS}))])
+_BLOCKS: Any = list[_BLOCK]  # type: ignore[valid-type]  # a Struct made by defstruct is a value to mypy
 #: check_producer_source: a nonempty kind that is not the retired plugin
 _PRODUCER = _shape("producer-source", [("kind", typed_none_of({"", "plugin"}))])
 #: check_typed_source for assistant/message: a model source with provider and model
@@ -292,7 +293,7 @@ _ASSISTANT_BLOCK_KINDS = (
     msgspec.defstruct("reasoning-block", [], tag_field="type", tag="reasoning", gc=False),
     msgspec.defstruct("tool-call-block", [("id", NonEmptyStr), ("name", str), ("arguments", str)], tag_field="type", tag="tool-call", gc=False),
 )
-_ASSISTANT_BLOCKS: Any = list[Union[_ASSISTANT_BLOCK_KINDS]]  # type: ignore[valid-type]  # noqa: UP007 - a union built from a tuple
+_ASSISTANT_BLOCKS: Any = list[Union[_ASSISTANT_BLOCK_KINDS]]  # type: ignore[valid-type]  # noqa: UP007 - a union built from a tuple, at run time
 
 
 def _message(name: str, role: str, source: Any, blocks: Any) -> type[msgspec.Struct]:
@@ -303,7 +304,7 @@ def _message(name: str, role: str, source: Any, blocks: Any) -> type[msgspec.Str
 _SLOT_MESSAGE = _shape("slot-message", [
     ("source", _PRODUCER),
     _optional("role", typed_none_of({"developer"})),
-    _optional("content", list[_BLOCK]),  # type: ignore[valid-type]
+    _optional("content", _BLOCKS),
 ])
 _POSITIVE_TURN = [("turn", TypedPositive)]
 _POSITIVE_STEP = [("turn", TypedPositive), ("step", TypedPositive)]
@@ -312,7 +313,7 @@ _TOOL_CALL_DATA = _shape("tool-call-data", [("callId", NonEmptyStr), ("name", st
 _STEP_DATA = _shape("step-data", _POSITIVE_STEP)
 _TURN_DATA = _shape("turn-data", _POSITIVE_TURN)
 _TURN_END_DATA = _shape("turn-end-data", [*_POSITIVE_TURN, ("reason", _shape("turn-end-reason", [("kind", typed_one_of(TURN_END_KINDS))]))])
-_USER_DATA = _message("user-message-data", "user", _PRODUCER, list[_BLOCK])  # type: ignore[valid-type]
+_USER_DATA = _message("user-message-data", "user", _PRODUCER, _BLOCKS)
 _TOOL_RESULT_DATA = _shape("tool-result-data", [
     ("turn", TypedCount),
     ("step", TypedCount),
@@ -321,7 +322,7 @@ _TOOL_RESULT_DATA = _shape("tool-result-data", [
         ("role", Literal["tool"]),
         ("source", _TOOL_SOURCE),
         ("toolCallId", NonEmptyStr),
-        ("content", list[_BLOCK]),  # type: ignore[valid-type]
+        ("content", _BLOCKS),
         _optional("isError", bool),
     ])),
 ])
@@ -332,7 +333,7 @@ _ASSISTANT_DATA = _shape("assistant-message-data", [
     _optional("interrupted", Literal[True]),
 ])
 _ATTEMPT_DATA = _shape("assistant-attempt-data", [*_POSITIVE_STEP, ("stream", STREAM_SHAPE)])
-_INBOX_DATA = _shape("inbox-data", [_optional("inserted", list[_SLOT_MESSAGE])])  # type: ignore[valid-type]
+_INBOX_DATA = _shape("inbox-data", [_optional("inserted", list[_SLOT_MESSAGE])])  # type: ignore[valid-type]  # a Struct made by defstruct is a value to mypy
 
 #: event type -> the shape of its data, for the types the typed decoder decides
 _TYPED_DATA: dict[str, Any] = {

@@ -68,6 +68,6 @@ def typed_converter(shape: Any) -> Callable[[Any], Any]:
     convert = msgspec.convert
 
     def converted(value: Any) -> Any:
-        return convert({"value": value}, holder).value  # type: ignore[attr-defined]
+        return convert({"value": value}, holder).value  # type: ignore[attr-defined]  # the field defstruct made
 
     return converted

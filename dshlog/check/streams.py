@@ -87,7 +87,7 @@ _CHUNK_RECORD = _record_shape("chunk", _CHUNK_KEYS)
 _TOOL_RUN = _record_shape("tool-call-chunks", _TOOL_RUN_NAMED_KEYS, frozenset({"name"}))
 _RECORDS = (_CHUNK_RECORD, _record_shape("text-chunks", _TEXT_RUN_KEYS), _record_shape("reasoning-chunks", _TEXT_RUN_KEYS), _TOOL_RUN)
 #: The stream as a msgspec shape (a settlement's data shape embeds it; see :func:`runs_aligned`).
-STREAM_SHAPE: Any = list[Union[_RECORDS]]  # type: ignore[valid-type]  # noqa: UP007 - a union built from a tuple
+STREAM_SHAPE: Any = list[Union[_RECORDS]]  # type: ignore[valid-type]  # noqa: UP007 - a union built from a tuple, at run time
 _STREAM = typed_converter(STREAM_SHAPE)
 
 
