@@ -11,24 +11,29 @@ commands do not import this module).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Literal, Union
+
+import msgspec
 
 from ..protocol.jsjson import js_string
 from ..protocol.texts import CLOSER_ERROR, TOOL_NOT_STARTED, closer_message_prefix
-from ..protocol.values import is_count, is_safe_integer
+from ..protocol.values import TypedCount, TypedPositive, is_count, is_safe_integer
 from ..protocol.vocabulary import (
     IMAGE_MEDIA_TYPES,
     OBJECT_DATA_TYPES,
     REQUEST_REASONS,
+    SETTLEMENT_TYPES,
     TOOL_CHANGE_BLOCKS,
     TURN_END_KINDS,
 )
-from .common import DECIMAL, is_record, nonempty_str
+from .common import DECIMAL, NOT_PROVEN, NonEmptyStr, is_record, nonempty_str, typed_converter, typed_none_of, typed_one_of
+from .envelope import typed_envelope
 from .problems import Problem, Reporter, Severity
 from .shapes import check_content, check_identified, check_role, check_settlement, check_typed_source
-from .streams import check_stream, check_stream_blocks
+from .streams import STREAM_SHAPE, check_stream, check_stream_blocks, runs_aligned, stream_clean
 
-__all__ = ["check_data", "check_request_header"]
+__all__ = ["check_data", "check_request_header", "typed_clean", "typed_event"]
 
 _NOT_STARTED_ERROR = CLOSER_ERROR[False]
 _FORKED_PREFIX = closer_message_prefix("forked", "")[:-1]  # "forked-tool-result-"
@@ -253,6 +258,141 @@ def _check_fork_result(event: dict[str, Any], data: dict[str, Any], message: dic
         _report(report, "invalid V4 not-started fork result", index)
 
 
+# --------------------------------------------------------------------------- typed decoders
+
+# The data of the most common event types as msgspec shapes: a value they accept is one every
+# rule of :func:`check_data` and of the shared data rules (``data.check_event_data``) for its
+# type passes silently (the converse need not hold: a stricter shape only sends an event to
+# the exact rules).  Each shape is written next to the
+# rules it mirrors and from their sets; tests/test_typed.py mutates every field of real events
+# and requires "accepted => no problem".
+
+
+def _shape(name: str, fields: Iterable[tuple[Any, ...]]) -> type[msgspec.Struct]:
+    """A ``Struct`` that ignores the fields no rule reads (the rules ignore them too)."""
+    return msgspec.defstruct(name, list(fields), gc=False)
+
+
+def _optional(name: str, shape: Any) -> tuple[str, Any, Any]:
+    return (name, shape | msgspec.UnsetType, msgspec.UNSET)
+
+
+#: check_blocks: an object with a string type, neither a released wrapper nor a tool change
+#: (outside a developer message the shared rule refuses those, so no shape lets one pass)
+_BLOCK = _shape("block", [("type", typed_none_of({"tool-result", *TOOL_CHANGE_BLOCKS}))])
+_BLOCKS: Any = list[_BLOCK]  # type: ignore[valid-type]  # a Struct made by defstruct is a value to mypy
+#: check_producer_source: a nonempty kind that is not the retired plugin
+_PRODUCER = _shape("producer-source", [("kind", typed_none_of({"", "plugin"}))])
+#: check_typed_source for assistant/message: a model source with provider and model
+_MODEL_SOURCE = _shape("model-source", [("kind", Literal["model"]), ("provider", NonEmptyStr), ("model", NonEmptyStr)])
+#: check_typed_source for tool/result: a tool source with a call id (matched to toolCallId after)
+_TOOL_SOURCE = _shape("tool-source", [("kind", Literal["tool"]), ("callId", NonEmptyStr)])
+#: an assistant message's blocks: the kinds a model writes; a tool call has id, name, arguments
+_ASSISTANT_BLOCK_KINDS = (
+    msgspec.defstruct("text-block", [], tag_field="type", tag="text", gc=False),
+    msgspec.defstruct("reasoning-block", [], tag_field="type", tag="reasoning", gc=False),
+    msgspec.defstruct("tool-call-block", [("id", NonEmptyStr), ("name", str), ("arguments", str)], tag_field="type", tag="tool-call", gc=False),
+)
+_ASSISTANT_BLOCKS: Any = list[Union[_ASSISTANT_BLOCK_KINDS]]  # type: ignore[valid-type]  # noqa: UP007 - a union built from a tuple, at run time
+
+
+def _message(name: str, role: str, source: Any, blocks: Any) -> type[msgspec.Struct]:
+    """check_identified, check_role, the source rules and check_content + check_blocks."""
+    return _shape(name, [("id", NonEmptyStr), ("role", Literal[role]), ("source", source), ("content", blocks)])
+
+
+_SLOT_MESSAGE = _shape("slot-message", [
+    ("source", _PRODUCER),
+    _optional("role", typed_none_of({"developer"})),
+    _optional("content", _BLOCKS),
+])
+_POSITIVE_TURN = [("turn", TypedPositive)]
+_POSITIVE_STEP = [("turn", TypedPositive), ("step", TypedPositive)]
+
+_TOOL_CALL_DATA = _shape("tool-call-data", [("callId", NonEmptyStr), ("name", str), ("arguments", str)])
+_STEP_DATA = _shape("step-data", _POSITIVE_STEP)
+_TURN_DATA = _shape("turn-data", _POSITIVE_TURN)
+_TURN_END_DATA = _shape("turn-end-data", [*_POSITIVE_TURN, ("reason", _shape("turn-end-reason", [("kind", typed_one_of(TURN_END_KINDS))]))])
+_USER_DATA = _message("user-message-data", "user", _PRODUCER, _BLOCKS)
+_TOOL_RESULT_DATA = _shape("tool-result-data", [
+    ("turn", TypedCount),
+    ("step", TypedCount),
+    ("message", _shape("tool-result-message", [
+        ("id", NonEmptyStr),
+        ("role", Literal["tool"]),
+        ("source", _TOOL_SOURCE),
+        ("toolCallId", NonEmptyStr),
+        ("content", _BLOCKS),
+        _optional("isError", bool),
+    ])),
+])
+_ASSISTANT_DATA = _shape("assistant-message-data", [
+    *_POSITIVE_STEP,
+    ("stream", STREAM_SHAPE),
+    ("message", _message("assistant-message", "assistant", _MODEL_SOURCE, _ASSISTANT_BLOCKS)),
+    _optional("interrupted", Literal[True]),
+])
+_ATTEMPT_DATA = _shape("assistant-attempt-data", [*_POSITIVE_STEP, ("stream", STREAM_SHAPE)])
+_INBOX_DATA = _shape("inbox-data", [_optional("inserted", list[_SLOT_MESSAGE])])  # type: ignore[valid-type]  # a Struct made by defstruct is a value to mypy
+
+#: event type -> the shape of its data, for the types the typed decoder decides
+_TYPED_DATA: dict[str, Any] = {
+    "tool/call": _TOOL_CALL_DATA,
+    "step/start": _STEP_DATA,
+    "step/end": _STEP_DATA,
+    "turn/start": _TURN_DATA,
+    "turn/end": _TURN_END_DATA,
+    "user/message": _USER_DATA,
+    "tool/result": _TOOL_RESULT_DATA,
+    "assistant/message": _ASSISTANT_DATA,
+    "assistant/attempt": _ATTEMPT_DATA,
+    "agent/inbox/spliced": _INBOX_DATA,
+}
+
+
+#: the typed events: each type's envelope with its data shape, one tagged union (one C call per event)
+_TYPED_EVENT = typed_converter(Union[tuple(typed_envelope(etype, shape) for etype, shape in _TYPED_DATA.items())])  # noqa: UP007 - a union built from a tuple
+
+
+def typed_clean(etype: str, data: Any) -> bool:
+    """Whether :func:`check_data` and ``check_event_data`` certainly report nothing for this data.
+
+    ``etype`` is a known v4 type (an unknown one is never proven): the roles the
+    shapes demand are not ``developer``, the blocks they let pass are no tool
+    changes, a proven ``tool/result`` has no error metadata, so the shared rules
+    have nothing to say either.  For a JSON value only (``jsjson.loads``'s: msgspec
+    takes a tuple for an array).  ``False`` means "not proven": the exact rules run
+    and word what they find.
+    """
+    shape = _TYPED_DATA.get(etype)
+    if shape is None:
+        return False
+    try:
+        proven = msgspec.convert(data, shape)
+    except NOT_PROVEN:
+        return False
+    return _cross_fields(etype, data, proven)
+
+
+def typed_event(event: Any, seq: int) -> bool:
+    """:func:`typed_clean` of the event's data and ``envelope.well_formed(event, seq)``, in one conversion."""
+    try:
+        proven = _TYPED_EVENT(event)
+    except NOT_PROVEN:
+        return False
+    return event["seq"] == seq and _cross_fields(event["type"], event["data"], proven.data)
+
+
+def _cross_fields(etype: str, data: dict[str, Any], proven: Any) -> bool:
+    """The rules no shape can say, of data a shape accepted (``proven``, the converted data)."""
+    if etype == "tool/result":
+        message = data["message"]
+        return "error" not in data and message["source"]["callId"] == message["toolCallId"]
+    if etype in SETTLEMENT_TYPES:
+        return runs_aligned(proven.stream)
+    return True
+
+
 # --------------------------------------------------------------------------- per event
 
 
@@ -296,8 +436,13 @@ def check_request_header(data: Any, index: int, report: Reporter) -> None:
                     problem("format v4 tool deferLoading must be true when present")
 
 
-def check_data(etype: str, event: dict[str, Any], data: Any, index: int, report: Reporter) -> None:  # noqa: C901
-    """``validate``'s per-type data rules for a known event (beyond :func:`check_event_data`)."""
+def check_data(etype: str, event: dict[str, Any], data: Any, index: int, report: Reporter, *, typed: bool = False) -> None:  # noqa: C901
+    """``validate``'s per-type data rules for a known event (beyond :func:`check_event_data`).
+
+    ``typed``: the event is a JSON value (``jsjson.loads``'s), so the typed stream
+    decoder may prove a settlement's stream clean and skip its rules (they would
+    report nothing).  The whole data is :func:`typed_clean`'s, which the caller asks first.
+    """
     subject = f"{etype} at seq {index}"
 
     def problem(text: str, severity: Severity = Severity.ERROR) -> None:
@@ -318,7 +463,7 @@ def check_data(etype: str, event: dict[str, Any], data: Any, index: int, report:
     elif etype == "developer/message":
         check_developer_message(data, index, report)
     elif etype == "assistant/message":
-        _check_settlement(etype, data, index, report)
+        stream_proven = _check_settlement(etype, data, index, report, typed)
         message = data.get("message")
         if not isinstance(message, dict):
             check_identified(etype, message, index, report)
@@ -336,10 +481,11 @@ def check_data(etype: str, event: dict[str, Any], data: Any, index: int, report:
                         problem(f"{subject}: tool-call blocks need a string name and arguments")
         if "interrupted" in data and data["interrupted"] is not True:
             problem(f"{subject}: interrupted must be true when present")
-        check_stream_blocks(data, index, retired_wrapper_text(etype, index), report)
+        if not stream_proven:
+            check_stream_blocks(data, index, retired_wrapper_text(etype, index), report)
     elif etype == "assistant/attempt":
-        _check_settlement(etype, data, index, report)
-        check_stream_blocks(data, index, retired_wrapper_text(etype, index), report)
+        if not _check_settlement(etype, data, index, report, typed):
+            check_stream_blocks(data, index, retired_wrapper_text(etype, index), report)
     elif etype == "tool/result":
         check_tool_result_message(event, data, index, report)
     elif etype in ("agent/inbox/spliced", "session/title-llm-request"):
@@ -376,10 +522,16 @@ def check_data(etype: str, event: dict[str, Any], data: Any, index: int, report:
             problem(f"{subject}: tool/call needs a string name and arguments")
 
 
-def _check_settlement(etype: str, data: dict[str, Any], index: int, report: Reporter) -> None:
-    """Settlement fields (positive counts) and the records of the embedded stream."""
+def _check_settlement(etype: str, data: dict[str, Any], index: int, report: Reporter, typed: bool) -> bool:
+    """Settlement fields (positive counts) and the records of the embedded stream.
+
+    Returns whether the typed decoder proved the stream clean (its block rule too).
+    """
     if check_settlement(etype, data, index, report) and (data["turn"] == 0 or data["step"] == 0):
         report.report(Problem("message", f"{etype} at seq {index}: turn and step must be positive", seq=index))
     stream = data.get("stream")
     if isinstance(stream, list):
+        if typed and stream_clean(stream):
+            return True
         check_stream(stream, index, report)
+    return False

@@ -13,13 +13,22 @@ at ``seq``.  Both hot loops (the reader, the validator) try it first.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from ..protocol.values import MAX_SAFE_INTEGER, is_count, is_safe_integer
+import msgspec
+
+from ..protocol.values import MAX_SAFE_INTEGER, TypedCount, TypedSafeInt, is_count, is_safe_integer
 from ..protocol.vocabulary import ENVELOPE_KEYS
 from .problems import Problem, Reporter
 
-__all__ = ["check_envelope", "invalid_envelope", "well_formed"]
+__all__ = ["check_envelope", "invalid_envelope", "typed_envelope", "well_formed"]
+
+#: The envelope fields :func:`well_formed` judges, as msgspec shapes (``type`` is the tag, ``data`` the caller's)
+_ENVELOPE_SHAPES: dict[str, tuple[Any, ...]] = {
+    "seq": (TypedCount,),  # equal to the expected seq: the caller compares
+    "time": (TypedSafeInt,),
+    "ignorable": (Literal[True] | msgspec.UnsetType, msgspec.UNSET),
+}
 
 
 def invalid_envelope(index: int) -> str:
@@ -45,6 +54,19 @@ def well_formed(event: dict[str, Any], seq: int) -> bool:
         and ENVELOPE_KEYS.issuperset(event)
         and event.get("ignorable", True) is True
     )
+
+
+def typed_envelope(etype: str, data: Any) -> type[msgspec.Struct]:
+    """The msgspec shape of a well-formed ``etype`` event whose ``data`` has the shape ``data``.
+
+    Exactly the envelope keys (``type`` as the tag); what :func:`well_formed` checks
+    of each; the keys it does not judge may hold anything or be absent.  An event it
+    accepts passes :func:`well_formed` once its ``seq`` is the expected one.
+    """
+    fields: list[tuple[Any, ...]] = [("data", data)]
+    for key in sorted(ENVELOPE_KEYS - {"type", "data"}):
+        fields.append((key, *_ENVELOPE_SHAPES.get(key, (Any | msgspec.UnsetType, msgspec.UNSET))))
+    return msgspec.defstruct(f"{etype}-event", fields, tag_field="type", tag=etype, forbid_unknown_fields=True, gc=False, kw_only=True)
 
 
 def check_envelope(event: dict[str, Any], index: int, report: Reporter, *, dense: bool = True, loc: Any = None) -> bool:

@@ -2,22 +2,34 @@
 
 A settlement embeds tens of stream records and the runs hold most of a v4 log's
 integers, so checking them one call per record was a fifth of ``validate``.
-:func:`_stream_passes` decides the common, well-formed case in one loop with the
-integer checks done once over the whole stream in C; only a stream it cannot
-prove goes through :func:`check_stream_record`, which words the problems.
+Two proofs decide the common, well-formed case before any record is worded:
+
+* :func:`stream_clean`, the typed decoder: the records converted by msgspec into
+  tagged ``Struct``s built from this module's key sets and field rules (exact keys,
+  ``int``/``str`` types and safe-integer bounds checked in C), then the one
+  cross-field rule (``dt`` one shorter than its members) in Python.  It proves
+  both :func:`check_stream` and :func:`check_stream_blocks` silent, and only for
+  JSON values (it takes a tuple for an array);
+* :func:`_stream_passes`, the same proof for any Python value, one loop with the
+  integer checks done once over the whole stream in C.
+
+A stream neither proves goes through :func:`check_stream_record`, which words the
+problems.  ``tests/test_typed.py`` mutates every field both ways.
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Annotated, Any, Union
 
-from ..protocol.values import MAX_SAFE_INTEGER, is_count, is_safe_integer
+import msgspec
+
+from ..protocol.values import MAX_SAFE_INTEGER, TypedCount, TypedSafeInt, is_count, is_safe_integer
 from ..protocol.vocabulary import TOOL_CHANGE_BLOCKS
-from .common import nonempty_str
+from .common import NOT_PROVEN, NonEmptyStr, nonempty_str, typed_converter, typed_none_of
 from .problems import Problem, Reporter
 
-__all__ = ["check_stream", "check_stream_blocks", "check_stream_record"]
+__all__ = ["STREAM_SHAPE", "check_stream", "check_stream_blocks", "check_stream_record", "runs_aligned", "stream_clean"]
 
 _STR_ONLY = frozenset((str,))
 _INT_ONLY = frozenset((int,))
@@ -27,6 +39,80 @@ _TEXT_RUN_KEYS = frozenset({"type", "time0", "index", "dt", "texts"})
 _TOOL_RUN_KEYS = frozenset({"type", "time0", "index", "dt", "id", "args"})
 _TOOL_RUN_NAMED_KEYS = _TOOL_RUN_KEYS | {"name"}
 _RUN_MEMBERS = {"text-chunks": "texts", "reasoning-chunks": "texts", "tool-call-chunks": "args"}
+#: Block types a raw stream chunk may not carry (:func:`check_stream_blocks` reports them).
+_REPORTED_BLOCKS = ("tool-result", *sorted(TOOL_CHANGE_BLOCKS))
+
+
+# --------------------------------------------------------------------------- the typed decoder
+
+NonEmptyStrings = Annotated[list[str], msgspec.Meta(min_length=1)]
+#: A block type :func:`check_stream_blocks` lets pass (any other string).
+_QuietBlock = typed_none_of(_REPORTED_BLOCKS)
+
+
+_BLOCK = msgspec.defstruct("stream-block", [("type", _QuietBlock)], gc=False)
+#: A raw chunk: a string type (the record rule); any block it names is one the block rule lets
+#: pass.  Stricter than the block rule (which reads ``block`` only of a ``block-end``,
+#: ``blockType`` only of a ``block-start``): a stricter proof only sends more streams to the
+#: exact checks.
+_CHUNK = msgspec.defstruct(
+    "stream-chunk",
+    [("type", str), ("block", _BLOCK | msgspec.UnsetType, msgspec.UNSET), ("blockType", _QuietBlock | msgspec.UnsetType, msgspec.UNSET)],
+    gc=False,
+)
+
+
+#: Each record field's rule, as :func:`check_stream_record` words it.
+_FIELD_SHAPES: dict[str, Any] = {
+    "time": TypedSafeInt,  # time must be a safe integer
+    "time0": TypedSafeInt,  # time0 must be a safe integer
+    "index": TypedCount,  # index must be a non-negative safe integer
+    "dt": list[TypedSafeInt],  # dt must be an array of safe integers
+    "texts": NonEmptyStrings,  # texts must be a nonempty array of strings
+    "args": NonEmptyStrings,  # args must be a nonempty array of strings
+    "id": NonEmptyStr,  # id must be a nonempty string
+    "name": NonEmptyStr,  # name must be a nonempty string when present
+    "chunk": _CHUNK,  # chunk must be an object with a string type
+}
+
+
+def _record_shape(kind: str, keys: frozenset[str], optional: frozenset[str] = frozenset()) -> type[msgspec.Struct]:
+    """The tagged ``Struct`` of one record kind: exactly ``keys`` (``optional`` may be absent)."""
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = [(k, _FIELD_SHAPES[k]) for k in sorted(keys - {"type"} - optional)]
+    fields += [(k, _FIELD_SHAPES[k] | msgspec.UnsetType, msgspec.UNSET) for k in sorted(optional)]
+    return msgspec.defstruct(f"{kind}-record", fields, tag_field="type", tag=kind, forbid_unknown_fields=True, gc=False)
+
+
+_CHUNK_RECORD = _record_shape("chunk", _CHUNK_KEYS)
+_TOOL_RUN = _record_shape("tool-call-chunks", _TOOL_RUN_NAMED_KEYS, frozenset({"name"}))
+_RECORDS = (_CHUNK_RECORD, _record_shape("text-chunks", _TEXT_RUN_KEYS), _record_shape("reasoning-chunks", _TEXT_RUN_KEYS), _TOOL_RUN)
+#: The stream as a msgspec shape (a settlement's data shape embeds it; see :func:`runs_aligned`).
+STREAM_SHAPE: Any = list[Union[_RECORDS]]  # type: ignore[valid-type]  # noqa: UP007 - a union built from a tuple, at run time
+_STREAM = typed_converter(STREAM_SHAPE)
+
+
+def runs_aligned(records: list[Any]) -> bool:
+    """The one rule the shape cannot say, over records :data:`STREAM_SHAPE` accepted: ``dt`` one shorter than its members."""
+    tool_run = _TOOL_RUN
+    chunk = _CHUNK_RECORD
+    for record in records:
+        kind = type(record)
+        if kind is not chunk and len(record.dt) != len(record.args if kind is tool_run else record.texts) - 1:
+            return False
+    return True
+
+
+def stream_clean(stream: Any) -> bool:
+    """Whether :func:`check_stream` and :func:`check_stream_blocks` certainly report nothing.
+
+    For a JSON value only (what ``jsjson.loads`` makes): msgspec takes a tuple for
+    an array, which the exact rules refuse.  ``False`` means "not proven".
+    """
+    try:
+        records = _STREAM(stream)
+    except NOT_PROVEN:
+        return False
+    return runs_aligned(records)
 
 
 def _stream_passes(stream: list[Any]) -> bool:

@@ -205,13 +205,13 @@ def _validate_log(target: str, select: str | None, format_version: int | None, s
                 header_loc = log.header_loc
                 for r in log.stored():
                     if rules is None:
-                        rules = Validator(log.header, projection=log.snapshot)
+                        rules = Validator(log.header, projection=log.snapshot, json_values=True)
                     report.events += 1
                     for p in rules.feed(r.event):
                         header_wide = p.seq is None and p.code in ("header", "projection") and header_loc
                         report.add(replace(p, loc=header_loc if header_wide else r.loc))
                 if rules is None:
-                    rules = Validator(log.header, projection=log.snapshot)
+                    rules = Validator(log.header, projection=log.snapshot, json_values=True)
                 for p in rules.finish():
                     report.add(p)
             else:

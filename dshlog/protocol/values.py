@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Final, TypeGuard
+from typing import Annotated, Any, Final, TypeGuard
+
+import msgspec
 
 __all__ = [
     "MAX_SAFE_INTEGER",
     "PLACEHOLDER_TOKEN",
+    "TypedCount",
+    "TypedPositive",
+    "TypedSafeInt",
     "has_placeholder",
     "is_count",
     "is_placeholder",
@@ -31,6 +36,17 @@ __all__ = [
 
 #: ``Number.MAX_SAFE_INTEGER``.
 MAX_SAFE_INTEGER: Final[int] = 2**53 - 1
+
+# The same rules as msgspec constraints, for the typed decoders of check/ (a fast proof
+# that a JSON value is clean).  Narrower than the predicates on purpose: only a true
+# ``int`` passes (``bool``, and the integral floats JavaScript also counts, are left to
+# the predicates), so whatever passes here passes them.
+#: An ``int`` that :func:`is_safe_integer` accepts.
+TypedSafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+#: An ``int`` that :func:`is_count` accepts.
+TypedCount = Annotated[int, msgspec.Meta(ge=0, le=MAX_SAFE_INTEGER)]
+#: An ``int`` that :func:`is_count` accepts and that is not 0.
+TypedPositive = Annotated[int, msgspec.Meta(ge=1, le=MAX_SAFE_INTEGER)]
 
 #: The grammar of one snapshot placeholder token (without anchors).
 PLACEHOLDER_TOKEN: Final[str] = r"\{\{[A-Za-z][A-Za-z0-9_:\-]*\}\}"

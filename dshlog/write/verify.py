@@ -58,7 +58,7 @@ def check_rules(
     more = extra() if extra is not None else None
     for r in log.stored():
         if rules is None:
-            rules = Validator(log.header, projection=snapshot)
+            rules = Validator(log.header, projection=snapshot, json_values=True)
         n += 1
         for p in rules.feed(r.event):
             if p.severity == "error":
@@ -66,7 +66,7 @@ def check_rules(
         if more is not None:
             more.feed(r.event)
     if rules is None:
-        rules = Validator(log.header, projection=snapshot)
+        rules = Validator(log.header, projection=snapshot, json_values=True)
     for p in rules.finish():
         if p.severity == "error":
             raise Refused(f"{subject} does not verify: {p.message}", path=path)
