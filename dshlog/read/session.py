@@ -551,8 +551,9 @@ class SessionLog:
 
         :meth:`stored_runs`, except that a row the lazy reader admits comes as a dict of its
         ``type``, ``seq`` and ``time``, with ``data`` only for the types the counters read
-        (``SUMMARY_DATA_TYPES``): the large payloads through their views
-        (``model.summary.DATA_VIEWS``), the small ones read whole by the exact reader.
+        (``SUMMARY_DATA_TYPES``): through their view (``model.summary.DATA_VIEWS``), or,
+        for the types without one (``request/header``, ``assistant/attempt``), read whole
+        by the exact reader.
         """
         gate = self._gate(exact=SUMMARY_DATA_TYPES - DATA_VIEWS.keys(), views=DATA_VIEWS)
         if gate is None:
