@@ -16,6 +16,7 @@ msgspec decoded.
 from __future__ import annotations
 
 import math
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,13 @@ COMMANDS: list[list[str]] = [
     ["info"], ["info", "--json"], ["stats"], ["stats", "--json"], ["events", "--json"],
     ["tail"], ["tail", "--json", "-n", "4"], ["events"], ["events", "--json", "--type", "tool/*"],
 ]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _clean_work() -> Any:
+    """The mutated inputs and the generated log live only as long as this module."""
+    yield
+    shutil.rmtree(WORK, ignore_errors=True)
 
 
 def _both(path: Path, argv: list[str]) -> tuple[tuple[int, bytes, bytes], tuple[int, bytes, bytes]]:
