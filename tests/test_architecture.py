@@ -200,11 +200,12 @@ def _call_name(node: ast.Call) -> str:
 def test_only_the_protocol_reader_parses_json() -> None:
     found = []
     for name, node in _code_nodes({"dshlog.protocol.jsjson"}):
-        if isinstance(node, ast.Call) and _call_name(node) in {"orjson.loads", "json.loads", "json.load", "ijson.items", "ijson.parse", "ijson.kvitems"}:
+        if isinstance(node, ast.Call) and _call_name(node) in {"orjson.loads", "json.loads", "json.load", "ijson.items", "ijson.parse", "ijson.kvitems",
+                                                               "msgspec.json.decode", "msgspec.json.Decoder"}:
             found.append(f"{name}:{node.lineno} {_call_name(node)}")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            if any(m in ("json", "ijson") for m in mods):
+            if any(m in ("json", "ijson", "msgspec.json") for m in mods):
                 found.append(f"{name}:{node.lineno} imports {mods}")
     assert found == [], "\n".join(found)
 

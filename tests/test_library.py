@@ -20,7 +20,7 @@ import pytest
 
 import dshlog
 from conftest import FIXTURES, ROOT, run_cli
-from dshlog.protocol.events import Event, SessionHeader
+from dshlog.protocol.events import Event, RowHead, SessionHeader
 from dshlog.protocol.layout import encode_segment, project_key
 from dshlog.protocol.vocabulary import ENVELOPE_KEYS, header_key_order, header_optional_keys, header_required_keys
 
@@ -95,6 +95,7 @@ def test_results_are_frozen() -> None:
 
 def test_event_typeddicts_hold_the_vocabulary_keys() -> None:
     assert set(get_type_hints(Event)) == ENVELOPE_KEYS
+    assert set(RowHead.__struct_fields__) == ENVELOPE_KEYS  # the lazy reader's envelope: any other key goes to the exact reader
     assert Event.__required_keys__ == {"type", "seq", "time", "data"}
     assert SessionHeader.__required_keys__ == header_required_keys(4)
     assert SessionHeader.__optional_keys__ == header_optional_keys(4)

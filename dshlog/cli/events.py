@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 import typer
 
 from ..ops.events import EventFilter, event_stream
-from ..protocol.jsjson import dumps
 from .app import command_app
 from .common import (
     BatchedStdout,
@@ -53,8 +52,8 @@ def events(
         write = out.write
         if json_ and not events.filtered:
             # the common `events --json | jq` case: no bookkeeping, original bytes where we have them
-            for ev, raw in events:
-                write((raw if raw is not None else dumps(ev)) + b"\n")
+            for line in events.lines():
+                write(line + b"\n")
         else:
             for ev, raw in events:
                 write(event_bytes(ev, raw, json_))

@@ -12,9 +12,66 @@ from itertools import accumulate
 from typing import Any
 from collections.abc import Iterable
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
 from ..protocol.packed import PackedRun
 
 USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
+
+
+# What :meth:`Summary.feed` reads of the payloads, the two that hold most of a log's bytes
+# (a message's text, a tool's output) included, as Structs the lazy reader decodes in C: every other
+# key is skipped, an absent key stays absent (``UNSET``), and a value of another JSON type
+# than the one feed() looks into (a ``message`` that is not an object, ``content`` that is
+# not an array of objects) makes the decoder refuse the row, so the exact reader reads it.
+
+
+class _BlockView(msgspec.Struct):
+    type: Any = UNSET
+    id: Any = UNSET
+    name: Any = UNSET
+    isError: Any = UNSET
+    toolCallId: Any = UNSET
+
+
+class _MessageView(msgspec.Struct):
+    source: Any = UNSET
+    content: list[_BlockView] | UnsetType = UNSET
+    isError: Any = UNSET
+    toolCallId: Any = UNSET
+
+
+class _DataView(msgspec.Struct):
+    """The keys feed() reads of the payloads of the types in :data:`DATA_VIEWS` (one Struct for all)."""
+
+    turn: Any = UNSET
+    step: Any = UNSET
+    interrupted: Any = UNSET
+    message: _MessageView | UnsetType = UNSET
+    provenance: Any = UNSET
+    usage: Any = UNSET
+    callId: Any = UNSET
+    isError: Any = UNSET
+    name: Any = UNSET
+    reason: Any = UNSET
+    title: Any = UNSET
+
+
+#: The payload view by event type (the lazy reader's ``views``; one Struct for all, so a
+#: row is decoded in one pass).  The other types of ``SUMMARY_DATA_TYPES`` are read whole
+#: by the exact reader: ``request/header`` (feed() reads into the header's config) and
+#: ``assistant/attempt`` (its stream), both rare.
+DATA_VIEWS: dict[str, type[msgspec.Struct]] = {
+    "turn/start": _DataView,
+    "turn/end": _DataView,
+    "step/start": _DataView,
+    "assistant/message": _DataView,
+    "llm/retry": _DataView,
+    "tool/call": _DataView,
+    "tool/result": _DataView,
+    "session/title": _DataView,
+}
 
 
 def _blocks(msg: dict[str, Any]) -> list[Any]:

@@ -186,7 +186,7 @@ def session_info(target: Target, *, select: str | None = None, format_version: i
     """
     with _open(target, strict=False, select=select, format_version=format_version,
                system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel) as log, located(log.path):
-        summary = summarize(log.stored_runs())
+        summary = summarize(log.counted())
         return SessionInfo.of(log, summary)
 
 
@@ -197,7 +197,7 @@ def session_stats(*targets: Target, select: str | None = None, format_version: i
     sessions: list[SessionStats] = []
     for target in targets:
         with _open(target, strict=False, select=select, format_version=format_version, parallel=parallel) as log:
-            summary = summarize(log.stored_runs())
+            summary = summarize(log.counted())
             sessions.append(SessionStats(log.path, log.session_id, log.version, log.projection,
                                          stats_of(summary, projection=log.projection)))
     return Stats(tuple(sessions), total_stats(s.as_dict() for s in sessions))

@@ -18,8 +18,10 @@ from typing import IO, Any
 
 from ..check.problems import Problem, Problems
 from ..errors import InvalidArgument, UsageError
+from ..protocol.jsjson import dumps
 from ..read.follow import EventFollower
-from ..read.session import SessionLog, V4View
+from ..read.lazy import LazyRecord
+from ..read.session import EventRecord, SessionLog, V4View
 from .sessions import OpenLog, located, open_target
 
 __all__ = ["EventFilter", "EventStream", "LastEvents", "event_stream", "filtered", "follower", "last_events"]
@@ -98,7 +100,7 @@ def filtered(source: Iterable[Pair], f: EventFilter) -> Iterator[Pair]:
 EventPair = tuple[dict[str, Any], bytes | None]
 
 
-def _located(log: SessionLog, pairs: Iterator[EventPair]) -> Iterator[EventPair]:
+def _located(log: SessionLog, pairs: Iterator[Any]) -> Iterator[Any]:
     """The stream, with an error of the core met on the way naming the log."""
     with located(log.path):
         yield from pairs
@@ -117,14 +119,26 @@ class EventStream(OpenLog):
     def __init__(self, log: SessionLog, view: V4View | None, flt: EventFilter) -> None:
         super().__init__(log)
         self._view = view
-        # dsh's view is shown as dsh holds it (its own JSON), the stored view with each line's exact bytes
-        source: Iterator[EventPair] = ((ev, None) for ev in view) if view is not None else ((r.event, r.raw) for r in log.stored())
+        self._flt = flt
         self.filtered = flt.active
         self.deferred = view is not None or flt.active
-        self._pairs = _located(log, filtered(source, flt) if flt.active else source)
 
     def __iter__(self) -> Iterator[EventPair]:
-        return self._pairs
+        log, view, flt = self._log, self._view, self._flt
+        # dsh's view is shown as dsh holds it (its own JSON), the stored view with each line's exact bytes
+        source: Iterator[EventPair] = ((ev, None) for ev in view) if view is not None else ((r.event, r.raw) for r in log.stored())
+        return _located(log, filtered(source, flt) if flt.active else source)
+
+    def lines(self) -> Iterator[bytes]:
+        """Each event as one line of JSON (no newline): its exact stored bytes where it has them.
+
+        Instead of iterating the pairs (the stream is read once, either way).  Unfiltered,
+        the stored view comes from the lazy reader (:meth:`SessionLog.stored_lines`): a
+        line it admits is copied without being parsed.
+        """
+        if self._view is not None or self.filtered:
+            return ((raw if raw is not None else dumps(ev)) for ev, raw in self)
+        return _located(self._log, ((r.raw if r.raw is not None else dumps(r.event)) for r in self._log.stored_lines()))
 
     def finish(self) -> None:
         """dsh's decision on the rest of the log (``v4``): raises its refusal, if dsh refuses it."""
@@ -167,10 +181,12 @@ def last_events(target: str | os.PathLike[str], count: int, *, format_version: i
         raise InvalidArgument(f"the count of last events must be 0 or more, not {count}")
     with open_target(target, strict=False, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
                      stream=stream, parallel=parallel) as log:
-        last: deque[EventPair] = deque((), maxlen=count)
-        for pair in _located(log, ((r.event, r.raw) for r in log.stored())):
-            last.append(pair)
-        return LastEvents(log.path, tuple(last), tuple(log.notes), log.notes.suppressed())
+        last: deque[EventRecord | LazyRecord] = deque((), maxlen=count)
+        with located(log.path):
+            for r in log.stored_lines():  # only the last rows are parsed (a row the lazy reader admitted, at the end)
+                last.append(r)
+            events = tuple((r.event, r.raw) for r in last)
+        return LastEvents(log.path, events, tuple(log.notes), log.notes.suppressed())
 
 
 def follower(target: str, *, interval: float = 0.25, format_version: int | None = None) -> EventFollower:

@@ -47,7 +47,7 @@ def session_stats_of(target: str, *, select: str | None = None, format_version: 
         if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
             raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}",
                              path=log.path)
-        s = summarize(log.stored_runs())
+        s = summarize(log.counted())
         return SessionStats(log.path, log.session_id, log.version, log.projection, session_stats(s, projection=log.projection),
                             list(log.notes), dict(log.notes.suppressed()))
 

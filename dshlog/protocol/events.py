@@ -11,7 +11,9 @@ equal); ``data`` is the event type's payload, described in the format notes.
 # No ``from __future__ import annotations``: TypedDict reads NotRequired[...] from evaluated annotations.
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
-__all__ = ["Event", "EventData", "SessionHeader", "StoredEvent", "SurfaceOp", "SurfaceReplace"]
+import msgspec
+
+__all__ = ["Event", "EventData", "RowHead", "SessionHeader", "StoredEvent", "SurfaceOp", "SurfaceReplace"]
 
 #: An event's payload: an object whose keys depend on the event type.
 EventData: TypeAlias = dict[str, Any]
@@ -76,3 +78,24 @@ class SessionHeader(TypedDict):
     origin: NotRequired[Literal["subagent"]]
     delegationDepth: int
     agentPreset: NotRequired[str]
+
+
+class RowHead(msgspec.Struct, forbid_unknown_fields=True):
+    """A v2..v4 row's envelope as the lazy reader decodes it (in C, the payload left raw).
+
+    The fields are :data:`~dshlog.protocol.vocabulary.ENVELOPE_KEYS` (a test holds
+    them equal), so an unexpected key, a missing required one or a value of another
+    JSON type makes the decoder refuse the row, and the exact reader takes it.  The
+    types are the well-formed row's (``check.envelope.well_formed``): ``seq`` and
+    ``time`` integers (``1.0`` is refused here, the exact checks accept it),
+    ``ignorable`` a boolean.  ``sourceEventSeqs`` and ``surfaceOp`` stay raw: an
+    empty :class:`msgspec.Raw` means the key is absent.
+    """
+
+    type: str
+    seq: int
+    time: int
+    data: msgspec.Raw
+    ignorable: bool = True
+    sourceEventSeqs: msgspec.Raw = msgspec.Raw()
+    surfaceOp: msgspec.Raw = msgspec.Raw()

@@ -57,8 +57,9 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
 import orjson
 
 from .values import MAX_SAFE_INTEGER
@@ -78,8 +79,13 @@ __all__ = [
     "json_equal",
     "key_bytes",
     "loads",
+    "plain_text",
+    "same_values",
     "stringify",
+    "struct_decoder",
 ]
+
+_T = TypeVar("_T")
 
 # Datetimes and dataclasses are not JSON values for dsh: make orjson refuse them so the
 # fallback raises TypeError instead of silently inventing a representation.
@@ -718,6 +724,119 @@ def loads(data: bytes | bytearray | memoryview | str, *, lossless: bool = False)
     if _may_be_deep(data) and _too_deep(value):
         raise JsonError("depth", f"nested deeper than {MAX_DEPTH} levels")
     return value
+
+
+# --------------------------------------------------------------------------------------
+# The lazy reader: typed C decoding where it certainly reads what loads reads
+# --------------------------------------------------------------------------------------
+
+# plain_text's one pass: digits and "+" become "0", "{" becomes "[" and "E" "e", so the
+# scans below are substring searches (C) on the copy, not regexes with a class to start.
+_PLAIN_TABLE = bytes.maketrans(b"123456789+{E", b"0000000000[e")
+# A number overflows a double only with an exponent of three digits (or "+" and two), or
+# with 210 digits before its point or more: 10**209 * 10**99 < 1.79e308.
+_LONG_DIGITS = b"0" * 210
+_WIDE_EXPONENT = b"e000"
+# What may precede a number token's first character (or its "-") in JSON text.
+_BEFORE_NUMBER = frozenset(b":,[ \t\r\n")
+
+
+def struct_decoder(cls: type[_T]) -> Callable[[bytes | msgspec.Raw], _T | None]:
+    """A C decoder of JSON text into the ``msgspec.Struct`` ``cls``; ``None`` where it refuses the text.
+
+    For the lazy reader only (``read/lazy.py``): what it decodes is trusted only
+    together with :func:`plain_text`, and a refusal means "read this one with
+    :func:`loads`", never an error of the log (the exact reader words those).
+    """
+    decode = msgspec.json.Decoder(cls).decode
+
+    def run(raw: bytes | msgspec.Raw) -> _T | None:
+        try:
+            return decode(raw)
+        except (msgspec.DecodeError, RecursionError):  # also a value of another type (ValidationError); deep nesting
+            return None
+
+    return run
+
+
+def plain_text(raw: bytes) -> bool:
+    """Whether :func:`loads` certainly admits ``raw``, JSON text msgspec accepted.
+
+    msgspec checks the grammar of what it decodes and of what it skips (a ``Raw``
+    field), escapes and lone surrogate escapes included (it refuses those, this
+    reader admits them), so what is left is what loads refuses and msgspec's skip
+    does not look at: invalid UTF-8 (a skipped string is not validated), a number
+    that overflows a double (loads refuses Infinity) and nesting beyond
+    :data:`MAX_DEPTH`.  One translated copy of the line and a few substring searches;
+    an exponent candidate inside a string (``"call_5e137"``) is weeded out by what
+    precedes it.  ``False`` only costs a parse (the row goes to :func:`loads`);
+    ``True`` must be exact.  Values msgspec decodes need :func:`same_values` too.
+    """
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    t = raw.translate(_PLAIN_TABLE)
+    if len(t) > 2 * MAX_DEPTH and t.count(b"[") > MAX_DEPTH:
+        return False
+    if _LONG_DIGITS in t:
+        return False
+    i = t.find(_WIDE_EXPONENT)
+    while i >= 0:
+        if _number_token_at(t, i):
+            return False
+        i = t.find(_WIDE_EXPONENT, i + 1)
+    return True
+
+
+def _number_token_at(t: bytes, e: int) -> bool:
+    """Whether the ``e`` at ``e`` of a translated text can be a number token's exponent.
+
+    Walks back over the mantissa (``0`` and ``.`` in the copy, at least one) and a
+    sign: a token starts after ``[``, ``:``, ``,`` or whitespace; anything else (a
+    letter, ``_``, ``-`` inside an id) means the characters are part of a string.
+    """
+    j = e - 1
+    if j < 0 or t[j] != 0x30:  # "0": a mantissa ends with a digit
+        return False
+    while j >= 0 and t[j] in b"0.":
+        j -= 1
+    if j >= 0 and t[j] == 0x2D:  # "-"
+        j -= 1
+    return j < 0 or t[j] in _BEFORE_NUMBER
+
+
+def same_values(value: Any, raw: bytes) -> bool:
+    """Whether what msgspec decoded from ``raw`` (``plain_text``) is what :func:`loads` reads there.
+
+    ``value``: builtins msgspec made of a part of ``raw``.  They differ only in
+    integers beyond 64 bits (loads reads doubles), non-finite doubles (loads refuses
+    them) and ``-0`` (loads reads ``-0.0``, msgspec ``0``); a zero is trusted only
+    when the text has no ``-0`` token at all.  Strings agree (msgspec refuses lone
+    surrogate escapes), and so do duplicate keys (last value, first position).
+    """
+    zero = False
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is dict:
+            push(v.values())
+        elif t is list:
+            push(v)
+        elif t is int:
+            if v == 0:
+                zero = True
+            elif not _INT64_MIN <= v <= _UINT64_MAX:
+                return False
+        elif t is float:
+            if v == 0.0:
+                zero = True
+            elif not math.isfinite(v):
+                return False
+    return not (zero and _may_hold_negative_zero(raw) and has_negative_zero(raw))
 
 
 def _as_bytes(data: bytes | bytearray | memoryview | str) -> bytes | str:

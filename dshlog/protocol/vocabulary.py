@@ -182,6 +182,13 @@ V4_TYPES: Final[frozenset[str]] = V3_TYPES | {
     "working-directory/change",
 }
 
+#: The event types whose ``data`` the counters of ``info`` and ``stats`` read
+#: (``model/summary.py``); the lazy reader leaves every other payload unread.
+SUMMARY_DATA_TYPES: Final[frozenset[str]] = frozenset({
+    "turn/start", "turn/end", "step/start", "request/header", "assistant/message",
+    "assistant/attempt", "llm/retry", "tool/call", "tool/result", "session/title",
+})
+
 TYPES_BY_VERSION: Final[dict[int, frozenset[str]]] = {
     0: V0_TYPES,
     1: V1_TYPES,

@@ -29,12 +29,15 @@ from collections.abc import Iterator
 from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, MigrationRefused, UnsupportedVersion, UsageError, guarded
 from ..check.problems import Problem, Problems, Severity
 from ..check.validate import Validator
+from . import lazy
+from .lazy import LazyRecord, RowGate
 from .rows import RowDecoder
 from ..protocol.jsjson import JsonError, dumps, iter_array, loads, top_level_keys
 from ..protocol.layout import parse_generation, persistence_root
 from ..protocol.texts import FORMAT_VERSION_REFUSAL, newer_version, transformed_artifact_refusal
 from ..protocol.values import is_count, is_placeholder, placeholder_bytes_search, safe_int
-from ..protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES
+from ..protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES, SUMMARY_DATA_TYPES
+from ..model.summary import DATA_VIEWS
 from ..migrate.chain import MigratedEvents, header_only, migrate_stream
 from .children import discover_child_facts
 from .header import HeaderDecision, read_header
@@ -57,6 +60,7 @@ from .container import (
 
 
 _UNPARSABLE = object()  # _parse_row's answer for a row that was noted and skipped
+_LAZY = object()  # _rows' "parsed row" of a row the gate admitted unparsed
 
 
 @dataclass(slots=True)
@@ -434,21 +438,28 @@ class SessionLog:
         self._consumed = True
         return self._body
 
-    def _rows(self, *, runs: bool) -> Iterator[tuple[list[Any], Any, bytes | None, Location]]:
+    def _rows(self, *, runs: bool, gate: RowGate | None = None) -> Iterator[tuple[list[Any], Any, bytes | None, Location]]:
         """(decoded events, parsed row, row bytes, location) per physical row, one pass.
 
         ``runs``: the decoder keeps each v0/v1 packed row as one :class:`PackedRun`.
+        ``gate``: the lazy reader's decision first (:mod:`dshlog.read.lazy`); a row it
+        admits comes as ``([its head], _LAZY, bytes, location)``, unparsed.
         """
         body = self._take()
         self.decoder.compact = runs
         plain = self._plain if self._plain is not None and body is self._plain[0] else None
         for rec in (self._pushback if plain is not None else _chain_all(self._pushback, body)):
             loc = rec.loc()
+            if gate is not None and rec.raw is not None:
+                head = gate.head(rec.raw)
+                if head is not None:
+                    yield [head], _LAZY, rec.raw, loc
+                    continue
             obj = rec.obj if rec.raw is None else self._parse_row(rec.raw, loc)
             if obj is not _UNPARSABLE:
                 yield self.decoder.decode(obj, loc), obj, rec.raw, loc
         if plain is not None:
-            yield from self._plain_rows(plain[1], plain[2])
+            yield from self._plain_rows(plain[1], plain[2], gate)
         t = self.info.torn
         if t is not None and (t.length or t.frame is not None):
             self.notes.add(Problem("torn-tail", torn_text(t, self.info.size_on_disk), Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
@@ -465,7 +476,7 @@ class SessionLog:
             seed = h.get("seedLength") if self.version <= 1 and self.header is not None else None
             dec.finish(seeded=seeded, seed_length=safe_int(seed) if is_count(seed) else None)
 
-    def _plain_rows(self, line_no: int, offset: int) -> Iterator[tuple[list[dict[str, Any]], Any, bytes | None, Location]]:
+    def _plain_rows(self, line_no: int, offset: int, gate: RowGate | None = None) -> Iterator[tuple[list[dict[str, Any]], Any, bytes | None, Location]]:
         """The rest of a plain JSONL body, read from the file directly.
 
         What :func:`~dshlog.read.container.iter_lines` and the loop above do, fused: every
@@ -486,6 +497,11 @@ class SessionLog:
             loc = make_loc(line_no, offset, None, None)
             line_no += 1
             offset += n
+            if gate is not None:
+                head = gate.head(raw)
+                if head is not None:
+                    yield [head], _LAZY, raw, loc
+                    continue
             try:
                 obj = loads(raw)
             except JsonError:
@@ -521,9 +537,47 @@ class SessionLog:
         records = self._stored()
         return guarded(records) if self.guard else records
 
-    def _stored(self) -> Iterator[EventRecord]:
-        for events, obj, raw, loc in self._rows(runs=False):
-            if raw is not None and len(events) == 1 and events[0] is obj:
+    def stored_lines(self) -> Iterator[EventRecord | LazyRecord]:
+        """The stored view for a consumer of lines: what :meth:`stored` gives, but a row the
+        lazy reader admits (:mod:`dshlog.read.lazy`) is a :class:`LazyRecord`, parsed only
+        when its ``event`` is asked for (``events --json`` prints the bytes, ``tail``
+        parses the last few).  Notes, errors and their order are the exact reader's.
+        """
+        records = self._stored(self._gate())
+        return guarded(records) if self.guard else records
+
+    def counted(self) -> Iterator[Any]:
+        """The events the counters of ``info`` and ``stats`` read (``model.summary.summarize``).
+
+        :meth:`stored_runs`, except that a row the lazy reader admits comes as a dict of its
+        ``type``, ``seq`` and ``time``, with ``data`` only for the types the counters read
+        (``SUMMARY_DATA_TYPES``): through their view (``model.summary.DATA_VIEWS``), or,
+        for the types without one (``request/header``, ``assistant/attempt``), read whole
+        by the exact reader.
+        """
+        gate = self._gate(exact=SUMMARY_DATA_TYPES - DATA_VIEWS.keys(), views=DATA_VIEWS)
+        if gate is None:
+            return self.stored_runs()
+        events = self._counted(gate)
+        return guarded(events) if self.guard else events
+
+    def _counted(self, gate: RowGate) -> Iterator[Any]:
+        for events, _obj, _raw, _loc in self._rows(runs=False, gate=gate):
+            yield from events
+
+    def _gate(self, **kw: Any) -> RowGate | None:
+        """The lazy reader for this body, where it applies: a v4 JSONL body (plain or zstd)
+        after a header, read leniently (dsh's recovering read stays the exact reader's)."""
+        if not lazy.ENABLED or self.version != CURRENT_VERSION or self.header is None or self.strict \
+                or self.info.container not in (Container.JSONL, Container.ZSTD):
+            return None
+        return RowGate(self.decoder, **kw)
+
+    def _stored(self, gate: RowGate | None = None) -> Iterator[Any]:
+        for events, obj, raw, loc in (self._rows(runs=False) if gate is None else self._rows(runs=False, gate=gate)):
+            if obj is _LAZY:
+                yield LazyRecord(raw or b"", loc)
+            elif raw is not None and len(events) == 1 and events[0] is obj:
                 # the line is exactly this event (range-expanded sourceEventSeqs keep the physical form)
                 yield EventRecord(obj, raw, loc)
             else:
