@@ -179,7 +179,8 @@ def _check_mutation(seeds: list[tuple[str, bytes, bool]], index: int, ops: list[
 def test_every_mutation_class_reads_the_same(generated: tuple[Path, Path]) -> None:
     """Each class of the fuzzer on every v4 seed."""
     seeds = _seeds(generated)
-    assert len(seeds) >= 10
+    # the fixtures' and the generated v4 logs always; the shared corpus adds its own where it is present
+    assert len(seeds) >= (10 if CORPUS.is_dir() else 3), len(seeds)
     for k, cls in enumerate(sorted(FUZZ.MUTATORS)):
         for i in range(len(seeds)):
             _check_mutation(seeds, i, [(cls, 1000 * k + i)])
