@@ -445,3 +445,27 @@ def test_the_zstd_copy_is_searched_like_the_plain_one(store):
     packed = run_env("search", "-i", "ok", str(z), "--json")[1].splitlines()
     strip = [{k: v for k, v in orjson.loads(x).items() if k not in ("path", "session")} for x in plain]
     assert strip and strip == [{k: v for k, v in orjson.loads(x).items() if k not in ("path", "session")} for x in packed]
+
+
+def test_one_session_is_not_handed_to_a_pool(monkeypatch, tmp_path):
+    """validate/stats of one file run it in this process (where its zstd body may get a forked decoder);
+    two files with -j 2 do start a pool, so the check can fail."""
+    from conftest import FIXTURES, run_env
+
+    from dshlog.cli import common
+
+    pools: list[int] = []
+    real = common.ProcessPool
+
+    def counting(n: int):
+        pools.append(n)
+        return real(n)
+
+    monkeypatch.setattr(common, "ProcessPool", counting)
+    one = str(FIXTURES / "v4" / "loop" / "session.v4.jsonl")
+    other = str(next(p for p in sorted(FIXTURES.rglob("*.jsonl")) if str(p) != one))
+    for command in ("validate", "stats"):
+        code, _out, _err = run_env(command, "-j", "2", one)
+        assert code == 0 and pools == [], (command, pools)
+    code, _out, _err = run_env("stats", "-j", "2", one, other)
+    assert pools == [2]

@@ -177,15 +177,20 @@ SchedulerOpt = Annotated[
 ]
 
 
-def batch_executor(jobs: int | None, scheduler: str | None, targets: list[str] | None = None) -> Executor:
+def batch_executor(jobs: int | None, scheduler: str | None, targets: list[str] | None = None, *,
+                   one_each: bool = False) -> Executor:
     """How a command over many sessions runs its per-session work: ``-j N``, ``--scheduler``, or the default.
 
     The library runs in-process unless told otherwise; the command line uses a
     pool of every core when the environment allows helper processes
     (``Env.parallel``), because there a second core pays.  Standard input (``-``
     among ``targets``) belongs to this process: such a batch runs here.
+    ``one_each``: each target is one session (``validate``, ``stats``), so a single
+    target runs here too: a pool would only add its start-up, and keep the one task
+    from the forked helpers (a zstd body's decoder) that a task in this process may use.
     """
     stdin = targets is not None and "-" in targets
+    single = one_each and targets is not None and len(targets) <= 1
     if scheduler is not None:
         if jobs is not None:
             raise UsageError("-j and --scheduler exclude each other (the cluster's workers are the jobs)")
@@ -193,7 +198,7 @@ def batch_executor(jobs: int | None, scheduler: str | None, targets: list[str] |
             raise UsageError("--scheduler cannot read standard input (-): the cluster's workers read files")
         return DaskExecutor(scheduler)
     n = jobs if jobs is not None else (default_jobs() if current().env.parallel else 1)
-    return InProcess() if n <= 1 or stdin else ProcessPool(n)
+    return InProcess() if n <= 1 or stdin or single else ProcessPool(n)
 
 
 class BatchedStdout:

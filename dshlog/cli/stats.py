@@ -51,7 +51,7 @@ def stats(
     current: list[str | None] = [None]  # no FILE: the current session
     targets = [resolve(f) for f in files or current]
     stdin = stdin_stream() if "-" in targets else None
-    with batch_executor(jobs, scheduler, targets) as ex:
+    with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin, parallel=may_fork()):
             sessions.append(one.as_dict())
             print_problems(one.path, one.notes, one.suppressed, quiet=json_)

@@ -49,7 +49,7 @@ def validate(
     current: list[str | None] = [None]  # no FILE: the current session
     targets = [resolve(f) for f in files or current]
     stream = stdin_for("-") if "-" in targets else None
-    with batch_executor(jobs, scheduler, targets) as ex:
+    with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for report in validate_many(targets, select=select, format_version=format_version,
                                     system_prompt_plugins=plugins(), executor=ex, parallel=may_fork(), stream=stream):
             reports.append(report)
