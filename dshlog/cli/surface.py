@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from collections.abc import Iterator
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -52,9 +53,20 @@ def surface(
         batch.write(b"\n")
         batch.flush()
         return
-    table(screen(), None, ["seq", "type", "role", "preview"], ([n.seq, n.type, (n.role or "") + (" (empty)" if n.empty else ""), n.preview] for n in view.rows()), justify={0: "right"})
-    out(f"nodes: {[n.seq for n in view.rows()]}")
-    out(f"roles: {', '.join(str(r) for r in view.roles)}")
+    seqs: list[int] = []
+    roles: list[Any] = []
+
+    def cells() -> Iterator[list[Any]]:
+        """The table's rows, noting each node's seq and role on the way: the rows are made once."""
+        for n in view.rows():
+            seqs.append(n.seq)
+            if not n.empty:
+                roles.append(n.role)
+            yield [n.seq, n.type, (n.role or "") + (" (empty)" if n.empty else ""), n.preview]
+
+    table(screen(), None, ["seq", "type", "role", "preview"], cells(), justify={0: "right"})
+    out(f"nodes: {seqs}")
+    out(f"roles: {', '.join(str(r) for r in roles)}")
     for r in view.replacements():
         out(f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})")
     print_notes(view)
