@@ -558,12 +558,8 @@ class SessionLog:
         gate = self._gate(exact=SUMMARY_DATA_TYPES - DATA_VIEWS.keys(), views=DATA_VIEWS)
         if gate is None:
             return self.stored_runs()
-        events = self._counted(gate)
+        events = self._stored_runs(gate)
         return guarded(events) if self.guard else events
-
-    def _counted(self, gate: RowGate) -> Iterator[Any]:
-        for events, _obj, _raw, _loc in self._rows(runs=False, gate=gate):
-            yield from events
 
     def _gate(self, **kw: Any) -> RowGate | None:
         """The lazy reader for this body, where it applies: a v4 JSONL body (plain or zstd)
@@ -574,7 +570,7 @@ class SessionLog:
         return RowGate(self.decoder, **kw)
 
     def _stored(self, gate: RowGate | None = None) -> Iterator[Any]:
-        for events, obj, raw, loc in (self._rows(runs=False) if gate is None else self._rows(runs=False, gate=gate)):
+        for events, obj, raw, loc in self._rows(runs=False, gate=gate):
             if obj is _LAZY:
                 yield LazyRecord(raw or b"", loc)
             elif raw is not None and len(events) == 1 and events[0] is obj:
@@ -593,8 +589,9 @@ class SessionLog:
         events = self._stored_runs()
         return guarded(events) if self.guard else events
 
-    def _stored_runs(self) -> Iterator[Any]:
-        for events, _obj, _raw, _loc in self._rows(runs=self.version <= 1):
+    def _stored_runs(self, gate: RowGate | None = None) -> Iterator[Any]:
+        """Every row's events (``gate``: a row the lazy reader admits is its head, as :meth:`counted` says)."""
+        for events, _obj, _raw, _loc in self._rows(runs=self.version <= 1, gate=gate):
             yield from events
 
     def v4(self, *, child_facts: list[dict[str, Any]] | None = None, runs: bool = True, allow_unknown: bool = False,
