@@ -241,7 +241,7 @@ def test_iterating_a_returned_log_stays_behind_the_boundary(monkeypatch: pytest.
 
     from dshlog.read import session
 
-    def broken(self: object, *, runs: bool) -> Iterator[Any]:
+    def broken(self: object, *, runs: bool, gate: object = None) -> Iterator[Any]:  # _rows' signature
         raise KeyError("a bug inside the reader")
         yield  # a generator, as the reader's rows are
 
