@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ops.api import session_info
+from ..ops.views import session_info
 from ..ops.results import SessionInfo
 from ..output import labels
 from ..output.terminal import table

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..ops.api import rebuild_request
+from ..ops.views import rebuild_request
 from .app import command_app
 from .common import (
     FileArg,

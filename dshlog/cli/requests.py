@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ops.api import request_series
+from ..ops.views import request_series
 from ..output import labels
 from ..output.terminal import table
 from ..protocol.jsjson import dumps

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import IO, Any
 
 from ..model.diff import diff_requests, requests_at
 from .results import ReadNotes, RequestDiff
-from .sessions import located, open_target
+from .sessions import Target, located, open_target
 
 __all__ = ["request_diff"]
-
-Target = str | os.PathLike[str]
 
 
 def _requests(target: Target, numbers: list[int], *, read: Callable[[ReadNotes], None] | None,

@@ -13,20 +13,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..check.problems import Problem, Severity
 from ..errors import ExitCode
-from ..model.repair import PendingCall, RepairPlan
-from ..model.requests import RequestInfo
-from ..model.summary import Summary
 from ..output.jsondoc import SHAPE, diff_document
 from ..output.text import preview
 from ..protocol.jsjson import dumps, dumps_pretty
-from ..read.container import Torn
-from .migrate import Outcome
-from .repair import RepairResult
-from .validate import Report
+
+if TYPE_CHECKING:  # the objects a result wraps: named in annotations only, so `info` does not load the writers
+    from ..model.repair import PendingCall, RepairPlan
+    from ..model.requests import RequestInfo
+    from ..model.summary import Summary
+    from ..read.container import Torn
+    from .migrate import Outcome
+    from .repair import RepairResult
+    from .validate import Report
 
 __all__ = [
     "SHAPE",

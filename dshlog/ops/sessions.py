@@ -19,7 +19,10 @@ from ..read.container import Container
 from ..read.session import SessionLog, open_session
 from ..read.store import SessionEntry, _loads, list_sessions, parse_since, project_key, raw_lines, sort_entries
 
-__all__ = ["OpenLog", "grep_session", "list_store", "located", "message_texts", "open_target", "unique_prefixes"]
+__all__ = ["OpenLog", "Target", "grep_session", "list_store", "located", "message_texts", "open_target", "unique_prefixes"]
+
+#: What names a log for an operation: a path (a generation file, a session directory, ``-``).
+Target = str | os.PathLike[str]
 
 
 @contextmanager

@@ -1,0 +1,80 @@
+"""The reading views of the library: what ``info``, ``surface``, ``rebuild`` and ``requests`` return.
+
+Each call opens its input (:func:`~dshlog.ops.sessions.open_target`), runs the core
+and returns a result of :mod:`dshlog.ops.results`.  They live apart from the facade
+(:mod:`dshlog.ops.api`, which exports them) so that a reading command loads the
+readers, the fold and its result, not every writer the facade also offers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import IO
+
+from ..check.surface import fold
+from ..errors import UsageError, boundary
+from ..model.requests import iter_requests
+from ..model.requests import rebuild as rebuild_from
+from ..model.summary import summarize
+from .results import RebuiltRequest, RequestRow, RequestSeries, SessionInfo, SurfaceView
+from .sessions import Target, located
+from .sessions import open_target as _open
+
+__all__ = ["rebuild_request", "request_series", "session_info", "surface"]
+
+
+@boundary
+def session_info(target: Target, *, select: str | None = None, format_version: int | None = None,
+                 system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
+                 parallel: bool = False) -> SessionInfo:
+    """``dshlog info``: header, container, sizes, counts by type, turns, tokens (the stored events).
+
+    ``stream``, here and below: read this open binary stream (what ``-`` names), as :func:`open_session`.
+    """
+    with _open(target, strict=False, select=select, format_version=format_version,
+               system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel) as log, located(log.path):
+        summary = summarize(log.counted())
+        return SessionInfo.of(log, summary)
+
+
+@boundary
+def surface(target: Target, *, at: int | None = None, allow_unknown: bool = False, select: str | None = None,
+            format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+            stream: IO[bytes] | None = None, parallel: bool = False) -> SurfaceView:
+    """``dshlog surface``: the fold of the log (or of its prefix up to seq ``at``): nodes and derived messages."""
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel) as log:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
+            state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
+        if at is not None and state.next_seq <= at:
+            raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
+        return SurfaceView(tuple(state.node_info()), tuple(state.messages()), tuple(state.replacements), tuple(log.notes),
+                           log.path, log.notes.suppressed())
+
+
+@boundary
+def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False, select: str | None = None,
+                    format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+                    stream: IO[bytes] | None = None, parallel: bool = False) -> RebuiltRequest:
+    """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel) as log:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
+            request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
+        return RebuiltRequest(number, request, tuple(log.notes), log.path, log.notes.suppressed())
+
+
+@boundary
+def request_series(target: Target, *, allow_unknown: bool = False, select: str | None = None,
+                   format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+                   stream: IO[bytes] | None = None, parallel: bool = False) -> RequestSeries:
+    """``dshlog requests``: every request, whether it extends its predecessor byte for byte, and why not.
+
+    dsh's decision on the whole log comes before the series is returned.
+    """
+    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel) as log:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
+            rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
+                                                                 strict_unknown=not allow_unknown))
+        return RequestSeries(rows, tuple(log.notes), log.path, log.notes.suppressed())
