@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -383,3 +385,19 @@ def test_only_the_environment_reads_the_process() -> None:
                         continue
                     found.append(f"{name}:{node.lineno} reads {dotted}")
     assert not found, "\n".join(found)
+
+
+#: The commands that only read, and what they must not load at start-up: the facade (which
+#: loads every operation), the writers and what only writers or other commands use.
+READING_COMMANDS = ("info", "validate", "stats", "events", "tail", "surface", "requests", "rebuild")
+NOT_FOR_READERS = ("dshlog.ops.api", "dshlog.write", "dshlog.ops.migrate", "dshlog.ops.repair", "dshlog.ops.rescue",
+                   "dshlog.model.rescue", "dshlog.model.usage", "dshlog.output.html")
+
+
+@pytest.mark.parametrize("command", READING_COMMANDS)
+def test_a_reading_command_loads_no_writer(command: str) -> None:
+    """A command's start-up pays for its own imports only (``docs/architecture.md``, "How to add a command")."""
+    code = (f"import sys, dshlog.cli.app, dshlog.cli.{command}\n"
+            f"print(sorted(m for m in sys.modules if m.startswith({NOT_FOR_READERS!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
