@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint fidelity bench stress fuzz fuzz-long clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml dshlog/protocol/_scan.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --quiet --disable-pip-version-check -e '.[test]'

@@ -342,6 +342,17 @@ def test_has_negative_zero(raw: bytes | str, expected: bool) -> None:
     assert has_negative_zero(raw) is expected
 
 
+@pytest.mark.parametrize("c", [True, False], ids=["c-scan", "python-checks"])
+@pytest.mark.parametrize("raw", [b"[-0]", b"[-1e-400]", b'{"a":[-1.5E-400]}', b"[-0." + b"0" * 400 + b"1]"])
+def test_lossless_refuses_every_negative_zero(raw: bytes, c: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``-0.0`` by underflow is refused as ``-0`` is (the look before the exact check missed ``-1e-400``)."""
+    if not c:
+        monkeypatch.setattr(jsjson, "_c_scan", None)
+    with pytest.raises(jsjson.JsonError) as exc:
+        loads(raw, lossless=True)
+    assert exc.value.kind == "lossless"
+
+
 @settings(max_examples=300)
 @given(js_values)
 def test_has_negative_zero_is_exact_on_js_output(value: Any) -> None:

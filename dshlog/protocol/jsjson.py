@@ -48,6 +48,14 @@ treats them as integers and :func:`dumps` prints ``1``).  ``-0`` reads as ``-0.0
 as in JS (orjson would say ``0``; :func:`has_negative_zero` finds the token in the
 text), so the value rules refuse it wherever dsh does.  Every refusal is a
 :class:`JsonError` with a kind.
+
+What a parser does not decide (a ``-0`` token, nesting beyond :data:`MAX_DEPTH`, for the
+lazy reader also a number that overflows) is looked for in the text: by one C pass over
+the bytes outside strings (``_scan.c``, an optional extension built at install), or,
+where it is not built, by substring searches and counts over the whole line.  The pass
+is exact where it says "no"; a "maybe" goes to the same exact Python check.  On the
+120 MB bench log it takes 62 ms where the searches and counts took 210 ms (``loads``)
+and 226 ms (``plain_text``).
 """
 
 from __future__ import annotations
@@ -63,6 +71,18 @@ import msgspec
 import orjson
 
 from .values import MAX_SAFE_INTEGER
+
+# The reader's byte checks in one C pass (``_scan.c``), where the optional extension is built;
+# without it the Python checks below decide the same (tests/test_scan.py runs both).
+_c_scan: Callable[[bytes | bytearray | memoryview, int], int] | None
+try:
+    from ._scan import BIG_NUMBER as _BIG_NUMBER
+    from ._scan import DEEP as _DEEP
+    from ._scan import NEG_ZERO as _NEG_ZERO
+    from ._scan import scan as _c_scan
+except ImportError:  # pragma: no cover - built wherever a C compiler was at install
+    _c_scan = None
+    _BIG_NUMBER = _DEEP = _NEG_ZERO = 0
 
 __all__ = [
     "UNDEFINED",
@@ -717,6 +737,15 @@ def loads(data: bytes | bytearray | memoryview | str, *, lossless: bool = False)
                 raise JsonError("utf-8", text) from None
             raise JsonError("syntax", text) from None
         value = _loads_stdlib(data)
+    if _c_scan is not None and not isinstance(data, str):
+        flags = _c_scan(data, MAX_DEPTH)
+        if flags & _NEG_ZERO and has_negative_zero(_as_bytes(data)):
+            if lossless:
+                raise JsonError("lossless", "-0 is not losslessly serialisable")
+            value = _loads_stdlib(data)
+        if flags & _DEEP:
+            raise JsonError("depth", f"nested deeper than {MAX_DEPTH} levels")
+        return value
     if _may_hold_negative_zero(data) and has_negative_zero(_as_bytes(data)):
         if lossless:
             raise JsonError("lossless", "-0 is not losslessly serialisable")
@@ -777,6 +806,8 @@ def plain_text(raw: bytes) -> bool:
             raw.decode("utf-8")
         except UnicodeDecodeError:
             return False
+    if _c_scan is not None:
+        return not _c_scan(raw, MAX_DEPTH) & (_DEEP | _BIG_NUMBER)
     t = raw.translate(_PLAIN_TABLE)
     if len(t) > 2 * MAX_DEPTH and t.count(b"[") > MAX_DEPTH:
         return False
@@ -844,12 +875,13 @@ def _as_bytes(data: bytes | bytearray | memoryview | str) -> bytes | str:
 
 
 def _may_hold_negative_zero(data: bytes | bytearray | memoryview | str) -> bool:
-    """A C-speed look for the text ``-0`` (a ``-0`` token, or ``-0.5``, or a date in a string)."""
+    """A C-speed look for what a ``-0.0`` token needs: the text ``-0`` (``-0``, ``-0.5``, a date in a
+    string) or a negative exponent (``-1e-400`` underflows to ``-0.0``)."""
     if isinstance(data, str):
-        return "-0" in data
+        return "-0" in data or "e-" in data or "E-" in data
     if isinstance(data, memoryview):
         data = data.tobytes()
-    return b"-0" in data
+    return b"-0" in data or b"e-" in data or b"E-" in data
 
 
 def _may_be_deep(data: bytes | bytearray | memoryview | str) -> bool:

@@ -1,0 +1,7 @@
+"""Types of the optional C extension built from ``_scan.c`` (see there, and ``jsjson.py``)."""
+
+DEEP: int
+NEG_ZERO: int
+BIG_NUMBER: int
+
+def scan(data: bytes | bytearray | memoryview, max_depth: int, /) -> int: ...
