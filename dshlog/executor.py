@@ -25,6 +25,7 @@ sessions.  Ctrl-C in the caller stops the workers and raises ``KeyboardInterrupt
 
 from __future__ import annotations
 
+import multiprocessing
 import signal
 import threading
 from abc import ABC, abstractmethod
@@ -188,8 +189,6 @@ class ProcessPool(_Windowed):
 
     def _ensure(self) -> Any:
         if self._pool is None:
-            import multiprocessing  # lazy: only a pool of processes needs it (3 ms at start-up)
-
             method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
             ctx = multiprocessing.get_context(method)
             self._pool = ctx.Pool(self.jobs, initializer=_ignore_sigint)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo
 
 from ..errors import UsageError
 
@@ -54,8 +55,6 @@ def zone_named(name: str | None, option: str = "--timezone") -> tuple[tzinfo | N
             delta = timedelta(hours=hours, minutes=minutes)
             return timezone(-delta if m.group(1) == "-" else delta), f"UTC{m.group(1)}{hours:02d}:{minutes:02d}"
     else:
-        from zoneinfo import ZoneInfo  # lazy: only a named zone needs the database (2 ms at start-up)
-
         try:
             return ZoneInfo(t), t
         except (KeyError, ValueError, OSError):  # not in the zone database (or not a key at all)
