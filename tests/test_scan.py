@@ -106,7 +106,7 @@ def _outcome(text: bytes, *, c: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
             lossless = loads(text, lossless=True)
         except JsonError as exc:
             lossless = ("refused", exc.kind)
-        return (repr(value), repr(lossless), plain_text(text))
+        return (repr(value), repr(lossless))
 
 
 # ------------------------------------------------------------------ the flags
@@ -158,11 +158,13 @@ def test_any_buffer_is_read_without_a_copy() -> None:
 @needs_c
 @settings(max_examples=2000, deadline=None)
 @given(texts)
-def test_loads_and_plain_text_agree_with_and_without_c(text: str) -> None:
+def test_loads_agrees_with_and_without_c(text: str) -> None:
+    """Values and refusals, plain and lossless.  ``plain_text`` may differ (the C pass looks at number
+    tokens only, the Python checks at digit runs anywhere); its exactness is the next test's."""
     mp = pytest.MonkeyPatch()
     try:
         raw = text.encode()
-        assert _outcome(raw, c=True, monkeypatch=mp)[:2] == _outcome(raw, c=False, monkeypatch=mp)[:2]
+        assert _outcome(raw, c=True, monkeypatch=mp) == _outcome(raw, c=False, monkeypatch=mp)
     finally:
         mp.undo()
 
@@ -196,7 +198,7 @@ def test_every_stored_line_reads_the_same_with_and_without_c(monkeypatch: pytest
     lines = _lines()
     assert len(lines) > 100
     for raw in lines:
-        assert _outcome(raw, c=True, monkeypatch=monkeypatch)[:2] == _outcome(raw, c=False, monkeypatch=monkeypatch)[:2], raw[:200]
+        assert _outcome(raw, c=True, monkeypatch=monkeypatch) == _outcome(raw, c=False, monkeypatch=monkeypatch), raw[:200]
 
 
 def test_the_extension_is_built_where_a_compiler_is() -> None:
