@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dshlog.protocol import jsjson
-from dshlog.protocol.jsjson import MAX_DEPTH, JsonError, has_negative_zero, loads, plain_text
+from dshlog.protocol.jsjson import MAX_DEPTH, JsonError, has_negative_zero, loads, plain_text, plain_values, same_values
 
 from conftest import CORPUS
 
@@ -124,12 +124,15 @@ def test_flags_hold_where_the_text_has_it(text: str) -> None:
         assert flags & jsjson._NEG_ZERO, text
     if any(not math.isfinite(float(t)) for t in _number_tokens(text)):
         assert flags & jsjson._BIG_NUMBER, text
+    if any(not -(2**63) <= int(t) < 2**64 for t in _number_tokens(text) if re.fullmatch(r"-?\d+", t)):
+        assert flags & jsjson._WIDE_INT, text
 
 
 @needs_c
 @pytest.mark.parametrize(("text", "flag"), [
     ("[-0]", "_NEG_ZERO"), ('{"a":-0.0}', "_NEG_ZERO"), ("[-1e-400]", "_NEG_ZERO"), ("[1e400]", "_BIG_NUMBER"),
-    ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "_DEEP"),
+    ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "_DEEP"), ("[18446744073709551616]", "_WIDE_INT"),
+    ('{"a":-9223372036854775809}', "_WIDE_INT"),
 ])
 def test_each_flag_fires(text: str, flag: str) -> None:
     assert scan_c is not None
@@ -138,7 +141,9 @@ def test_each_flag_fires(text: str, flag: str) -> None:
 
 @needs_c
 @pytest.mark.parametrize("text", ['["-0","2026-01-02",-5,10,"\\"-0\\""]', '{"[[[":"{{{","e400":"1e400"}', '"\\\\"', "[1e99]",
-                                  "[" * MAX_DEPTH + "]" * MAX_DEPTH, '["' + "[" * (MAX_DEPTH + 5) + '"]'])
+                                  "[" * MAX_DEPTH + "]" * MAX_DEPTH, '["' + "[" * (MAX_DEPTH + 5) + '"]',
+                                  "[999999999999999999,-999999999999999999]", "[12345678901234567890.5,1234567890123456789e2]",
+                                  '["12345678901234567890"]'])
 def test_strings_and_what_is_in_range_raise_no_flag(text: str) -> None:
     assert scan_c is not None
     assert scan_c(text.encode(), MAX_DEPTH) == 0
@@ -181,6 +186,34 @@ def test_plain_text_is_exact_with_c(text: str) -> None:
         return
     if plain_text(raw):
         loads(raw)  # raises if the C answer were wrong
+
+
+@needs_c
+@settings(max_examples=3000, deadline=None)
+@given(texts, st.sampled_from([b"", b"\xff", b"\xc3\xa9", b"\xed\xa0\x80"]))
+def test_plain_values_is_exact(text: str, raw_bytes: bytes) -> None:
+    """``True`` only where ``plain_text`` holds and msgspec's values of the text are the ones ``loads`` reads."""
+    raw = b'{"k":' + text.encode() + b',"s":"' + raw_bytes + b'"}'
+    try:
+        decoded = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return
+    if plain_values(raw):
+        assert plain_text(raw)
+        assert same_values(decoded, raw)
+        assert repr(decoded) == repr(loads(raw)), raw  # raises JsonError if loads refused it
+
+
+@needs_c
+@pytest.mark.parametrize("raw", [b'{"a":-0}', b'{"a":18446744073709551616}', b'{"a":1e400}', b'{"a":"\xff"}',
+                                 b'{"a":' + b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1) + b"}"])
+def test_plain_values_says_no_where_msgspec_and_loads_differ(raw: bytes) -> None:
+    assert not plain_values(raw)
+
+
+def test_plain_values_without_c_says_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsjson, "_c_scan", None)
+    assert not plain_values(b'{"a":1}')
 
 
 def _lines() -> list[bytes]:

@@ -5,7 +5,8 @@
  * The text is known to be well-formed JSON (a parser accepted it) when the answer is
  * used, so strings are skipped with memchr to their closing quote and only the bytes
  * outside strings are looked at one by one: brackets (nesting depth) and number tokens
- * (a "-" that may be -0.0, a number that may overflow a double).  Each flag says "may":
+ * (a "-" that may be -0.0, a number that may overflow a double, an integer that may not fit
+ * 64 bits).  Each flag says "may":
  * a set flag sends the text to the exact Python check, a clear flag is certain.
  *
  * Built as an optional extension: where it is not built, jsjson.py falls back to its
@@ -18,6 +19,7 @@
 #define F_DEEP 1       /* nesting deeper than max_depth (exact for well-formed text) */
 #define F_NEG_ZERO 2   /* a negative number token that may read as -0.0 */
 #define F_BIG_NUMBER 4 /* a number token that may overflow a double (3+ exponent digits, 200+ digits) */
+#define F_WIDE_INT 8   /* an integer token that may not fit 64 bits (19+ digits, no fraction or exponent) */
 
 static int
 scan_bytes(const unsigned char *p, const unsigned char *end, Py_ssize_t max_depth)
@@ -52,7 +54,7 @@ scan_bytes(const unsigned char *p, const unsigned char *end, Py_ssize_t max_dept
             depth--;
             p++;
         } else if (c == '-' || (c >= '0' && c <= '9')) {
-            int negative = c == '-', nonzero = 0, exp_negative = 0;
+            int negative = c == '-', nonzero = 0, exp_negative = 0, fraction = 0, exponent = 0;
             Py_ssize_t digits = 0, exp_digits = 0;
             if (negative) {
                 p++;
@@ -61,10 +63,13 @@ scan_bytes(const unsigned char *p, const unsigned char *end, Py_ssize_t max_dept
                 if (*p != '.') {
                     digits++;
                     nonzero |= *p != '0';
+                } else {
+                    fraction = 1;
                 }
                 p++;
             }
             if (p < end && (*p == 'e' || *p == 'E')) {
+                exponent = 1;
                 p++;
                 if (p < end && (*p == '+' || *p == '-')) {
                     exp_negative = *p == '-';
@@ -87,6 +92,10 @@ scan_bytes(const unsigned char *p, const unsigned char *end, Py_ssize_t max_dept
             /* below 3 exponent digits and 200 digits a number is under 1e298: finite */
             if (exp_digits >= 3 || digits >= 200) {
                 flags |= F_BIG_NUMBER;
+            }
+            /* an integer of up to 18 digits is inside [-2**63, 2**64): msgspec reads it as int64 or uint64 */
+            if (digits >= 19 && !fraction && !exponent) {
+                flags |= F_WIDE_INT;
             }
         } else {
             p++;
@@ -121,7 +130,7 @@ scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
-     "scan(data, max_depth) -> flags: DEEP, NEG_ZERO, BIG_NUMBER of a well-formed JSON text."},
+     "scan(data, max_depth) -> flags: DEEP, NEG_ZERO, BIG_NUMBER, WIDE_INT of a well-formed JSON text."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -137,7 +146,8 @@ PyInit__scan(void)
         return NULL;
     }
     if (PyModule_AddIntConstant(m, "DEEP", F_DEEP) < 0 || PyModule_AddIntConstant(m, "NEG_ZERO", F_NEG_ZERO) < 0
-        || PyModule_AddIntConstant(m, "BIG_NUMBER", F_BIG_NUMBER) < 0) {
+        || PyModule_AddIntConstant(m, "BIG_NUMBER", F_BIG_NUMBER) < 0
+        || PyModule_AddIntConstant(m, "WIDE_INT", F_WIDE_INT) < 0) {
         Py_DECREF(m);
         return NULL;
     }

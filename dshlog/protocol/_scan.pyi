@@ -3,5 +3,6 @@
 DEEP: int
 NEG_ZERO: int
 BIG_NUMBER: int
+WIDE_INT: int
 
 def scan(data: bytes | bytearray | memoryview, max_depth: int, /) -> int: ...

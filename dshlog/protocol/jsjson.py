@@ -79,10 +79,11 @@ try:
     from ._scan import BIG_NUMBER as _BIG_NUMBER
     from ._scan import DEEP as _DEEP
     from ._scan import NEG_ZERO as _NEG_ZERO
+    from ._scan import WIDE_INT as _WIDE_INT
     from ._scan import scan as _c_scan
 except ImportError:  # pragma: no cover - built wherever a C compiler was at install
     _c_scan = None
-    _BIG_NUMBER = _DEEP = _NEG_ZERO = 0
+    _BIG_NUMBER = _DEEP = _NEG_ZERO = _WIDE_INT = 0
 
 __all__ = [
     "UNDEFINED",
@@ -100,6 +101,7 @@ __all__ = [
     "key_bytes",
     "loads",
     "plain_text",
+    "plain_values",
     "same_values",
     "stringify",
     "struct_decoder",
@@ -818,6 +820,25 @@ def plain_text(raw: bytes) -> bool:
         if _number_token_at(t, i):
             return False
         i = t.find(_WIDE_EXPONENT, i + 1)
+    return True
+
+
+def plain_values(raw: bytes) -> bool:
+    """Whether :func:`plain_text` holds for ``raw`` and :func:`same_values` for every value msgspec decodes from it.
+
+    A quick answer, certain when ``True``, from the C pass alone: valid UTF-8, and no
+    token that nests too deep, may overflow a double, may read as ``-0.0`` or may not
+    fit 64 bits; those are all that :func:`plain_text` and :func:`same_values` look
+    for.  ``False`` (or no C pass built) only means "ask them".  The lazy reader asks
+    this first, so a common row costs one pass over its bytes, not a walk over its values.
+    """
+    if _c_scan is None or _c_scan(raw, MAX_DEPTH) & (_DEEP | _BIG_NUMBER | _NEG_ZERO | _WIDE_INT):
+        return False
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
     return True
 
 

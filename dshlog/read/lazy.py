@@ -16,7 +16,8 @@ that, without building the payload:
   no projection (its first row is always read exactly);
 * :func:`~dshlog.protocol.jsjson.plain_text` says the exact reader admits the line
   (UTF-8, numbers that overflow, nesting), and ``same_values`` that the values
-  msgspec decoded are the ones it reads (64-bit integers, ``-0``);
+  msgspec decoded are the ones it reads (64-bit integers, ``-0``); for most lines
+  ``plain_values`` settles both in the C pass over the bytes;
 * the type is not one whose payload the consumer reads whole (``exact``), and a
   payload it reads in part (``views``) decodes into its view.
 
@@ -34,7 +35,7 @@ import msgspec
 
 from ..errors import Location
 from ..protocol.events import RowHead
-from ..protocol.jsjson import loads, plain_text, same_values, struct_decoder
+from ..protocol.jsjson import loads, plain_text, plain_values, same_values, struct_decoder
 from ..protocol.values import MAX_SAFE_INTEGER
 from .rows import RowDecoder
 
@@ -102,12 +103,14 @@ class RowGate:
         refs = h.sourceEventSeqs
         if refs and b"[" in bytes(refs)[1:]:  # ranges: the exact reader expands them
             return None
-        if not plain_text(raw) or (h.time == 0 and not same_values(0, raw)):  # a "-0" time is -0.0 to loads
+        # one pass over the bytes settles most rows; else the two exact checks
+        sure = plain_values(raw)
+        if not sure and (not plain_text(raw) or (h.time == 0 and not same_values(0, raw))):  # a "-0" time is -0.0 to loads
             return None
         event: dict[str, Any] = {"type": h.type, "seq": h.seq, "time": h.time}
         if h.type in self._viewed:
             data = msgspec.to_builtins(h.data)
-            if not same_values(data, raw):
+            if not sure and not same_values(data, raw):
                 return None
             event["data"] = data
         dec.next_seq += 1
