@@ -401,3 +401,16 @@ def test_a_reading_command_loads_no_writer(command: str) -> None:
             f"print(sorted(m for m in sys.modules if m.startswith({NOT_FOR_READERS!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+#: The commands that print tables, event lines or JSON, never a transcript.
+TABLE_COMMANDS = (*READING_COMMANDS, "ls", "diff")
+
+
+@pytest.mark.parametrize("command", TABLE_COMMANDS)
+def test_a_command_without_a_transcript_loads_no_transcript_model(command: str) -> None:
+    """The transcript's item classes (about twenty dataclasses, built at import) are for ``show``, ``export`` and ``browse``."""
+    code = (f"import sys, dshlog.cli.app, dshlog.cli.{command}\n"
+            "print(sorted(m for m in sys.modules if m in ('dshlog.model.transcript', 'dshlog.output.renderer')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

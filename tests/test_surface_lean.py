@@ -25,7 +25,7 @@ from test_surface import ev, user
 import dshlog
 from dshlog.errors import DshlogError
 from dshlog.ops.surface import surface_rows
-from dshlog.output import plain
+from dshlog.output.table import plain_table
 from dshlog.model.content import EVENT_LINE, PREVIEW, SEARCH, message_text
 from dshlog.output.text import cut, preview, sanitize
 from dshlog.protocol.jsjson import Items, dumps_pretty, pretty_pieces
@@ -44,7 +44,7 @@ def _old_output(view: Any, form: tuple[str, ...]) -> bytes:
     if form:
         return dumps_pretty(view.as_dict(messages="--messages" in form)) + b"\n"
     parts: list[bytes] = []
-    plain.table(parts.append, None, ["seq", "type", "role", "preview"], _old_rows(view))
+    plain_table(parts.append, None, ["seq", "type", "role", "preview"], _old_rows(view))
     lines = [f"nodes: {[n['seq'] for n in view.nodes]}", f"roles: {', '.join(str(r) for r in view.roles)}"]
     lines += [f"replacement: seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r['shadowedSeqs']))})"
               for r in view.replacements]

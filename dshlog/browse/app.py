@@ -31,6 +31,7 @@ from ..errors import DshlogError
 from ..model.transcript import Item
 from ..output import labels as L
 from ..output.html import page_title
+from ..output.renderer import problem_text
 from ..output.terminal import renderable
 from ..output.text import human_bytes, local_minutes, sanitize
 from ..read.pages import EventIndex, open_index
@@ -319,7 +320,7 @@ class SessionView(Screen[None]):
         number = self.ix.turns[self.ordinal - 1][1] if self.ordinal else None
         where = f"turn {number}" if number is not None else "before the first turn"
         title = Text(sanitize(f"{where}  ({self.ordinal} of {len(self.ix.turns)}; ] next, [ previous, g jump)"))
-        problems = [p for p in map(L.problem_text, items) if p is not None]
+        problems = [p for p in map(problem_text, items) if p is not None]
         if problems:
             title.append(sanitize(f"  {L.FAILURE.symbol} {'; '.join(problems)}"), style="bold red")
         self.query_one("#turn-title", Static).update(title)

@@ -22,7 +22,7 @@ from ..model.requests import RequestInfo, iter_requests
 from ..model.transcript import Item, TranscriptReader
 from ..output import labels as L
 from ..output.events import describe, surface_marker
-from ..output.plain import diff_lines
+from ..output.diff import diff_lines
 from ..output.text import preview
 from ..protocol.jsjson import dumps_pretty
 from ..read.pages import EventIndex

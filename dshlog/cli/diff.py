@@ -8,7 +8,7 @@ import typer
 
 from ..errors import UsageError
 from ..ops.diff import request_diff
-from ..output.plain import diff_lines
+from ..output.diff import diff_lines
 from .app import command_app
 from .common import (
     FormatOpt,

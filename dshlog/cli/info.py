@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ops.views import session_info
 from ..ops.results import SessionInfo
 from ..output import labels
-from ..output.terminal import table
+from ..output.table import table
 from ..output.text import human_bytes
 from ..read.container import torn_text
 from .app import command_app

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..ops.sessions import list_store, unique_prefixes
-from ..output.terminal import Column, table
+from ..output.table import Column, table
 from ..output.text import human_bytes, local_minutes
 from ..read.store import SessionEntry
 from .app import command_app

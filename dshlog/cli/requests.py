@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ops.views import request_series
 from ..output import labels
-from ..output.terminal import table
+from ..output.table import table
 from ..protocol.jsjson import dumps
 from .app import command_app
 from .common import (

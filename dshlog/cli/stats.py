@@ -10,7 +10,7 @@ from ..model.stats import total_stats
 from ..ops.sessions import unique_prefixes
 from ..ops.stats import stats_many
 from ..output import labels
-from ..output.terminal import table
+from ..output.table import table
 from ..output.text import human_duration
 from .app import command_app
 from .common import (

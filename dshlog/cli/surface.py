@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..ops.surface import surface_rows
-from ..output.terminal import table
+from ..output.table import table
 from .app import command_app
 from .common import (
     FileArg,

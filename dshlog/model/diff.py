@@ -10,7 +10,7 @@ means exactly what the provider saw.
 
 The result names each message that changed by its index, id and role and
 carries the message itself; previews and wording are the renderers' part
-(:func:`dshlog.output.plain.diff_lines`, :func:`dshlog.output.jsondoc.diff_document`).
+(:func:`dshlog.output.diff.diff_lines`, :func:`dshlog.output.jsondoc.diff_document`).
 
 Both requests of one log are built in a single pass (:func:`requests_at`);
 requests from two files are built by two :func:`dshlog.model.requests.rebuild` calls.

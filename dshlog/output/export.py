@@ -2,7 +2,7 @@
 
 The formats are renderers (:mod:`dshlog.output.renderer`): Markdown
 (:mod:`~dshlog.output.markdown`), one self-contained HTML page
-(:mod:`~dshlog.output.html`) and versioned JSON (:mod:`~dshlog.output.jsondoc`).
+(:mod:`~dshlog.output.html`) and versioned JSON (:mod:`~dshlog.output.jsonexport`).
 All three stream: they receive items one at a time and write as they go, so
 exporting a long session never holds it in memory.
 """
@@ -16,7 +16,7 @@ from ..errors import UsageError
 from ..model.transcript import SessionHead, Totals
 from ..protocol.layout import encode_segment
 from .html import HtmlRenderer
-from .jsondoc import JsonRenderer
+from .jsonexport import JsonRenderer
 from .markdown import MarkdownRenderer
 from .redact import redact as mask
 from .renderer import Renderer, Write, render

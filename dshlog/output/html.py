@@ -57,7 +57,7 @@ from ..model.transcript import (
 )
 from ..protocol.jsjson import format_number
 from . import labels as L
-from .renderer import Document, Write
+from .renderer import Document, Write, problem_text
 from .richtext import code_css, highlight, markdown_html
 from .text import human_bytes, human_duration, sanitize, utc_seconds
 
@@ -258,7 +258,7 @@ class HtmlRenderer(Document):
     def item(self, item: Item) -> None:
         o = self.body
         seq = f" data-seq=\"{item.seq}\"" if item.seq is not None else ""
-        problem = L.problem_text(item)
+        problem = problem_text(item)
         if problem is not None:
             self._problem(problem)
         if isinstance(item, TurnStart):

@@ -16,17 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..model.transcript import (
-    Failure,
-    Item,
-    Replacement,
-    Retry,
-    ToolChange,
-    ToolResult,
-    TurnEnd,
-)
 from ..protocol.vocabulary import CURRENT_VERSION
+
+if TYPE_CHECKING:  # the item types are only named here: `events` and `tail` print labels without loading the transcript model
+    from ..model.transcript import Failure, Replacement, Retry, ToolChange
 
 # --------------------------------------------------------------------------- marks
 
@@ -217,21 +212,6 @@ def stored_format(stored: object) -> str:
     if type(stored) is not int:
         return f"format v{CURRENT_VERSION}"
     return f"format v{stored}" + (f", shown as v{CURRENT_VERSION}" if stored != CURRENT_VERSION else "")
-
-
-def problem_text(item: Item) -> str | None:
-    """What went wrong at ``item``, for a turn's list of problems (``None`` when nothing did).
-
-    A failed tool, a model call that produced nothing, a turn that did not complete:
-    what a person scanning a long session looks for first.
-    """
-    if isinstance(item, ToolResult) and item.is_error:
-        return f"{ERROR}: {item.name or RESULT_WORD}" + (f" ({item.error_code})" if item.error_code else "")
-    if isinstance(item, Failure):
-        return failure_text(item)
-    if isinstance(item, TurnEnd) and item.outcome not in ("completed", "forked"):
-        return item.label
-    return None
 
 
 #: What ``show`` prints where dsh's decision stopped the transcript (the reason follows, and stderr has it too).

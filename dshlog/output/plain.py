@@ -1,4 +1,4 @@
-"""Plain text: ``show`` when piped, tab-separated tables, and the one-fact-per-line reports.
+"""Plain text: ``show`` when piped (the tables are :mod:`.table`'s, the request diff :mod:`.diff`'s).
 
 ASCII marks (:class:`dshlog.output.labels.Mark` ``.plain``), no styling, one
 item after another, so the output reads in a pager, diffs cleanly and greps.
@@ -7,7 +7,6 @@ Every line passes :func:`dshlog.output.text.sanitize` before it is written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..model.transcript import (
@@ -29,12 +28,10 @@ from ..model.transcript import (
     Usage,
     UserText,
 )
-from ..protocol.jsjson import dumps
 from . import labels as L
 from .renderer import Document, Write
-from .text import preview, sanitize
 
-__all__ = ["PlainRenderer", "diff_lines", "item_lines", "session_line", "table"]
+__all__ = ["PlainRenderer", "item_lines", "session_line"]
 
 
 def session_line(head: SessionHead) -> str:
@@ -111,63 +108,3 @@ class PlainRenderer(Document):
     def mark(self, text: str) -> None:
         """A line of dshlog's own about the transcript (where dsh's decision stopped it)."""
         self.out(f"\n!!! {text}\n")
-
-
-def table(write: Write, title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """A table as tab-separated lines, streamed row by row (``None`` is an empty cell)."""
-
-    def line(text: str) -> None:
-        write(sanitize(text).encode("utf-8") + b"\n")
-
-    if title:
-        line(f"# {title}")
-    line("\t".join(columns))
-    for r in rows:
-        line("\t".join("" if v is None else str(v) for v in r))
-
-
-# --------------------------------------------------------------------------- diff
-
-
-def _ref(m: dict[str, Any]) -> str:
-    return f"[{m['index']}] {m['role']} {m['id']}"
-
-
-def _short(v: Any, width: int = 60) -> str:
-    if v is None:
-        return "(absent)"
-    s = dumps(v).decode("utf-8", "replace")
-    return s if len(s) <= width else s[: width - 1] + "…"
-
-
-def diff_lines(d: dict[str, Any], label_a: str, label_b: str) -> list[str]:
-    """A request diff (:func:`dshlog.model.diff.diff_requests`) for people, one fact per line (unsanitised)."""
-    msgs = d["messages"]
-    out = [f"{label_a}: {msgs['before']} messages", f"{label_b}: {msgs['after']} messages"]
-    if d["identical"]:
-        out.append("identical: the two requests are byte for byte the same")
-        return out
-    if d["prefixIntact"]:
-        out.append(f"prefix intact: {label_b} starts with all {msgs['before']} messages of {label_a}, byte for byte")
-    else:
-        out.append(f"prefix broken at message {d['prefixBrokenAt']} ({d['commonPrefix']} leading messages identical)")
-    cfg = d["config"]
-    for key in cfg["added"] + cfg["removed"] + cfg["changed"]:
-        v = cfg["values"][key]
-        out.append(f"config {key}: {_short(v['before'])} -> {_short(v['after'])}")
-    for what in ("added", "removed", "changed"):
-        if d["tools"][what]:
-            out.append(f"tools {what}: {', '.join(d['tools'][what])}")
-    if d["toolHistoryChanged"]:
-        out.append("toolHistory changed")
-    if d["sessionIdChanged"]:
-        out.append("sessionId changed")
-    for r in msgs["replaced"]:
-        b, a = r["before"], r["after"]
-        same = " (same id, content changed)" if r["sameId"] else ""
-        out.append(f"~ replaced {_ref(b)} -> {_ref(a)}{same}: {preview(a['message'])}")
-    for m in msgs["removed"]:
-        out.append(f"- removed  {_ref(m)}: {preview(m['message'])}")
-    for m in msgs["added"]:
-        out.append(f"+ added    {_ref(m)}: {preview(m['message'])}")
-    return out

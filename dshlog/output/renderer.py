@@ -12,7 +12,7 @@ that stream, three calls::
 Five renderers implement it: :class:`~dshlog.output.plain.PlainRenderer`
 (``show`` piped), :class:`~dshlog.output.terminal.TerminalRenderer` (``show`` on a
 terminal), and the exports :class:`~dshlog.output.markdown.MarkdownRenderer`,
-:class:`~dshlog.output.html.HtmlRenderer`, :class:`~dshlog.output.jsondoc.JsonRenderer`.
+:class:`~dshlog.output.html.HtmlRenderer`, :class:`~dshlog.output.jsonexport.JsonRenderer`.
 A renderer owns its output (a byte sink or a Rich console) and its options
 (``show --reasoning``); what to show and how much is decided before it, by the
 reader's limits and redaction, so every target shows the same thing.
@@ -28,12 +28,29 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from ..model.transcript import FULL, Item, Limits, SessionHead, Totals, TranscriptReader
+from ..model.transcript import FULL, Failure, Item, Limits, SessionHead, Totals, ToolResult, TranscriptReader, TurnEnd
+from . import labels as L
+from .screen import Write
 from .text import sanitize
 
-__all__ = ["Document", "Renderer", "Write", "render"]
+__all__ = ["Document", "Renderer", "Write", "problem_text", "render"]
 
-Write = Callable[[bytes], object]  # what it returns (a count of bytes, say) is not used
+
+
+def problem_text(item: Item) -> str | None:
+    """What went wrong at ``item``, for a turn's list of problems (``None`` when nothing did).
+
+    A failed tool, a model call that produced nothing, a turn that did not complete:
+    what a person scanning a long session looks for first.  Worded from the labels;
+    here, beside the item types, because it asks which type an item is.
+    """
+    if isinstance(item, ToolResult) and item.is_error:
+        return f"{L.ERROR}: {item.name or L.RESULT_WORD}" + (f" ({item.error_code})" if item.error_code else "")
+    if isinstance(item, Failure):
+        return L.failure_text(item)
+    if isinstance(item, TurnEnd) and item.outcome not in ("completed", "forked"):
+        return item.label
+    return None
 
 
 class Renderer(Protocol):

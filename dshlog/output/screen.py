@@ -8,13 +8,19 @@ the same screen, in a test as on a real terminal.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
+
+from .text import sanitize
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from rich.console import Console
+    from rich.text import Text
 
-__all__ = ["Screen", "TextSink"]
+__all__ = ["Screen", "TextSink", "Write", "text"]
+
+Write = Callable[[bytes], object]  # a byte sink; what it returns (a count of bytes, say) is not used
 
 
 class TextSink:
@@ -79,3 +85,10 @@ class Screen:
             soft_wrap=False,
             legacy_windows=False,
         )
+
+
+def text(value: Any = "", style: str = "") -> Text:
+    """A Rich ``Text`` of ``value`` as data: sanitised, never parsed as markup."""
+    from rich.text import Text  # lazy: heavy, only for terminal output
+
+    return Text(sanitize(str(value)), style=style)
