@@ -211,6 +211,28 @@ def test_plain_values_says_no_where_msgspec_and_loads_differ(raw: bytes) -> None
     assert not plain_values(raw)
 
 
+def _decodes(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+_utf8_edges = st.sampled_from([b"\xed\xa0\x80", b"\xed\x9f\xbf", b"\xc0\x80", b"\xc1\xbf", b"\xc2\x80", b"\xe0\x80\x80",
+                               b"\xe0\xa0\x80", b"\xf0\x8f\xbf\xbf", b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf",
+                               b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\x80", b"\xe4\xb8", b"\xf0\x9f\x98"])
+
+
+@needs_c
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=6), st.text(max_size=6).map(lambda t: t.encode("utf-8", "surrogatepass")),
+                          _utf8_edges), max_size=8).map(b"".join))
+def test_valid_utf8_is_the_codec(raw: bytes) -> None:
+    """The C check answers what ``bytes.decode("utf-8")`` does: overlong forms, surrogates, beyond U+10FFFF, cut sequences."""
+    assert jsjson._c_valid_utf8(raw) == _decodes(raw), raw
+
+
 def test_plain_values_without_c_says_ask(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jsjson, "_c_scan", None)
     assert not plain_values(b'{"a":1}')

@@ -9,6 +9,8 @@
  * 64 bits).  Each flag says "may":
  * a set flag sends the text to the exact Python check, a clear flag is certain.
  *
+ * valid_utf8 answers what bytes.decode("utf-8") would, without making the str.
+ *
  * Built as an optional extension: where it is not built, jsjson.py falls back to its
  * Python checks, which decide the same (tests/test_scan.py proves both on the same texts).
  */
@@ -104,6 +106,66 @@ scan_bytes(const unsigned char *p, const unsigned char *end, Py_ssize_t max_dept
     return flags;
 }
 
+/* Whether the bytes are UTF-8 as Python's strict codec reads it (RFC 3629: no overlong form,
+   no surrogate, nothing above U+10FFFF), without making the str. */
+static int
+utf8_ok(const unsigned char *p, const unsigned char *end)
+{
+    while (p < end) {
+        unsigned char c = *p;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        Py_ssize_t n;
+        unsigned char lo = 0x80, hi = 0xBF; /* the allowed range of the second byte */
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            if (c == 0xE0) {
+                lo = 0xA0; /* overlong below U+0800 */
+            } else if (c == 0xED) {
+                hi = 0x9F; /* U+D800..U+DFFF, the surrogates */
+            }
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            if (c == 0xF0) {
+                lo = 0x90; /* overlong below U+10000 */
+            } else if (c == 0xF4) {
+                hi = 0x8F; /* above U+10FFFF */
+            }
+        } else {
+            return 0; /* a continuation byte first, C0/C1 (overlong), F5..FF */
+        }
+        if (end - p <= n || p[1] < lo || p[1] > hi) {
+            return 0;
+        }
+        for (Py_ssize_t i = 2; i <= n; i++) {
+            if (p[i] < 0x80 || p[i] > 0xBF) {
+                return 0;
+            }
+        }
+        p += n + 1;
+    }
+    return 1;
+}
+
+static PyObject *
+valid_utf8(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    int ok;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    ok = utf8_ok((const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(ok);
+}
+
 static PyObject *
 scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -131,6 +193,8 @@ scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
      "scan(data, max_depth) -> flags: DEEP, NEG_ZERO, BIG_NUMBER, WIDE_INT of a well-formed JSON text."},
+    {"valid_utf8", (PyCFunction)valid_utf8, METH_O,
+     "valid_utf8(data) -> whether data.decode('utf-8') succeeds, without decoding."},
     {NULL, NULL, 0, NULL},
 };
 

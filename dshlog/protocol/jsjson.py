@@ -81,9 +81,17 @@ try:
     from ._scan import NEG_ZERO as _NEG_ZERO
     from ._scan import WIDE_INT as _WIDE_INT
     from ._scan import scan as _c_scan
+    from ._scan import valid_utf8 as _c_valid_utf8
 except ImportError:  # pragma: no cover - built wherever a C compiler was at install
     _c_scan = None
     _BIG_NUMBER = _DEEP = _NEG_ZERO = _WIDE_INT = 0
+
+    def _c_valid_utf8(data: bytes | bytearray | memoryview, /) -> bool:
+        try:
+            bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
 
 __all__ = [
     "UNDEFINED",
@@ -803,11 +811,8 @@ def plain_text(raw: bytes) -> bool:
     precedes it.  ``False`` only costs a parse (the row goes to :func:`loads`);
     ``True`` must be exact.  Values msgspec decodes need :func:`same_values` too.
     """
-    if not raw.isascii():
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return False
+    if not raw.isascii() and not _c_valid_utf8(raw):
+        return False
     if _c_scan is not None:
         return not _c_scan(raw, MAX_DEPTH) & (_DEEP | _BIG_NUMBER)
     t = raw.translate(_PLAIN_TABLE)
@@ -834,12 +839,7 @@ def plain_values(raw: bytes) -> bool:
     """
     if _c_scan is None or _c_scan(raw, MAX_DEPTH) & (_DEEP | _BIG_NUMBER | _NEG_ZERO | _WIDE_INT):
         return False
-    if not raw.isascii():
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return False
-    return True
+    return raw.isascii() or _c_valid_utf8(raw)
 
 
 def _number_token_at(t: bytes, e: int) -> bool:
