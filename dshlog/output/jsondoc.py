@@ -1,8 +1,8 @@
 """JSON for programs: the versioned shape of every JSON document, and documents built from typed results.
 
-Every JSON document ``dshlog`` writes (``--json`` output, the JSON export of
-:mod:`.jsonexport`) starts ``{"shape":1,…}``.  Bump :data:`SHAPE` on any
-incompatible change.  This module holds no transcript type, so a command that
+The versioned JSON documents (the ``as_dict()`` of each typed result that a
+command's ``--json`` prints, and the JSON export of :mod:`.jsonexport`) start
+``{"shape":1,…}``.  Bump :data:`SHAPE` on any incompatible change.  This module holds no transcript type, so a command that
 prints JSON does not load the transcript model.
 
 JSON is written by :func:`dshlog.protocol.jsjson.dumps` and is exact: it is never

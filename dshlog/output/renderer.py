@@ -36,7 +36,6 @@ from .text import sanitize
 __all__ = ["Document", "Renderer", "Write", "problem_text", "render"]
 
 
-
 def problem_text(item: Item) -> str | None:
     """What went wrong at ``item``, for a turn's list of problems (``None`` when nothing did).
 

@@ -86,7 +86,7 @@ except ImportError:  # pragma: no cover - built wherever a C compiler was at ins
     _c_scan = None
     _BIG_NUMBER = _DEEP = _NEG_ZERO = _WIDE_INT = 0
 
-    def _c_valid_utf8(data: bytes | bytearray | memoryview, /) -> bool:
+    def _c_valid_utf8(data: bytes | bytearray | memoryview, /) -> bool:  # without the extension: the codec itself
         try:
             bytes(data).decode("utf-8")
         except UnicodeDecodeError:
