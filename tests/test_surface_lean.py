@@ -24,6 +24,8 @@ from test_surface import ev, user
 
 import dshlog
 from dshlog.errors import DshlogError
+from dshlog.check.validate import Validator
+from dshlog.ops import surface as surface_ops
 from dshlog.ops.surface import surface_rows
 from dshlog.output.table import plain_table
 from dshlog.model.content import EVENT_LINE, PREVIEW, SEARCH, message_text
@@ -181,3 +183,40 @@ def test_preview_of_a_prefix_is_the_whole_texts(content: Any, limit: int, rule: 
     """``preview`` gathers only the start of a long text; it must cut where the whole text's cut is."""
     message = {"content": content}
     assert preview(message, limit, rule) == cut(" ".join(message_text(message, rule).split("\n")), limit)
+
+
+def test_the_whole_log_is_folded_once_where_the_restore_found_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of a clean log the command prints the restore's own fold; a prefix (``--at``) is folded by the command."""
+    folds: list[dict[str, Any]] = []
+    real = surface_ops.command_fold
+
+    def counted(**kw: Any) -> Any:
+        folds.append(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(surface_ops, "command_fold", counted)
+    loop = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
+    assert _same(loop)
+    assert folds == []  # neither the library call nor any form of the command
+    assert _same(loop, at=5)
+    assert len(folds) == 1 + len(FORMS)
+
+
+def _restore_fold(header: dict[str, Any] | None, events: list[dict[str, Any]], *, projection: bool = False) -> Any:
+    rules = Validator(header, projection=projection, surface_note=surface_ops.node_note)
+    for event in events:
+        rules.feed(event)
+        assert rules.clean_fold is None  # not before the end: the last event may still be refused
+    rules.finish()
+    return rules.clean_fold
+
+
+def test_the_restores_fold_stands_for_the_commands_only_on_a_log_without_problems() -> None:
+    with dshlog.open_session(FIXTURES / "v4" / "loop" / "session.v4.jsonl") as log:
+        header, events = log.v4().header, list(log.v4())
+    fold = _restore_fold(header, events)
+    assert fold is not None and [seq for seq, *_ in fold.node_notes()] == list(fold.nodes)
+    # an error, and a warning (a projection's placeholder: dsh's checking fold may refuse what it explains)
+    assert _restore_fold({**header, "id": 7}, events) is None
+    assert _restore_fold({**header, "cwd": "{{cwd}}"}, events, projection=True) is None
+    assert _restore_fold(header, events[:-1] + [{**events[-1], "seq": 0}]) is None

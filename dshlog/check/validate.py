@@ -22,7 +22,7 @@ can be searched for in dsh's own diagnostics.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import DshlogError, InternalError
@@ -48,14 +48,18 @@ class _Collector:
     way, so a kept problem holds no payload.
     """
 
-    __slots__ = ("pending", "seen", "projection")
+    __slots__ = ("pending", "seen", "projection", "flagged")
 
     def __init__(self, projection: bool) -> None:
         self.pending: list[Problem] = []
         self.seen: set[str] = set()
         self.projection = projection
+        #: whether anything but an ``info`` was reported (an error, or a warning that may be a fold's refusal)
+        self.flagged = False
 
     def report(self, problem: Problem) -> None:
+        if problem.severity != Severity.INFO:
+            self.flagged = True
         message = problem.message
         if message in self.seen:
             return
@@ -109,7 +113,10 @@ class Validator:
         known_types: Iterable[str] | None = None,
         cwd_platform: CwdPlatform = "any",
         json_values: bool = False,
+        surface_note: Callable[[int, str, Any], Any] | None = None,
     ) -> None:
+        """``surface_note``: the fold also keeps this note per node and every replacement record,
+        so a log without problems leaves the fold a surface command prints (:attr:`clean_fold`)."""
         self.header = header
         self.typed = json_values
         self.projection = projection
@@ -130,7 +137,8 @@ class Validator:
         # Validation needs only the count of replacements, not their records, and no
         # messages (the lean fold keeps what its own rules read); the data rules run
         # here, and only the events that pass them are folded.
-        self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=False, keep_messages=False)
+        self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=surface_note is not None,
+                                 keep_messages=False, note=surface_note)
         self._fold.check_data = False
         self.lifecycle = Lifecycle(self._fold)
 
@@ -157,6 +165,19 @@ class Validator:
         self.ownership.finish(self.count, report)
         self.lifecycle.finish(report)
         return report.flush()
+
+    @property
+    def clean_fold(self) -> SurfaceFold | None:
+        """After :meth:`finish`, of a log with no problem but an ``info``: the surface fold, else ``None``.
+
+        On such a log every event was folded, and dsh's checking fold would have
+        refused none of them (its checks are rules this validator ran and found
+        nothing by), so this lean fold stands for it: a caller that wants the
+        surface of the whole log need not fold it a second time.  Where anything
+        was reported (a warning too: a projection's placeholder can turn a fold's
+        refusal into one), the caller folds the log itself.
+        """
+        return self._fold if self._finished and not self._report.flagged else None
 
     # ------------------------------------------------------------------ per event
 

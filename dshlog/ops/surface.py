@@ -199,6 +199,14 @@ def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow
         return open_target(target, select=select, format_version=format_version,
                            system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel)
 
+    if at is None and stream is None:
+        # the whole log: dsh's restore folds it anyway, and where it found nothing its fold is the command's
+        with reopen() as log:
+            with located(log.path), log.v4(allow_unknown=allow_unknown, surface_note=node_note) as view:
+                view.finish()
+            shared = view.surface
+            if shared is not None:
+                return SurfaceRows(shared, reopen, allow_unknown, tuple(log.notes), log.path, log.notes.suppressed())
     state = command_fold(strict_unknown=not allow_unknown, keep_messages=stream is not None)
     with reopen() as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:

@@ -24,10 +24,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, MigrationRefused, UnsupportedVersion, UsageError, guarded
 from ..check.problems import Problem, Problems, Severity
+from ..check.surface import SurfaceFold
 from ..check.validate import Validator
 from . import lazy
 from .lazy import LazyRecord, RowGate
@@ -595,7 +596,7 @@ class SessionLog:
             yield from events
 
     def v4(self, *, child_facts: list[dict[str, Any]] | None = None, runs: bool = True, allow_unknown: bool = False,
-           restore: bool = True) -> V4View:
+           restore: bool = True, surface_note: Callable[[int, str, Any], Any] | None = None) -> V4View:
         """The v4 view: what dsh holds after opening the log (older logs migrated in memory).
 
         Nothing is read until the view is iterated; its :attr:`V4View.header` needs
@@ -608,11 +609,12 @@ class SessionLog:
         dsh refuses them).  ``restore=False`` reads a strict log's rows as dsh does but
         leaves out the restore: only for a second reading of a log whose whole view this
         process has already taken, where dsh's decision is known (``surface --messages``
-        reading its messages again).
+        reading its messages again).  ``surface_note``: the restore's fold keeps this
+        note per node, for a caller that reads :attr:`V4View.surface` afterwards.
         """
         if self.version > CURRENT_VERSION:
             raise UnsupportedVersion(newer_version(self.session_id, self.version, CURRENT_VERSION), path=self.path, loc=self.header_loc)
-        return V4View(self, child_facts, runs, allow_unknown=allow_unknown, restore=restore)
+        return V4View(self, child_facts, runs, allow_unknown=allow_unknown, restore=restore, surface_note=surface_note)
 
     @property
     def projection(self) -> bool:
@@ -793,9 +795,12 @@ class V4View:
     """
 
     def __init__(self, log: SessionLog, child_facts: list[dict[str, Any]] | None, runs: bool = True, *,
-                 allow_unknown: bool = False, restore: bool = True) -> None:
+                 allow_unknown: bool = False, restore: bool = True,
+                 surface_note: Callable[[int, str, Any], Any] | None = None) -> None:
         self._log = log
         self._restore = restore
+        self._surface_note = surface_note
+        self._rules: Validator | None = None
         self._allow_unknown = allow_unknown
         self._child_facts = child_facts
         self._runs = runs
@@ -852,7 +857,9 @@ class V4View:
             return
         log = self._log
         # a v4 log's events are its rows as jsjson parsed them; migrated ones are built in Python
-        rules = Validator(self.header, projection=log.snapshot, json_values=log.version == CURRENT_VERSION)
+        rules = Validator(self.header, projection=log.snapshot, json_values=log.version == CURRENT_VERSION,
+                          surface_note=self._surface_note)
+        self._rules = rules
         first: Any = None
         for pair in pairs:
             problems = rules.feed(pair[0])
@@ -862,6 +869,17 @@ class V4View:
         first = self._first(first, rules.finish())
         if first is not None:
             raise self._refusal(first)
+
+    @property
+    def surface(self) -> SurfaceFold | None:
+        """After the view is used up: the restore's surface fold, where it stands for a checking fold of the log.
+
+        That is dsh's view of a log the restore found no problem in (see
+        :attr:`~dshlog.check.validate.Validator.clean_fold`); ``None`` otherwise,
+        and always where there was no restore.  A caller that wants the surface of
+        the whole log takes it instead of folding every event a second time.
+        """
+        return self._rules.clean_fold if self._rules is not None else None
 
     def _first(self, first: Any, problems: list[Any]) -> Any:
         for p in problems:
