@@ -6,7 +6,10 @@ every message of the log.  The command prints far less: per node its seq, type,
 role, id, whether it derives a message, and a 60-column preview.  So the command's
 fold is the lean checking fold (``keep_messages=False``, dsh's checks unchanged)
 with a *note* per node: the row it prints, made from the event as it is folded and
-dropped when the node is shadowed.  Only ``--json --messages`` needs the messages
+dropped when the node is shadowed.  Of a whole log that dsh's restore found no
+problem in, that fold is the restore's own (:attr:`~dshlog.read.session.V4View.surface`):
+the log is folded once; a prefix (``--at``), a stream, or a log the restore
+reported anything in is folded by the command.  Only ``--json --messages`` needs the messages
 themselves; they are read again from the log when they are written (a second
 pass through the same dsh view, in seq order, put in surface order through a
 buffer that holds only the nodes a replacement placed before older ones), and the
