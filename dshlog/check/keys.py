@@ -4,8 +4,9 @@ PTC starts and retry chains must be remembered for the whole log, so they are
 kept as 16-byte digests instead of the values.  Any JSON value a reader can
 produce must have a key: a lone surrogate (``"\\ud800"`` is valid JSON) or an
 integer beyond 64 bits is not plain JSON to orjson, so those values take a
-slower exact encoding instead of crashing the run.  (Only ``validate`` imports
-this module: hashlib loads OpenSSL, which the fold's commands need not pay for.)
+slower exact encoding instead of crashing the run.  The rules (``ptc``,
+``retries``) and the surface fold (message digests) import it, so every command
+that runs dsh's restore or folds the surface loads hashlib, and with it OpenSSL.
 """
 
 from __future__ import annotations
