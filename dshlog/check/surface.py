@@ -62,6 +62,7 @@ __all__ = [
     "Digests",
     "SETTLEMENT_TYPES",
     "HeaderTools",
+    "NodeNote",
     "SurfaceError",
     "SurfaceFold",
     "derive_message",
@@ -71,6 +72,10 @@ __all__ = [
 
 # Replacement records a fold keeps when the caller did not ask for all of them (display only).
 RECENT_REPLACEMENTS = 8
+
+#: What a caller keeps per surface node instead of its message: ``note(seq, type, data)``
+#: (see :class:`SurfaceFold`); the result is held while the node is current.
+NodeNote = Callable[[int, str, Any], Any]
 
 
 class SurfaceError(CorruptLog):
@@ -252,7 +257,7 @@ class SurfaceFold:
         keep_replacements: bool = True,
         keep_messages: bool = True,
         digests: bool = False,
-        note: Callable[[int, str, Any], Any] | None = None,
+        note: NodeNote | None = None,
     ) -> None:
         self.strict_unknown = strict_unknown
         self.check_messages = check_messages

@@ -22,7 +22,7 @@ can be searched for in dsh's own diagnostics.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import DshlogError, InternalError
@@ -35,7 +35,7 @@ from .header import CwdPlatform, validate_header
 from .lifecycle import Lifecycle
 from .ownership import Ownership
 from .problems import Problem, Severity
-from .surface import SurfaceFold
+from .surface import NodeNote, SurfaceFold
 
 __all__ = ["Validator", "validate_events"]
 
@@ -113,7 +113,7 @@ class Validator:
         known_types: Iterable[str] | None = None,
         cwd_platform: CwdPlatform = "any",
         json_values: bool = False,
-        surface_note: Callable[[int, str, Any], Any] | None = None,
+        surface_note: NodeNote | None = None,
     ) -> None:
         """``surface_note``: the fold also keeps this note per node and every replacement record,
         so a log without problems leaves the fold a surface command prints (:attr:`clean_fold`)."""

@@ -24,11 +24,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, MigrationRefused, UnsupportedVersion, UsageError, guarded
 from ..check.problems import Problem, Problems, Severity
-from ..check.surface import SurfaceFold
+from ..check.surface import NodeNote, SurfaceFold
 from ..check.validate import Validator
 from . import lazy
 from .lazy import LazyRecord, RowGate
@@ -596,7 +596,7 @@ class SessionLog:
             yield from events
 
     def v4(self, *, child_facts: list[dict[str, Any]] | None = None, runs: bool = True, allow_unknown: bool = False,
-           restore: bool = True, surface_note: Callable[[int, str, Any], Any] | None = None) -> V4View:
+           restore: bool = True, surface_note: NodeNote | None = None) -> V4View:
         """The v4 view: what dsh holds after opening the log (older logs migrated in memory).
 
         Nothing is read until the view is iterated; its :attr:`V4View.header` needs
@@ -796,7 +796,7 @@ class V4View:
 
     def __init__(self, log: SessionLog, child_facts: list[dict[str, Any]] | None, runs: bool = True, *,
                  allow_unknown: bool = False, restore: bool = True,
-                 surface_note: Callable[[int, str, Any], Any] | None = None) -> None:
+                 surface_note: NodeNote | None = None) -> None:
         self._log = log
         self._restore = restore
         self._surface_note = surface_note
