@@ -90,7 +90,7 @@ def test_every_dsh_view_refuses_the_header_and_validate_says_so(tmp_path: Path, 
     (d / "session.jsonl").write_bytes(TEXT_TURN.read_bytes().split(b"\n", 1)[1].join(
         [json.dumps(header, separators=(",", ":")).encode() + b"\n", b""]))
     log = str(d / "session.jsonl")
-    for argv in (["events", "--v4", log], ["surface", log], ["requests", log], ["show", log],
+    for argv in (["events", "--v4", log], ["surface", log], ["requests", log],
                  ["migrate", "--dry-run", "--no-children", str(d)]):
         code, out, err = run_cli(capsysbinary, *argv)
         assert code == ExitCode.CORRUPT, argv
@@ -98,6 +98,10 @@ def test_every_dsh_view_refuses_the_header_and_validate_says_so(tmp_path: Path, 
         assert not out.strip() or argv[0] == "migrate", argv
     code, out, err = run_cli(capsysbinary, "events", log)  # the stored rows are still shown
     assert code == 0 and len(out.splitlines()) == 43
+    code, out, err = run_cli(capsysbinary, "show", log)  # and a transcript of them, opening with dsh's refusal
+    assert code == ExitCode.CORRUPT
+    assert out.startswith(b'!!! dsh refuses to open this session: released v0 physical header lacks required member "delegationDepth"\n')
+    assert b"READY" in out and b'lacks required member "delegationDepth"' in err
     code, out, _ = run_cli(capsysbinary, "validate", log)
     assert code == ExitCode.CORRUPT and b'error: corrupt: released v0 physical header lacks required member "delegationDepth"' in out
 

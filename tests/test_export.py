@@ -185,13 +185,24 @@ def test_output_file_is_atomic_and_never_overwritten(tmp_path, capsysbinary) -> 
 
 
 def test_failed_export_leaves_nothing(tmp_path, capsysbinary) -> None:
-    bad = tmp_path / "session.v4.jsonl"
-    bad.write_bytes(jsonl({**v4_header(), "version": 9}, ev(0, "turn/start", {"turn": 1})))
+    bad = tmp_path / "session.v4.jsonl"  # a line beyond the reader's limit: nothing can be shown of it
+    bad.write_bytes(jsonl(v4_header(), ev(0, "user/message", {"turn": 1, "content": "x" * (2 << 20)})))
     target = tmp_path / "out.md"
-    code, _, err = export(capsysbinary, str(bad), "-o", str(target))
-    assert code == 3, err
+    code, _, err = run_cli(capsysbinary, "--max-line-size", "1", "export", str(bad), "-o", str(target))
+    assert code == 3 and b"dshlog: limit: " in err, err
     assert not target.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["session.v4.jsonl"]
+
+
+def test_a_newer_format_is_exported_with_dsh_refusal_first(tmp_path, capsysbinary) -> None:
+    """dsh refuses a newer format before it reads a row; the export shows the rows, opening with that refusal."""
+    newer = tmp_path / "session.v4.jsonl"
+    newer.write_bytes(jsonl({**v4_header(), "version": 9}, ev(0, "turn/start", {"turn": 1})))
+    target = tmp_path / "out.md"
+    code, _, err = export(capsysbinary, str(newer), "-o", str(target))
+    assert code == 3, err
+    assert target.read_text().split("\n")[2].startswith("> **dsh refuses to open this session:** session ")
+    assert b"uses log format v9, but this harness reads only v4" in err
 
 
 def test_unknown_format_is_a_usage_error(capsysbinary) -> None:

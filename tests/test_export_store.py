@@ -48,18 +48,25 @@ def test_one_page_per_session_and_an_index(root, tmp_path) -> None:
 
 
 def test_a_damaged_session_is_listed_not_fatal(root, tmp_path) -> None:
+    """A session that cannot be read at all is listed with its error; one dsh refuses gets its page, opening with the refusal."""
     import shutil
 
     copy = tmp_path / "root"
     shutil.copytree(root, copy)
-    victim = sort_entries(list_sessions(copy), "time")[-1]
-    assert victim.path is not None
-    lines = victim.path.read_bytes().split(b"\n")
-    victim.path.write_bytes(b"\n".join([lines[0], b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":"x"}}', *lines[1:]]))
+    unreadable, refused = sort_entries(list_sessions(copy), "time")[-2:]
+    assert unreadable.path is not None and refused.path is not None
+    unreadable.path.write_bytes(b"{garbage\n")
+    lines = refused.path.read_bytes().split(b"\n")
+    refused.path.write_bytes(b"\n".join([lines[0], b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":"x"}}', *lines[1:]]))
     result = export_store(copy, str(tmp_path / "site"))
-    assert [sid for sid, _ in result.failed] == [victim.id]
+    assert [sid for sid, _ in result.failed] == [unreadable.id]
+    assert [(sid, rescue) for sid, _, rescue in result.refused] == [(refused.id, refused.id)]
     index = (tmp_path / "site" / INDEX).read_text("utf-8")
     assert len(result.pages) == 11 and index.count('<div class="cut">') == 1
+    assert index.count('<div class="cut refused">dsh refuses to open this session: ') == 1
+    page = (tmp_path / "site" / page_name(refused)).read_text("utf-8")
+    assert '<header><div class="refusal" id="refusal" role="alert"><strong>dsh refuses to open this session:</strong> ' in page
+    assert f"<code>dshlog rescue {refused.id}</code>" in page
 
 
 def test_never_overwrites(root, tmp_path) -> None:
@@ -92,9 +99,31 @@ def test_cli_says_which_sessions_failed(root, tmp_path, capsysbinary) -> None:
 
     copy = tmp_path / "root"
     shutil.copytree(root, copy)
-    victim = sort_entries(list_sessions(copy), "time")[0]
-    assert victim.path is not None
-    victim.path.write_bytes(victim.path.read_bytes().split(b"\n")[0] + b'\n{"type":"turn/start","seq":0,"time":1,"data":{"turn":"x"}}\n')
+    victim, refused = sort_entries(list_sessions(copy), "time")[:2]
+    assert victim.path is not None and refused.path is not None
+    victim.path.write_bytes(b"{garbage\n")
+    refused.path.write_bytes(refused.path.read_bytes().split(b"\n")[0] + b'\n{"type":"turn/start","seq":0,"time":1,"data":{"turn":"x"}}\n')
     code, _, err = run_cli(capsysbinary, "export", str(copy), "-f", "html", "-o", str(tmp_path / "site"))
     assert code == 4 and f"{victim.id}: not exported:".encode() in err and b"1 of 12 sessions could not be exported" in err
-    assert (tmp_path / "site" / INDEX).is_file()
+    assert f"{refused.id}: exported as stored: corrupt: ".encode() in err
+    assert f"; to bring it back: dshlog rescue {refused.id}".encode() in err
+    assert (tmp_path / "site" / INDEX).is_file() and (tmp_path / "site" / page_name(refused)).is_file()
+
+
+def test_cli_exports_the_sessions_dsh_refuses_with_their_refusal(root, tmp_path, capsysbinary) -> None:
+    """A session dsh refuses is exported as far as its rows can be read: the exit code says what dsh refuses (3 here)."""
+    import shutil
+
+    from conftest import run_cli
+
+    copy = tmp_path / "root"
+    shutil.copytree(root, copy)
+    newer = next(e for e in sort_entries(list_sessions(copy), "time") if e.path is not None and e.path.name == "session.v4.jsonl")
+    assert newer.path is not None
+    lines = newer.path.read_bytes().split(b"\n")
+    newer.path.write_bytes(b"\n".join([lines[0].replace(b'"version":4', b'"version":5'), *lines[1:]]))
+    code, _, err = run_cli(capsysbinary, "export", str(copy), "-f", "html", "-o", str(tmp_path / "site"))
+    assert code == 3, err
+    assert f"{newer.id}: exported as stored: unsupported: ".encode() in err and b"could not be exported" not in err
+    page = (tmp_path / "site" / page_name(newer)).read_text("utf-8")
+    assert "uses log format v5, but this harness reads only v4" in page

@@ -115,7 +115,7 @@ def test_fork_rejects_an_empty_id(tmp_path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-# ----------------------------------------------------------------- 7: a refused log is marked, not cut silently
+# ----------------------------------------------------------------- 7: a refused log is said first, not cut silently
 
 V0_REFUSED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "v0" / "upstream" / \
     "examples__acp-agent__tests__snapshots__agent-instructions__session.jsonl"
@@ -125,10 +125,12 @@ V0_REFUSED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "v0" / 
 def test_show_of_a_refused_log_is_marked() -> None:
     code, out, err = run_env("show", str(V0_REFUSED))
     assert code == ExitCode.UNSUPPORTED
-    assert out.rstrip().splitlines()[-1].startswith(b"!!! dsh refuses to open this session: ")
+    assert out.splitlines()[0].startswith(b"!!! dsh refuses to open this session: ")
+    assert b"=== turn 1 " in out  # the stored rows, shown after the refusal
     assert err.startswith(b"dshlog: unsupported: ")
     code, out, _ = run_env("export", str(V0_REFUSED))
-    assert code == ExitCode.UNSUPPORTED and out == b""
+    assert code == ExitCode.UNSUPPORTED
+    assert out.split(b"\n")[2].startswith(b"> **dsh refuses to open this session:** ")
 
 
 # ----------------------------------------------------------------- 9: show/export default to the current session

@@ -23,8 +23,10 @@ import typer
 from ..errors import DshlogError, ExitCode, IOFailure, UsageError
 from ..executor import DaskExecutor, Executor, InProcess, ProcessPool, default_jobs
 from ..ops.outcome import worst
+from ..ops.stance import Stance, stance
 from ..output.events import event_line
 from ..output.jsondoc import SHAPE as JSON_SHAPE
+from ..output.labels import TO_BRING_BACK, rescue_command
 from ..output.screen import Screen
 from ..output.text import sanitize
 from ..protocol.jsjson import dumps, dumps_pretty, stringify
@@ -46,7 +48,7 @@ else:
 __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JobsOpt", "JsonOpt", "Run",
     "SchedulerOpt", "SelectOpt", "UnknownOpt", "batch_executor", "closer_lines", "current", "emit", "emit_json",
-    "err", "event_bytes", "js", "may_fork", "open_log", "out", "plugins", "print_notes", "print_problems",
+    "err", "event_bytes", "js", "may_fork", "open_log", "out", "plugins", "print_notes", "print_problems", "print_refusal",
     "reading", "release", "resolve", "root", "screen", "stdin_for", "store_targets",
 ]
 
@@ -288,6 +290,25 @@ def print_notes(log: Any, quiet: bool = False) -> None:
     """
     suppressed = log.notes.suppressed() if isinstance(log.notes, Problems) else log.suppressed
     print_problems(log.path, log.notes, suppressed, quiet=quiet)
+
+
+def print_refusal(command: str, shown: Any) -> None:
+    """dsh's refusal of a log that ``command`` showed anyway, said as the commands that decide as dsh does say it.
+
+    ``shown`` is the reading's result (its ``refused`` and ``rescue``).  The one line
+    they print (``dshlog: corrupt: FILE: line 1, byte 0: <dsh's words>``), with
+    what brings the session back, and the run exits with its code (4 corrupt,
+    3 unsupported).  Only a command that shows what a log holds
+    (:data:`~dshlog.ops.stance.STANCES`) shows a log dsh refuses.
+    """
+    refused, rescue = shown.refused, shown.rescue
+    if refused is None:
+        return
+    if stance(command) is not Stance.READER:  # pragma: no cover - a command that decides as dsh does never gets here
+        raise refused
+    hint = f"; {TO_BRING_BACK}: {rescue_command(rescue)}" if rescue is not None else ""
+    err(f"dshlog: {refused.one_line()}{hint}")
+    current().note_outcome(refused.exit_code)
 
 
 def print_problems(path: str, notes: Iterable[Any], suppressed: dict[str, int], quiet: bool = False) -> None:

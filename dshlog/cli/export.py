@@ -12,17 +12,20 @@ from ..ops.api import export_transcript
 from ..ops.export import export_store
 from ..ops.transcript import export_to
 from ..output.export import FORMATS
+from ..output.labels import TO_BRING_BACK, rescue_command
 from ..write.target import STDOUT
 from ..read.store import is_session_directory
 from .app import command_app
 from .common import (
     DeferredStdout,
     FileArg,
+    current,
     FormatOpt,
     SelectOpt,
     err,
     may_fork,
     print_notes,
+    print_refusal,
     reading,
     resolve,
 )
@@ -45,7 +48,9 @@ def export(
     The HTML page loads nothing from anywhere (inline CSS, one inline script allowed by its hash): rendered
     Markdown, highlighted code, contents by turn, filters and search; tool output and reasoning fold.
     FILE may be a persistence root with --format html -o DIR: one page per session and an index.html, by
-    last activity, subagents under their parent (exit 4 when a session could not be exported).
+    last activity, subagents under their parent (exit 4 when a session could not be exported). A log dsh
+    refuses to open is exported as far as its stored rows can be read, opening with dsh's reason (exit 4, or 3
+    when unsupported).
 
     Example: dshlog export session.v4.jsonl --format html --redact -o session.html
     """
@@ -67,6 +72,7 @@ def export(
         err(f"written: {written.path}")
         read = written.noted
     print_notes(read)
+    print_refusal("export", read)
 
 
 def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bool) -> None:
@@ -76,6 +82,9 @@ def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bo
     result = export_store(root, out, full=full, redact=redact, parallel=may_fork())
     for w in result.warnings:
         err(f"dshlog: warning: {w}")
+    for sid, refused, rescue in result.refused:
+        err(f"dshlog: {sid}: exported as stored: {refused.one_line()}; {TO_BRING_BACK}: {rescue_command(rescue)}")
+        current().note_outcome(refused.exit_code)
     for sid, error in result.failed:
         err(f"dshlog: {sid}: not exported: {error}")
     err(f"written: {result.index} ({len(result.pages)} session pages)")

@@ -10,7 +10,7 @@ from ..ops.transcript import transcript
 from ..output.plain import PlainRenderer
 from ..output.terminal import TerminalRenderer
 from .app import command_app
-from .common import FileArg, FormatOpt, SelectOpt, current, print_notes, reading, resolve
+from .common import FileArg, FormatOpt, SelectOpt, current, print_notes, print_refusal, reading, resolve
 from .pager import paged
 
 app = command_app()
@@ -28,7 +28,8 @@ def show(
     """The conversation as a person reads it: turns, messages, tool calls and results, retries, cancellations.
 
     On a terminal the transcript is styled and shown through a pager ($PAGER, default less); piped, it is
-    plain text. Older logs are migrated to v4 in memory first (nothing is written).
+    plain text. Older logs are migrated to v4 in memory first (nothing is written). A log dsh refuses to open
+    is shown as far as its stored rows can be read, opening with dsh's reason (exit 4, or 3 when unsupported).
 
     Example: dshlog show session.v4.jsonl --reasoning
     """
@@ -44,3 +45,4 @@ def show(
         else:
             t.show(TerminalRenderer(scr.console(), reasoning=reasoning), full=full)
         print_notes(t)
+        print_refusal("show", t)

@@ -243,11 +243,27 @@ def map_text(item: Item, fn: Callable[[str], str]) -> Item:
 
 
 @dataclass(frozen=True, slots=True)
+class Refusal:
+    """dsh's refusal of a log whose transcript is shown anyway: what a reader is told before anything else.
+
+    ``kind`` is the error's kind (``corrupt``, ``unsupported``), ``reason`` dsh's
+    own words, ``rescue`` what ``dshlog rescue`` takes to bring the session back
+    (its id where the log sits in a persistence root, where ids are looked up;
+    else its path).
+    """
+
+    kind: str
+    reason: str
+    rescue: str
+
+
+@dataclass(frozen=True, slots=True)
 class SessionHead:
     """What a transcript starts with: where the log is, and the header facts a reader cares about.
 
     ``facts`` is :func:`session_facts` (exports print it; ``show`` prints one line
-    from the other fields).
+    from the other fields).  ``refusal`` is set when dsh refuses the log: the
+    transcript is then its stored rows, and every renderer opens with the refusal.
     """
 
     session_id: str | None
@@ -255,6 +271,7 @@ class SessionHead:
     path: str
     projection: bool = False
     facts: dict[str, Any] = field(default_factory=dict)
+    refusal: Refusal | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,9 +26,7 @@ from ..model.usage import PriceTable, UsageReport
 from ..model.stats import session_stats as stats_of
 from ..model.stats import total_stats
 from ..model.summary import summarize
-from ..model.transcript import SessionHead, session_facts
 from ..output.export import FORMATS
-from ..output.export import export as render_export
 from ..protocol.events import Event
 from ..read.session import EventRecord, SessionLog
 from ..read.store import SessionEntry, resolve_session
@@ -46,6 +44,7 @@ from . import validate as _validate
 from .rescue import RescueOutcome
 from .search import SessionHits
 from .sessions import Target, located
+from .transcript import export_to, open_reading
 from .sessions import open_target as _open
 from .views import rebuild_request, request_series, session_info, surface
 from .results import (
@@ -310,32 +309,24 @@ def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md
     """``dshlog export -o OUT``: a transcript (Markdown, self-contained HTML, or JSON) published at ``out``."""
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
-    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-               stream=stream, parallel=parallel) as log:
-        head = _head(log)
-        with located(log.path):
-            path, warnings = _export.export_to_file(log, head, format, os.fspath(out), full=full, redact=redact)
-        return ExportResult(str(path), format, tuple(warnings), log.path, tuple(log.notes), log.notes.suppressed())
+    with open_reading(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+                      stream=stream, parallel=parallel) as reading:
+        with located(reading.path):
+            path, warnings = _export.export_to_file(reading, format, os.fspath(out), full=full, redact=redact)
+        return ExportResult(str(path), format, tuple(warnings), reading.path, tuple(reading.notes), reading.notes.suppressed(),
+                            reading.refused, reading.rescue)
 
 
 @boundary
 def export_bytes(target: Target, *, format: ExportFormat = "md", full: bool = False, redact: bool = False,
                  select: str | None = None, format_version: int | None = None, parallel: bool = False) -> bytes:
-    """The transcript ``dshlog export`` prints, as bytes (after dsh's decision on the whole log)."""
+    """The transcript ``dshlog export`` prints, as bytes; a log dsh refuses opens with the refusal."""
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
     parts: list[bytes] = []
-    with _open(target, select=select, format_version=format_version, parallel=parallel) as log:
-        head = _head(log)
-        with log.v4() as view:
-            render_export(view, head, format, parts.append, full=full, redact=redact)
+    export_to(target, format, parts.append, full=full, redact=redact, select=select, format_version=format_version,
+              parallel=parallel)
     return b"".join(parts)
-
-
-def _head(log: SessionLog) -> SessionHead:
-    """What an export starts with: the header facts, named by the file's base name (as the CLI does)."""
-    facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
-    return SessionHead(log.session_id, log.version, log.path, log.projection, facts)
 
 
 # ----------------------------------------------------------------------------- batches over many sessions

@@ -18,39 +18,39 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import DshlogError, Refused, UsageError
-from ..model.transcript import SessionHead, session_facts
 from ..output.export import export as render_export
 from ..output.export import export_name
 from ..output.html import HtmlRenderer, IndexRow, PageLinks, store_index
+from ..output.labels import refusal_mark
 from ..output.redact import redact as mask
 from ..output.renderer import render
 from ..protocol.layout import encode_segment
-from ..read.session import open_session
 from ..read.store import SessionEntry, list_sessions, sort_entries
 from ..write.target import output_path
 from ..write.transaction import Ownership, Publication, make_directory, output_lock
+from .transcript import Reading, open_reading
 
 
 def export_to_file(
-    log: Any,
-    head: SessionHead,
+    reading: Reading,
     fmt: str,
     out: str,
     *,
     full: bool = False,
     redact: bool = False,
 ) -> tuple[Path, list[str]]:
-    """Render ``log``'s transcript into ``out``; returns the published path and what could not be kept.
+    """Render the transcript of the log ``reading`` holds into ``out``; returns the published path and what
+    could not be kept.  A log dsh refuses is exported too, opening with the refusal (:mod:`dshlog.ops.transcript`).
 
     ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`); into a
     directory the file is named after the session (:func:`dshlog.output.export.export_name`).
     Standard output (``-``) is the caller's: it needs no publication.
     """
+    head = reading.export_head()
     target = output_path(out, export_name(head, fmt), owner=Ownership.shared(), what="export")
-    source = Path(log.path) if log.target != "-" else None  # standard input has no identity to check
+    source = Path(reading.path) if reading.path != "-" else None  # standard input has no identity to check
     pub = Publication(
         target,
         lock=output_lock(target),
@@ -60,8 +60,8 @@ def export_to_file(
     )
     with pub:
         staged = pub.stage()
-        with log.v4() as view:  # dsh's decision on the whole log before the file appears
-            render_export(view, head, fmt, staged.write, full=full, redact=redact)
+        with reading.events() as events:  # dsh's view: its decision on the whole log before the file appears
+            render_export(events, head, fmt, staged.write, full=full, redact=redact)
         pub.publish()
     return target, pub.warnings
 
@@ -71,13 +71,19 @@ INDEX = "index.html"
 
 @dataclass
 class StoreExport:
-    """What ``export ROOT -o DIR`` wrote: the pages, the sessions that could not be exported, warnings."""
+    """What ``export ROOT -o DIR`` wrote: the pages, the sessions that could not be exported, warnings.
+
+    ``refused`` are the sessions dsh refuses to open: their pages were written,
+    opening with dsh's refusal (a page shows what a log holds).
+    """
 
     directory: Path
     index: Path
     pages: list[Path] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (session id or dir, one-line error)
     warnings: list[str] = field(default_factory=list)
+    #: (session id or dir, dsh's refusal, what ``dshlog rescue`` takes to bring it back)
+    refused: list[tuple[str, DshlogError, str]] = field(default_factory=list)
 
 
 def page_name(entry: SessionEntry) -> str:
@@ -125,8 +131,11 @@ def _publish(target: Path, write_page: Callable[[Callable[[bytes], None]], None]
 def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool = False, parallel: bool = False) -> StoreExport:
     """Every session of ``root`` as an HTML page in the new or empty directory ``out``, plus ``index.html``.
 
-    A session that cannot be read is listed in the index with its error and in
-    :attr:`StoreExport.failed`; the others are still written.  Nothing is ever
+    A session dsh refuses to open gets its page too (its stored rows, opening with
+    dsh's refusal), listed in the index with the refusal and in
+    :attr:`StoreExport.refused`.  A session that cannot be read at all is listed
+    in the index with its error and in :attr:`StoreExport.failed`; the others are
+    still written.  Nothing is ever
     overwritten: ``out`` must not hold any of the files this export writes.
     ``parallel``: forked helpers may decode large zstd sessions (the caller's policy).
     """
@@ -151,6 +160,7 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
         href: str | None = names[id(e)]
         name = e.title or e.id or e.dir.name
         error = e.error
+        refusal: str | None = None
         if e.path is not None and error is None:
             parent = by_id.get(e.parent) if e.parent is not None else None
             links = PageLinks(
@@ -159,37 +169,42 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
                 children=tuple((c, names[id(by_id[c])]) for c in e.children if c in by_id),
             )
             try:
-                renderer = _export_page(e, directory / names[id(e)], links, full=full, redact=redact, result=result,
-                                        parallel=parallel)
+                renderer, refused, rescue = _export_page(e, directory / names[id(e)], links, full=full, redact=redact,
+                                                         result=result, parallel=parallel)
                 name = renderer.name or name
+                if refused is not None and rescue is not None:
+                    result.refused.append((e.id or e.dir.name, refused, rescue))
+                    refusal = refusal_mark(refused.message)
             except DshlogError as exc:
                 error = exc.one_line()
         if error is not None:
             href = None
             result.failed.append((e.id or e.dir.name, error))
-        rows.append(IndexRow(text(name), text(e.id) if e.id else None, href, text(e.cwd) if e.cwd else e.project, e.last_activity, e.size, e.turns, depth, error))
+        rows.append(IndexRow(text(name), text(e.id) if e.id else None, href, text(e.cwd) if e.cwd else e.project, e.last_activity,
+                             e.size, e.turns, depth, error, text(refusal) if refusal is not None else None))
     result.warnings += _publish(result.index, lambda w: w(store_index(rows, root=text(str(root))).encode("utf-8")))
     return result
 
 
 def _export_page(entry: SessionEntry, target: Path, links: PageLinks, *, full: bool, redact: bool, result: StoreExport,
-                 parallel: bool = False) -> HtmlRenderer:
+                 parallel: bool = False) -> tuple[HtmlRenderer, DshlogError | None, str | None]:
+    """One session's page; dsh's refusal of the session (its page then opens with it) and what brings it back."""
     assert entry.path is not None
-    with open_session(str(entry.path), parallel=parallel) as log:
-        facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
-        head = SessionHead(log.session_id, log.version, log.path, log.projection, facts)
+    with open_reading(str(entry.path), parallel=parallel) as reading:
+        head = reading.export_head()
         renderer: HtmlRenderer | None = None
 
         def write_page(write: Callable[[bytes], None]) -> None:
             nonlocal renderer
             renderer = HtmlRenderer(write, links=links)
-            with log.v4() as view:
-                render(view, head, renderer, full=full, redact=mask if redact else None)
+            with reading.events() as events:
+                render(events, head, renderer, full=full, redact=mask if redact else None)
 
         result.warnings += _publish(target, write_page)
+        refused, rescue = reading.refused, reading.rescue
     result.pages.append(target)
     assert renderer is not None
-    return renderer
+    return renderer, refused, rescue
 
 
 __all__ = ["INDEX", "StoreExport", "export_store", "export_to_file", "page_name"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..check.problems import Problem, Severity
-from ..errors import ExitCode
+from ..errors import DshlogError, ExitCode
 from ..output.jsondoc import SHAPE, diff_document
 from ..output.text import preview
 from ..protocol.jsjson import dumps, dumps_pretty
@@ -86,10 +86,14 @@ class ReadNotes:
     path: str
     notes: tuple[Problem, ...] = ()
     suppressed: Mapping[str, int] = field(default_factory=dict)
+    #: dsh's refusal of a log shown anyway (``show``, ``export``: they show what a log holds), and what
+    #: ``dshlog rescue`` takes to bring it back
+    refused: DshlogError | None = None
+    rescue: str | None = None
 
     @classmethod
-    def of(cls, log: Any) -> ReadNotes:
-        return cls(log.path, tuple(log.notes), log.notes.suppressed())
+    def of(cls, log: Any, *, refused: DshlogError | None = None, rescue: str | None = None) -> ReadNotes:
+        return cls(log.path, tuple(log.notes), log.notes.suppressed(), refused, rescue)
 
     def as_dict(self) -> dict[str, Any]:
         return {"shape": SHAPE, "path": self.path, "notes": _note_dicts(self.notes)}
@@ -517,11 +521,15 @@ class ExportResult:
     source: str = ""  # the log it was made of
     notes: tuple[Problem, ...] = ()
     suppressed: Mapping[str, int] = field(default_factory=dict)
+    #: dsh's refusal of the source, whose transcript was exported anyway (it opens with it), and what
+    #: ``dshlog rescue`` takes to bring it back
+    refused: DshlogError | None = None
+    rescue: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"shape": SHAPE, "path": self.path, "format": self.format, "warnings": list(self.warnings)}
 
     @property
     def noted(self) -> ReadNotes:
-        """The reader's notes on the source (the file written has its own ``path``)."""
-        return ReadNotes(self.source, self.notes, self.suppressed)
+        """The reader's notes on the source (the file written has its own ``path``), and dsh's refusal of it."""
+        return ReadNotes(self.source, self.notes, self.suppressed, self.refused, self.rescue)

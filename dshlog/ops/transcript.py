@@ -1,29 +1,54 @@
-"""``dshlog show`` and ``dshlog export`` to a stream: a log's transcript rendered as it is read.
+"""``dshlog show`` and ``dshlog export``: a log's transcript for a person, rendered as it is read.
 
-:func:`transcript` opens the log for ``show`` (a :class:`Transcript` renders it
-into the caller's renderer); :func:`export_to` streams an export into the
-caller's sink and returns what the reader noticed
-(:class:`~dshlog.ops.results.ReadNotes`).  Nothing is held: the transcript
-reaches the renderer or sink event by event, and the caller decides what it does
-with it (a pager, a spool released after dsh's decision).
+Both show what a log holds (:data:`~dshlog.ops.stance.STANCES`): a log dsh
+refuses is shown too, opening with dsh's refusal.  :class:`Reading` is that
+rule, for ``show`` (:class:`Transcript`), ``export`` (:func:`export_to`, and
+:mod:`dshlog.ops.export` for files and whole roots):
+
+1. dsh's decision on the whole log comes first (:func:`~dshlog.read.session.dsh_refusal`:
+   one strict pass that keeps nothing), since the transcript of a log dsh refuses
+   must *open* with the refusal, and dsh may refuse a log at its last row;
+2. the log is opened again and read once: a log dsh opens as dsh's view (an older
+   log migrated in memory, restored as dsh restores it: the transcript it always
+   was), a log dsh refuses as its stored rows, read as far as they can be read
+   (what ``events`` without ``--v4`` shows, with the same notes).
+
+The stored rows of a refused log are one rule for every version.  Migrating
+them instead would show little: dsh's chain refuses most refused old logs at
+their first rows, and the migration cannot go on past a row it refuses.  The
+transcript reader (:class:`~dshlog.model.transcript.TranscriptReader`, the one
+producer of what a person reads) reads the legacy shapes of v0..v3 events
+itself (messages, tool results, chunk rows it passes over), so one producer
+reads either stream.
+
+Nothing is held: the transcript reaches the renderer or sink event by event.
+Standard input is read twice, so it is first copied to an unnamed temporary
+file (disk, not memory).
 """
 
 from __future__ import annotations
 
+import io
 import os
-from collections.abc import Callable
-from typing import IO, Protocol
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import IO, Any, Protocol
 
-from ..errors import CorruptLog, UnsupportedVersion
-from ..model.transcript import SessionHead, session_facts
+from ..check.problems import Problems
+from ..errors import DshlogError
+from ..model.transcript import Refusal, SessionHead, session_facts
 from ..output.export import export as render_export
 from ..output.labels import refusal_mark
 from ..output.renderer import Renderer, render
-from ..read.session import SessionLog
+from ..protocol.layout import persistence_root
+from ..read.session import SessionLog, dsh_refusal, is_dsh_refusal
 from .results import ReadNotes
 from .sessions import OpenLog, located, open_target
 
-__all__ = ["Shown", "Transcript", "export_to", "transcript"]
+__all__ = ["Reading", "Shown", "Transcript", "export_to", "open_reading", "transcript"]
 
 
 class Shown(Renderer, Protocol):
@@ -32,53 +57,160 @@ class Shown(Renderer, Protocol):
     def mark(self, text: str) -> None: ...
 
 
-class Transcript(OpenLog):
-    """A log opened for ``show``: its head, and its conversation rendered once into a renderer.
+def rescue_target(log: SessionLog) -> str:
+    """What ``dshlog rescue`` takes to bring ``log`` back: its session id where ids are looked up
+    (the log sits in a persistence root), else its path, which works wherever it is typed."""
+    sid = log.session_id
+    return sid if sid and log.path != "-" and persistence_root(log.path) is not None else log.path
 
-    The log is open until :meth:`close` (use it as a context manager); ``notes``
-    are what the reader noticed so far, so a caller whose reader went away early
-    (a pager that quit) still says what was skipped up to there.
+
+class _Source:
+    """Opens the same input again, as many times as asked; standard input is spooled once to a temp file."""
+
+    def __init__(self, target: str | os.PathLike[str], stream: IO[bytes] | None, options: dict[str, Any]) -> None:
+        self.target = target
+        self.options = options
+        self._spool: IO[bytes] | None = None
+        if stream is not None:
+            self._spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+            shutil.copyfileobj(stream, self._spool, 1 << 20)
+
+    def open(self, *, strict: bool) -> SessionLog:
+        stream: IO[bytes] | None = None
+        if self._spool is not None:  # its own descriptor each time: the log closes what it reads
+            stream = io.BufferedReader(io.FileIO(os.dup(self._spool.fileno()), "rb"), 1 << 20)
+            stream.seek(0)
+        return open_target(self.target, strict=strict, stream=stream, **self.options)
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+
+
+class Reading(OpenLog):
+    """A log opened for a person, after dsh's decision on it (see the module docstring).
+
+    ``refused`` is dsh's refusal (``None`` when dsh opens the log): the command
+    reports it and exits with its code after showing the transcript, and
+    ``head.refusal`` is what every renderer opens with.  The log is open until
+    :meth:`close` (use it as a context manager); ``notes`` are what the reader
+    noticed so far.
     """
 
-    def __init__(self, log: SessionLog) -> None:
-        super().__init__(log)
-        self.head = SessionHead(log.session_id, log.version, log.path, log.projection)
+    def __init__(self, source: _Source) -> None:
+        self._source = source
+        try:
+            self.refused = dsh_refusal(lambda: source.open(strict=True))
+            super().__init__(source.open(strict=self.refused is None))
+        except BaseException:
+            source.close()
+            raise
+        log = self._log
+        refusal = None
+        if self.refused is not None:
+            refusal = Refusal(self.refused.kind, self.refused.message, rescue_target(log))
+        self.head = SessionHead(log.session_id, log.version, log.path, log.projection, refusal=refusal)
+
+    @property
+    def notes(self) -> Problems:
+        """What the reader noticed; a note that says dsh's refusal again (a refused header's) is left
+        out: the refusal is said once, as the commands that decide as dsh does say it."""
+        notes = self._log.notes
+        if self.refused is None:
+            return notes
+        said = [n for n in notes if n.message.endswith(self.refused.message)]
+        if not said:
+            return notes
+        kept = Problems(notes.keep)
+        kept.items = [n for n in notes if n not in said]
+        kept.counts = dict(notes.counts)
+        for n in said:
+            kept.counts[n.code] -= 1
+        return kept
+
+    @property
+    def rescue(self) -> str | None:
+        """What ``dshlog rescue`` takes to bring a refused log back (``None`` when dsh opens it)."""
+        return self.head.refusal.rescue if self.head.refusal is not None else None
+
+    def export_head(self) -> SessionHead:
+        """:attr:`head` with the header facts an export starts with (dsh's v4 header; a refused
+        log's stored header as it is: dsh derives no v4 header from it)."""
+        log = self._log
+        header = log.header if self.refused is not None else log.v4().header
+        return replace(self.head, facts=session_facts(header, path=os.path.basename(log.path), version=log.version))
+
+    @contextmanager
+    def events(self) -> Iterator[Iterable[dict[str, Any]]]:
+        """What the transcript is read from, once: dsh's view (dsh's decision on the rest of the log
+        when the reader is done), or a refused log's stored rows read as far as they can be read."""
+        with located(self.path):
+            if self.refused is not None:
+                yield (r.event for r in self._log.stored())
+                return
+            with self._log.v4() as view:
+                yield view
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._source.close()
+
+
+class Transcript(Reading):
+    """A log opened for ``show``: its head, and its conversation rendered once into a renderer."""
 
     def show(self, renderer: Shown, *, full: bool = False) -> None:
-        """The conversation into ``renderer``; where dsh's decision stops it, a mark saying so ends it.
+        """The conversation into ``renderer``, opening with dsh's refusal where dsh refuses the log.
 
-        dsh's refusal is raised after the mark, so what was shown is never taken for the whole log.
+        Where dsh refuses a log it opened a moment before (it changed meanwhile),
+        a mark ends what was shown and the refusal is raised, so what was shown is
+        never taken for the whole log.
         """
-        with located(self.path):
+        with self.events() as events:
             try:
-                render(self._log.v4(), self.head, renderer, full=full)
-            except (UnsupportedVersion, CorruptLog) as exc:
-                renderer.mark(refusal_mark(exc.message))
+                render(events, self.head, renderer, full=full)
+            except DshlogError as exc:
+                if self.refused is None and is_dsh_refusal(exc):
+                    renderer.mark(refusal_mark(exc.message))
                 raise
 
+
+def _source(target: str | os.PathLike[str], stream: IO[bytes] | None, **options: Any) -> _Source:
+    return _Source(target, stream, options)
+
+
+def open_reading(target: str | os.PathLike[str], *, select: str | None = None, format_version: int | None = None,
+                 system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
+                 parallel: bool = False) -> Reading:
+    """Open ``target`` for a person: dsh's decision first, then the log (see :class:`Reading`)."""
+    return Reading(_source(target, stream, select=select, format_version=format_version,
+                           system_prompt_plugins=system_prompt_plugins, parallel=parallel))
 
 
 def transcript(target: str | os.PathLike[str], *, select: str | None = None, format_version: int | None = None,
                system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
                parallel: bool = False) -> Transcript:
-    """Open ``target`` for ``show`` (dsh's view: an older log is migrated in memory as it is rendered)."""
-    return Transcript(open_target(target, select=select, format_version=format_version,
-                                  system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel))
+    """Open ``target`` for ``show`` (dsh's decision first; see :class:`Reading`)."""
+    return Transcript(_source(target, stream, select=select, format_version=format_version,
+                              system_prompt_plugins=system_prompt_plugins, parallel=parallel))
 
 
 def export_to(target: str | os.PathLike[str], fmt: str, write: Callable[[bytes], object], *, full: bool = False,
               redact: bool = False, select: str | None = None, format_version: int | None = None,
               system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
               parallel: bool = False) -> ReadNotes:
-    """The transcript of ``target`` in ``fmt`` (``md``, ``html``, ``json``) through ``write``, then dsh's decision.
+    """The transcript of ``target`` in ``fmt`` (``md``, ``html``, ``json``) through ``write``.
 
-    dsh's decision on the whole log comes last: a caller that must not show a
-    refused log's transcript holds what ``write`` got until this returns.
+    A log dsh refuses is exported too, opening with the refusal (the result's
+    ``refused``).  Where a log dsh opened is refused while it is read (it changed
+    meanwhile), the refusal is raised: a caller that must not show such a
+    transcript holds what ``write`` got until this returns.
     """
-    with open_target(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
-                     stream=stream, parallel=parallel) as log:
-        facts = session_facts(log.v4().header, path=os.path.basename(log.path), version=log.version)
-        head = SessionHead(log.session_id, log.version, log.path, log.projection, facts)
-        with located(log.path), log.v4() as view:  # dsh's decision on the whole log before the caller releases anything
-            render_export(view, head, fmt, write, full=full, redact=redact)
-        return ReadNotes.of(log)
+    with open_reading(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
+                      stream=stream, parallel=parallel) as reading:
+        head = reading.export_head()
+        with reading.events() as events:
+            render_export(events, head, fmt, write, full=full, redact=redact)
+        return ReadNotes.of(reading, refused=reading.refused, rescue=reading.rescue)

@@ -113,6 +113,8 @@ details.reasoning .md{color:var(--dim);font-style:italic;padding:4px 0 4px 10px;
 .end{font-size:.9em;font-weight:600;margin:10px 0 0}.end.completed{color:#2e8540}.end.aborted,.end.max-tokens{color:#b7791f}
 .end.error,.end.open,.end.interrupted{color:#c53030}.end.forked{color:#805ad5}
 .cut{color:var(--dim);font-style:italic;font-size:.85em}
+.refusal{background:var(--err);border:2px solid #c53030;border-radius:8px;padding:8px 12px;margin:0 0 14px;overflow-wrap:anywhere}
+.refusal strong{color:#c53030}.refusal code{font:13px ui-monospace,"SFMono-Regular",Menlo,Consolas,"Noto Sans Mono",monospace}
 body.hide-reasoning [data-f=reasoning],body.hide-call [data-f=call],body.hide-result [data-f=result],
 body.hide-system [data-f=system],body.hide-retry [data-f=retry]{display:none}
 footer{margin-top:28px;color:var(--dim);font-size:.85em;border-top:1px solid var(--line);padding-top:8px}
@@ -405,7 +407,7 @@ class HtmlRenderer(Document):
         back = f"<p class=\"note\"><a href=\"{_e(self._links.index)}\">← {_e(L.STORE_TITLE)}</a></p>" if self._links.index else ""
         self.out(
             page_head(name)
-            + f"<body>\n<div class=\"page\">\n<header>{back}<h1>{_e(name)}</h1>\n<dl class=\"facts\">{facts}</dl></header>\n"
+            + f"<body>\n<div class=\"page\">\n<header>{refusal_html(head)}{back}<h1>{_e(name)}</h1>\n<dl class=\"facts\">{facts}</dl></header>\n"
             + self._toc()
             + "<main>\n"
             + self._toolbar()
@@ -432,6 +434,7 @@ class IndexRow:
     turns: int
     depth: int = 0
     error: str | None = None
+    refusal: str | None = None  # dsh refuses to open the session: its page opens with the refusal
 
 
 def store_index(rows: list[IndexRow], *, root: str) -> str:
@@ -441,6 +444,8 @@ def store_index(rows: list[IndexRow], *, root: str) -> str:
         name = f"<a href=\"{_e(r.href)}\">{_e(r.name)}</a>" if r.href else _e(r.name)
         if r.error:
             name += f"<div class=\"cut\">{_e(r.error)}</div>"
+        if r.refusal:
+            name += f"<div class=\"cut refused\">{_e(r.refusal)}</div>"
         cls = " class=\"child\"" if r.depth else ""
         body.append(
             f"<tr{cls}><td>{'↳ ' * min(r.depth, 1)}{name}<div class=\"id\">{_e(r.session_id or '')}</div></td><td>{_e(r.project or '')}</td>"
@@ -454,6 +459,17 @@ def store_index(rows: list[IndexRow], *, root: str) -> str:
         + f"<main><table class=\"sessions\"><thead><tr>{head}</tr></thead><tbody>\n"
         + "\n".join(body)
         + "\n</tbody></table></main>\n</div>\n</body>\n</html>\n"
+    )
+
+
+def refusal_html(head: SessionHead) -> str:
+    """The banner a refused log's page opens with (empty for a session dsh opens); visible with scripts off."""
+    r = head.refusal
+    if r is None:
+        return ""
+    return (
+        f"<div class=\"refusal\" id=\"refusal\" role=\"alert\"><strong>{_e(L.DSH_REFUSES)}:</strong> {_e(r.reason)}"
+        f"<br>{_e(L.capital(L.SHOWN_AS_STORED))}; {_e(L.TO_BRING_BACK)}: <code>{_e(L.rescue_command(r.rescue))}</code></div>\n"
     )
 
 

@@ -1,5 +1,8 @@
 """The JSON transcript export: ``{"shape":1,"session":{…},"turns":[…],"summary":{…}}``.
 
+A log dsh refuses has ``"refusal":{"kind","reason","rescue"}`` right after ``shape``
+(dsh's words, and the ``dshlog rescue`` command line); the key is absent otherwise.
+
 Written one turn per line as the turns arrive (only the current turn's items are
 held); items keep the field names of the transcript dataclasses (``kind`` first).
 The shape number is :data:`~dshlog.output.jsondoc.SHAPE`.
@@ -11,6 +14,7 @@ from typing import Any
 
 from ..model.transcript import Item, SessionHead, Totals, TurnEnd, TurnStart
 from ..protocol.jsjson import dumps
+from . import labels as L
 from .jsondoc import SHAPE
 from .renderer import Write
 
@@ -26,7 +30,12 @@ class JsonRenderer:
         self._count = 0
 
     def begin(self, head: SessionHead) -> None:
-        self._write(b'{"shape":' + str(SHAPE).encode() + b',"session":' + dumps(head.facts) + b',"turns":[')
+        self._write(b'{"shape":' + str(SHAPE).encode())
+        if head.refusal is not None:  # first: what follows is not a session dsh opens (absent when dsh opens it)
+            r = head.refusal
+            refusal = {"kind": r.kind, "reason": r.reason, "rescue": L.rescue_command(r.rescue)}
+            self._write(b',"refusal":' + dumps(refusal))
+        self._write(b',"session":' + dumps(head.facts) + b',"turns":[')
 
     def _flush(self) -> None:
         if self._turn is not None:

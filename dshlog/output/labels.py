@@ -14,6 +14,7 @@ documents.  The placeholders of non-text blocks inside a message
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -214,10 +215,26 @@ def stored_format(stored: object) -> str:
     return f"format v{stored}" + (f", shown as v{CURRENT_VERSION}" if stored != CURRENT_VERSION else "")
 
 
-#: What ``show`` prints where dsh's decision stopped the transcript (the reason follows, and stderr has it too).
+#: What a transcript of a log dsh refuses opens with (dsh's reason follows), and what ``show`` prints where
+#: dsh's decision stopped a transcript (a log that changed while it was read).
 DSH_REFUSES = "dsh refuses to open this session"
+#: What the transcript below such a banner is.
+SHOWN_AS_STORED = "shown as far as its stored rows can be read"
+#: The command that brings such a session back (``dshlog rescue``: a dry run first, saying what it changes).
+RESCUE_COMMAND = "dshlog rescue"
+TO_BRING_BACK = "to bring it back"
 
 
 def refusal_mark(reason: str) -> str:
-    """``dsh refuses to open this session: <reason>``: the mark after a partial transcript."""
+    """``dsh refuses to open this session: <reason>``: the first line of the banner, and the mark after a partial transcript."""
     return f"{DSH_REFUSES}: {reason}"
+
+
+def rescue_command(target: str) -> str:
+    """``dshlog rescue <id>``: the command line, ``target`` quoted for a shell when it needs it."""
+    return f"{RESCUE_COMMAND} {shlex.quote(target)}"
+
+
+def refusal_lines(reason: str, target: str) -> tuple[str, str]:
+    """The banner of a refused log's transcript: dsh's refusal, then what is shown and how to bring it back."""
+    return refusal_mark(reason), f"{SHOWN_AS_STORED}; {TO_BRING_BACK}: {rescue_command(target)}"

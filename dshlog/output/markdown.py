@@ -76,6 +76,10 @@ def _code(text: Any) -> str:
 class MarkdownRenderer(Document):
     def begin(self, head: SessionHead) -> None:
         self.out(f"# {title(head.facts)}\n\n")
+        if head.refusal is not None:  # before the facts: what follows is not a session dsh opens
+            r = head.refusal
+            self.out(f"> **{L.DSH_REFUSES}:** {r.reason}\n>\n> {L.capital(L.SHOWN_AS_STORED)}; {L.TO_BRING_BACK}: "
+                     f"{_code(L.rescue_command(r.rescue))}\n\n")
         for label, text in facts(head.facts):
             self.out(f"- **{label}**: {text}\n")
         self.out("\n")

@@ -97,6 +97,8 @@ class PlainRenderer(Document):
         self.reasoning = reasoning
 
     def begin(self, head: SessionHead) -> None:
+        if head.refusal is not None:  # before anything else: what follows is not a session dsh opens
+            self.out("".join(f"!!! {line}\n" for line in L.refusal_lines(head.refusal.reason, head.refusal.rescue)))
         self.out(session_line(head) + "\n")
 
     def item(self, item: Item) -> None:

@@ -5,7 +5,7 @@ A transcript is read once, in order, and never held: the reader
 and a renderer writes each as it arrives.  So the interface is the shape of
 that stream, three calls::
 
-    renderer.begin(head)      # once: where the log is, its header facts
+    renderer.begin(head)      # once: where the log is, its header facts, dsh's refusal (first, when it refuses it)
     renderer.item(item)       # for every transcript item, in order
     renderer.end(totals)      # once: title, turns, tokens of the whole log
 
@@ -86,7 +86,10 @@ def render(
     before it is trimmed or rendered.
     """
     if redact is not None:
-        head = replace(head, facts={k: redact(v) if isinstance(v, str) else v for k, v in head.facts.items()})
+        refusal = head.refusal
+        if refusal is not None:
+            refusal = replace(refusal, reason=redact(refusal.reason), rescue=redact(refusal.rescue))
+        head = replace(head, facts={k: redact(v) if isinstance(v, str) else v for k, v in head.facts.items()}, refusal=refusal)
     reader = TranscriptReader(limits=FULL if full else Limits(), redact=redact)
     renderer.begin(head)
     for item in reader.read(events):

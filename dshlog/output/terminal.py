@@ -173,6 +173,11 @@ class TerminalRenderer:
         self.reasoning = reasoning
 
     def begin(self, head: SessionHead) -> None:
+        if head.refusal is not None:  # before anything else: what follows is not a session dsh opens
+            from rich.panel import Panel  # lazy: heavy, only for terminal output
+
+            self.console.print(Panel(text("\n".join(L.refusal_lines(head.refusal.reason, head.refusal.rescue)), "bold red"),
+                                     border_style="red"))
         self.console.print(text(plain.session_line(head), "bold"))
 
     def item(self, item: Item) -> None:

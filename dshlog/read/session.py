@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, MigrationRefused, UnsupportedVersion, UsageError, guarded
 from ..check.problems import Problem, Problems, Severity
@@ -957,3 +957,32 @@ def _open_events(path: Path) -> _ChildView:
 def open_session(target: str | os.PathLike[str], **kw: Any) -> SessionLog:
     """Open a session log (see :class:`SessionLog`)."""
     return SessionLog(str(target), **kw)
+
+
+def is_dsh_refusal(exc: BaseException) -> bool:
+    """Whether ``exc`` is dsh refusing a log (its header, a migration, the v4 restore, a damaged committed row).
+
+    A limit of dshlog's own (:class:`~dshlog.errors.BeyondLimit`), I/O and usage
+    errors are not: a reader for people shows a log dsh refuses, never one it
+    could not read.
+    """
+    return isinstance(exc, (CorruptLog, UnsupportedVersion)) and not isinstance(exc, BeyondLimit)
+
+
+def dsh_refusal(open_strict: Callable[[], SessionLog]) -> DshlogError | None:
+    """dsh's decision on a whole log: ``None`` when dsh opens it, else its refusal.
+
+    ``open_strict`` opens the log as dsh does (``strict=True``: its header is
+    decided there).  One pass that keeps nothing (the rows read as dsh's
+    recovering read reads them, the migration and the v4 restore of
+    :class:`V4View`), so a reader for people knows dsh's decision before it shows
+    its first line.  The refusal is dsh's text, located; any other error is raised.
+    """
+    try:
+        with open_strict() as log:
+            log.v4().finish()
+    except DshlogError as exc:
+        if is_dsh_refusal(exc):
+            return exc
+        raise
+    return None
