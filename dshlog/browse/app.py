@@ -34,7 +34,9 @@ from ..output.html import page_title
 from ..output.renderer import problem_text
 from ..output.terminal import renderable
 from ..output.text import human_bytes, local_minutes, sanitize
+from ..ops.transcript import rescue_target
 from ..read.pages import EventIndex, open_index
+from ..read.session import dsh_refusal, open_session
 from ..read.store import SessionEntry, list_sessions, sort_entries
 from .model import (
     EventFilter,
@@ -235,9 +237,10 @@ class SessionView(Screen[None]):
         Binding("escape", "back", "back"),
     ]
 
-    def __init__(self, ix: EventIndex) -> None:
+    def __init__(self, ix: EventIndex, *, system_prompt_plugins: tuple[str, ...] = ()) -> None:
         super().__init__(id="session")
         self.ix = ix
+        self.plugins = system_prompt_plugins
         self.ordinal = 1 if ix.turns else 0
         self.reasoning = False
         self.rows: list[int] = list(range(len(ix)))
@@ -249,6 +252,9 @@ class SessionView(Screen[None]):
 
     # -- layout
     def compose(self) -> ComposeResult:
+        banner = Static(self._banner(), id="refusal")
+        banner.display = self.ix.refusal is not None
+        yield banner
         yield Static(self._heading(), id="session-title")
         with TabbedContent(initial="conversation", id="tabs"):
             with TabPane("Conversation", id="conversation"):
@@ -269,11 +275,22 @@ class SessionView(Screen[None]):
                 yield reqs
         yield Footer()
 
+    def _session_id(self) -> str | None:
+        sid = self.ix.header.get("id") if isinstance(self.ix.header, dict) else None
+        return sid if isinstance(sid, str) else None
+
+    def _banner(self) -> Text:
+        """dsh's refusal, first on the screen: what the tabs show is the stored rows, not a session dsh opens."""
+        refused = self.ix.refusal
+        if refused is None:
+            return Text()
+        lines = L.refusal_lines(refused.message, rescue_target(self._session_id(), self.ix.source))
+        return Text(sanitize("\n".join(lines)), style="bold")
+
     def _heading(self) -> Text:
         ix = self.ix
-        sid = ix.header.get("id") if isinstance(ix.header, dict) else None
-        name = page_title(session_title(ix), first_prompt(ix), sid)
-        fmt = f"v{ix.stored_version}" + (" shown as v4" if ix.converted else "")
+        name = page_title(session_title(ix), first_prompt(ix), self._session_id())
+        fmt = f"v{ix.stored_version}" + (" as stored" if ix.refusal is not None else " shown as v4" if ix.converted else "")
         t = Text(sanitize(name), style="bold")
         t.append(sanitize(f"  ·  {len(ix)} events, {len(ix.turns)} turns, {human_bytes(ix.size)}, {fmt}  ·  {ix.source}"), style="dim")
         return t
@@ -283,6 +300,29 @@ class SessionView(Screen[None]):
         self.query_one("#surface-table", DataTable).add_columns("seq", "type", "role", "shadows", "preview")
         self.query_one("#request-table", DataTable).add_columns("#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", "in", "out", "cache read")
         self.show_turn(self.ordinal)
+        if not self.ix.decided:  # a log indexed in place: dsh's decision needs a pass of its own
+            self.load_decision()
+
+    @work(thread=True, exclusive=True, group="decision")
+    def load_decision(self) -> None:
+        """dsh's decision on the log, in the background: a refusal shows the banner when it comes."""
+        source, plugins = self.ix.source, self.plugins
+        try:
+            refused = dsh_refusal(lambda: open_session(source, system_prompt_plugins=plugins))
+        except DshlogError:  # the log cannot be read again (gone, changed): what is shown stays as it is
+            return
+        if refused is not None:
+            self.app.call_from_thread(self.refused, refused)
+
+    def refused(self, refusal: DshlogError) -> None:
+        self.ix.refusal = refusal
+        app = self.app
+        assert isinstance(app, BrowseApp)
+        app.shown_refused(self.ix)
+        banner = self.query_one("#refusal", Static)
+        banner.update(self._banner())
+        banner.display = True
+        self.query_one("#session-title", Static).update(self._heading())
 
     # -- tabs
     def active(self) -> str:
@@ -550,6 +590,7 @@ class BrowseApp(App[None]):
     TITLE = "dshlog browse"
     CSS = """
     #session-title, #list-title { height: auto; padding: 0 1; background: $boost; }
+    #refusal { height: auto; padding: 0 1; background: $error; color: $text; }
     #turn-title, #events-title, #requests-title { height: auto; color: $text-muted; padding: 0 1; }
     #tabs { height: 1fr; }
     #tabs ContentSwitcher { height: 1fr; }
@@ -580,6 +621,14 @@ class BrowseApp(App[None]):
         self.tmpdir = tmpdir
         self.plugins = system_prompt_plugins
         self.index: EventIndex | None = None
+        #: the sessions shown that dsh refuses to open: (dsh's refusal, what ``dshlog rescue`` takes), each once
+        self.refused: dict[str, tuple[DshlogError, str]] = {}
+
+    def shown_refused(self, ix: EventIndex) -> None:
+        """Remember a session shown although dsh refuses it: the command says so, and exits with its code, at the end."""
+        if ix.refusal is not None:
+            sid = ix.header.get("id") if isinstance(ix.header, dict) else None
+            self.refused[ix.source] = (ix.refusal, rescue_target(sid if isinstance(sid, str) else None, ix.source))
 
     def on_mount(self) -> None:
         if self.root is not None:
@@ -595,7 +644,8 @@ class BrowseApp(App[None]):
             return
         self.close_index()
         self.index = ix
-        self.push_screen(SessionView(ix))
+        self.shown_refused(ix)
+        self.push_screen(SessionView(ix, system_prompt_plugins=self.plugins))
 
     def close_session(self) -> None:
         if self.root is None:  # one file: there is nothing to go back to (q quits)

@@ -11,7 +11,7 @@ from ..browse.app import BrowseApp
 from ..errors import UsageError
 from ..read.store import is_session_directory
 from .app import command_app
-from .common import current, plugins, resolve, root as default_root
+from .common import ShownRefusal, current, plugins, print_refusal, resolve, root as default_root
 
 app = command_app()
 
@@ -45,4 +45,7 @@ def browse(
         root, session = Path(target), None
     else:
         root, session = None, resolve(target)
-    BrowseApp(root=root, target=session, system_prompt_plugins=plugins()).run()
+    app_ = BrowseApp(root=root, target=session, system_prompt_plugins=plugins())
+    app_.run()
+    for refused, rescue in app_.refused.values():  # once the terminal is given back: said as show says it
+        print_refusal("browse", ShownRefusal(refused, rescue))

@@ -47,7 +47,7 @@ else:
 
 __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JobsOpt", "JsonOpt", "Run",
-    "SchedulerOpt", "SelectOpt", "UnknownOpt", "batch_executor", "closer_lines", "current", "emit", "emit_json",
+    "SchedulerOpt", "SelectOpt", "ShownRefusal", "UnknownOpt", "batch_executor", "closer_lines", "current", "emit", "emit_json",
     "err", "event_bytes", "js", "may_fork", "open_log", "out", "plugins", "print_notes", "print_problems", "print_refusal",
     "reading", "release", "resolve", "root", "screen", "stdin_for", "store_targets",
 ]
@@ -290,6 +290,14 @@ def print_notes(log: Any, quiet: bool = False) -> None:
     """
     suppressed = log.notes.suppressed() if isinstance(log.notes, Problems) else log.suppressed
     print_problems(log.path, log.notes, suppressed, quiet=quiet)
+
+
+@dataclass(frozen=True)
+class ShownRefusal:
+    """dsh's refusal of a log a command showed anyway, and what ``dshlog rescue`` takes (:func:`print_refusal`)."""
+
+    refused: DshlogError | None
+    rescue: str | None
 
 
 def print_refusal(command: str, shown: Any) -> None:

@@ -47,8 +47,9 @@ from ..protocol.layout import persistence_root
 from ..read.session import SessionLog, dsh_refusal, is_dsh_refusal
 from .results import ReadNotes
 from .sessions import OpenLog, located, open_target
+from .stance import stance
 
-__all__ = ["Reading", "Shown", "Transcript", "export_to", "open_reading", "transcript"]
+__all__ = ["Reading", "Shown", "Transcript", "export_to", "open_reading", "rescue_target", "transcript"]
 
 
 class Shown(Renderer, Protocol):
@@ -57,11 +58,10 @@ class Shown(Renderer, Protocol):
     def mark(self, text: str) -> None: ...
 
 
-def rescue_target(log: SessionLog) -> str:
-    """What ``dshlog rescue`` takes to bring ``log`` back: its session id where ids are looked up
-    (the log sits in a persistence root), else its path, which works wherever it is typed."""
-    sid = log.session_id
-    return sid if sid and log.path != "-" and persistence_root(log.path) is not None else log.path
+def rescue_target(session_id: str | None, path: str) -> str:
+    """What ``dshlog rescue`` takes to bring the log at ``path`` back: its session id where ids are
+    looked up (the log sits in a persistence root), else its path, which works wherever it is typed."""
+    return session_id if session_id and path != "-" and persistence_root(path) is not None else path
 
 
 class _Source:
@@ -97,18 +97,22 @@ class Reading(OpenLog):
     noticed so far.
     """
 
+    #: the command that reads the log (its stance is in :data:`~dshlog.ops.stance.STANCES`)
+    command = "export"
+
     def __init__(self, source: _Source) -> None:
         self._source = source
         try:
             self.refused = dsh_refusal(lambda: source.open(strict=True))
-            super().__init__(source.open(strict=self.refused is None))
+            # a log dsh opens is read as dsh reads it; one it refuses as these commands read a log (STANCES)
+            super().__init__(source.open(strict=self.refused is None or stance(self.command).strict))
         except BaseException:
             source.close()
             raise
         log = self._log
         refusal = None
         if self.refused is not None:
-            refusal = Refusal(self.refused.kind, self.refused.message, rescue_target(log))
+            refusal = Refusal(self.refused.kind, self.refused.message, rescue_target(log.session_id, log.path))
         self.head = SessionHead(log.session_id, log.version, log.path, log.projection, refusal=refusal)
 
     @property
@@ -160,6 +164,8 @@ class Reading(OpenLog):
 
 class Transcript(Reading):
     """A log opened for ``show``: its head, and its conversation rendered once into a renderer."""
+
+    command = "show"
 
     def show(self, renderer: Shown, *, full: bool = False) -> None:
         """The conversation into ``renderer``, opening with dsh's refusal where dsh refuses the log.

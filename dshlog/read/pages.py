@@ -31,11 +31,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..errors import CorruptLog
+from ..errors import CorruptLog, DshlogError
 from ..protocol.jsjson import JsonError, dumps, loads
 from ..protocol.layout import parse_generation
 from ..protocol.vocabulary import CURRENT_VERSION
-from .session import open_session
+from .session import is_dsh_refusal, open_session
 
 __all__ = ["DAMAGED", "EventIndex", "Match", "open_index"]
 
@@ -66,11 +66,16 @@ class EventIndex:
     ``turn/start`` and the turn number the log gives it.
     """
 
-    def __init__(self, path: Path, *, source: str | None = None, converted: bool = False, stored_version: int | None = None) -> None:
+    def __init__(self, path: Path, *, source: str | None = None, converted: bool = False, stored_version: int | None = None,
+                 refusal: DshlogError | None = None, decided: bool = True) -> None:
         self.path = Path(path)
         self.source = source or str(path)  # what the user opened
         self.converted = converted
         self.stored_version = stored_version if stored_version is not None else CURRENT_VERSION
+        #: dsh's refusal of the log (its stored rows are what is indexed then); ``decided`` is false for a v4
+        #: file indexed in place, whose decision needs a pass of its own (the browser takes it in the background)
+        self.refusal = refusal
+        self.decided = decided
         self._fh: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - held for the index's life, closed by close()
         size = os.fstat(self._fh.fileno()).st_size
         if size == 0:
@@ -321,22 +326,40 @@ def _plain_v4(path: Path) -> bool:
 def open_index(target: str, *, tmpdir: str | None = None, system_prompt_plugins: tuple[str, ...] = ()) -> EventIndex:
     """An index over the log at ``target`` (file or session directory); older or packed logs are converted first.
 
+    A browser shows what a log holds, a log dsh refuses too: its stored rows, read
+    as far as they can be read, are what is indexed then (converted as they are,
+    whatever their version), and :attr:`EventIndex.refusal` is dsh's refusal.  A
+    plain v4 file is indexed in place before dsh's decision on it is known
+    (:attr:`EventIndex.decided` is false; :func:`~dshlog.read.session.dsh_refusal`
+    takes it), so a large log opens at once.
     ``system_prompt_plugins``: as for :func:`~dshlog.read.session.open_session`, for the migration of an older log.
     """
-    with open_session(target, system_prompt_plugins=system_prompt_plugins) as log:
-        path = Path(log.path)
-        if path.is_file() and _plain_v4(path) and not log.projection:
-            return EventIndex(path, source=log.path, stored_version=log.version)
-        fd, name = tempfile.mkstemp(prefix="dshlog-browse-", suffix=".v4.jsonl", dir=tmpdir)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                view = log.v4()
-                header = view.header
-                if header is not None:
-                    out.write(dumps(header) + b"\n")
-                for ev in view:
-                    out.write(dumps(ev) + b"\n")
-            return EventIndex(Path(name), source=log.path, converted=True, stored_version=log.version)
-        except BaseException:
-            os.unlink(name)
+    try:
+        with open_session(target, system_prompt_plugins=system_prompt_plugins) as log:
+            path = Path(log.path)
+            if path.is_file() and _plain_v4(path) and not log.projection:
+                return EventIndex(path, source=log.path, stored_version=log.version, decided=False)
+            view = log.v4()
+            return _converted(log.path, log.version, view.header, iter(view), tmpdir)
+    except DshlogError as exc:
+        if not is_dsh_refusal(exc):
             raise
+        refusal = exc
+    with open_session(target, strict=False, system_prompt_plugins=system_prompt_plugins) as log:
+        return _converted(log.path, log.version, log.header, (r.event for r in log.stored()), tmpdir, refusal)
+
+
+def _converted(source: str, version: int, header: dict[str, Any] | None, events: Iterator[dict[str, Any]],
+               tmpdir: str | None, refusal: DshlogError | None = None) -> EventIndex:
+    """An index over ``events`` written as JSONL to a temporary file (removed when the index closes)."""
+    fd, name = tempfile.mkstemp(prefix="dshlog-browse-", suffix=".v4.jsonl", dir=tmpdir)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if header is not None:
+                out.write(dumps(header) + b"\n")
+            for ev in events:
+                out.write(dumps(ev) + b"\n")
+        return EventIndex(Path(name), source=source, converted=True, stored_version=version, refusal=refusal)
+    except BaseException:
+        os.unlink(name)
+        raise
