@@ -23,6 +23,7 @@ from ..read.follow import EventFollower
 from ..read.lazy import LazyRecord
 from ..read.session import EventRecord, SessionLog, V4View
 from .sessions import OpenLog, located, open_target
+from .stance import stance
 
 __all__ = ["EventFilter", "EventStream", "LastEvents", "event_stream", "filtered", "follower", "last_events"]
 
@@ -153,7 +154,7 @@ def event_stream(target: str | os.PathLike[str], *, v4: bool = False, flt: Event
                  stream: IO[bytes] | None = None, parallel: bool = False) -> EventStream:
     """Open ``target`` and stream its events: as stored, read as far as they can be (the default), or
     ``v4``, dsh's view decided as dsh decides; only those ``flt`` keeps."""
-    log = open_target(target, strict=v4, select=select, format_version=format_version,
+    log = open_target(target, strict=stance("events --v4" if v4 else "events").strict, select=select, format_version=format_version,
                       system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel)
     try:
         view = log.v4() if v4 else None
@@ -179,7 +180,7 @@ def last_events(target: str | os.PathLike[str], count: int, *, format_version: i
     """The last ``count`` stored events of ``target``; only those are held, however long the log."""
     if count < 0:
         raise InvalidArgument(f"the count of last events must be 0 or more, not {count}")
-    with open_target(target, strict=False, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
+    with open_target(target, strict=stance("tail").strict, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
                      stream=stream, parallel=parallel) as log:
         last: deque[EventRecord | LazyRecord] = deque((), maxlen=count)
         with located(log.path):

@@ -19,6 +19,7 @@ from ..model.summary import summarize
 from .results import RebuiltRequest, RequestRow, RequestSeries, SessionInfo, SurfaceView
 from .sessions import Target, located
 from .sessions import open_target as _open
+from .stance import stance
 
 __all__ = ["rebuild_request", "request_series", "session_info", "surface"]
 
@@ -42,7 +43,7 @@ def surface(target: Target, *, at: int | None = None, allow_unknown: bool = Fals
             format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
             stream: IO[bytes] | None = None, parallel: bool = False) -> SurfaceView:
     """``dshlog surface``: the fold of the log (or of its prefix up to seq ``at``): nodes and derived messages."""
-    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+    with _open(target, strict=stance("surface").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
                stream=stream, parallel=parallel) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
@@ -57,7 +58,7 @@ def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False,
                     format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
                     stream: IO[bytes] | None = None, parallel: bool = False) -> RebuiltRequest:
     """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
-    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+    with _open(target, strict=stance("rebuild").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
                stream=stream, parallel=parallel) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
@@ -72,7 +73,7 @@ def request_series(target: Target, *, allow_unknown: bool = False, select: str |
 
     dsh's decision on the whole log comes before the series is returned.
     """
-    with _open(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+    with _open(target, strict=stance("requests").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
                stream=stream, parallel=parallel) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
