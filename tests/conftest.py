@@ -98,6 +98,19 @@ def ev(seq: int, type_: str, data: object = None, time: int = 1000, **extra: obj
     return e
 
 
+NO_DEPTH_REASON = 'released v0 physical header lacks required member "delegationDepth"'
+
+
+def no_depth_session(directory: Path) -> Path:
+    """``directory/session.jsonl``: the v0 text-turn fixture whose header lacks ``delegationDepth``,
+    as an early writer left it (the README's ``no-depth``); dsh refuses it with :data:`NO_DEPTH_REASON`."""
+    header, rest = (FIXTURES / "v0" / "text-turn" / "session.jsonl").read_bytes().split(b"\n", 1)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "session.jsonl"
+    path.write_bytes(header.replace(b',"delegationDepth":0', b"") + b"\n" + rest)
+    return path
+
+
 def run_cli(capsysbinary, *args: str) -> tuple[int, bytes, bytes]:
     """Run ``dshlog ARGS`` in-process in this process's environment; returns (exit code, stdout, stderr)."""
     from dshlog.cli import main
