@@ -72,3 +72,70 @@ def test_browse_in_a_terminal(tmp_path) -> None:
         print(f"browse opened in {opened:.2f} s")
     finally:
         subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30, check=False)
+
+
+
+def _squeezed(text: str) -> str:
+    """``text`` without any white space: an 80-column screen wraps long lines (and paths) anywhere."""
+    return "".join(text.split())
+
+
+def _wait_text(name: str, needle: str, timeout: float = 60) -> str:
+    """:func:`_wait` for a text the screen may wrap: compared without white space; returns the squeezed screen."""
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _screen(name)
+        if _squeezed(needle) in _squeezed(screen):
+            return _squeezed(screen)
+        time.sleep(0.2)
+    raise AssertionError(f"{needle!r} never appeared; the screen:\n{screen}")
+
+
+def test_browse_shows_a_session_dsh_refuses_under_its_banner(tmp_path) -> None:
+    """80x24: the banner with dsh's words and the rescue command, then the conversation; q exits 4, said on stderr."""
+    from conftest import NO_DEPTH_REASON, no_depth_session
+
+    refused = no_depth_session(tmp_path / "no-depth")
+    name = f"dshlog-{uuid.uuid4().hex[:8]}"
+    command = f"TERM=xterm-256color {DSHLOG} browse {refused}; echo EXIT=$?; sleep 60"  # the screen stays to be read
+    _tmux("new-session", "-d", "-s", name, "-x", "80", "-y", "24", command)
+    try:
+        _wait(name, "turn 1  (1 of 1")
+        screen = _wait_text(name, "Answer with the single word: READY.")
+        banner = _squeezed(f"dsh refuses to open this session: {NO_DEPTH_REASON}"
+                           f"shown as far as its stored rows can be read; to bring it back: dshlog rescue {refused}")
+        assert screen.startswith(banner), screen  # the first thing on the screen
+        assert screen.index(banner) < screen.index("v0asstored") < screen.index("Conversation")
+        _tmux("send-keys", "-t", name, "q")
+        after = _wait_text(name, "EXIT=")
+        assert "EXIT=4" in after
+        assert _squeezed(f"dshlog: corrupt: {refused}: line 1, byte 0: {NO_DEPTH_REASON}; to bring it back: dshlog rescue {refused}") in after
+    finally:
+        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30, check=False)
+
+
+def test_enter_in_the_list_opens_a_session_dsh_refuses(tmp_path) -> None:
+    """A root's list: Enter on a v4 session dsh's restore refuses (decided in the background) shows its banner."""
+    sid = "loop-0001"
+    session = tmp_path / "sessions" / "--home-ann-demo--" / sid
+    session.mkdir(parents=True)
+    lines = LOOP_V4.read_bytes().split(b"\n")
+    lines = [line.replace(b'"turn":1', b'"turn":"x"', 1) if b'"type":"turn/start","seq":1,' in line else line for line in lines]
+    (session / "session.v4.jsonl").write_bytes(b"\n".join(lines))
+    name = f"dshlog-{uuid.uuid4().hex[:8]}"
+    command = f"TERM=xterm-256color {DSHLOG} browse {tmp_path / 'sessions'}; echo EXIT=$?; sleep 60"
+    _tmux("new-session", "-d", "-s", name, "-x", "80", "-y", "24", command)
+    try:
+        _wait_text(name, "1 shown")
+        _tmux("send-keys", "-t", name, "Enter")
+        screen = _wait_text(name, "dsh refuses to open this session: turn/start at seq 1: turn must be a positive safe integer")
+        assert screen.startswith(_squeezed("dsh refuses to open this session:")), screen
+        assert _squeezed(f"to bring it back: dshlog rescue {sid}") in screen  # in a root: the id
+        _tmux("send-keys", "-t", name, "Escape")  # back to the list, then quit
+        _wait_text(name, "1 shown")
+        _tmux("send-keys", "-t", name, "q")
+        after = _wait_text(name, "EXIT=")
+        assert "EXIT=4" in after and _squeezed(f"dshlog: corrupt: {session / 'session.v4.jsonl'}: seq 1: ") in after
+    finally:
+        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30, check=False)

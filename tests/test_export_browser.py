@@ -173,3 +173,26 @@ def test_find_a_turns_tool_error_in_a_long_session(browser, long_session, tmp_pa
     assert any(first_line[:40] in t for t in shown), shown
     assert b.problems() == []
     print(f"{len(path.read_bytes().splitlines())} events: page loaded in {seconds:.2f} s")
+
+
+def test_the_page_of_a_session_dsh_refuses_opens_with_the_refusal(browser, tmp_path, capsysbinary) -> None:
+    """The banner is the first thing a reader sees: visible at the top of the first screen, scripts on or off."""
+    from conftest import NO_DEPTH_REASON, no_depth_session
+
+    refused = no_depth_session(tmp_path / "no-depth")
+    page = tmp_path / "refused.html"
+    code, _, err = run_cli(capsysbinary, "export", str(refused), "--format", "html", "-o", str(page))
+    assert code == 4, err
+    b = browser
+    for scripts in (True, False):
+        b.call("Emulation.setScriptExecutionDisabled", value=not scripts)
+        b.open(page.resolve().as_uri())
+        box = b.js("(function(){var e=document.getElementById('refusal'),r=e.getBoundingClientRect(),s=getComputedStyle(e);"
+                   "return {top:r.top,height:r.height,width:r.width,shown:s.display!=='none'&&s.visibility!=='hidden',"
+                   "first:document.querySelector('header').firstElementChild===e,text:e.innerText,view:innerHeight}})()")
+        assert box["shown"] and box["first"] and box["height"] > 20 and box["width"] > 200, box
+        assert 0 <= box["top"] < 100 < box["view"], box  # at the top of the first screen
+        assert f"dsh refuses to open this session: {NO_DEPTH_REASON}" in box["text"]
+        assert f"to bring it back: dshlog rescue {refused}" in box["text"]
+        assert "READY" in b.js("document.querySelector('main').innerText")
+    assert b.problems() == []
