@@ -1483,7 +1483,8 @@ def _internal_line(err: bytes) -> str:
 # repair --write, {m} a session directory holding a copy (migrate), {root} a persistence root holding a copy,
 # {last} the last request (as counted in the plaintext), {at} a seq in the middle.
 #   human: stdout is for people (scanned for control characters); tty: stdout is a terminal;
-#   out: the command writes {o} (nothing may be left after an error exit); copy: it changes {w} or {m} only on success.
+#   out: the command writes {o} (nothing may be left after an error exit, but an export of a log dsh refuses, which
+#   opens with the refusal and exits with its code); copy: it changes {w} or {m} only on success.
 @dataclass(frozen=True)
 class Command:
     label: str
@@ -1578,6 +1579,17 @@ def _listing(d: Path) -> dict[str, tuple[int, int]]:
             st = p.stat()
             out[p.name] = (st.st_size, st.st_mtime_ns)
     return out
+
+
+def _shown_refused(run: Run, cmd: Command, o: Path, left: list[str]) -> bool:
+    """An export of a log dsh refuses: a reader for people writes it, opening with dsh's refusal, and exits
+    with the refusal's code (4 or 3; README "Exit codes").  Anything else left after an error is a failure."""
+    if not cmd.label.startswith("export") or run.code not in (3, 4) or left != [o.name]:
+        return False
+    if b"; to bring it back: dshlog rescue " not in run.err.read_bytes():
+        return False
+    head = o.read_bytes()[: 1 << 18]
+    return b"dsh refuses to open this session" in head or head.startswith(b'{"shape":1,"refusal":')
 
 
 def check_input(data: bytes, name: str, workdir: Path, stats: Stats | None = None, *, tty: bool | None = None,
@@ -1706,7 +1718,7 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
         # kill -9 may; a later run cleans it up
         killed = run.hung or run.signal is not None
         left = [p for p in produced if not (killed and _STAGED.match(p))]
-        if not ok and left:
+        if not ok and left and not _shown_refused(run, cmd, o, left):
             add("output-despite-error", cmd.label, f"exit {run.code} but left {left}")
         written: list[Path] = []
         if ok and cmd.out and o.exists() and cmd.label in ("fork --at", "repair -o", "rescue --all -o"):
