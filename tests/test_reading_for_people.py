@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 import subprocess
 import sys
 from pathlib import Path
@@ -188,7 +189,7 @@ def _refused(root: Path) -> list[tuple[str, int, str]]:
     for e in list_sessions(root):
         if e.path is None or e.error is not None:
             continue
-        refusal = dsh_refusal(lambda p=str(e.path): open_session(p))  # type: ignore[misc]
+        refusal = dsh_refusal(partial(open_session, str(e.path)))
         if refusal is not None:
             out.append((str(e.path), int(refusal.exit_code), refusal.message))
     return out
