@@ -321,10 +321,8 @@ def print_refusal(command: str, shown: Any) -> None:
 
 def print_problems(path: str, notes: Iterable[Any], suppressed: dict[str, int], quiet: bool = False) -> None:
     """:func:`print_notes` of a reader's notes that came back from a batch task (a worker read the log)."""
-    codes = [ExitCode.OK]
+    notes = list(notes)
     for n in notes:
-        if n.severity == "error":
-            codes.append(note_exit_code(n.code))
         if quiet or (n.severity == "info" and n.code not in _SHOWN_INFO):
             continue
         where = n.where()
@@ -332,7 +330,12 @@ def print_problems(path: str, notes: Iterable[Any], suppressed: dict[str, int], 
     if not quiet:
         for code, extra in suppressed.items():
             err(f"dshlog: {path}: {code}: {extra} more not shown")
-    current().note_outcome(worst(codes))
+    current().note_outcome(notes_outcome(notes))
+
+
+def notes_outcome(notes: Iterable[Any]) -> ExitCode:
+    """The exit code a reader's notes call for: the worst of their errors (0 when there is none)."""
+    return worst([ExitCode.OK, *(note_exit_code(n.code) for n in notes if n.severity == "error")])
 
 
 def resolve(target: str | None) -> str:

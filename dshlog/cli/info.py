@@ -36,6 +36,7 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
     result = session_info(path, select=select, format_version=format_version, **reading(path))
     if json_:
         emit_json(result.as_dict())
+        print_notes(result, quiet=True)  # the notes are in the document; the exit code is the same as without --json
         return
     _render(result)
     print_notes(result)

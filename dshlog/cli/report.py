@@ -12,9 +12,10 @@ from ..model.period import parse_when, zone_named
 from ..model.usage import BY_KEYS, report_document
 from ..ops.outcome import worst
 from ..ops.report import load_prices, usage_report
+from ..output.labels import IN_PART
 from ..output.usage import report_csv, report_lines
 from .app import command_app
-from .common import JSON_SHAPE, JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, out, store_targets
+from .common import JSON_SHAPE, JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, notes_outcome, out, store_targets
 
 app = command_app()
 
@@ -82,6 +83,9 @@ def report(
                            project=project, cwd=project_cwd, executor=ex)
     for path, error in rep.errors:
         err(f"dshlog: {error}" if path in error else f"dshlog: {path}: {error}")
+    for part in rep.in_part:
+        err(f"dshlog: {part.path}: {IN_PART}: {part.reason()}")
+        current().note_outcome(notes_outcome(part.notes))
     current().note_outcome(worst(rep.exit_codes))
     if json_:
         emit_json(report_document(rep, JSON_SHAPE))

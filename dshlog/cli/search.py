@@ -23,6 +23,7 @@ from .common import (
     emit_json,
     err,
     out,
+    print_problems,
     screen,
     store_targets,
 )
@@ -89,6 +90,7 @@ def search(
                 err(f"dshlog: {r.error}")
                 current().note_outcome(ExitCode(r.exit_code))
                 continue
+            print_problems(r.path, r.notes, r.suppressed)
             if files_only:
                 if r.hits:
                     if json_:

@@ -54,7 +54,7 @@ def stats(
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin, parallel=may_fork()):
             sessions.append(one.as_dict())
-            print_problems(one.path, one.notes, one.suppressed, quiet=json_)
+            print_problems(one.path, one.notes, one.suppressed)  # --json too: the document has no place for them
     total = total_stats(sessions)
     if json_:
         emit_json({"shape": JSON_SHAPE, "sessions": sessions, "total": total})

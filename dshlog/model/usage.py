@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any
 
+from ..check.problems import Problem, Severity
 from ..protocol.packed import PackedRun
 from .period import QUANTUM_MS, bucket_label
 from .stats import session_stats
@@ -36,6 +37,7 @@ from .summary import Summary
 __all__ = [
     "BY_KEYS",
     "COUNTS",
+    "InPart",
     "PriceTable",
     "ReportRow",
     "SegmentedSummary",
@@ -199,6 +201,14 @@ class SessionUsage:
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     exit_code: int = 0  # the error's (:class:`~dshlog.errors.ExitCode`), so a batch exits with its worst
+    #: what the reader noticed; an error among them means rows were skipped, so the session counts only in part
+    notes: list[Problem] = field(default_factory=list)
+    suppressed: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def in_part(self) -> bool:
+        """Whether a damaged row was skipped: the figures are those of the rows that could be read."""
+        return any(n.severity == Severity.ERROR for n in self.notes)
 
     @property
     def first(self) -> int | None:
@@ -327,6 +337,24 @@ class UsageReport:
     errors: list[tuple[str, str]] = field(default_factory=list)
     #: the exit codes of the sessions in ``errors``, in the same order
     exit_codes: list[int] = field(default_factory=list)
+    #: the sessions counted only in part (a damaged row skipped), with the reader's notes, in input order
+    in_part: list[InPart] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class InPart:
+    """A session a report counted only in part: what was skipped is in its notes (the reader's, as ``stats`` has them)."""
+
+    path: str
+    id: str | None
+    notes: tuple[Problem, ...]
+    suppressed: dict[str, int]
+
+    def reason(self) -> str:
+        """The first error, as one line (``line 16, byte 3843: unparsable: ...``)."""
+        first = next(n for n in self.notes if n.severity == Severity.ERROR)
+        where = first.where()
+        return f"{where + ': ' if where else ''}{first.code}: {first.message}"
 
 
 def _roots(sessions: Sequence[SessionUsage]) -> dict[int, SessionUsage]:
@@ -370,10 +398,13 @@ def build_report(sessions: Iterable[SessionUsage], by: Sequence[str], *, tz: tzi
             got = labels[(span, key)] = bucket_label(span * QUANTUM_MS, key, tz)
         return got
 
+    in_part: list[InPart] = []
     for i, s in enumerate(ok):
         root = roots[i]
         if keep is not None and not keep(root):
             continue
+        if s.in_part:
+            in_part.append(InPart(s.path, s.id, tuple(s.notes), s.suppressed))
         root_id = root.id or root.path
         child = root is not s
         for span, usage in s.spans.items():
@@ -407,7 +438,7 @@ def build_report(sessions: Iterable[SessionUsage], by: Sequence[str], *, tz: tzi
     for r in [*ordered, total]:
         r.price(prices)
     return UsageReport(tuple(by), ordered, total, zone, since, until, prices is not None, errors,
-                       [s.exit_code for s in listed if s.error is not None])
+                       [s.exit_code for s in listed if s.error is not None], in_part)
 
 
 def report_document(rep: UsageReport, shape: int) -> dict[str, Any]:
@@ -422,6 +453,7 @@ def report_document(rep: UsageReport, shape: int) -> dict[str, Any]:
         "rows": [r.as_dict(rep.by) for r in rep.rows],
         "total": {k: v for k, v in rep.total.as_dict(()).items()},
         "errors": [{"path": p, "error": e} for p, e in rep.errors],
+        "countedInPart": [{"path": p.path, "id": p.id, "reason": p.reason()} for p in rep.in_part],
     }
 
 

@@ -77,6 +77,7 @@ def session_usage(path: str, *, since: int | None = None, until: int | None = No
             out.stats = seg.finish()
             out.spans = seg.spans
             out.title = seg.summary.title
+            out.notes, out.suppressed = list(log.notes), dict(log.notes.suppressed())
     except DshlogError as exc:
         out.error, out.exit_code = exc.one_line(), exc.exit_code
     return out

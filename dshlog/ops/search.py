@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from ..check.problems import Problem
 from ..errors import DshlogError, ExitCode
 from ..executor import Executor, InProcess
 from ..model.search import Hit, Query, Searcher
@@ -31,6 +32,9 @@ class SessionHits:
     hits: list[Hit] = field(default_factory=list)
     error: str | None = None
     exit_code: int = ExitCode.OK
+    #: what the reader noticed (a damaged row it skipped is an error here, as ``events`` says it)
+    notes: list[Problem] = field(default_factory=list)
+    suppressed: dict[str, int] = field(default_factory=dict)
 
 
 def search_session(path: str, query: Query) -> SessionHits:
@@ -50,6 +54,7 @@ def search_session(path: str, query: Query) -> SessionHits:
                 out.hits.extend(searcher.feed(ev))
                 if query.first_only and out.hits:
                     break
+            out.notes, out.suppressed = list(log.notes), dict(log.notes.suppressed())
     except DshlogError as exc:
         out.error, out.exit_code = exc.one_line(), exc.exit_code
     return out

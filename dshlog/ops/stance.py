@@ -5,9 +5,10 @@ it refuses, a v4 restore it refuses).  A command that claims dsh's view must
 decide the same way, or it would show, rebuild or write something dsh never
 holds: it refuses the log with dsh's reason and shows nothing.  A command that
 shows a person what a log holds has no such claim: it reads the stored rows as
-far as they can be read and says what dsh refuses (a note, or for a transcript a
-banner that opens it and names ``dshlog rescue``), and exits with the code of
-what it met (4 corrupt, 3 unsupported).
+far as they can be read, names each row it had to skip, and exits with the code
+of what it met (4 corrupt, 3 unsupported), whatever the form of its output.  A
+transcript (``show``, ``export``, ``browse``) also opens with dsh's decision on
+the whole log: a banner with dsh's refusal that names ``dshlog rescue``.
 
 :data:`STANCES` is that rule.  The operations take their strictness from it, the
 command line its exit-code policy, and the README's paragraph in "How dshlog

@@ -80,6 +80,7 @@ TOKEN_LABELS: Mapping[str, str] = {
 
 FULL_HINT = " (--full)"  # how to see what a trimmed text left out
 REASONING_HINT = "--reasoning to show"
+IN_PART = "counted in part"  # a session a report read past a damaged row: its figures are those of the rows it could read
 
 _FAILURE = {"error": "model call failed", "aborted": "model call cancelled", "no-output": "model call produced nothing"}
 _REPLACEMENT = {"compaction": "compaction summary", "revision": "revised message", "tool-result-rewrite": "tool result rewritten"}

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..model.search import Hit
 from ..model.usage import COUNTS, ReportRow, UsageReport, cache_hit_ratio
+from .labels import IN_PART, plural
 from .text import sanitize
 
 __all__ = ["hit_document", "hit_line", "report_csv", "report_lines", "short_count"]
@@ -111,6 +112,8 @@ def report_lines(rep: UsageReport, width: int = WIDTH) -> list[str]:
     if rep.total.subagents:
         notes.append("sess: sessions+subagents (children count in their parent's rows)")
     notes.append("r/c/e: retries/cancellations/tool errors")
+    if rep.in_part:
+        notes.append(f"{plural(len(rep.in_part), 'session')} {IN_PART}: a damaged row skipped (named on stderr)")
     if rep.total.unpriced:
         notes.append("* without a price: " + ", ".join(sanitize(m) for m in sorted(rep.total.unpriced)))
     out += [f"  {n}" for n in notes]
