@@ -327,6 +327,8 @@ class UsageReport:
     errors: list[tuple[str, str]] = field(default_factory=list)
     #: the exit codes of the sessions in ``errors``, in the same order
     exit_codes: list[int] = field(default_factory=list)
+    #: what a person is told about the selection (a ``--cwd`` that matched no session)
+    notes: list[str] = field(default_factory=list)
 
 
 def _roots(sessions: Sequence[SessionUsage]) -> dict[int, SessionUsage]:
