@@ -90,13 +90,28 @@ class Executor(ABC):
     #: How many items may run at the same time.
     jobs: int = 1
 
-    @abstractmethod
+    #: Told ``(done, total)`` after each result is yielded: how a caller shows progress on a long
+    #: batch (the core never prints; the command line draws it, on a terminal only).
+    progress: Callable[[int, int], None] | None = None
+
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         """``fn(item)`` for each item, yielded in input order.
 
         ``fn`` must be picklable for the parallel policies: a module-level function,
         or a :func:`functools.partial` of one with picklable arguments.
         """
+        todo = list(items)
+        told = self.progress
+        if told is None:
+            yield from self._map(fn, todo)
+            return
+        for done, result in enumerate(self._map(fn, todo), 1):
+            yield result
+            told(done, len(todo))
+
+    @abstractmethod
+    def _map(self, fn: Callable[[T], R], items: list[T]) -> Iterator[R]:
+        """:meth:`map` of one policy."""
 
     def close(self) -> None:  # noqa: B027 - optional to override: nothing to release by default
         """Release workers or connections (nothing for the in-process policy)."""
@@ -111,7 +126,7 @@ class Executor(ABC):
 class InProcess(Executor):
     """Each item in the calling process, in order: the library default and ``-j 1``."""
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+    def _map(self, fn: Callable[[T], R], items: list[T]) -> Iterator[R]:
         for item in items:
             yield fn(item)
 
@@ -150,8 +165,8 @@ class _Windowed(Executor):
     def _window(self) -> int:
         return self.jobs * 4
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        todo = list(items)
+    def _map(self, fn: Callable[[T], R], items: list[T]) -> Iterator[R]:
+        todo = items
         if self._local_shortcut and (len(todo) <= 1 or self.jobs <= 1):  # nothing to share: no start-up
             yield from InProcess().map(fn, todo)
             return

@@ -79,13 +79,18 @@ def test_ls_sort_and_reverse(root, capsysbinary):
 def test_ls_filters(root, capsysbinary, tmp_path):
     _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--cwd", "/srv/zz")
     assert [r["generation"] for r in ndjson(out)] == ["session.v4.jsonl.zstd"]
-    # message text, case-insensitive; tool output ("echo: one") is not message text
+    # message text; tool output ("echo: one") is not message text
     _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--grep", "第二点")
     assert sorted(r["path"].endswith("zstd") for r in ndjson(out)) == [False, True]
     _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--grep", "ECHO: ONE")
     assert ndjson(out) == []
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--grep", "DEPLOY")
+    # smart case: a lower-case needle ignores case, a capital letter asks for that case exactly
+    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--grep", "deploy TO")
+    assert ndjson(out) == []
+    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--grep", "deploy to")
     assert {r["id"] for r in ndjson(out)} == {"crash-0001", "fork-0002"}
+    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--grep", "DEPLOY")
+    assert ndjson(out) == []
     # fixture events are from October 2026: a date before keeps them, one after drops them
     _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--since", "2026-10-01")
     assert len(ndjson(out)) == 4

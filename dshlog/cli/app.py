@@ -205,6 +205,10 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
             code = exc.exit_code
         except InternalError as exc:
             raise _bug(exc)  # noqa: B904 - the bug itself, with its own traceback
+        finally:
+            if run.progress is not None:  # the progress line goes before the outcome is said
+                run.progress.clear()
+                run.progress = None
         if code == 0:
             code = run.worst
         env.stdout.flush()

@@ -36,6 +36,7 @@ from ..ops.sessions import open_target
 from ..read.session import SessionLog
 from ..read.store import list_sessions, resolve_session
 from .env import Env
+from .progress import Progress
 
 if TYPE_CHECKING:  # the installed Typer vendors its own click
     from typer._click.globals import get_current_context
@@ -47,9 +48,9 @@ else:
 
 __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JobsOpt", "JsonOpt", "Run",
-    "SchedulerOpt", "SelectOpt", "ShownRefusal", "UnknownOpt", "batch_executor", "closer_lines", "current", "emit", "emit_json",
-    "err", "event_bytes", "js", "may_fork", "open_log", "out", "plugins", "print_notes", "print_problems", "print_refusal",
-    "reading", "release", "resolve", "root", "screen", "stdin_for", "store_targets",
+    "SchedulerOpt", "SelectOpt", "ShownRefusal", "UnknownOpt", "batch_executor", "closer_lines", "current", "done", "emit",
+    "emit_json", "err", "event_bytes", "js", "may_fork", "open_log", "out", "plugins", "print_notes", "print_problems", "print_refusal",
+    "progress", "reading", "release", "resolve", "root", "screen", "stdin_for", "store_targets",
 ]
 
 
@@ -67,6 +68,8 @@ class Run:
     plugins: tuple[str, ...] = ()
     worst: ExitCode = ExitCode.OK
     stdin_used: bool = field(default=False)
+    #: the progress line drawn on stderr now, erased before any other line is written
+    progress: Progress | None = None
 
     def note_outcome(self, code: ExitCode) -> None:
         self.worst = worst([self.worst, code])
@@ -85,14 +88,42 @@ def screen(stderr: bool = False) -> Screen:
     return current().env.screen(stderr)
 
 
+def _quiet(run: Run) -> Run:
+    """The run, with its progress line (if one is drawn) erased so that a line can be written."""
+    if run.progress is not None:
+        run.progress.clear()
+    return run
+
+
+def progress(label: str | None = None) -> Progress:
+    """The progress line of this run's long work (``label``: what it does; default: the command's name).
+
+    One line at a time: a new one replaces the one drawn before.  It shows only on a
+    terminal and after :attr:`Env.progress_delay` (see :mod:`dshlog.cli.progress`).
+    """
+    run = current()
+    if run.progress is not None:
+        run.progress.clear()
+    run.progress = Progress(run.env, label or get_current_context().info_name or "dshlog")
+    return run.progress
+
+
+def done() -> None:
+    """The long work is over: its progress line is erased."""
+    run = current()
+    if run.progress is not None:
+        run.progress.clear()
+        run.progress = None
+
+
 def out(text: str = "") -> None:
     """One line for people on stdout, sanitised (session text is data)."""
-    current().env.stdout.write(sanitize(text).encode("utf-8") + b"\n")
+    _quiet(current()).env.stdout.write(sanitize(text).encode("utf-8") + b"\n")
 
 
 def err(text: str = "") -> None:
     """One line for people on stderr (notes, warnings, what was written), sanitised."""
-    e = current().env
+    e = _quiet(current()).env
     e.stdout.flush()  # what was printed so far comes first
     e.stderr.write(sanitize(text).encode("utf-8") + b"\n")
     e.stderr.flush()
@@ -200,7 +231,21 @@ def batch_executor(jobs: int | None, scheduler: str | None, targets: list[str] |
             raise UsageError("--scheduler cannot read standard input (-): the cluster's workers read files")
         return DaskExecutor(scheduler)
     n = jobs if jobs is not None else (default_jobs() if current().env.parallel else 1)
-    return InProcess() if n <= 1 or stdin or single else ProcessPool(n)
+    ex: Executor = InProcess() if n <= 1 or stdin or single else ProcessPool(n)
+    ex.progress = _counter(progress())
+    return ex
+
+
+def _counter(line: Progress) -> Any:
+    """An executor's ``progress`` hook that draws ``line`` (sessions done of all) and erases it at the end."""
+
+    def told(finished: int, total: int) -> None:
+        if finished >= total:
+            done()
+        else:
+            line.update(finished, total, "sessions")
+
+    return told
 
 
 class BatchedStdout:
@@ -255,7 +300,7 @@ class DeferredStdout(BatchedStdout):
 
 def emit(data: bytes) -> None:
     """Bytes to stdout as they are."""
-    current().env.stdout.write(data)
+    _quiet(current()).env.stdout.write(data)
 
 
 def emit_json(obj: Any, pretty: bool = True) -> None:

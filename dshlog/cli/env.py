@@ -96,6 +96,10 @@ class Env:
     home: Path = field(default_factory=Path.home)
     cwd: str = "/"
     now: Callable[[], float] = time.time
+    #: a monotonic clock, for how long work has run (progress on a terminal)
+    clock: Callable[[], float] = time.monotonic
+    #: seconds of work before its progress is shown on a terminal (quick commands show none)
+    progress_delay: float = 0.5
     #: forked helper processes where a second CPU pays (the library default is in-process);
     #: also what ``-j`` means when it is not given: every core when true, else one job
     parallel: bool = False

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,7 +12,8 @@ from ..output.table import Column, table
 from ..output.text import human_bytes, local_minutes
 from ..read.store import SessionEntry
 from .app import command_app
-from .common import JobsOpt, SchedulerOpt, batch_executor, current, emit_json, err, may_fork, root, screen
+from .common import JobsOpt, SchedulerOpt, batch_executor, emit_json, err, may_fork, root, screen
+from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, say, selection
 
 app = command_app()
 
@@ -34,9 +34,11 @@ def ls_(
     root_arg: Annotated[Optional[str], typer.Argument(metavar="ROOT", help="Persistence root (default: $DSH_HOME/sessions, DSH_HOME defaulting to ~/.dsh).")] = None,
     sort: Annotated[str, typer.Option("--sort", metavar="KEY", help="time (last activity), size, id or turns.", autocompletion=lambda: list(SORT_KEYS))] = "time",
     reverse: Annotated[bool, typer.Option("--reverse", help="Reverse the order.")] = False,
-    cwd: Annotated[Optional[str], typer.Option("--cwd", metavar="PATH", help="Only sessions of this project directory.")] = None,
-    since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN", help="Only sessions active since a date (2026-11-01) or for a duration back (3d, 12h).")] = None,
-    grep: Annotated[Optional[str], typer.Option("--grep", metavar="TEXT", help="Only sessions whose user or assistant messages contain TEXT (case-insensitive).")] = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    project: ProjectOpt = None,
+    cwd: CwdOpt = None,
+    grep: Annotated[Optional[str], typer.Option("--grep", metavar="TEXT", help="Only sessions whose user or assistant messages contain TEXT (smart case: all lower case ignores case, any capital matches exactly).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="NDJSON: one object per session.")] = False,
     jobs: JobsOpt = None,
     scheduler: SchedulerOpt = None,
@@ -48,12 +50,11 @@ def ls_(
 
     Example: dshlog ls --cwd . --since 3d --grep 'migration'
     """
-    env = current().env
     root_p = Path(root_arg) if root_arg is not None else root()
-    project_cwd = os.path.normpath(os.path.join(env.cwd, cwd)) if cwd is not None else None
+    chosen = selection(since, until, project, cwd)
     with batch_executor(jobs, scheduler) as ex:  # --grep reads every session: one task each
-        entries = list_store(root_p, cwd=project_cwd, since=since, grep=grep, sort=sort, reverse=reverse, now=env.now(), executor=ex,
-                             parallel=may_fork())
+        entries = list_store(root_p, selection=chosen, grep=grep, sort=sort, reverse=reverse, executor=ex, parallel=may_fork())
+    say(entries.note)
     if json_:
         for e in entries:
             emit_json(e.as_dict(), pretty=False)

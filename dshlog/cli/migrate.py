@@ -9,7 +9,7 @@ import typer
 
 from ..ops.migrate import Outcome, find_sessions, migrate_all
 from .app import command_app
-from .common import JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, may_fork, out, plugins, resolve
+from .common import JobsOpt, JsonOpt, SchedulerOpt, batch_executor, emit_json, err, may_fork, out, plugins, resolve
 
 app = command_app()
 
@@ -31,22 +31,11 @@ def migrate(
 
     Example: dshlog migrate --recursive ~/.dsh/sessions --check || dshlog migrate --recursive ~/.dsh/sessions
     """
-    run = current()
     # session ids (or unique prefixes) stand for their generation files; no PATH means the current session
     paths = [p if os.path.exists(p) else resolve(p) for p in paths] if paths else [resolve(None)]
     sources = list(find_sessions(paths, recursive=recursive))
-    progress = None
-    if len(sources) > 1 and run.env.stderr_isatty and not json_:
-        from rich.progress import Progress  # lazy: heavy, only for a progress bar on a terminal
-
-        progress = Progress(console=run.env.screen(stderr=True).console(), transient=True,
-                            redirect_stdout=False, redirect_stderr=False)
-        task = progress.add_task("migrating", total=len(sources))
-        progress.start()
-
+    # on a terminal, progress is drawn by the batch's executor (batch_executor): one line on stderr
     def report(o: Outcome) -> None:
-        if progress is not None:
-            progress.advance(task)
         if json_:
             return
         if o.status == "failed":
@@ -61,13 +50,9 @@ def migrate(
         for w in o.warnings:
             err(f"dshlog: warning: {o.source}: {w}")
 
-    try:
-        with batch_executor(jobs, scheduler) as ex:
-            batch = migrate_all(sources, check=check, dry_run=dry_run, children="none" if no_children else "auto",
-                                system_prompt_plugins=plugins(), executor=ex, progress=report, parallel=may_fork())
-    finally:
-        if progress is not None:
-            progress.stop()
+    with batch_executor(jobs, scheduler) as ex:
+        batch = migrate_all(sources, check=check, dry_run=dry_run, children="none" if no_children else "auto",
+                            system_prompt_plugins=plugins(), executor=ex, progress=report, parallel=may_fork())
     counts = batch.counts()
     if json_:
         emit_json(batch.as_dict())

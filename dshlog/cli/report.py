@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Optional
 
 import typer
 
 from ..errors import UsageError
-from ..model.period import parse_when, zone_named
+from ..model.period import zone_named
 from ..model.usage import BY_KEYS, report_document
 from ..ops.outcome import worst
 from ..ops.report import load_prices, usage_report
@@ -16,6 +15,7 @@ from ..output.labels import IN_PART
 from ..output.usage import report_csv, report_lines
 from .app import command_app
 from .common import JSON_SHAPE, JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, notes_outcome, out, store_targets
+from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, say, selection
 
 app = command_app()
 
@@ -45,10 +45,10 @@ def by_keys(given: list[str] | None) -> list[str]:
 def report(
     targets: Annotated[Optional[list[str]], typer.Argument(metavar="[ROOT|DIR|FILE]...", help="Persistence roots, project or session directories, or session files (default: $DSH_HOME/sessions).")] = None,
     by: Annotated[Optional[list[str]], typer.Option("--by", metavar="KEY", help=f"Rows per {', '.join(BY_KEYS)}; repeat (or day,model) for rows of several keys. Default: day.", autocompletion=lambda: list(BY_KEYS))] = None,
-    since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN", help="Only activity from then on: a date (2026-11-01), a date and time, today, yesterday, or a duration back (7d, 12h).")] = None,
-    until: Annotated[Optional[str], typer.Option("--until", metavar="WHEN", help="Only activity before then (a date: up to its end).")] = None,
-    project: Annotated[Optional[str], typer.Option("--project", metavar="TEXT", help="Only sessions whose project directory contains TEXT.")] = None,
-    cwd: Annotated[Optional[str], typer.Option("--cwd", metavar="PATH", help="Only sessions of this project directory.")] = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    project: ProjectOpt = None,
+    cwd: CwdOpt = None,
     prices: Annotated[Optional[str], typer.Option("--prices", metavar="FILE", help="Price the tokens with a LiteLLM model_prices_and_context_window.json (default: $DSHLOG_PRICES; none: no cost column).")] = None,
     timezone: Annotated[Optional[str], typer.Option("--timezone", metavar="ZONE", help="The zone of days, weeks, months and dates: Europe/Berlin, UTC, +05:30, local (default: TZ, else the system's zone).")] = None,
     json_: JsonOpt = False,
@@ -69,18 +69,14 @@ def report(
     if json_ and csv:
         raise UsageError("--json and --csv exclude each other")
     tz, zone = zone_named(timezone if timezone is not None else env.timezone)
-    now_ms = int(env.now() * 1000)
-    since_ms = parse_when(since, now_ms=now_ms, tz=tz, option="--since") if since is not None else None
-    until_ms = parse_when(until, now_ms=now_ms, tz=tz, end=True, option="--until") if until is not None else None
-    if since_ms is not None and until_ms is not None and until_ms <= since_ms:
-        raise UsageError(f"--until {until!r} is not after --since {since!r}")
+    chosen = selection(since, until, project, cwd, timezone=timezone)
     prices_path = prices if prices is not None else env.prices
     table = load_prices(prices_path) if prices_path else None
-    project_cwd = os.path.normpath(os.path.join(env.cwd, cwd)) if cwd is not None else None
     paths = store_targets(targets)
     with batch_executor(jobs, scheduler) as ex:
-        rep = usage_report(paths, keys, tz=tz, zone=zone, since=since_ms, until=until_ms, prices=table,
-                           project=project, cwd=project_cwd, executor=ex)
+        rep = usage_report(paths, keys, tz=tz, zone=zone, prices=table, selection=chosen, executor=ex)
+    for note in rep.notes:
+        say(note)
     for path, error in rep.errors:
         err(f"dshlog: {error}" if path in error else f"dshlog: {path}: {error}")
     for part in rep.in_part:

@@ -7,9 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ExitCode, UsageError
-from ..model.period import parse_when, zone_named
 from ..model.search import ROLES, Query
 from ..ops.report import store_sessions
+from ..ops.search import pin
 from ..ops.search import search as search_sessions
 from ..output.usage import hit_document, hit_line
 from .app import command_app
@@ -27,6 +27,7 @@ from .common import (
     screen,
     store_targets,
 )
+from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, say, selection
 
 app = command_app()
 
@@ -53,11 +54,13 @@ def search(
     pattern: Annotated[str, typer.Argument(metavar="PATTERN", help="The text to find (a fixed string; a regular expression with -e).")],
     targets: Annotated[Optional[list[str]], typer.Argument(metavar="[ROOT|FILE]...", help="Persistence roots, project or session directories, session files or ids (default: $DSH_HOME/sessions).")] = None,
     regex: Annotated[bool, typer.Option("--regex", "-e", help="PATTERN is a Python regular expression.")] = False,
-    ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i", help="Ignore case.")] = False,
+    ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i", help="Ignore case always. Without it, smart case: a PATTERN all in lower case ignores case, one with a capital letter matches exactly.")] = False,
     role: Annotated[Optional[list[str]], typer.Option("--role", metavar="ROLE", help=f"Only text of these roles ({', '.join(ROLES)}); repeatable.", autocompletion=lambda: list(ROLES))] = None,
     type_: Annotated[Optional[list[str]], typer.Option("--type", metavar="GLOB", help="Only events of these types (user/message, tool/*); repeatable.")] = None,
-    since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN", help="Only events from then on: a date (2026-11-01), today, yesterday, or a duration back (7d, 12h).")] = None,
-    project: Annotated[Optional[str], typer.Option("--project", metavar="TEXT", help="Only sessions whose project directory contains TEXT.")] = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    project: ProjectOpt = None,
+    cwd: CwdOpt = None,
     reasoning: Annotated[bool, typer.Option("--reasoning", help="Search the model's reasoning too.")] = False,
     context: Annotated[int, typer.Option("--context", "-C", metavar="N", min=0, help="Characters of text shown on each side of a match.")] = 40,
     files_only: Annotated[bool, typer.Option("--files-with-matches", "-l", help="Only the path of each session with a hit, once.")] = False,
@@ -75,14 +78,19 @@ def search(
     the output, e.g. with -l. A session that cannot be read is named on stderr and the others are
     searched (exit 4 for damage, 6 for a missing file).
 
-    Example: dshlog search -i deploy --role user
+    Case: smart, as in less and ripgrep: a PATTERN all in lower case ignores case, one with a capital
+    letter matches exactly; -i ignores case always.
+
+    Example: dshlog search deploy --role user
     """
-    env = current().env
-    tz, _ = zone_named(env.timezone)
-    since_ms = parse_when(since, now_ms=int(env.now() * 1000), tz=tz, option="--since") if since is not None else None
-    query = Query(pattern, regex=regex, ignore_case=ignore_case, roles=roles(role), types=tuple(type_ or ()),
-                  since=since_ms, reasoning=reasoning, context=context, project=project, first_only=files_only)
+    chosen = selection(since, until, project, cwd)
     paths = store_sessions(store_targets(targets))
+    pinned = pin(paths, chosen)
+    say(pinned)
+    sel = pinned.selection
+    query = Query(pattern, regex=regex, ignore_case=True if ignore_case else None, roles=roles(role), types=tuple(type_ or ()),
+                  since=sel.since, until=sel.until, reasoning=reasoning, context=context, project=sel.project, cwd=sel.cwd,
+                  first_only=files_only)
     colour = screen().colour
     with batch_executor(jobs, scheduler, paths) as ex:
         for r in search_sessions(paths, query, executor=ex):

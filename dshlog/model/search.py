@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import UsageError
 from ..protocol.vocabulary import ROLE_OF_TYPE, message_of
 from .content import FIND, content_pieces
+from .selection import Selection, smart_case
 
 __all__ = ["Hit", "Query", "Searcher"]
 
@@ -34,21 +35,37 @@ class Query:
 
     pattern: str
     regex: bool = False
-    ignore_case: bool = False
+    ignore_case: bool | None = False  # None: smart case (ignored unless the pattern has a capital letter)
     roles: frozenset[str] = frozenset()  # empty: every role
     types: tuple[str, ...] = ()  # event type globs; empty: every type
     since: int | None = None  # epoch ms; events before it (or without a time) are skipped
+    until: int | None = None  # epoch ms; events from it on are skipped
     reasoning: bool = False
     context: int = 40
     project: str | None = None  # a part of the session's cwd or project directory
+    cwd: str | None = None  # the session's project directory, exactly (an absolute path)
     first_only: bool = False  # ``-l``: one hit is enough to name the session
+
+    @property
+    def folds_case(self) -> bool:
+        """Whether case is ignored: ``-i``, or smart case for a pattern without a capital letter
+        (in a regex, an escape such as ``\\S`` or ``\\W`` is no capital letter)."""
+        if self.ignore_case is not None:
+            return self.ignore_case
+        return smart_case(re.sub(r"\\.", "", self.pattern) if self.regex else self.pattern)
+
+    @property
+    def selection(self) -> Selection:
+        """The query's session and time filters as the one grammar's :class:`~dshlog.model.selection.Selection`."""
+        return Selection(since=self.since, until=self.until, project=self.project, cwd=self.cwd)
 
     def compiled(self) -> re.Pattern[str] | None:
         """The regex of ``-e``/``-i`` (``None`` for a plain fixed string); a bad one is a usage error."""
-        if not self.regex and not self.ignore_case:
+        folds = self.folds_case
+        if not self.regex and not folds:
             return None
         try:
-            return re.compile(self.pattern if self.regex else re.escape(self.pattern), re.IGNORECASE if self.ignore_case else 0)
+            return re.compile(self.pattern if self.regex else re.escape(self.pattern), re.IGNORECASE if folds else 0)
         except re.error as exc:
             raise UsageError(f"bad regular expression {self.pattern!r}: {exc}") from None
 
@@ -115,6 +132,8 @@ class Searcher:
             return
         time = ev.get("time")
         if q.since is not None and not (type(time) is int and time >= q.since):
+            return
+        if q.until is not None and not (type(time) is int and time < q.until):
             return
         msg = message_of(t, data)
         if not isinstance(msg, dict):

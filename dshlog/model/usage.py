@@ -339,6 +339,8 @@ class UsageReport:
     exit_codes: list[int] = field(default_factory=list)
     #: the sessions counted only in part (a damaged row skipped), with the reader's notes, in input order
     in_part: list[InPart] = field(default_factory=list)
+    #: what a person is told about the selection (a ``--cwd`` that matched no session)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

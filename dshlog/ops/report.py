@@ -24,8 +24,9 @@ from ..model.usage import (
     UsageReport,
     build_report,
 )
+from ..model.selection import Selection, matches_project
 from ..protocol.jsjson import JsonError, loads
-from ..protocol.layout import is_project_dir, project_key
+from ..protocol.layout import is_project_dir
 from ..read.session import open_session
 from .migrate import find_sessions
 
@@ -83,33 +84,36 @@ def session_usage(path: str, *, since: int | None = None, until: int | None = No
     return out
 
 
-def matches_project(wanted: str, cwd: str | None, project_dir: str | None) -> bool:
-    """``--project TEXT``: a part of the session's working directory or of its project directory's name."""
-    return wanted in (cwd or "") or wanted in (project_dir or "")
-
-
-def _keeper(project: str | None, cwd: str | None) -> Any:
-    """``--project TEXT`` and ``--cwd PATH`` (absolute: exactly that project) as a filter of roots."""
-    want_key = project_key(cwd) if cwd is not None else None
+def _keeper(selection: Selection) -> Any:
+    """``--project TEXT`` and ``--cwd PATH`` as a filter of roots (a subagent follows its root)."""
 
     def keep(root: SessionUsage) -> bool:
-        if want_key is not None and project_key(root.cwd) != want_key:
-            return False
-        return project is None or matches_project(project, root.cwd, root.project)
+        return selection.keeps_place(root.cwd, root.project)
 
-    return keep if (project is not None or cwd is not None) else None
+    return keep if selection.places else None
 
 
 def usage_report(targets: Iterable[str], by: list[str], *, tz: tzinfo | None, zone: str,
                  since: int | None = None, until: int | None = None, prices: PriceTable | None = None,
                  project: str | None = None, cwd: str | None = None,
-                 executor: Executor | None = None) -> UsageReport:
-    """The report over every session below ``targets`` (see :mod:`dshlog.model.usage`)."""
+                 executor: Executor | None = None, selection: Selection | None = None) -> UsageReport:
+    """The report over every session below ``targets`` (see :mod:`dshlog.model.usage`).
+
+    ``selection`` (the command line's filters, :mod:`dshlog.model.selection`) stands for
+    ``since``, ``until``, ``project`` and ``cwd`` (an absolute directory) when given; a
+    ``--cwd`` that matched no session is said in the report's ``notes``.
+    """
+    sel = selection if selection is not None else Selection(since=since, until=until, project=project, cwd=cwd)
     paths = store_sessions(targets)
     ex = executor if executor is not None else InProcess()
-    task = partial(session_usage, since=since, until=until)
-    return build_report(ex.map(task, paths), by, tz=tz, zone=zone, prices=prices,
-                        keep=_keeper(project, cwd), since=since, until=until)
+    task = partial(session_usage, since=sel.since, until=sel.until)
+    usages = list(ex.map(task, paths))  # the report holds them all anyway; --cwd is pinned to their directories
+    pinned = sel.pin((u.cwd for u in usages), (u.project for u in usages))
+    rep = build_report(usages, by, tz=tz, zone=zone, prices=prices,
+                       keep=_keeper(pinned.selection), since=sel.since, until=sel.until)
+    if pinned.note is not None:
+        rep.notes.append(pinned.note)
+    return rep
 
 
 def session_usages(paths: list[str], *, since: int | None = None, until: int | None = None,

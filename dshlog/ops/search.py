@@ -18,9 +18,11 @@ from ..executor import Executor, InProcess
 from ..model.search import Hit, Query, Searcher
 from ..protocol.packed import PackedRun
 from ..read.session import open_session
-from .report import matches_project, project_of
+from ..model.selection import Pinned, Selection
+from ..read.store import read_header
+from .report import project_of
 
-__all__ = ["SessionHits", "search", "search_session"]
+__all__ = ["SessionHits", "pin", "search", "search_session"]
 
 
 @dataclass
@@ -46,7 +48,7 @@ def search_session(path: str, query: Query) -> SessionHits:
             out.path, out.id = log.path, log.session_id
             h = log.header if isinstance(log.header, dict) else {}
             cwd = h.get("cwd") if isinstance(h.get("cwd"), str) else None
-            if query.project is not None and not matches_project(query.project, cwd, project_of(Path(log.path))):
+            if not query.selection.keeps_place(cwd, project_of(Path(log.path))):
                 return out
             for ev in log.stored_runs():
                 if type(ev) is PackedRun:  # v0/v1 streaming chunks: the settled message holds their text
@@ -58,6 +60,21 @@ def search_session(path: str, query: Query) -> SessionHits:
     except DshlogError as exc:
         out.error, out.exit_code = exc.one_line(), exc.exit_code
     return out
+
+
+def pin(paths: list[str], selection: Selection) -> Pinned:
+    """``--cwd`` pinned to one of the directories of the sessions at ``paths`` (their headers are read only then)."""
+    if selection.cwd is None:
+        return Pinned(selection)
+    cwds = []
+    for p in paths:
+        try:
+            h = read_header(Path(p))
+        except (DshlogError, OSError):  # the search names a session it cannot read at its turn
+            continue
+        cwd = h.get("cwd") if isinstance(h, dict) else None
+        cwds.append(cwd if isinstance(cwd, str) else None)
+    return selection.pin(cwds)
 
 
 def search(paths: Iterable[str], query: Query, *, executor: Executor | None = None) -> Iterator[SessionHits]:

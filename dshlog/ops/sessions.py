@@ -14,12 +14,14 @@ from ..check.problems import Problems
 from ..errors import DshlogError, UsageError
 from ..executor import Executor, InProcess, helpers_allowed
 from ..model.content import SEARCH, message_text
+from ..model.selection import Selection, smart_case
 from ..protocol.vocabulary import ROLE_OF_TYPE
 from ..read.container import Container
 from ..read.session import SessionLog, open_session
-from ..read.store import SessionEntry, _loads, list_sessions, parse_since, project_key, raw_lines, sort_entries
+from ..read.store import SessionEntry, _loads, list_sessions, project_key, raw_lines, sort_entries
 
-__all__ = ["OpenLog", "Target", "grep_session", "list_store", "located", "message_texts", "open_target", "unique_prefixes"]
+__all__ = ["Listing", "OpenLog", "Target", "grep_session", "list_store", "located", "message_texts", "open_target",
+           "select_entries", "unique_prefixes"]
 
 #: What names a log for an operation: a path (a generation file, a session directory, ``-``).
 Target = str | os.PathLike[str]
@@ -110,33 +112,59 @@ def message_texts(path: Path, *, parallel: bool = False) -> Iterator[str]:
 
 
 def grep_session(path: Path, needle: str, *, parallel: bool = False) -> bool:
-    """Whether any user/assistant message text contains ``needle`` (case-insensitive)."""
-    n = needle.casefold()
-    return any(n in t.casefold() for t in message_texts(path, parallel=parallel))
+    """Whether any user/assistant message text contains ``needle`` (smart case: see
+    :func:`~dshlog.model.selection.smart_case`)."""
+    if smart_case(needle):
+        n = needle.casefold()
+        return any(n in t.casefold() for t in message_texts(path, parallel=parallel))
+    return any(needle in t for t in message_texts(path, parallel=parallel))
 
 
-def list_store(root: Path, *, cwd: str | None = None, since: str | None = None, grep: str | None = None,
-               sort: str = "time", reverse: bool = False, now: float, executor: Executor | None = None,
-               parallel: bool = False) -> list[SessionEntry]:
-    """``ls``: the sessions of ``root``, only ``cwd``'s project (an absolute path), active since
-    ``since`` (relative to ``now``, epoch seconds), mentioning ``grep``; sorted by ``sort``.
+def _created(e: SessionEntry) -> int | None:
+    created = (e.header or {}).get("createdAt")
+    return created if type(created) is int else None
+
+
+def select_entries(entries: list[SessionEntry], selection: Selection) -> tuple[list[SessionEntry], str | None]:
+    """The entries ``selection`` keeps (``--cwd`` pinned to one of their directories), and its note."""
+    pinned = selection.pin((e.cwd for e in entries), (e.project for e in entries))
+    sel = pinned.selection
+    kept = [e for e in entries if sel.keeps_place(e.cwd, e.project) and sel.keeps_span(_created(e), e.last_activity)]
+    return kept, pinned.note
+
+
+class Listing(list[SessionEntry]):
+    """``ls``'s entries, and what a person is told about its selection (``--cwd`` matched nothing)."""
+
+    note: str | None = None
+
+
+def list_store(root: Path, *, selection: Selection | None = None, grep: str | None = None,
+               sort: str = "time", reverse: bool = False, executor: Executor | None = None,
+               parallel: bool = False) -> Listing:
+    """``ls``: the sessions of ``root`` that ``selection`` keeps, mentioning ``grep``; sorted by ``sort``.
 
     ``grep`` reads every listed session: one task per session of ``executor`` (in-process by
     default); ``parallel``: a read in this process may fork helpers to decode large zstd bodies
     (workers of a pool read in their own process: they are the parallelism).
     """
-    since_ms = parse_since(since, now=now) if since is not None else None
+    sel = selection if selection is not None else Selection()
     sort_entries([], sort)  # an unknown key is a usage error before the store is read
-    entries = list_sessions(root, project=project_key(cwd) if cwd is not None else None)
-    if since_ms is not None:
-        entries = [e for e in entries if (e.last_activity or 0) >= since_ms]
+    entries: list[SessionEntry] = []
+    if sel.cwd is not None:  # the project directory of a path, read alone when it is there
+        entries = list_sessions(root, project=project_key(sel.cwd))
+    if not entries:
+        entries = list_sessions(root)
+    entries, note = select_entries(entries, sel)
     if grep is not None:
         entries = [e for e in entries if e.path is not None]
         ex = executor if executor is not None else InProcess()
         task = partial(grep_session, needle=grep, parallel=helpers_allowed(ex, parallel))
         found = list(ex.map(task, [e.path for e in entries if e.path is not None]))
         entries = [e for e, hit in zip(entries, found) if hit]
-    return sort_entries(entries, sort, reverse=reverse)
+    listing = Listing(sort_entries(entries, sort, reverse=reverse))
+    listing.note = note
+    return listing
 
 
 def unique_prefixes(ids: list[str], *, minimum: int = 8, longer_than: int = 12) -> dict[str, str]:
