@@ -180,16 +180,15 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
                 raise UsageError(f"only session generation files can be migrated (this is a {log.info.container} input)", path=log.path)
             target = d / target_name(source)
             out.target = str(target)
-            if check:
-                out.status = "needed"
-                out.exit_code = ExitCode.PENDING
-                return out
             facts = _child_facts(log, children)
             if system_prompt_plugins:  # the report says which rule produced the successor
                 out.notes.append("system-prompt producers besides upstream's: " + ", ".join(system_prompt_plugins))
-            if dry_run:
+            if check or dry_run:
+                # --check forecasts the run exactly: the same decision as --dry-run (children, the chain,
+                # the v4 restore to the last event), only its answer is "needed" and exit 10
                 out.events = sum(1 for _ in log.v4(child_facts=facts))
-                out.status = "would-migrate"
+                out.status = "needed" if check else "would-migrate"
+                out.exit_code = ExitCode.PENDING if check else ExitCode.OK
                 return out
         _publish(source, target, facts, out, system_prompt_plugins, parallel=parallel)
         out.status = "migrated"
