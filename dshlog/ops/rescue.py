@@ -16,23 +16,26 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
+import stat
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import DshlogError, ExitCode, UnsupportedVersion, UsageError
+from ..errors import DshlogError, ExitCode, IOFailure, UnsupportedVersion, UsageError
 from ..model.rescue import BY_NAME, Plan, Refusal, Stored, message_texts, plan
 from ..protocol.jsjson import dumps, dumps_pretty
 from ..protocol.layout import rescue_record_name
-from ..read.container import Container
+from ..read.container import Container, select_generation
 from ..read.session import SessionLog, open_session
 from ..write.transaction import Publication, output_lock
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .migrate import find_sessions, target_name
+from .outcome import worst
 
 __all__ = ["RescueOutcome", "StoreSummary", "judge", "read_stored", "rescue_session", "rescue_store", "serialize"]
 
@@ -73,9 +76,50 @@ def judge(s: Stored) -> Refusal | None:
     return None
 
 
-def read_stored(source: Path, *, parallel: bool = False) -> tuple[Stored, bytes]:
-    """The source's stored header and events (read leniently) and its exact bytes."""
-    data = source.read_bytes()
+@dataclass(frozen=True)
+class SourceFacts:
+    """What the rescue record says of the source's bytes: their size and sha256."""
+
+    size: int
+    sha256: str
+
+
+#: How much of the source one read takes while its digest is computed.
+_CHUNK: int = 1 << 20
+
+
+def source_facts(source: Path) -> SourceFacts:
+    """The source's size and sha256, read in chunks (never the whole file at once).
+
+    Only a regular file is opened: a device, a pipe or a socket behind the name
+    (a log linked to ``/dev/zero``) is refused before anything is read, and a
+    name the system cannot open (a dangling link, no permission) is an I/O error.
+    """
+    try:
+        st = os.stat(source)
+    except FileNotFoundError:
+        raise IOFailure("no such file or directory", path=str(source)) from None
+    except OSError as exc:
+        raise IOFailure(f"cannot open: {exc.strerror}", path=str(source)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError("not a regular file: only session generation files can be rescued", path=str(source))
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with open(source, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # replaced between the stat and the open
+                raise UsageError("not a regular file: only session generation files can be rescued", path=str(source))
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+    except OSError as exc:
+        raise IOFailure(f"cannot read: {exc.strerror}", path=str(source)) from None
+    return SourceFacts(size, digest.hexdigest())
+
+
+def read_stored(source: Path, *, parallel: bool = False) -> tuple[Stored, SourceFacts]:
+    """The source's stored header and events (read leniently) and what the record says of its bytes."""
+    data = source_facts(source)
     with open_session(str(source), strict=False, parallel=parallel) as log:
         if log.info.container not in (Container.JSONL, Container.ZSTD) or log.header is None:
             raise UsageError(f"only session generation files can be rescued (this is a {log.info.container} input)", path=log.path)
@@ -142,17 +186,24 @@ def _allowed(allow: Iterable[str], all_: bool) -> set[str]:
 
 
 def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False,
-                   output: Path | None = None, parallel: bool = False) -> RescueOutcome:
+                   output: Path | None = None, check: bool = False, parallel: bool = False) -> RescueOutcome:
     """Plan (and with ``publish`` or ``output``, carry out) the rescue of one session generation.
 
     Never raises for the session's own problems: they are the outcome's status,
     ``why`` and exit code.  A usage error (an unknown transformation) is raised.
+    ``check``: a session rescue can bring back exits 10 (:attr:`ExitCode.PENDING`),
+    as ``migrate --check`` and ``repair --check`` do; nothing is written.
     ``parallel``: the caller allows forked helpers (the decode of a large zstd
     source, the read-back of a large successor); by default everything runs in process.
     """
     allowed = _allowed(allow, all_)
+    if check and (publish or output is not None):
+        raise UsageError("--check writes nothing: leave out --publish and -o, or leave out --check")
     out = RescueOutcome(source=str(source), status="failed")
     try:
+        if source.is_dir():  # a session directory: the generation dsh reads there
+            source = select_generation(source)
+            out.source = str(source)
         stored, data = read_stored(source, parallel=parallel)
         p = plan(stored, judge, allowed)
         out.plan = p
@@ -166,10 +217,11 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
             return out
         if p.needs:
             out.status = "needs-allow"
-            out.exit_code = ExitCode.CONFLICT if (publish or output is not None) else ExitCode.OK
+            out.exit_code = ExitCode.CONFLICT if (publish or output is not None) else ExitCode.PENDING if check else ExitCode.OK
             return out
         if not publish and output is None:
             out.status = "rescuable"
+            out.exit_code = ExitCode.PENDING if check else ExitCode.OK
             return out
         target = output if output is not None else source.parent / target_name(source)
         _publish(source, data, p, target, out, parallel=parallel)
@@ -181,11 +233,11 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
     return out
 
 
-def _record(source: Path, data: bytes, p: Plan, target: Path, events: int, size: int, digest: str) -> bytes:
+def _record(source: Path, data: SourceFacts, p: Plan, target: Path, events: int, size: int, digest: str) -> bytes:
     doc = {
         "kind": RECORD_KIND,
         "version": RECORD_VERSION,
-        "source": {"path": str(source.resolve()), "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+        "source": {"path": str(source.resolve()), "size": data.size, "sha256": data.sha256,
                    "storedVersion": p.source.version},
         "refusal": p.first.as_dict() if p.first is not None else None,
         "transformations": [st.transformation for st in p.steps],
@@ -195,7 +247,7 @@ def _record(source: Path, data: bytes, p: Plan, target: Path, events: int, size:
     return dumps_pretty(doc) + b"\n"
 
 
-def _publish(source: Path, data: bytes, p: Plan, target: Path, out: RescueOutcome, *, parallel: bool = False) -> None:
+def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: RescueOutcome, *, parallel: bool = False) -> None:
     """Write the successor through the publication transaction; the record appears just before it."""
     assert p.result is not None
     beside = target.parent.resolve() == source.parent.resolve()  # a successor in the session's own directory
@@ -260,7 +312,7 @@ def _texts_kept(source: Stored, successor: list[dict[str, Any]]) -> int:
 
 @dataclass
 class StoreSummary:
-    """``rescue -R ROOT --dry-run``: every session's outcome, and the refusals by reason."""
+    """``rescue -R ROOT``: every session's outcome, and the refusals by reason."""
 
     outcomes: list[RescueOutcome]
 
@@ -268,17 +320,29 @@ class StoreSummary:
     def refused(self) -> list[RescueOutcome]:
         return [o for o in self.outcomes if o.plan is not None and o.plan.refused]
 
-    def reasons(self) -> list[tuple[str, int, int]]:
-        """(reason, sessions dsh refuses for it, how many of those rescue brings back), most common first."""
+    @property
+    def exit_code(self) -> ExitCode:
+        """The most severe per-session outcome (:func:`dshlog.ops.outcome.worst`)."""
+        return worst(o.exit_code for o in self.outcomes)
+
+    def reasons(self) -> list[tuple[str, str, int, int]]:
+        """(reason class, a real example of it, sessions dsh refuses for it, how many rescue brings back), most common first.
+
+        Sessions group by the refusal's text with its numbers as ``N`` (``seq 12`` and
+        ``seq 40`` are one reason); the example is the first such refusal as dsh
+        words it, digits and all, so a person reads a real message and can find it.
+        """
         total: Counter[str] = Counter()
         back: Counter[str] = Counter()
+        example: dict[str, str] = {}
         for o in self.refused:
             assert o.plan is not None and o.plan.first is not None
             reason = reason_class(o.plan.first.message)
+            example.setdefault(reason, o.plan.first.message)
             total[reason] += 1
             if o.plan.rescuable:
                 back[reason] += 1
-        return [(r, n, back[r]) for r, n in total.most_common()]
+        return [(r, example[r], n, back[r]) for r, n in total.most_common()]
 
     def as_dict(self) -> dict[str, Any]:
         refused = self.refused
@@ -286,8 +350,9 @@ class StoreSummary:
             "sessions": len(self.outcomes),
             "refused": len(refused),
             "rescuable": sum(1 for o in refused if o.plan is not None and o.plan.rescuable),
+            "rescued": sum(1 for o in self.outcomes if o.status == "rescued"),
             "failed": sum(1 for o in self.outcomes if o.status == "failed"),
-            "reasons": [{"reason": r, "sessions": n, "rescuable": k} for r, n, k in self.reasons()],
+            "reasons": [{"reason": r, "example": e, "sessions": n, "rescuable": k} for r, e, n, k in self.reasons()],
             "outcomes": [o.as_dict() for o in self.outcomes],
         }
 
@@ -297,10 +362,28 @@ def reason_class(message: str) -> str:
     return re.sub(r"\d+", "N", message)
 
 
-def rescue_store(root: Path, *, allow: Iterable[str] = (), all_: bool = False, parallel: bool = False) -> StoreSummary:
-    """Plan the rescue of every session below ``root`` (a dry run: nothing is written)."""
+def _slim(o: RescueOutcome) -> RescueOutcome:
+    """The outcome without the logs its plan held: a store's summary keeps every outcome, not every event."""
+    p = o.plan
+    if p is not None:
+        o.plan = replace(p, source=replace(p.source, events=(), origins=()), result=None)
+    return o
+
+
+def rescue_store(root: Path, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False, check: bool = False,
+                 progress: Callable[[RescueOutcome], None] | None = None, parallel: bool = False) -> StoreSummary:
+    """Plan the rescue of every session below ``root`` and, with ``publish``, carry out every allowed one.
+
+    A dry run by default, as ``migrate -R``: nothing is written.  ``progress``
+    hears each outcome in walk order, as soon as it is known.
+    """
     if not root.is_dir():
         raise UsageError("not a directory", path=str(root))
-    outcomes = [rescue_session(p, allow=allow, all_=all_, parallel=parallel) for p in find_sessions([str(root)], recursive=True)]
+    _allowed(allow, all_)  # an unknown name is a usage error before any session is read
+    outcomes = []
+    for path in find_sessions([str(root)], recursive=True):
+        o = _slim(rescue_session(path, allow=allow, all_=all_, publish=publish, check=check, parallel=parallel))
+        if progress is not None:
+            progress(o)
+        outcomes.append(o)
     return StoreSummary(outcomes)
-
