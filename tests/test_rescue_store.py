@@ -119,3 +119,36 @@ def test_check_exits_10_when_a_session_needs_rescue(tmp_path: Path) -> None:
     assert code == 0, out + err
     code, out, err = run_env("rescue", str(src.parent), "--check")
     assert code == 0, out + err
+
+
+# ----------------------------------------------------------------------------- validate and migrate name rescue
+
+
+def test_validate_and_migrate_name_rescue_when_it_brings_the_session_back(tmp_path: Path) -> None:
+    src = refused_session(tmp_path / "root", "s-1")
+    note = f"rescue can bring this session back: dshlog rescue {src}"
+    code, out, err = run_env("validate", str(src))
+    assert code == ExitCode.CORRUPT and f"{src}: {note}\n".encode() in err, err
+    code, out, err = run_env("validate", str(src), "--json")
+    assert json.loads(out)["files"][0]["rescue"] == note
+    code, out, err = run_env("migrate", str(src), "--no-children")
+    assert code == ExitCode.CORRUPT and f"dshlog: {src}: {note}\n".encode() in err, err
+    # a log dsh opens, or one rescue cannot bring back, gets no such note
+    ok = tmp_path / "ok" / "session.jsonl"
+    ok.parent.mkdir()
+    ok.write_bytes(V0.read_bytes())
+    broken = tmp_path / "broken" / "session.jsonl"
+    broken.parent.mkdir()
+    broken.write_bytes(V0.read_bytes().replace(b'"type":"turn/start"', b'"type":"turn/begun"'))
+    for path, exit_code in ((ok, 0), (broken, ExitCode.UNSUPPORTED)):
+        code, out, err = run_env("validate", str(path))
+        assert code == exit_code and b"dshlog rescue" not in out + err, (path, code, err)
+
+
+def test_the_store_notes_name_rescue_exactly_for_the_sessions_it_brings_back(store: Path) -> None:
+    code, out, err = run_env("rescue", "-R", str(store), "--json")
+    rescuable = sorted(o["source"] for o in json.loads(out)["outcomes"] if o["status"] in ("rescuable", "needs-allow"))
+    code, out, err = run_env("migrate", "-R", str(store), "--dry-run", "-j", "1", "--json")
+    noted = sorted(o["source"] for o in json.loads(out)["sessions"]
+                   if any(n.startswith("rescue can bring this session back: dshlog rescue ") for n in o.get("notes", ())))
+    assert noted == rescuable and rescuable

@@ -27,11 +27,12 @@ from ..protocol.layout import generation_name, parse_generation, persistence_roo
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.children import discover_child_facts
 from ..read.container import select_generation
-from ..read.session import _open_events, _open_header, open_session
+from ..read.session import _open_events, _open_header, is_dsh_refusal, open_session
 from ..write.transaction import Publication, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .outcome import worst
+from .rescuable import rescue_hint
 
 
 @dataclass
@@ -196,6 +197,10 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
         out.status = "failed"
         out.error = exc.with_context(path=out.source).one_line()  # every failure names its session
         out.exit_code = exc.exit_code
+        if is_dsh_refusal(exc):  # asked only of a session dsh refuses: rescue reads it again
+            hint = rescue_hint(out.source, parallel=parallel)
+            if hint is not None:
+                out.notes.append(hint)
     return out
 
 

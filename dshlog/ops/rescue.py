@@ -14,120 +14,31 @@ every change).  The source is only ever opened for reading.
 
 from __future__ import annotations
 
-import hashlib
-import io
-import os
 import re
-import stat
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import DshlogError, ExitCode, IOFailure, UnsupportedVersion, UsageError
-from ..model.rescue import BY_NAME, Plan, Refusal, Stored, message_texts, plan
-from ..protocol.jsjson import dumps, dumps_pretty
+from ..errors import DshlogError, ExitCode, UnsupportedVersion, UsageError
+from ..model.rescue import BY_NAME, Plan, Stored, message_texts, plan
+from ..protocol.jsjson import dumps_pretty
 from ..protocol.layout import rescue_record_name
-from ..read.container import Container, select_generation
-from ..read.session import SessionLog, open_session
+from ..read.container import select_generation
 from ..write.transaction import Publication, output_lock
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .migrate import find_sessions, target_name
 from .outcome import worst
+from .rescuable import SourceFacts, judge, open_candidate, read_stored, serialize
 
 __all__ = ["RescueOutcome", "StoreSummary", "judge", "read_stored", "rescue_session", "rescue_store", "serialize"]
 
-#: The name the candidate logs are judged under (not a generation name: no name rule applies).
-CANDIDATE: str = "<rescue candidate>"
+
 #: Record format, so that an audit can tell a rescued session from a migrated one.
 RECORD_KIND: str = "dshlog-rescue"
 RECORD_VERSION: int = 1
-
-
-def serialize(s: Stored) -> bytes:
-    """The stored log as a plain JSONL generation of its version (a projection without seq/time).
-
-    Rows go straight into one buffer: each encoded row is a bytes object that
-    occupies a few KiB whatever its length, so a list of a million short rows
-    (a log of tiny or garbage rows) would cost gigabytes before the join.
-    """
-    out = bytearray(dumps(s.header))
-    out += b"\n"
-    for ev in s.events:
-        out += dumps({k: v for k, v in ev.items() if k not in ("seq", "time")} if s.projection else ev)
-        out += b"\n"
-    return bytes(out)
-
-
-def _open_candidate(data: bytes) -> SessionLog:
-    return open_session(CANDIDATE, stream=io.BufferedReader(io.BytesIO(data)))
-
-
-def judge(s: Stored) -> Refusal | None:
-    """dsh's decision on ``s``: its strict open, migration and v4 restore (``None``: accepted)."""
-    try:
-        with _open_candidate(serialize(s)) as log, log.v4(child_facts=[]) as view:
-            for _ in view:
-                pass
-    except DshlogError as exc:
-        return Refusal(exc.kind, exc.message, exc.seq, int(exc.exit_code))
-    return None
-
-
-@dataclass(frozen=True)
-class SourceFacts:
-    """What the rescue record says of the source's bytes: their size and sha256."""
-
-    size: int
-    sha256: str
-
-
-#: How much of the source one read takes while its digest is computed.
-_CHUNK: int = 1 << 20
-
-
-def source_facts(source: Path) -> SourceFacts:
-    """The source's size and sha256, read in chunks (never the whole file at once).
-
-    Only a regular file is opened: a device, a pipe or a socket behind the name
-    (a log linked to ``/dev/zero``) is refused before anything is read, and a
-    name the system cannot open (a dangling link, no permission) is an I/O error.
-    """
-    try:
-        st = os.stat(source)
-    except FileNotFoundError:
-        raise IOFailure("no such file or directory", path=str(source)) from None
-    except OSError as exc:
-        raise IOFailure(f"cannot open: {exc.strerror}", path=str(source)) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise UsageError("not a regular file: only session generation files can be rescued", path=str(source))
-    digest = hashlib.sha256()
-    size = 0
-    try:
-        with open(source, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # replaced between the stat and the open
-                raise UsageError("not a regular file: only session generation files can be rescued", path=str(source))
-            while chunk := fh.read(_CHUNK):
-                digest.update(chunk)
-                size += len(chunk)
-    except OSError as exc:
-        raise IOFailure(f"cannot read: {exc.strerror}", path=str(source)) from None
-    return SourceFacts(size, digest.hexdigest())
-
-
-def read_stored(source: Path, *, parallel: bool = False) -> tuple[Stored, SourceFacts]:
-    """The source's stored header and events (read leniently) and what the record says of its bytes."""
-    data = source_facts(source)
-    with open_session(str(source), strict=False, parallel=parallel) as log:
-        if log.info.container not in (Container.JSONL, Container.ZSTD) or log.header is None:
-            raise UsageError(f"only session generation files can be rescued (this is a {log.info.container} input)", path=log.path)
-        proof = "; ".join(p.message for p in log.notes
-                          if p.code == "prerelease" or (p.code == "header" and "lacks version" in p.message))
-        events = tuple(r.event for r in log.stored())
-        stored = Stored(dict(log.header), events, log.version, projection=log.projection, version_proof=proof)
-    return stored, data
 
 
 @dataclass
@@ -267,7 +178,7 @@ def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: Rescue
     with pub:
         out.notes.extend(pub.notes)
         staged = pub.stage()
-        with _open_candidate(candidate) as log:
+        with open_candidate(candidate) as log:
             view = log.v4(child_facts=[])
             header = view.header
             with ReadBack(staged.path, header, compressed=False, snapshot=log.snapshot, size_hint=len(candidate),
