@@ -152,3 +152,37 @@ def test_the_store_notes_name_rescue_exactly_for_the_sessions_it_brings_back(sto
     noted = sorted(o["source"] for o in json.loads(out)["sessions"]
                    if any(n.startswith("rescue can bring this session back: dshlog rescue ") for n in o.get("notes", ())))
     assert noted == rescuable and rescuable
+
+
+# ----------------------------------------------------------------------------- what rescue will not open
+
+
+def test_a_dangling_link_is_an_io_error_and_a_device_is_never_opened(tmp_path: Path) -> None:
+    d = tmp_path / "root" / "-home-ann-demo-" / "s-1"
+    d.mkdir(parents=True)
+    (d / "session.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    code, out, err = run_env("rescue", str(d / "session.jsonl"))
+    assert code == ExitCode.IO and err.count(b"\n") == 1 and b"session.jsonl" in err, err
+    (d / "session.jsonl").unlink()
+    (d / "session.jsonl").symlink_to("/dev/zero")
+    code, out, err = run_env("rescue", str(d / "session.jsonl"), "--all", "--publish")
+    assert code == ExitCode.USAGE and b"not a regular file" in err and err.count(b"\n") == 1, err
+    assert sorted(p.name for p in d.iterdir()) == ["session.jsonl"]
+
+
+def test_an_unreadable_log_is_an_io_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv is absent: no way to run as an unprivileged user")
+    tmp_path.chmod(0o755)
+    src = refused_session(tmp_path / "root", "s-1")
+    for p in (tmp_path / "root", src.parent.parent, src.parent):
+        p.chmod(0o755)
+    src.chmod(0o000)
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           sys.executable, "-m", "dshlog", "rescue", str(src)], capture_output=True, timeout=120, cwd=tmp_path)
+    if b"Permission denied" in proc.stderr and b"dshlog" not in proc.stderr:
+        pytest.skip(f"the unprivileged user cannot run the interpreter here: {proc.stderr[:200]!r}")
+    assert proc.returncode == ExitCode.IO and proc.stderr.count(b"\n") == 1, proc.stderr

@@ -14,7 +14,9 @@ every change).  The source is only ever opened for reading.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -112,7 +114,7 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
         raise UsageError("--check writes nothing: leave out --publish and -o, or leave out --check")
     out = RescueOutcome(source=str(source), status="failed")
     try:
-        if source.is_dir():  # a session directory: the generation dsh reads there
+        if _is_dir(source):  # a session directory: the generation dsh reads there
             source = select_generation(source)
             out.source = str(source)
         stored, data = read_stored(source, parallel=parallel)
@@ -142,6 +144,15 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
         out.error = exc.one_line()
         out.exit_code = exc.exit_code
     return out
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether ``path`` names a directory; a name the system will not let us look at is not one
+    (reading it then says what the system refused)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _record(source: Path, data: SourceFacts, p: Plan, target: Path, events: int, size: int, digest: str) -> bytes:
