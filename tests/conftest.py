@@ -188,3 +188,16 @@ def lock_held_elsewhere(session_dir: Path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def build_corpus_store(home: Path) -> Path:
+    """``home/sessions``: a dsh store built from the shared corpus by its own tool (skips when absent)."""
+    import subprocess
+    import sys
+
+    tool = SHARED / "tools" / "make_store.py"
+    if not tool.is_file() or not CORPUS.is_dir():
+        pytest.skip(f"{tool} or the shared corpus absent (set DSHLOG_SHARED)")
+    subprocess.run([sys.executable, str(tool), "--corpus", str(CORPUS), "--home", str(home)],
+                   check=True, capture_output=True, timeout=600)
+    return home / "sessions"

@@ -42,9 +42,12 @@ LAYERS: tuple[str, ...] = (
 #: The facade re-exports the public API of every layer.
 FACADE = "dshlog"
 
-#: The entry point imports the command line only when it runs a command (``--version``
+#: Lazy imports of a project module, each with its reason: the entry point imports the command line
+#: only when it runs a command (``--version``
 #: answers before the CLI framework is loaded).
-LAZY_ENTRY = {("dshlog.__main__", "dshlog.cli")}
+LAZY_ENTRY = {("dshlog.__main__", "dshlog.cli"),
+              # validate asks rescue only of a session dsh refuses; its start-up loads no rescue catalogue
+              ("dshlog.ops.validate", "dshlog.ops.rescuable")}
 
 #: Heavy optional dependencies a function may import lazily (start-up time).
 LAZY_OK = {"rich", "ijson", "zstandard", "typer", "click", "textual", "dask", "distributed", "markdown_it", "pygments"}

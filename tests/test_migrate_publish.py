@@ -71,7 +71,7 @@ def test_second_run_changes_nothing(tmp_path, capsysbinary):
 
 def test_check_and_dry_run_write_nothing(tmp_path, capsysbinary):
     d = session_dir(tmp_path)
-    code, out, _ = run_cli(capsysbinary, "migrate", str(d), "--check")
+    code, out, _ = run_cli(capsysbinary, "migrate", str(d), "--check", "--no-children")
     assert code == ExitCode.PENDING and b"needs migration" in out
     code, out, _ = run_cli(capsysbinary, "migrate", str(d), "--dry-run", "--no-children", "--json")
     assert code == 0

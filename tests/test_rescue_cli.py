@@ -90,7 +90,9 @@ def test_a_store_summary_counts_refusals_by_reason(tmp_path: Path, capsysbinary:
     assert code == 0, err
     doc = json.loads(out)
     assert (doc["sessions"], doc["refused"], doc["rescuable"]) == (3, 2, 2)
-    assert doc["reasons"] == [{"reason": 'released vN physical header lacks required member "delegationDepth"', "sessions": 2, "rescuable": 2}]
+    assert doc["reasons"] == [{"reason": 'released vN physical header lacks required member "delegationDepth"',
+                               "example": 'released v0 physical header lacks required member "delegationDepth"',
+                               "sessions": 2, "rescuable": 2}]
     code, out, _ = run_cli(capsysbinary, "rescue", "-R", str(tmp_path / "root"))
-    assert out.decode().splitlines()[0] == "3 sessions, dsh refuses 2, rescue brings back 2"
+    assert out.decode().splitlines()[-1] == "3 sessions, dsh refuses 2, rescue brings back 2"
     assert not any(p.name.startswith("session.v4") for p in (tmp_path / "root").rglob("*")), "a store summary wrote"

@@ -41,6 +41,8 @@ def migrate(
         if o.status == "failed":
             out(f"failed {o.source}")  # a result like the others, on stdout, naming its session
             err(f"dshlog: {o.error}")  # and why, as every error is said: on stderr, naming it too
+            for note in o.notes:  # what may bring it back (dshlog rescue)
+                err(f"dshlog: {o.source}: {note}")
         elif o.status == "migrated":
             out(f"migrated {o.source} -> {o.target} ({o.events} events)")
         elif o.status == "would-migrate":

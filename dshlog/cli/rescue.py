@@ -9,9 +9,10 @@ import typer
 
 from ..errors import UsageError
 from ..model.rescue import TRANSFORMATIONS
-from ..ops.rescue import RescueOutcome, rescue_session, rescue_store
+from ..ops.rescue import RescueOutcome, StoreSummary, rescue_session, rescue_store
+from ..output.table import table
 from .app import command_app
-from .common import JSON_SHAPE, FileArg, JsonOpt, emit_json, err, js, may_fork, out, resolve
+from .common import JSON_SHAPE, FileArg, JsonOpt, emit_json, err, js, may_fork, out, resolve, screen
 
 app = command_app()
 
@@ -25,8 +26,9 @@ def rescue(
     all_: Annotated[bool, typer.Option("--all", help="Allow every transformation.")] = False,
     publish: Annotated[bool, typer.Option("--publish", help="Write the v4 successor beside the source (never over an existing file).")] = False,
     output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write the v4 successor to OUT instead.")] = None,
-    recursive: Annotated[Optional[str], typer.Option("-R", "--recursive", metavar="ROOT", help="Summarise every session below ROOT (a dry run).")] = None,
+    recursive: Annotated[Optional[str], typer.Option("-R", "--recursive", metavar="ROOT", help="Every session below ROOT (a dry run unless --publish).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Write nothing (the default without --publish or -o).")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Exit 10 when a session needs rescue (rescue can bring it back), 0 when dsh opens it; write nothing (not with --publish or -o).")] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Bring back a session dsh refuses to open: each refusal, the change that resolves it, event by event.
@@ -34,34 +36,68 @@ def rescue(
     By default a dry run. With --publish (or -o OUT) and the transformations allowed (--allow NAME or --all),
     a v4 successor that dsh's reader accepts is published beside the source with a rescue record
     (<successor>.rescue.json: source path, size, sha256, transformations); the source is never touched.
+    With -R ROOT, every session below ROOT: one line per session dsh refuses, then the refusals by reason.
 
     Example: dshlog rescue ~/.dsh/sessions/-home-ann-p-/<id>/ --all --publish
     """
-    if recursive is not None:
-        if file is not None or publish or output is not None:
-            raise UsageError("-R ROOT summarises a store as a dry run: give no FILE, --publish or -o")
-        summary = rescue_store(Path(recursive), allow=allow, all_=all_, parallel=may_fork())
-        if json_:
-            emit_json({"shape": JSON_SHAPE, **summary.as_dict()})
-            return
-        doc = summary.as_dict()
-        out(f"{doc['sessions']} sessions, dsh refuses {doc['refused']}, rescue brings back {doc['rescuable']}"
-             + (f", {doc['failed']} unreadable" if doc["failed"] else ""))
-        for r in doc["reasons"]:
-            out(f"  {r['sessions']:>5}  {r['rescuable']:>5} rescuable  {r['reason']}")
-        return
+    if check and (publish or output is not None):
+        raise UsageError("--check writes nothing: leave out --publish and -o, or leave out --check")
     if dry_run and (publish or output is not None):
         raise UsageError("--dry-run writes nothing: drop --publish / -o, or --dry-run")
+    if recursive is not None:
+        if file is not None or output is not None:
+            raise UsageError("-R ROOT rescues each session beside its source: give no FILE or -o")
+        summary = rescue_store(Path(recursive), allow=allow, all_=all_, publish=publish, check=check,
+                               progress=None if json_ else _line, parallel=may_fork())
+        if json_:
+            emit_json({"shape": JSON_SHAPE, **summary.as_dict()})
+        else:
+            _summary(summary)
+        raise typer.Exit(int(summary.exit_code))
     if publish and output is not None:
         raise UsageError("choose either --publish (beside the source) or -o OUT")
     outcome = rescue_session(Path(resolve(file)), allow=allow, all_=all_, publish=publish,
-                             output=Path(output) if output is not None else None, parallel=may_fork())
+                             output=Path(output) if output is not None else None, check=check, parallel=may_fork())
     if json_:
         emit_json({"shape": JSON_SHAPE, **outcome.as_dict()})
     else:
         _human(outcome)
     if outcome.exit_code:
         raise typer.Exit(int(outcome.exit_code))
+
+
+def _steps(o: RescueOutcome) -> str:
+    return ", ".join(st.transformation for st in o.plan.steps) if o.plan is not None else ""
+
+
+def _line(o: RescueOutcome) -> None:
+    """One line for each session of a store dsh refuses (or dshlog cannot read), as soon as it is known."""
+    if o.status == "failed":
+        out(f"failed {o.source}")  # a result like the others, on stdout, naming its session
+        err(f"dshlog: {o.error}")  # and why, on stderr
+    elif o.status == "rescued":
+        out(f"rescued {o.source} -> {o.target} ({o.events} events; {_steps(o)})")
+    elif o.status == "rescuable":
+        out(f"would rescue {o.source} ({_steps(o)})")
+    elif o.status == "needs-allow":
+        out(f"not allowed {o.source}: {o.why_not}")
+    elif o.status == "cannot":
+        out(f"cannot rescue {o.source}: {o.why_not}")
+    for note in o.notes if o.status != "accepted" else ():
+        err(f"dshlog: {o.source}: {note}")
+
+
+def _summary(summary: StoreSummary) -> None:
+    """The refusals by reason under headed columns, then the counts: the store's answer, on stdout."""
+    doc = summary.as_dict()
+    reasons = summary.reasons()
+    if reasons:
+        # sessions group by the reason with its numbers as N; the column shows a real refusal of each group
+        table(screen(), "dsh's refusals, by reason", ["refused", "rescuable", "reason (first example)"],
+              ([n, k, example] for _, example, n, k in reasons), justify={0: "right", 1: "right"})
+    out(f"{doc['sessions']} sessions, dsh refuses {doc['refused']}, rescue brings back {doc['rescuable']}"
+        + (f", {doc['rescued']} rescued" if doc["rescued"] else "")
+        + (f", {doc['failed']} unreadable" if doc["failed"] else ""))
 
 
 def _value(v: Any) -> str:

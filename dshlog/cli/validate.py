@@ -66,6 +66,8 @@ def validate(
             err(f"{report.path}: {report.status} (v{report.version if report.version is not None else '?'}, "
                 f"{labels.plural(report.events, 'event')}, {labels.plural(report.count('error'), 'error')}, "
                 f"{labels.plural(report.count('warning'), 'warning')})")
+            if report.rescue is not None:
+                err(f"{report.path}: {report.rescue}")
     if json_:
         emit_json({"shape": JSON_SHAPE, "files": [r.as_dict() for r in reports]})
     raise typer.Exit(int(worst(r.exit_code for r in reports)))

@@ -27,11 +27,12 @@ from ..protocol.layout import generation_name, parse_generation, persistence_roo
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.children import discover_child_facts
 from ..read.container import select_generation
-from ..read.session import _open_events, _open_header, open_session
+from ..read.session import _open_events, _open_header, is_dsh_refusal, open_session
 from ..write.transaction import Publication, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .outcome import worst
+from .rescuable import rescue_hint
 
 
 @dataclass
@@ -180,16 +181,15 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
                 raise UsageError(f"only session generation files can be migrated (this is a {log.info.container} input)", path=log.path)
             target = d / target_name(source)
             out.target = str(target)
-            if check:
-                out.status = "needed"
-                out.exit_code = ExitCode.PENDING
-                return out
             facts = _child_facts(log, children)
             if system_prompt_plugins:  # the report says which rule produced the successor
                 out.notes.append("system-prompt producers besides upstream's: " + ", ".join(system_prompt_plugins))
-            if dry_run:
+            if check or dry_run:
+                # --check forecasts the run exactly: the same decision as --dry-run (children, the chain,
+                # the v4 restore to the last event), only its answer is "needed" and exit 10
                 out.events = sum(1 for _ in log.v4(child_facts=facts))
-                out.status = "would-migrate"
+                out.status = "needed" if check else "would-migrate"
+                out.exit_code = ExitCode.PENDING if check else ExitCode.OK
                 return out
         _publish(source, target, facts, out, system_prompt_plugins, parallel=parallel)
         out.status = "migrated"
@@ -197,6 +197,10 @@ def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False,
         out.status = "failed"
         out.error = exc.with_context(path=out.source).one_line()  # every failure names its session
         out.exit_code = exc.exit_code
+        if is_dsh_refusal(exc):  # asked only of a session dsh refuses: rescue reads it again
+            hint = rescue_hint(out.source, parallel=parallel)
+            if hint is not None:
+                out.notes.append(hint)
     return out
 
 

@@ -14,76 +14,33 @@ every change).  The source is only ever opened for reading.
 
 from __future__ import annotations
 
-import hashlib
-import io
+import os
 import re
+import stat
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import DshlogError, ExitCode, UnsupportedVersion, UsageError
-from ..model.rescue import BY_NAME, Plan, Refusal, Stored, message_texts, plan
-from ..protocol.jsjson import dumps, dumps_pretty
+from ..model.rescue import BY_NAME, Plan, Stored, message_texts, plan
+from ..protocol.jsjson import dumps_pretty
 from ..protocol.layout import rescue_record_name
-from ..read.container import Container
-from ..read.session import SessionLog, open_session
+from ..read.container import select_generation
 from ..write.transaction import Publication, output_lock
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .migrate import find_sessions, target_name
+from .outcome import worst
+from .rescuable import SourceFacts, judge, open_candidate, read_stored, serialize
 
 __all__ = ["RescueOutcome", "StoreSummary", "judge", "read_stored", "rescue_session", "rescue_store", "serialize"]
 
-#: The name the candidate logs are judged under (not a generation name: no name rule applies).
-CANDIDATE: str = "<rescue candidate>"
+
 #: Record format, so that an audit can tell a rescued session from a migrated one.
 RECORD_KIND: str = "dshlog-rescue"
 RECORD_VERSION: int = 1
-
-
-def serialize(s: Stored) -> bytes:
-    """The stored log as a plain JSONL generation of its version (a projection without seq/time).
-
-    Rows go straight into one buffer: each encoded row is a bytes object that
-    occupies a few KiB whatever its length, so a list of a million short rows
-    (a log of tiny or garbage rows) would cost gigabytes before the join.
-    """
-    out = bytearray(dumps(s.header))
-    out += b"\n"
-    for ev in s.events:
-        out += dumps({k: v for k, v in ev.items() if k not in ("seq", "time")} if s.projection else ev)
-        out += b"\n"
-    return bytes(out)
-
-
-def _open_candidate(data: bytes) -> SessionLog:
-    return open_session(CANDIDATE, stream=io.BufferedReader(io.BytesIO(data)))
-
-
-def judge(s: Stored) -> Refusal | None:
-    """dsh's decision on ``s``: its strict open, migration and v4 restore (``None``: accepted)."""
-    try:
-        with _open_candidate(serialize(s)) as log, log.v4(child_facts=[]) as view:
-            for _ in view:
-                pass
-    except DshlogError as exc:
-        return Refusal(exc.kind, exc.message, exc.seq, int(exc.exit_code))
-    return None
-
-
-def read_stored(source: Path, *, parallel: bool = False) -> tuple[Stored, bytes]:
-    """The source's stored header and events (read leniently) and its exact bytes."""
-    data = source.read_bytes()
-    with open_session(str(source), strict=False, parallel=parallel) as log:
-        if log.info.container not in (Container.JSONL, Container.ZSTD) or log.header is None:
-            raise UsageError(f"only session generation files can be rescued (this is a {log.info.container} input)", path=log.path)
-        proof = "; ".join(p.message for p in log.notes
-                          if p.code == "prerelease" or (p.code == "header" and "lacks version" in p.message))
-        events = tuple(r.event for r in log.stored())
-        stored = Stored(dict(log.header), events, log.version, projection=log.projection, version_proof=proof)
-    return stored, data
 
 
 @dataclass
@@ -142,17 +99,24 @@ def _allowed(allow: Iterable[str], all_: bool) -> set[str]:
 
 
 def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False,
-                   output: Path | None = None, parallel: bool = False) -> RescueOutcome:
+                   output: Path | None = None, check: bool = False, parallel: bool = False) -> RescueOutcome:
     """Plan (and with ``publish`` or ``output``, carry out) the rescue of one session generation.
 
     Never raises for the session's own problems: they are the outcome's status,
     ``why`` and exit code.  A usage error (an unknown transformation) is raised.
+    ``check``: a session rescue can bring back exits 10 (:attr:`ExitCode.PENDING`),
+    as ``migrate --check`` and ``repair --check`` do; nothing is written.
     ``parallel``: the caller allows forked helpers (the decode of a large zstd
     source, the read-back of a large successor); by default everything runs in process.
     """
     allowed = _allowed(allow, all_)
+    if check and (publish or output is not None):
+        raise UsageError("--check writes nothing: leave out --publish and -o, or leave out --check")
     out = RescueOutcome(source=str(source), status="failed")
     try:
+        if _is_dir(source):  # a session directory: the generation dsh reads there
+            source = select_generation(source)
+            out.source = str(source)
         stored, data = read_stored(source, parallel=parallel)
         p = plan(stored, judge, allowed)
         out.plan = p
@@ -166,10 +130,11 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
             return out
         if p.needs:
             out.status = "needs-allow"
-            out.exit_code = ExitCode.CONFLICT if (publish or output is not None) else ExitCode.OK
+            out.exit_code = ExitCode.CONFLICT if (publish or output is not None) else ExitCode.PENDING if check else ExitCode.OK
             return out
         if not publish and output is None:
             out.status = "rescuable"
+            out.exit_code = ExitCode.PENDING if check else ExitCode.OK
             return out
         target = output if output is not None else source.parent / target_name(source)
         _publish(source, data, p, target, out, parallel=parallel)
@@ -181,11 +146,20 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
     return out
 
 
-def _record(source: Path, data: bytes, p: Plan, target: Path, events: int, size: int, digest: str) -> bytes:
+def _is_dir(path: Path) -> bool:
+    """Whether ``path`` names a directory; a name the system will not let us look at is not one
+    (reading it then says what the system refused)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _record(source: Path, data: SourceFacts, p: Plan, target: Path, events: int, size: int, digest: str) -> bytes:
     doc = {
         "kind": RECORD_KIND,
         "version": RECORD_VERSION,
-        "source": {"path": str(source.resolve()), "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+        "source": {"path": str(source.resolve()), "size": data.size, "sha256": data.sha256,
                    "storedVersion": p.source.version},
         "refusal": p.first.as_dict() if p.first is not None else None,
         "transformations": [st.transformation for st in p.steps],
@@ -195,7 +169,7 @@ def _record(source: Path, data: bytes, p: Plan, target: Path, events: int, size:
     return dumps_pretty(doc) + b"\n"
 
 
-def _publish(source: Path, data: bytes, p: Plan, target: Path, out: RescueOutcome, *, parallel: bool = False) -> None:
+def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: RescueOutcome, *, parallel: bool = False) -> None:
     """Write the successor through the publication transaction; the record appears just before it."""
     assert p.result is not None
     beside = target.parent.resolve() == source.parent.resolve()  # a successor in the session's own directory
@@ -215,7 +189,7 @@ def _publish(source: Path, data: bytes, p: Plan, target: Path, out: RescueOutcom
     with pub:
         out.notes.extend(pub.notes)
         staged = pub.stage()
-        with _open_candidate(candidate) as log:
+        with open_candidate(candidate) as log:
             view = log.v4(child_facts=[])
             header = view.header
             with ReadBack(staged.path, header, compressed=False, snapshot=log.snapshot, size_hint=len(candidate),
@@ -260,7 +234,7 @@ def _texts_kept(source: Stored, successor: list[dict[str, Any]]) -> int:
 
 @dataclass
 class StoreSummary:
-    """``rescue -R ROOT --dry-run``: every session's outcome, and the refusals by reason."""
+    """``rescue -R ROOT``: every session's outcome, and the refusals by reason."""
 
     outcomes: list[RescueOutcome]
 
@@ -268,17 +242,29 @@ class StoreSummary:
     def refused(self) -> list[RescueOutcome]:
         return [o for o in self.outcomes if o.plan is not None and o.plan.refused]
 
-    def reasons(self) -> list[tuple[str, int, int]]:
-        """(reason, sessions dsh refuses for it, how many of those rescue brings back), most common first."""
+    @property
+    def exit_code(self) -> ExitCode:
+        """The most severe per-session outcome (:func:`dshlog.ops.outcome.worst`)."""
+        return worst(o.exit_code for o in self.outcomes)
+
+    def reasons(self) -> list[tuple[str, str, int, int]]:
+        """(reason class, a real example of it, sessions dsh refuses for it, how many rescue brings back), most common first.
+
+        Sessions group by the refusal's text with its numbers as ``N`` (``seq 12`` and
+        ``seq 40`` are one reason); the example is the first such refusal as dsh
+        words it, digits and all, so a person reads a real message and can find it.
+        """
         total: Counter[str] = Counter()
         back: Counter[str] = Counter()
+        example: dict[str, str] = {}
         for o in self.refused:
             assert o.plan is not None and o.plan.first is not None
             reason = reason_class(o.plan.first.message)
+            example.setdefault(reason, o.plan.first.message)
             total[reason] += 1
             if o.plan.rescuable:
                 back[reason] += 1
-        return [(r, n, back[r]) for r, n in total.most_common()]
+        return [(r, example[r], n, back[r]) for r, n in total.most_common()]
 
     def as_dict(self) -> dict[str, Any]:
         refused = self.refused
@@ -286,8 +272,9 @@ class StoreSummary:
             "sessions": len(self.outcomes),
             "refused": len(refused),
             "rescuable": sum(1 for o in refused if o.plan is not None and o.plan.rescuable),
+            "rescued": sum(1 for o in self.outcomes if o.status == "rescued"),
             "failed": sum(1 for o in self.outcomes if o.status == "failed"),
-            "reasons": [{"reason": r, "sessions": n, "rescuable": k} for r, n, k in self.reasons()],
+            "reasons": [{"reason": r, "example": e, "sessions": n, "rescuable": k} for r, e, n, k in self.reasons()],
             "outcomes": [o.as_dict() for o in self.outcomes],
         }
 
@@ -297,10 +284,28 @@ def reason_class(message: str) -> str:
     return re.sub(r"\d+", "N", message)
 
 
-def rescue_store(root: Path, *, allow: Iterable[str] = (), all_: bool = False, parallel: bool = False) -> StoreSummary:
-    """Plan the rescue of every session below ``root`` (a dry run: nothing is written)."""
+def _slim(o: RescueOutcome) -> RescueOutcome:
+    """The outcome without the logs its plan held: a store's summary keeps every outcome, not every event."""
+    p = o.plan
+    if p is not None:
+        o.plan = replace(p, source=replace(p.source, events=(), origins=()), result=None)
+    return o
+
+
+def rescue_store(root: Path, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False, check: bool = False,
+                 progress: Callable[[RescueOutcome], None] | None = None, parallel: bool = False) -> StoreSummary:
+    """Plan the rescue of every session below ``root`` and, with ``publish``, carry out every allowed one.
+
+    A dry run by default, as ``migrate -R``: nothing is written.  ``progress``
+    hears each outcome in walk order, as soon as it is known.
+    """
     if not root.is_dir():
         raise UsageError("not a directory", path=str(root))
-    outcomes = [rescue_session(p, allow=allow, all_=all_, parallel=parallel) for p in find_sessions([str(root)], recursive=True)]
+    _allowed(allow, all_)  # an unknown name is a usage error before any session is read
+    outcomes = []
+    for path in find_sessions([str(root)], recursive=True):
+        o = _slim(rescue_session(path, allow=allow, all_=all_, publish=publish, check=check, parallel=parallel))
+        if progress is not None:
+            progress(o)
+        outcomes.append(o)
     return StoreSummary(outcomes)
-

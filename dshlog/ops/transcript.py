@@ -41,9 +41,8 @@ from ..check.problems import Problems
 from ..errors import DshlogError
 from ..model.transcript import Refusal, SessionHead, session_facts
 from ..output.export import export as render_export
-from ..output.labels import refusal_mark
+from ..output.labels import refusal_mark, rescue_target
 from ..output.renderer import Renderer, render
-from ..protocol.layout import persistence_root
 from ..read.session import SessionLog, dsh_refusal, is_dsh_refusal
 from .results import ReadNotes
 from .sessions import OpenLog, located, open_target
@@ -56,12 +55,6 @@ class Shown(Renderer, Protocol):
     """A renderer a person reads: it can end what it showed with a mark (dsh's refusal)."""
 
     def mark(self, text: str) -> None: ...
-
-
-def rescue_target(session_id: str | None, path: str) -> str:
-    """What ``dshlog rescue`` takes to bring the log at ``path`` back: its session id where ids are
-    looked up (the log sits in a persistence root), else its path, which works wherever it is typed."""
-    return session_id if session_id and path != "-" and persistence_root(path) is not None else path
 
 
 class _Source:

@@ -26,7 +26,7 @@ from ..errors import DshlogError, ExitCode, MigrationRefused, UnsupportedVersion
 from ..executor import Executor, InProcess, helpers_allowed
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
-from ..read.session import open_session
+from ..read.session import is_dsh_refusal, open_session
 
 MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
 
@@ -45,6 +45,8 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     dropped: int = 0
     unsupported: bool = False
+    #: ``rescue can bring this session back: dshlog rescue ID``, when dsh refuses a session rescue brings back
+    rescue: str | None = None
 
     def add(self, problem: Problem) -> None:
         if len(self.problems) < MAX_PROBLEMS:
@@ -105,6 +107,7 @@ class Report:
             "warnings": self.count("warning"),
             "problems": [p.as_dict() for p in sorted(self.problems, key=_position)],
             "moreProblems": self.dropped,
+            **({"rescue": self.rescue} if self.rescue is not None else {}),
         }
 
 
@@ -155,6 +158,12 @@ def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, form
             with log.v4() as view:
                 view.finish()
     except DshlogError as exc:
+        if is_dsh_refusal(exc) and target != "-" and select is None and format_version is None:
+            # asked only of a session dsh refuses, read from its file as rescue reads it; imported here so
+            # that validate's start-up does not load the rescue catalogue (tests/test_architecture.py)
+            from .rescuable import rescue_hint
+
+            report.rescue = rescue_hint(target, parallel=parallel)
         if any(p.severity == "error" and p.message.endswith(exc.message) for p in report.problems):
             return  # listed already, as an error
         # the reader's note on a header dsh refuses becomes this error

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..protocol.layout import persistence_root
 from ..protocol.vocabulary import CURRENT_VERSION
 
 if TYPE_CHECKING:  # the item types are only named here: `events` and `tail` print labels without loading the transcript model
@@ -231,9 +232,24 @@ def refusal_mark(reason: str) -> str:
     return f"{DSH_REFUSES}: {reason}"
 
 
+def rescue_target(session_id: str | None, path: str) -> str:
+    """What ``dshlog rescue`` takes to bring the log at ``path`` back: its session id where ids are
+    looked up (the log sits in a persistence root), else its path, which works wherever it is typed."""
+    return session_id if session_id and path != "-" and persistence_root(path) is not None else path
+
+
 def rescue_command(target: str) -> str:
     """``dshlog rescue <id>``: the command line, ``target`` quoted for a shell when it needs it."""
     return f"{RESCUE_COMMAND} {shlex.quote(target)}"
+
+
+#: The note ``validate`` and ``migrate`` add when dsh refuses a session that rescue can bring back.
+RESCUE_CAN = "rescue can bring this session back"
+
+
+def rescue_note(target: str) -> str:
+    """``rescue can bring this session back: dshlog rescue <id>``."""
+    return f"{RESCUE_CAN}: {rescue_command(target)}"
 
 
 def refusal_lines(reason: str, target: str) -> tuple[str, str]:

@@ -1,0 +1,130 @@
+"""Whether rescue can bring a session back, and what it reads to find out: the judge and the stored log.
+
+``migrate`` and ``validate`` name ``dshlog rescue`` when dsh refuses a session
+that rescue can bring back (:func:`rescue_hint`); ``rescue`` itself plans and
+publishes (:mod:`dshlog.ops.rescue`).  Both ask the same questions here, so
+the note and the command never disagree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DshlogError, IOFailure, UsageError
+from ..model.rescue import Refusal, Stored, plan
+from ..output.labels import rescue_note, rescue_target
+from ..protocol.jsjson import dumps
+from ..read.container import Container
+from ..read.session import SessionLog, open_session
+
+__all__ = ["SourceFacts", "judge", "open_candidate", "read_stored", "rescue_hint", "serialize", "source_facts"]
+
+#: The name the candidate logs are judged under (not a generation name: no name rule applies).
+CANDIDATE: str = "<rescue candidate>"
+def serialize(s: Stored) -> bytes:
+    """The stored log as a plain JSONL generation of its version (a projection without seq/time).
+
+    Rows go straight into one buffer: each encoded row is a bytes object that
+    occupies a few KiB whatever its length, so a list of a million short rows
+    (a log of tiny or garbage rows) would cost gigabytes before the join.
+    """
+    out = bytearray(dumps(s.header))
+    out += b"\n"
+    for ev in s.events:
+        out += dumps({k: v for k, v in ev.items() if k not in ("seq", "time")} if s.projection else ev)
+        out += b"\n"
+    return bytes(out)
+
+
+def open_candidate(data: bytes) -> SessionLog:
+    return open_session(CANDIDATE, stream=io.BufferedReader(io.BytesIO(data)))
+
+
+def judge(s: Stored) -> Refusal | None:
+    """dsh's decision on ``s``: its strict open, migration and v4 restore (``None``: accepted)."""
+    try:
+        with open_candidate(serialize(s)) as log, log.v4(child_facts=[]) as view:
+            for _ in view:
+                pass
+    except DshlogError as exc:
+        return Refusal(exc.kind, exc.message, exc.seq, int(exc.exit_code))
+    return None
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """What the rescue record says of the source's bytes: their size and sha256."""
+
+    size: int
+    sha256: str
+
+
+#: How much of the source one read takes while its digest is computed.
+_CHUNK: int = 1 << 20
+
+
+def source_facts(source: Path) -> SourceFacts:
+    """The source's size and sha256, read in chunks (never the whole file at once).
+
+    Only a regular file is opened: a device, a pipe or a socket behind the name
+    (a log linked to ``/dev/zero``) is refused before anything is read, and a
+    name the system cannot open (a dangling link, no permission) is an I/O error.
+    """
+    try:
+        st = os.stat(source)
+    except FileNotFoundError:
+        raise IOFailure("no such file or directory", path=str(source)) from None
+    except OSError as exc:
+        raise IOFailure(f"cannot open: {exc.strerror}", path=str(source)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError("not a regular file: only session generation files can be rescued", path=str(source))
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with open(source, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # replaced between the stat and the open
+                raise UsageError("not a regular file: only session generation files can be rescued", path=str(source))
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+    except OSError as exc:
+        raise IOFailure(f"cannot read: {exc.strerror}", path=str(source)) from None
+    return SourceFacts(size, digest.hexdigest())
+
+
+def read_stored(source: Path, *, parallel: bool = False) -> tuple[Stored, SourceFacts]:
+    """The source's stored header and events (read leniently) and what the record says of its bytes."""
+    data = source_facts(source)
+    return _stored(source, parallel=parallel), data
+
+
+def _stored(source: Path, *, parallel: bool = False) -> Stored:
+    """The source's stored header and events, read leniently (a header dsh refuses too)."""
+    with open_session(str(source), strict=False, parallel=parallel) as log:
+        if log.info.container not in (Container.JSONL, Container.ZSTD) or log.header is None:
+            raise UsageError(f"only session generation files can be rescued (this is a {log.info.container} input)", path=log.path)
+        proof = "; ".join(p.message for p in log.notes
+                          if p.code == "prerelease" or (p.code == "header" and "lacks version" in p.message))
+        events = tuple(r.event for r in log.stored())
+        return Stored(dict(log.header), events, log.version, projection=log.projection, version_proof=proof)
+
+
+def rescue_hint(source: str | Path, *, parallel: bool = False) -> str | None:
+    """``rescue can bring this session back: dshlog rescue ID`` when rescue's plan ends in a log dsh accepts.
+
+    Asked only of a session dsh refuses (it reads and judges the log again);
+    ``None`` when rescue cannot bring it back or the log cannot be read.
+    """
+    try:
+        stored = _stored(Path(source), parallel=parallel)
+        if not plan(stored, judge).rescuable:
+            return None
+    except DshlogError:
+        return None
+    sid = stored.header.get("id")
+    return rescue_note(rescue_target(sid if isinstance(sid, str) else None, str(source)))
