@@ -12,7 +12,10 @@ from conftest import load_bench_script
 from dshlog.model.search import Hit
 from dshlog.model.usage import BY_KEYS, PriceTable
 from dshlog.ops.report import usage_report
-from dshlog.output.usage import cells, hit_line, report_csv, report_lines, short_count
+from dshlog.ops.sessions import unique_prefixes
+from dshlog.output.screen import Screen
+from dshlog.output.text import display_width
+from dshlog.output.usage import hit_line, report_csv, report_notes, report_table, short_count
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +31,11 @@ def root(tmp_path_factory):
 def test_the_table_fits_80_columns(root, by, priced):
     prices = PriceTable({"deepseek-v4-flash": {"input_cost_per_token": 1e-7, "output_cost_per_token": 1e-6}}) if priced else None
     rep = usage_report([root], by, tz=UTC, zone="UTC", prices=prices)
-    lines = report_lines(rep)
-    assert max(cells(line) for line in lines) <= 80
+    buf = io.BytesIO()
+    short = unique_prefixes([r.key[by.index("session")] for r in rep.rows]) if "session" in by else {}  # as the command does on a terminal
+    report_table(Screen(buf, terminal=True, tty=True, width=80), rep, short)
+    lines = buf.getvalue().decode().splitlines() + report_notes(rep)
+    assert max(display_width(line.rstrip()) for line in lines) <= 80
     assert len(lines) == 1 + len(rep.rows) + 1 + sum(1 for x in lines if x.startswith("  "))
     assert lines[1 + len(rep.rows)].startswith("total")
 

@@ -433,11 +433,17 @@ def release(out: BatchedStdout, view: Any) -> None:
         out.flush()
 
 
-def event_bytes(ev: dict[str, Any], raw: bytes | None, json_: bool) -> bytes:
-    """One event the way ``events`` prints it (``--json``: its exact line when there is one)."""
+def event_bytes(ev: dict[str, Any], raw: bytes | None, json_: bool, width: int | None = None) -> bytes:
+    """One event the way ``events`` prints it (``--json``: its exact line when there is one); ``width``: see :func:`line_width`."""
     if json_:
         return (raw if raw is not None else dumps(ev)) + b"\n"
-    return event_line(ev)
+    return event_line(ev, width)
+
+
+def line_width() -> int | None:
+    """The columns an event line may fill: the terminal's, ``None`` when piped (the same line on any screen)."""
+    s = screen()
+    return (s.width or 80) if s.terminal else None
 
 
 def closer_lines(closers: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -16,6 +16,7 @@ from .common import (
     JsonOpt,
     SelectOpt,
     event_bytes,
+    line_width,
     print_notes,
     reading,
     release,
@@ -46,6 +47,7 @@ def events(
     path = resolve(file)
     # the stored rows are shown as far as they can be read; --v4 is dsh's view, decided as dsh decides
     flt = EventFilter(tuple(type_), turn, from_seq, to_seq)
+    width = line_width()
     with event_stream(path, v4=v4, flt=flt, select=select, format_version=format_version, **reading(path)) as events:
         # dsh's view, or a filter that may find at the end that its turn or seq does not exist: nothing before the end
         out = DeferredStdout() if events.deferred else BatchedStdout()
@@ -56,6 +58,6 @@ def events(
                 write(line + b"\n")
         else:
             for ev, raw in events:
-                write(event_bytes(ev, raw, json_))
+                write(event_bytes(ev, raw, json_, width))
         release(out, events)
         print_notes(events)

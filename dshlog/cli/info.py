@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ops.views import session_info
 from ..ops.results import SessionInfo
 from ..output import labels
-from ..output.table import table
+from ..output.table import Column, table
 from ..output.text import human_bytes
 from ..read.container import torn_text
 from .app import command_app
@@ -62,4 +62,4 @@ def _render(i: SessionInfo) -> None:
     out(f"model calls {s.model_calls} ({s.attempts} without surface message, {s.interrupted} interrupted)")
     if s.tokens:
         out("tokens      " + labels.tokens_text(s.tokens))
-    table(screen(), "events by type", ["type", "count"], sorted(s.by_type.items(), key=lambda kv: (-kv[1], str(kv[0]))), justify={1: "right"})
+    table(screen(), "events by type", [Column("type"), Column("count", number=True)], sorted(s.by_type.items(), key=lambda kv: (-kv[1], str(kv[0]))))

@@ -46,7 +46,8 @@ def ls_(
     """One row per session: id, title (or first prompt), project directory, generation, size, turns, last activity, links.
 
     On a terminal the table fits the width: ids are shortened to a unique prefix (any command takes one),
-    long titles are cut with "…"; piped and with --json every id is whole.
+    long titles are cut with "…" and project directories on the left ("…/api-server"); piped and with --json
+    every id and path is whole.
 
     Example: dshlog ls --cwd . --since 3d --grep 'migration'
     """
@@ -67,8 +68,8 @@ def ls_(
     table(
         scr,
         None,
-        [Column("id"), Column("title", flex=True), Column("cwd", flex=True, drop=3), Column("generation", drop=2),
-         Column("size", "right", drop=4), Column("turns", "right"), Column("last activity"), Column("links", flex=True, drop=1)],
+        [Column("id"), Column("title", flex=True), Column("cwd", path=True, drop=4), Column("generation", drop=2),
+         Column("size", "right", drop=3), Column("turns", number=True), Column("last activity"), Column("links", flex=True, drop=1)],
         (
             [short.get(e.id, e.id) if e.id else "", e.display_title or "", e.cwd or "",
              f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, local_minutes(e.last_activity), _links(e)]

@@ -11,10 +11,11 @@ from ..model.period import zone_named
 from ..model.usage import BY_KEYS, report_document
 from ..ops.outcome import worst
 from ..ops.report import load_prices, usage_report
+from ..ops.sessions import unique_prefixes
 from ..output.labels import IN_PART
-from ..output.usage import report_csv, report_lines
+from ..output.usage import report_csv, report_notes, report_table
 from .app import command_app
-from .common import JSON_SHAPE, JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, notes_outcome, out, store_targets
+from .common import JSON_SHAPE, JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, notes_outcome, out, screen, store_targets
 from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, say, selection
 
 app = command_app()
@@ -88,5 +89,9 @@ def report(
     elif csv:
         out(report_csv(rep).rstrip("\n"))  # session data: sanitised as every line for people is
     else:
-        for line in report_lines(rep):
+        scr = screen()
+        # a terminal shows session ids people can type; piped, every key is whole
+        short = unique_prefixes([r.key[keys.index("session")] for r in rep.rows]) if scr.tty and "session" in keys else {}
+        report_table(scr, rep, short)
+        for line in report_notes(rep):
             out(line)

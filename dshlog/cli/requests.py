@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ops.views import request_series
 from ..output import labels
-from ..output.table import table
+from ..output.table import Column, table
 from ..protocol.jsjson import dumps
 from .app import command_app
 from .common import (
@@ -55,7 +55,8 @@ def requests(
         return
     table(screen(),
         None,
-        ["#", "seq", "settled as", "turn.step", "msgs", "extends", "why not", labels.token_name("inputTokens"), labels.token_name("outputTokens")],
+        [Column("#", "right"), Column("seq", "right"), Column("settled as"), Column("turn.step"), Column("msgs", number=True), Column("extends"),
+         Column("why not"), Column(labels.token_name("inputTokens"), number=True), Column(labels.token_name("outputTokens"), number=True)],
         (
             [
                 r.number,
@@ -65,11 +66,10 @@ def requests(
                 r.messages,
                 "-" if r.extends is None else ("yes" if r.extends else "no"),
                 r.reason or "",
-                labels.count(r.input_tokens),
-                labels.count(r.output_tokens),
+                r.input_tokens,
+                r.output_tokens,
             ]
             for r in series.requests
         ),
-        justify={0: "right", 1: "right", 4: "right", 7: "right", 8: "right"},
     )
     print_notes(series)

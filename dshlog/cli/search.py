@@ -10,6 +10,7 @@ from ..errors import ExitCode, UsageError
 from ..model.search import ROLES, Query
 from ..ops.report import store_sessions
 from ..ops.search import pin
+from ..ops.sessions import session_ids, unique_prefixes
 from ..ops.search import search as search_sessions
 from ..output.usage import hit_document, hit_line
 from .app import command_app
@@ -91,7 +92,11 @@ def search(
     query = Query(pattern, regex=regex, ignore_case=True if ignore_case else None, roles=roles(role), types=tuple(type_ or ()),
                   since=sel.since, until=sel.until, reasoning=reasoning, context=context, project=sel.project, cwd=sel.cwd,
                   first_only=files_only)
-    colour = screen().colour
+    scr = screen()
+    colour = scr.colour
+    # a terminal shows ids people can type and a hit per screen line; piped, every id and text is whole
+    short = unique_prefixes(session_ids(paths)) if scr.tty else {}
+    width = (scr.width or 80) if scr.tty else None
     with batch_executor(jobs, scheduler, paths) as ex:
         for r in search_sessions(paths, query, executor=ex):
             if r.error is not None:
@@ -106,9 +111,9 @@ def search(
                     else:
                         out(r.path)
                 continue
-            label = r.id or r.path
+            label = short.get(r.id, r.id) if r.id else r.path
             for hit in r.hits:
                 if json_:
                     emit_json(hit_document(r.id, r.path, hit, JSON_SHAPE), pretty=False)
                 else:
-                    emit((hit_line(label, hit, color=colour) + "\n").encode("utf-8"))  # hit_line sanitises each piece
+                    emit((hit_line(label, hit, color=colour, width=width) + "\n").encode("utf-8"))  # hit_line sanitises each piece

@@ -10,7 +10,7 @@ from ..model.stats import total_stats
 from ..ops.sessions import unique_prefixes
 from ..ops.stats import stats_many
 from ..output import labels
-from ..output.table import table
+from ..output.table import Column, table
 from ..output.text import human_duration
 from .app import command_app
 from .common import (
@@ -66,19 +66,21 @@ def stats(
         tokens = d["tokens"]
         timed = d.get("timed", True)
         return [name, d["turns"], d["steps"], d["modelCalls"], d["retries"], d["cancellations"], f"{tools} ({errors} err)",
-                labels.count(tokens.get("inputTokens", 0)), labels.count(tokens.get("outputTokens", 0)), human_duration(d["durationMs"]) if timed else "-"]
+                tokens.get("inputTokens", 0), tokens.get("outputTokens", 0), human_duration(d["durationMs"]) if timed else "-"]
 
     names = [str(s["id"] or s["path"]) for s in sessions]
     short = unique_prefixes(names) if screen().tty else {}  # a terminal shows ids people can type, not fold them
     rows = [row(short.get(n, n), s) for n, s in zip(names, sessions)]
     if len(sessions) > 1:
         rows.append(row("total", total))
-    table(screen(), None, ["session", "turns", "steps", "calls", "retries", "cancelled", "tools", labels.token_name("inputTokens"), labels.token_name("outputTokens"), "time"], rows,
-          justify={i: "right" for i in range(1, 10)})
+    figures = ["turns", "steps", "calls", "retries", "cancelled"]
+    table(screen(), None, [Column("session"), *(Column(h, number=True) for h in figures), Column("tools", "right"),
+                           *(Column(labels.token_name(k), number=True) for k in ("inputTokens", "outputTokens")), Column("time", "right")], rows)
     if total["toolCalls"]:
-        table(screen(), "tool calls", ["tool", "calls", "errors"], ([n, c["calls"], c["errors"]] for n, c in total["toolCalls"].items()), justify={1: "right", 2: "right"})
+        table(screen(), "tool calls", [Column("tool"), Column("calls", number=True), Column("errors", number=True)],
+              ([n, c["calls"], c["errors"]] for n, c in total["toolCalls"].items()))
     if total["tokensByModel"]:
         keys = sorted({k for u in total["tokensByModel"].values() for k in u})
-        table(screen(), "tokens by model", ["model", *map(labels.token_name, keys)], ([m, *(labels.count(u.get(k, 0)) for k in keys)] for m, u in total["tokensByModel"].items()),
-              justify={i + 1: "right" for i in range(len(keys))})
+        table(screen(), "tokens by model", [Column("model"), *(Column(labels.token_name(k), number=True) for k in keys)],
+              ([m, *(u.get(k, 0) for k in keys)] for m, u in total["tokensByModel"].items()))
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..ops.surface import surface_rows
-from ..output.table import table
+from ..output.table import Column, table
 from .app import command_app
 from .common import (
     FileArg,
@@ -64,7 +64,8 @@ def surface(
                 roles.append(n.role)
             yield [n.seq, n.type, (n.role or "") + (" (empty)" if n.empty else ""), n.preview]
 
-    table(screen(), None, ["seq", "type", "role", "preview"], cells(), justify={0: "right"})
+    # seq, type and role identify a node and are never cut; the preview takes what the screen leaves
+    table(screen(), None, [Column("seq", "right"), Column("type"), Column("role"), Column("preview", flex=True)], cells())
     out(f"nodes: {seqs}")
     out(f"roles: {', '.join(str(r) for r in roles)}")
     for r in view.replacements():

@@ -10,7 +10,7 @@ import typer
 from ..errors import UsageError
 from ..ops.events import follower, last_events
 from .app import command_app
-from .common import FileArg, FormatOpt, JsonOpt, current, err, event_bytes, print_notes, reading, resolve
+from .common import FileArg, FormatOpt, JsonOpt, current, err, event_bytes, line_width, print_notes, reading, resolve
 
 app = command_app()
 
@@ -36,10 +36,11 @@ def tail(
         raise UsageError("-n must be 0 or more")
     stdout = current().env.stdout
     target = resolve(file)
+    width = line_width()
     if not follow:
         last = last_events(target, lines, format_version=format_version, **reading(target))
         for ev, raw in last.events:
-            stdout.write(event_bytes(ev, raw, json_))
+            stdout.write(event_bytes(ev, raw, json_, width))
         print_notes(last)
         return
 
@@ -56,11 +57,11 @@ def tail(
     try:
         first: deque[tuple[dict[str, Any], bytes | None]] = deque(fol.drain(), maxlen=lines)  # only N are held
         for ev, raw in first:
-            stdout.write(event_bytes(ev, raw, json_))
+            stdout.write(event_bytes(ev, raw, json_, width))
         stdout.flush()
         say_notes()
         for ev, raw in fol.follow():
-            stdout.write(event_bytes(ev, raw, json_))
+            stdout.write(event_bytes(ev, raw, json_, width))
             stdout.flush()
             say_notes()
     except KeyboardInterrupt:

@@ -20,6 +20,19 @@ from ..protocol.packed import PackedRun
 USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
 
 
+#: What stands for a provider or a model a log does not name (a report's key, a stats row).
+UNKNOWN_MODEL_PART = "unknown"
+
+
+def model_name(provider: object, model: object) -> str:
+    """``provider/model``, as dsh names a model; a part the log leaves out is ``unknown`` (never Python's ``None``)."""
+
+    def part(v: object) -> str:
+        return UNKNOWN_MODEL_PART if v is None or v == "" else str(v)
+
+    return f"{part(provider)}/{part(model)}"
+
+
 # What :meth:`Summary.feed` reads of the payloads, the two that hold most of a log's bytes
 # (a message's text, a tool's output) included, as Structs the lazy reader decodes in C: every other
 # key is skipped, an absent key stays absent (``UNSET``), and a value of another JSON type
@@ -168,7 +181,7 @@ class Summary:
         elif t == "request/header":
             cfg = (data.get("header") or {}).get("config") if isinstance(data.get("header"), dict) else None
             if isinstance(cfg, dict):
-                self._model = f"{cfg.get('provider')}/{cfg.get('model')}"
+                self._model = model_name(cfg.get("provider"), cfg.get("model"))
         elif t == "assistant/message":
             self.model_calls += 1
             self._settled(t, data)
@@ -179,14 +192,14 @@ class Summary:
             if isinstance(msg, dict):
                 src = msg.get("source")
                 if isinstance(src, dict) and src.get("provider"):
-                    model = f"{src.get('provider')}/{src.get('model')}"
+                    model = model_name(src.get("provider"), src.get("model"))
                 for block in _blocks(msg):
                     if isinstance(block, dict) and block.get("type") == "tool-call":
                         self._call_names[str(block.get("id"))] = str(block.get("name"))
             elif "provenance" in data:  # legacy v0 wrapper
                 prov = data.get("provenance")
                 if isinstance(prov, dict) and prov.get("provider"):
-                    model = f"{prov.get('provider')}/{prov.get('model')}"
+                    model = model_name(prov.get("provider"), prov.get("model"))
             self._usage(data.get("usage"), model)
         elif t == "assistant/attempt":
             self.model_calls += 1

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from ..protocol.jsjson import JsonError, dumps_pretty, loads
 from .content import TRANSCRIPT, content_text
+from .summary import model_name
 
 # --------------------------------------------------------------------------- limits and trimming
 
@@ -599,10 +600,10 @@ class TranscriptReader:
             src = _dict(msg.get("source"))
             model: str | None
             if src.get("provider") or src.get("model"):
-                model = f"{src.get('provider')}/{src.get('model')}"
+                model = model_name(src.get("provider"), src.get("model"))
             else:
                 prov = _dict(d.get("provenance"))
-                model = f"{prov.get('provider')}/{prov.get('model')}" if prov.get("provider") else None
+                model = model_name(prov.get("provider"), prov.get("model")) if prov.get("provider") else None
             usage = d.get("usage") if isinstance(d.get("usage"), dict) else _stream_usage(d.get("stream"))
             self._add_usage(usage)
             interrupted = d.get("interrupted") is True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -15,13 +15,14 @@ from ..errors import DshlogError, UsageError
 from ..executor import Executor, InProcess, helpers_allowed
 from ..model.content import SEARCH, message_text
 from ..model.selection import Selection, smart_case
+from ..protocol.layout import decode_segment
 from ..protocol.vocabulary import ROLE_OF_TYPE
 from ..read.container import Container
 from ..read.session import SessionLog, open_session
 from ..read.store import SessionEntry, _loads, list_sessions, project_key, raw_lines, sort_entries
 
 __all__ = ["Listing", "OpenLog", "Target", "grep_session", "list_store", "located", "message_texts", "open_target",
-           "select_entries", "unique_prefixes"]
+           "select_entries", "session_ids", "unique_prefixes"]
 
 #: What names a log for an operation: a path (a generation file, a session directory, ``-``).
 Target = str | os.PathLike[str]
@@ -165,6 +166,18 @@ def list_store(root: Path, *, selection: Selection | None = None, grep: str | No
     listing = Listing(sort_entries(entries, sort, reverse=reverse))
     listing.note = note
     return listing
+
+
+def session_ids(paths: Iterable[str]) -> list[str]:
+    """The session ids the directories of ``paths`` (session generations) name, for :func:`unique_prefixes`
+    (a directory whose name encodes no id is left out)."""
+    out = []
+    for p in paths:
+        try:
+            out.append(decode_segment(Path(p).parent.name))
+        except UsageError:
+            continue
+    return out
 
 
 def unique_prefixes(ids: list[str], *, minimum: int = 8, longer_than: int = 12) -> dict[str, str]:

@@ -12,10 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model.content import EVENT_LINE, message_text
+from ..model.summary import model_name
 from ..protocol.jsjson import stringify as js_quote
 from ..protocol.vocabulary import ROLE_OF_TYPE, message_of
 from . import labels as L
-from .text import quoted_preview, sanitize
+from .text import display_width, local_clock, quoted_preview, sanitize
 
 __all__ = ["describe", "event_line", "surface_marker"]
 
@@ -75,12 +76,12 @@ def _turn_end(d: dict[str, Any], width: int) -> str:
 
 def _request_header(d: dict[str, Any], width: int) -> str:
     cfg = (d.get("header") or {}).get("config") if isinstance(d.get("header"), dict) else None
-    model = f" {cfg.get('provider')}/{cfg.get('model')}" if isinstance(cfg, dict) else ""
+    model = f" {model_name(cfg.get('provider'), cfg.get('model'))}" if isinstance(cfg, dict) else ""
     return f"reason={d.get('reason')}{model}"
 
 
 def _request_context(d: dict[str, Any], width: int) -> str:
-    return f"{d.get('provider')}/{d.get('model')}"
+    return model_name(d.get("provider"), d.get("model"))
 
 
 def _tool_call(d: dict[str, Any], width: int) -> str:
@@ -140,13 +141,32 @@ def describe(ev: dict[str, Any], width: int = 40) -> str:
     return fn(d, width) if fn is not None else ""
 
 
-def event_line(ev: dict[str, Any]) -> bytes:
-    """One event for people: ``seq type [surface op] [description]``, sanitised, newline-terminated."""
+#: Columns from which a terminal's event lines start with the time of day (below, the preview needs them more).
+TIME_FROM = 100
+#: Columns a preview takes when the width is unknown (piped) or the screen leaves less.
+PREVIEW_WIDTH = 40
+
+
+def event_line(ev: dict[str, Any], width: int | None = None) -> bytes:
+    """One event for people: ``seq type [surface op] [description]``, sanitised, newline-terminated.
+
+    ``width``: the terminal's columns (``None`` when piped, where the line is the same whatever the
+    screen).  On a terminal the preview takes what the screen leaves after seq and type, and a
+    screen of ``TIME_FROM`` columns or more shows the event's local time of day first.
+    """
     line = f"{ev.get('seq')} {ev.get('type')}"
     marker = surface_marker(ev)
     if marker:
         line += f" {marker}"
-    desc = describe(ev)
+    limit = PREVIEW_WIDTH
+    if width is not None:
+        if width >= TIME_FROM:
+            line = f"{local_clock(ev.get('time'))} {line}"
+        limit = max(PREVIEW_WIDTH, width - display_width(line) - 1)
+    desc = describe(ev, limit)
+    over = display_width(line) + 1 + display_width(desc) - width if width is not None else 0
+    if over > 0 and limit > PREVIEW_WIDTH:  # a source kind or a call list around the quote: the quote gives way
+        desc = describe(ev, max(PREVIEW_WIDTH, limit - over))
     if desc:
         line += f" {desc}"
     return sanitize(line).encode("utf-8") + b"\n"

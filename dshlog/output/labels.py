@@ -114,6 +114,23 @@ def count(n: object) -> str:
     return f"{n:,}" if type(n) is int else ("" if n is None else str(n))
 
 
+def short_count(n: int) -> str:
+    """``999``, ``12.3k``, ``450k``, ``12.3M``, ``1.2G``: at most 5 characters.
+
+    The one abbreviated number form: a table uses it only where the exact figure (:func:`count`)
+    cannot fit the screen; piped output and ``--json`` keep the exact figure.
+    """
+    if n < 1000:
+        return str(n)
+    for div, unit in ((1e3, "k"), (1e6, "M"), (1e9, "G"), (1e12, "T")):
+        x = n / div
+        if x < 99.95:
+            return f"{x:.1f}{unit}"
+        if x < 999.5:
+            return f"{x:.0f}{unit}"
+    return f"{n / 1e12:.0f}T"
+
+
 def tokens_text(tokens: Mapping[str, int]) -> str:
     """``in 10, out 2``, ``in 12,345``."""
     return ", ".join(f"{token_name(k)} {count(v)}" for k, v in tokens.items())

@@ -98,6 +98,21 @@ def cut(text: str, limit: int) -> str:
     return text
 
 
+def cut_left(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` terminal columns, its *end* kept after ``…`` when cut (``…/api-server``).
+
+    For paths: what tells two projects apart is their last directories, not the home they share.
+    """
+    if display_width(text) <= limit:
+        return text
+    used = 1
+    keep = len(text)
+    while keep > 0 and used + char_width(text[keep - 1]) <= limit:
+        keep -= 1
+        used += char_width(text[keep])
+    return "…" + text[keep:]
+
+
 def quoted_preview(text: str, limit: int) -> str:
     """``text`` quoted as JavaScript's ``JSON.stringify`` quotes it, in at most ``limit`` columns, ``…`` when cut.
 
@@ -180,6 +195,16 @@ def local_minutes(ms: int | None) -> str:
         return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone().strftime("%Y-%m-%d %H:%M")
     except (OverflowError, OSError, ValueError):  # a damaged time: year 287396 is no date
         return "-"
+
+
+def local_clock(ms: object) -> str:
+    """Local ``HH:MM:SS`` of an event's epoch-ms time (``--:--:--`` when it has none), as a terminal's event lines show it."""
+    if type(ms) is not int or ms <= 0:
+        return "--:--:--"
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone().strftime("%H:%M:%S")
+    except (OverflowError, OSError, ValueError):  # a damaged time is no time of day
+        return "--:--:--"
 
 
 def utc_seconds(ms: object) -> str | None:

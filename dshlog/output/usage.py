@@ -1,73 +1,45 @@
 """``report`` and ``search`` for people and for scripts.
 
-The report table fits 80 columns whatever the keys: the figures take a fixed
-width (counts shortened to ``12.3M``, ``450k``), and the key labels share what is
-left; a label that does not fit keeps its end (a project's last directories, a
-model's name without its provider) or, for a session id, its start.  Retries,
-cancellations and tool errors share one column (``r/c/e``).  Every label is
-session data and passes through :func:`~dshlog.output.text.sanitize`.
+The report is a table like every other (:mod:`dshlog.output.table`): its keys are
+never cut (a full date, ``provider/model``, a project's path, a session id as a
+unique prefix on a terminal); on a narrow terminal the figures are abbreviated
+(``12.3M``) and then the least needed ones left out; piped, every value is whole
+and tab-separated.  Retries, cancellations and tool errors share one column
+(``r/c/e``).  Every label is session data and passes through
+:func:`~dshlog.output.text.sanitize`.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..model.search import Hit
 from ..model.usage import COUNTS, ReportRow, UsageReport, cache_hit_ratio
-from .labels import IN_PART, plural
-from .text import sanitize
+from .labels import IN_PART, plural, short_count
+from .screen import Screen
+from .table import Column, table
+from .text import cut, cut_left, display_width, sanitize
 
-__all__ = ["hit_document", "hit_line", "report_csv", "report_lines", "short_count"]
+__all__ = ["hit_document", "hit_line", "report_csv", "report_notes", "report_table", "short_count"]
 
-WIDTH = 80
 _TOKEN_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
-#: (header, width) of the figures, after the key column.
-_FIGURES = (("sess", 5), ("turns", 5), ("calls", 5), ("input", 6), ("output", 6), ("cached", 6), ("reason", 6),
-            ("hit", 4), ("r/c/e", 8))
-_COST = ("cost", 8)
+#: The figures after the key columns: header, and when the column is left out on a narrow terminal
+#: (lowest first; 0: never).  Every figure is abbreviated (``12.3M``) before any is left out.
+_FIGURES = (Column("sess", "right", drop=7), Column("turns", number=True, drop=4), Column("calls", number=True, drop=5),
+            Column("input", number=True), Column("output", number=True, drop=8), Column("cached", number=True, drop=3),
+            Column("reason", number=True, drop=1), Column("hit", "right", drop=6), Column("r/c/e", "right", drop=2))
+_COST = Column("cost", "right")
 
 
-def short_count(n: int) -> str:
-    """``999``, ``12.3k``, ``450k``, ``12.3M``, ``1.2G``: at most 5 characters."""
-    if n < 1000:
-        return str(n)
-    for div, unit in ((1e3, "k"), (1e6, "M"), (1e9, "G"), (1e12, "T")):
-        x = n / div
-        if x < 99.95:
-            return f"{x:.1f}{unit}"
-        if x < 999.5:
-            return f"{x:.0f}{unit}"
-    return f"{n / 1e12:.0f}T"
+def _key_column(by: str) -> Column:
+    """A key is never cut: a project is a path (cut on the left only when nothing else gives), the rest identifiers."""
+    return Column(by, path=by == "project")
 
 
-def cells(text: str) -> int:
-    """Terminal columns of ``text``: East Asian wide and full-width characters take two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def _fit(label: str, width: int, keep_start: bool) -> str:
-    """``label`` in at most ``width`` columns, padded to exactly ``width``; cut with ``…``."""
-    label = sanitize(label).replace("\n", " ").replace("\t", " ")
-    if cells(label) > width:
-        chars = list(label) if keep_start else list(reversed(label))
-        kept: list[str] = []
-        used = 1
-        for ch in chars:
-            w = cells(ch)
-            if used + w > width:
-                break
-            kept.append(ch)
-            used += w
-        body = "".join(kept) if keep_start else "".join(reversed(kept))
-        label = body + "…" if keep_start else "…" + body
-    return label + " " * (width - cells(label))
-
-
-def _figures(row: ReportRow, priced: bool) -> list[str]:
+def _figures(row: ReportRow, priced: bool) -> list[Any]:
     u = row.usage
     tokens = u.tokens
     ratio = cache_hit_ratio(tokens)
@@ -75,39 +47,37 @@ def _figures(row: ReportRow, priced: bool) -> list[str]:
     counted = u.counted
     c = u.counts
 
-    def n(key: str) -> str:
-        return short_count(c[key]) if counted else "-"
+    def n(key: str) -> int | str:
+        return c[key] if counted else "-"
 
-    out = [sess, n("turns"), n("modelCalls"), short_count(tokens.get("inputTokens", 0)), short_count(tokens.get("outputTokens", 0)),
-           short_count(tokens.get("cacheReadTokens", 0)), short_count(tokens.get("reasoningTokens", 0)),
-           "-" if ratio is None else f"{ratio * 100:.0f}%",
-           f"{c['retries']}/{c['cancellations']}/{c['toolErrors']}" if counted else "-"]
+    out: list[Any] = [sess, n("turns"), n("modelCalls"), tokens.get("inputTokens", 0), tokens.get("outputTokens", 0),
+                      tokens.get("cacheReadTokens", 0), tokens.get("reasoningTokens", 0),
+                      "-" if ratio is None else f"{ratio * 100:.0f}%",
+                      f"{c['retries']}/{c['cancellations']}/{c['toolErrors']}" if counted else "-"]
     if priced:
         out.append("-" if row.cost is None else (f"${row.cost:.2f}" + ("*" if row.unpriced else "")))
     return out
 
 
-def report_lines(rep: UsageReport, width: int = WIDTH) -> list[str]:
-    """The table, a total line, and a note on unpriced models (``*``) and the zone."""
-    figures = [*_FIGURES, _COST] if rep.priced else list(_FIGURES)
-    fixed = sum(w + 1 for _, w in figures)
-    key_w = max(8, width - fixed)
-    head_key = " ".join(rep.by) if rep.by else ""
+def report_table(screen: Screen, rep: UsageReport, short: Mapping[str, str] | None = None) -> None:
+    """The report as a table (:func:`~dshlog.output.table.table`): one row per key, then the total.
 
-    def key_text(row: ReportRow, total: bool) -> str:
-        if total:
-            return "total"
-        parts = list(zip(rep.by, row.key))
-        each = max(4, (key_w - (len(parts) - 1)) // max(1, len(parts)))
-        return " ".join(_fit(label.rsplit("/", 1)[-1] if by == "model" else label, each, keep_start=by == "session")
-                        for by, label in parts)
+    ``short`` maps a session id to what stands for it (a unique prefix on a terminal); every
+    other key is shown whole.
+    """
+    short = short or {}
+    columns = [*map(_key_column, rep.by), *_FIGURES, *([_COST] if rep.priced else [])]
 
-    def line(key: str, values: Sequence[str]) -> str:
-        return (_fit(key, key_w, True) + "".join(f" {v:>{w}}" for v, (_, w) in zip(values, figures))).rstrip()
+    def keys(row: ReportRow) -> list[str]:
+        return [short.get(label, label) if by == "session" else label for by, label in zip(rep.by, row.key)]
 
-    out = [line(head_key, [h for h, _ in figures])]
-    out += [line(key_text(r, False), _figures(r, rep.priced)) for r in rep.rows]
-    out.append(line("total", _figures(rep.total, rep.priced)))
+    rows = [[*keys(r), *_figures(r, rep.priced)] for r in rep.rows]
+    rows.append(["total", *([""] * (len(rep.by) - 1)), *_figures(rep.total, rep.priced)])
+    table(screen, None, columns, rows)
+
+
+def report_notes(rep: UsageReport) -> list[str]:
+    """What the table's marks mean, and the zone of its times (indented lines below it)."""
     notes = [f"times in {rep.zone}"]
     if rep.total.subagents:
         notes.append("sess: sessions+subagents (children count in their parent's rows)")
@@ -116,8 +86,7 @@ def report_lines(rep: UsageReport, width: int = WIDTH) -> list[str]:
         notes.append(f"{plural(len(rep.in_part), 'session')} {IN_PART}: a damaged row skipped (named on stderr)")
     if rep.total.unpriced:
         notes.append("* without a price: " + ", ".join(sanitize(m) for m in sorted(rep.total.unpriced)))
-    out += [f"  {n}" for n in notes]
-    return out
+    return [f"  {n}" for n in notes]
 
 
 def report_csv(rep: UsageReport) -> str:
@@ -148,13 +117,26 @@ def _flat(text: str) -> str:
     return sanitize(text).replace("\n", "⏎").replace("\t", " ")
 
 
-def hit_line(session: str, hit: Hit, *, color: bool = False) -> str:
-    """``<session> seq 12 turn 3 user text: …before MATCH after…`` (the match in bold red on a terminal)."""
-    match = _flat(hit.match)
+def hit_line(session: str, hit: Hit, *, color: bool = False, width: int | None = None) -> str:
+    """``<session> seq 12 turn 3 user text: …before MATCH after…`` (the match in bold red on a terminal).
+
+    ``width``: a terminal's columns; the text around the match is then cut to fit them (the
+    text before on its left, the text after on its right), so a hit is one screen line.  The
+    session, seq, turn, role and field are never cut; piped (``None``), the line is whole.
+    """
+    where = f"seq {hit.seq if hit.seq is not None else '-'}" + (f" turn {hit.turn}" if hit.turn is not None else "")
+    head = f"{sanitize(session)} {where} {hit.role} {hit.field}: "
+    before, match, after = _flat(hit.before), _flat(hit.match), _flat(hit.after)
+    if width is not None:
+        room = max(width - display_width(head), 0)
+        match = cut(match, room)
+        rest = room - display_width(match)
+        # the text before takes half of what is left, or more when the text after needs less
+        before = cut_left(before, min(display_width(before), max(rest // 2, rest - display_width(after)))) if rest > 0 else ""
+        after = cut(after, rest - display_width(before)) if rest > display_width(before) else ""
     if color:
         match = _MARK_ON + match + _MARK_OFF
-    where = f"seq {hit.seq if hit.seq is not None else '-'}" + (f" turn {hit.turn}" if hit.turn is not None else "")
-    return f"{sanitize(session)} {where} {hit.role} {hit.field}: {_flat(hit.before)}{match}{_flat(hit.after)}"
+    return f"{head}{before}{match}{after}"
 
 
 def hit_document(session_id: str | None, path: str, hit: Hit, shape: int) -> dict[str, Any]:
