@@ -507,3 +507,57 @@ def test_a_command_without_a_transcript_loads_no_transcript_model(command: str) 
             "print(sorted(m for m in sys.modules if m in ('dshlog.model.transcript', 'dshlog.output.renderer')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------- the recipes in docs/architecture.md
+
+ROOT = PACKAGE.parent
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _recipe(heading: str) -> list[tuple[str, str]]:
+    """(file, example) of each numbered row of the table under ``## heading``."""
+    text = ARCHITECTURE.read_text()
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) == 3 and cells[0].isdigit():
+            file, example = (re.search(r"`([^`]+)`", c) for c in cells[1:])
+            assert file and example, line
+            rows.append((file.group(1), example.group(1)))
+    return rows
+
+
+def _covers(kind: str, path: str) -> bool:
+    """A kind is a file, or a directory (a trailing ``/``) for any file under it."""
+    return path.startswith(kind) if kind.endswith("/") else path == kind
+
+
+def test_the_recipe_for_a_command_is_the_shape_of_stats() -> None:
+    rows = _recipe("How to add a command")
+    assert len(rows) >= 10
+    kinds = [kind.replace("<command>", "stats") for kind, _ in rows]
+    for kind, example in zip(kinds, (e for _, e in rows)):
+        assert (ROOT / example).exists(), f"{example} does not exist"
+        assert _covers(kind, example), f"{example} is not a {kind}"
+    from dshlog.cli.app import COMMANDS
+
+    assert "stats" in COMMANDS
+    # every project module the command imports is of a kind the recipe names (step 0's
+    # second file, the shared options, counts too)
+    shared = re.findall(r"`(dshlog/[^`]+)`", ARCHITECTURE.read_text().split("| 0 | ", 1)[1].split("\n", 1)[0])
+    imported = {str(MODULES[t].relative_to(ROOT)) for t, _, _ in _imports("dshlog.cli.stats") if t in MODULES}
+    assert imported, "dshlog.cli.stats imports no project module"
+    assert sorted(p for p in imported if not any(_covers(k, p) for k in kinds + shared)) == []
+
+
+def test_the_recipe_for_a_format_version_names_the_current_versions_files() -> None:
+    from dshlog.protocol.vocabulary import CURRENT_VERSION
+
+    rows = _recipe("How to add a format version")
+    assert len(rows) >= 5
+    for kind, example in rows:
+        concrete = kind.replace("<N-1>", str(CURRENT_VERSION - 1)).replace("<N>", str(CURRENT_VERSION))
+        assert (ROOT / example).exists(), f"{example} does not exist"
+        assert _covers(concrete, example), f"{example} is not {concrete}"
