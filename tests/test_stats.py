@@ -161,3 +161,24 @@ def test_summary_of_whole_packed_rows_equals_the_expanded_one():
         assert compact == expanded, path
         checked += 1
     assert checked >= 2
+
+
+def test_stats_and_the_transcript_read_an_attempts_usage_alike():
+    """An attempt's stream is read by one rule (``model.summary.stream_usage``) for both counters:
+    the last usage chunk whose usage is an object; a record that is not a chunk is no usage."""
+    from dshlog.model import transcript as tr
+
+    def usage(value):
+        return {"type": "chunk", "time": 1, "chunk": {"type": "usage", "usage": value}}
+
+    stream = [usage({"inputTokens": 3, "outputTokens": 1}), usage("damaged"),
+              {"type": "text-chunks", "chunk": {"type": "usage", "usage": {"inputTokens": 99}}}]
+    events = [
+        {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+        {"type": "step/start", "seq": 1, "time": 2, "data": {"turn": 1, "step": 1}},
+        {"type": "assistant/attempt", "seq": 2, "time": 3, "data": {"turn": 1, "step": 1, "stream": stream}},
+        {"type": "turn/end", "seq": 3, "time": 4, "data": {"turn": 1, "outcome": {"kind": "error"}}},
+    ]
+    shown = [i.tokens for i in tr.transcript(events) if isinstance(i, tr.Usage)]
+    assert summarize(events).tokens == {"inputTokens": 3, "outputTokens": 1}
+    assert shown == [summarize(events).tokens]

@@ -13,6 +13,7 @@ from array import array
 from typing import Any
 
 from ..protocol.values import is_count
+from ..protocol.vocabulary import CURRENT_VERSION
 from .common import nonempty_str
 from .problems import Problem, Reporter
 
@@ -76,7 +77,7 @@ class Ownership:
         if not is_count(version):
             _problem(report, "delivery", "delivery sessionFormatVersion must be a non-negative safe integer", seq)
             return
-        if version != 4:
+        if version != CURRENT_VERSION:
             return  # historical generations are not interpreted in v4
         through = data.get("throughSeq")
         if not is_count(through):

@@ -101,15 +101,20 @@ def _add_usage(total: dict[str, int], usage: Any) -> None:
             total[k] = total.get(k, 0) + v
 
 
-def _stream_usage(stream: Any) -> dict[str, Any] | None:
-    """The last usage chunk of an embedded stream (an attempt's only usage record)."""
+def stream_usage(stream: Any) -> dict[str, Any] | None:
+    """The usage of the last usage chunk of an embedded stream that holds one.
+
+    An attempt's stream is its only usage record (and a message without ``usage``
+    falls back to its stream), so ``stats`` and a transcript read it here, once:
+    the counters and the transcript's token line cannot disagree on a damaged stream.
+    """
     last = None
     if isinstance(stream, list):
         for rec in stream:
             if isinstance(rec, dict) and rec.get("type") == "chunk":
                 ch = rec.get("chunk")
-                if isinstance(ch, dict) and ch.get("type") == "usage":
-                    last = ch.get("usage")
+                if isinstance(ch, dict) and ch.get("type") == "usage" and isinstance(ch.get("usage"), dict):
+                    last = ch["usage"]
     return last
 
 
@@ -205,7 +210,7 @@ class Summary:
             self.model_calls += 1
             self.attempts += 1
             self._settled(t, data)
-            self._usage(_stream_usage(data.get("stream")), self._model)
+            self._usage(stream_usage(data.get("stream")), self._model)
         elif t == "llm/retry":
             self.llm_retry_events += 1
         elif t == "tool/call":

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from ..protocol.jsjson import JsonError, dumps_pretty, loads
 from .content import TRANSCRIPT, content_text
-from .summary import model_name
+from .summary import model_name, stream_usage
 
 # --------------------------------------------------------------------------- limits and trimming
 
@@ -337,15 +337,6 @@ def _failure_of(stream: Any) -> tuple[str, str | None, str]:
     return "no-output", code, msg or f"finished ({kind}) without model-visible output"
 
 
-def _stream_usage(stream: Any) -> dict[str, Any] | None:
-    last = None
-    for rec in stream if isinstance(stream, list) else []:
-        ch = _dict(_dict(rec).get("chunk"))
-        if ch.get("type") == "usage" and isinstance(ch.get("usage"), dict):
-            last = ch["usage"]
-    return last
-
-
 def _one_line(pretty: str) -> str:
     """``JSON.stringify(v, null, 2)`` text folded onto one line, ``{"a": 1, "b": [2, 3]}``.
 
@@ -604,7 +595,7 @@ class TranscriptReader:
             else:
                 prov = _dict(d.get("provenance"))
                 model = model_name(prov.get("provider"), prov.get("model")) if prov.get("provider") else None
-            usage = d.get("usage") if isinstance(d.get("usage"), dict) else _stream_usage(d.get("stream"))
+            usage = d.get("usage") if isinstance(d.get("usage"), dict) else stream_usage(d.get("stream"))
             self._add_usage(usage)
             interrupted = d.get("interrupted") is True
             run: list[dict[str, Any]] = []  # the blocks since the last tool call: one text item
@@ -625,7 +616,7 @@ class TranscriptReader:
             self._failed_since_settlement = False
         elif t == "assistant/attempt":
             yield from self._settled(seq, d.get("turn"), d.get("step"))
-            self._add_usage(_stream_usage(d.get("stream")))
+            self._add_usage(stream_usage(d.get("stream")))
             outcome, code, message = _failure_of(d.get("stream"))
             yield Failure(seq, outcome=outcome, code=code, message=self._text(message))
             self._failed_since_settlement = True

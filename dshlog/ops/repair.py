@@ -131,7 +131,7 @@ def repair_copy(target: str, out: Path | str, *, select: str | None = None, form
                           size_hint=size_hint, extra=lambda: _Balanced(subject, str(out)), parallel=parallel) as check:
                 w = LogWriter(staged, compressed=compressed, tee=check.tee)
                 if header is not None:
-                    w.header(log.header_raw if log.version == 4 and log.header_raw is not None else header)
+                    w.header(log.header_raw if log.version == CURRENT_VERSION and log.header_raw is not None else header)
                 state = TailState()
                 n = 0
                 for ev, raw in log.v4().records():
@@ -175,8 +175,8 @@ def repair_in_place(target: str, *, parallel: bool = False) -> RepairResult:
         version, container = probe.version, probe.info.container
         sid = probe.session_id
         projection = probe.projection
-    if version != 4:
-        raise UsageError(f"repair --write rewrites only v4 logs; this log is v{version}: run `dshlog migrate` first, or use -o OUT for a repaired v4 copy", path=str(path))
+    if version != CURRENT_VERSION:
+        raise UsageError(f"repair --write rewrites only v{CURRENT_VERSION} logs; this log is v{version}: run `dshlog migrate` first, or use -o OUT for a repaired v{CURRENT_VERSION} copy", path=str(path))
     if container not in (Container.JSONL, Container.ZSTD):
         raise UsageError(f"repair --write needs a session generation file, not a {container} input (use -o OUT)", path=str(path))
     pub = Publication(

@@ -15,11 +15,12 @@ from ..errors import DshlogError, UsageError
 from ..executor import Executor, InProcess, helpers_allowed
 from ..model.content import SEARCH, message_text
 from ..model.selection import Selection, smart_case
+from ..protocol.jsjson import loads_or_none
 from ..protocol.layout import decode_segment
 from ..protocol.vocabulary import ROLE_OF_TYPE
 from ..read.container import Container
 from ..read.session import SessionLog, open_session
-from ..read.store import SessionEntry, _loads, list_sessions, project_key, raw_lines, sort_entries
+from ..read.store import SessionEntry, list_sessions, project_key, raw_lines, sort_entries
 
 __all__ = ["Listing", "OpenLog", "Target", "grep_session", "list_store", "located", "message_texts", "open_target",
            "select_entries", "session_ids", "unique_prefixes"]
@@ -100,7 +101,7 @@ def message_texts(path: Path, *, parallel: bool = False) -> Iterator[str]:
     for raw in raw_lines(path, parallel=parallel):
         if not any(n in raw for n in _NEEDLES):
             continue
-        obj = _loads(raw)
+        obj = loads_or_none(raw)
         if not isinstance(obj, dict) or obj.get("type") not in _SEARCHED:
             continue
         data = obj.get("data")

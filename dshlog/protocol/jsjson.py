@@ -108,6 +108,7 @@ __all__ = [
     "json_equal",
     "key_bytes",
     "loads",
+    "loads_or_none",
     "plain_text",
     "plain_values",
     "same_values",
@@ -763,6 +764,20 @@ def loads(data: bytes | bytearray | memoryview | str, *, lossless: bool = False)
     if _may_be_deep(data) and _too_deep(value):
         raise JsonError("depth", f"nested deeper than {MAX_DEPTH} levels")
     return value
+
+
+def loads_or_none(data: bytes | bytearray | memoryview | str) -> Any:
+    """:func:`loads`, with ``None`` for text it refuses.
+
+    For a reader that never stops at a damaged line (the store's listing): what
+    does not parse is no value, exactly where :func:`loads` would raise, so the
+    listing and the reading commands judge a line alike.  (A ``null`` line is
+    ``None`` too; such a reader asks only for objects.)
+    """
+    try:
+        return loads(data)
+    except JsonError:
+        return None
 
 
 # --------------------------------------------------------------------------------------

@@ -90,7 +90,8 @@ def closer_message_id(cause: str, call_id: str, seq: int) -> str:
 
 
 #: ``inspectSessionFormatVersion``: the header's ``version`` is read before anything
-#: else, and must be a count (``null``, ``-1``, ``1.5``, ``"0"``, ``2**53`` all fail).
+#: else, and must be a count (``null``, ``-1``, ``1.5``, ``"0"``, one past
+#: :data:`~dshlog.protocol.values.MAX_SAFE_INTEGER` all fail).
 FORMAT_VERSION_REFUSAL: Final[str] = "Session format version must be a non-negative safe integer"
 #: ``inspectSessionFormatVersion`` of a header line that is not an object.
 HEADER_NOT_AN_OBJECT: Final[str] = "Session header must be a JSON object"

@@ -24,7 +24,7 @@ from ..errors import DshlogError, IOFailure, UsageError
 from ..model.content import TRANSCRIPT, content_text
 from ..model.period import parse_when
 from ..protocol import layout
-from ..protocol.jsjson import JsonError, loads
+from ..protocol.jsjson import loads_or_none
 from ..protocol.layout import (
     NO_CWD,
     decode_segment,
@@ -89,7 +89,7 @@ def read_header(path: Path) -> dict[str, Any] | None:
             return None
     if first is None or first.raw is None:
         return None
-    obj = _loads(first.raw)
+    obj = loads_or_none(first.raw)
     return obj if isinstance(obj, dict) and obj.get("type") == "session" else None
 
 
@@ -159,15 +159,15 @@ class SessionEntry:
             for raw in raw_lines(self.path):
                 if first:
                     first = False
-                    head = _loads(raw)
+                    head = loads_or_none(raw)
                     if isinstance(head, dict) and head.get("type") == "session":
                         continue  # the header
                 self.events += 1
                 last = raw
                 if self.prompt is None and b'"user/message"' in raw:
-                    self.prompt = _prompt(_loads(raw))
+                    self.prompt = _prompt(loads_or_none(raw))
                 if b"turn/start" in raw or b"session/title" in raw:
-                    obj = _loads(raw)
+                    obj = loads_or_none(raw)
                     t = obj.get("type") if isinstance(obj, dict) else None
                     if t == "turn/start":
                         self.turns += 1
@@ -178,7 +178,7 @@ class SessionEntry:
         except DshlogError as exc:
             self.error = exc.one_line()
         if last is not None:
-            obj = _loads(last)
+            obj = loads_or_none(last)
             if isinstance(obj, dict):
                 t = obj.get("time", obj.get("time0"))
                 if type(t) is int and t > 0:
@@ -224,14 +224,6 @@ def _prompt(obj: Any) -> str | None:
     content = data.get("content", message.get("content") if isinstance(message, dict) else None)  # v0 wraps the message
     text = content_text(content, TRANSCRIPT).strip()
     return text or None
-
-
-def _loads(raw: bytes) -> Any:
-    """A listing never stops at a damaged line: what does not parse is ``None``."""
-    try:
-        return loads(raw)
-    except JsonError:
-        return None
 
 
 def _entry(project_dir: Path, session_path: Path, *, header: bool) -> SessionEntry:
