@@ -20,12 +20,14 @@ from .common import (
     DeferredStdout,
     FileArg,
     current,
+    done,
     FormatOpt,
     SelectOpt,
     err,
     may_fork,
     print_notes,
     print_refusal,
+    read_progress,
     reading,
     resolve,
 )
@@ -60,13 +62,16 @@ def export(
         _export_root(file, fmt, output, full=full, redact=redact)
         return
     path = resolve(file)
-    options = {"full": full, "redact": redact, "select": select, "format_version": format_version, **reading(path)}
+    options = {"full": full, "redact": redact, "select": select, "format_version": format_version, **reading(path),
+               "progress": read_progress()}
     if output is None or output == STDOUT:
         deferred = DeferredStdout()  # held until dsh's decision on the whole log is known
         read = export_to(path, fmt, deferred.write, **options)
+        done()
         deferred.release()
     else:
         written = export_transcript(path, output, format=fmt, **options)  # type: ignore[arg-type]  # a format of FORMATS
+        done()
         for w in written.warnings:
             err(f"dshlog: warning: {w}")
         err(f"written: {written.path}")

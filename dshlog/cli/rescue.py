@@ -11,7 +11,7 @@ from ..errors import UsageError
 from ..model.rescue import TRANSFORMATIONS
 from ..ops.rescue import RescueOutcome, rescue_session, rescue_store
 from .app import command_app
-from .common import JSON_SHAPE, FileArg, JsonOpt, emit_json, err, js, may_fork, out, resolve
+from .common import JSON_SHAPE, FileArg, JsonOpt, done, emit_json, err, js, may_fork, out, read_progress, resolve
 
 app = command_app()
 
@@ -55,7 +55,9 @@ def rescue(
     if publish and output is not None:
         raise UsageError("choose either --publish (beside the source) or -o OUT")
     outcome = rescue_session(Path(resolve(file)), allow=allow, all_=all_, publish=publish,
-                             output=Path(output) if output is not None else None, parallel=may_fork())
+                             output=Path(output) if output is not None else None, parallel=may_fork(),
+                             progress=read_progress())
+    done()
     if json_:
         emit_json({"shape": JSON_SHAPE, **outcome.as_dict()})
     else:

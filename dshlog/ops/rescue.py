@@ -27,7 +27,7 @@ from ..errors import DshlogError, ExitCode, UnsupportedVersion, UsageError
 from ..model.rescue import BY_NAME, Plan, Refusal, Stored, message_texts, plan
 from ..protocol.jsjson import dumps, dumps_pretty
 from ..protocol.layout import rescue_record_name
-from ..read.container import Container
+from ..read.container import Container, Position
 from ..read.session import SessionLog, open_session
 from ..write.transaction import Publication, output_lock
 from ..write.verify import ReadBack
@@ -73,10 +73,10 @@ def judge(s: Stored) -> Refusal | None:
     return None
 
 
-def read_stored(source: Path, *, parallel: bool = False) -> tuple[Stored, bytes]:
-    """The source's stored header and events (read leniently) and its exact bytes."""
+def read_stored(source: Path, *, parallel: bool = False, progress: Position | None = None) -> tuple[Stored, bytes]:
+    """The source's stored header and events (read leniently) and its exact bytes (``progress``: told how far the read is)."""
     data = source.read_bytes()
-    with open_session(str(source), strict=False, parallel=parallel) as log:
+    with open_session(str(source), strict=False, parallel=parallel, progress=progress) as log:
         if log.info.container not in (Container.JSONL, Container.ZSTD) or log.header is None:
             raise UsageError(f"only session generation files can be rescued (this is a {log.info.container} input)", path=log.path)
         proof = "; ".join(p.message for p in log.notes
@@ -142,18 +142,19 @@ def _allowed(allow: Iterable[str], all_: bool) -> set[str]:
 
 
 def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False,
-                   output: Path | None = None, parallel: bool = False) -> RescueOutcome:
+                   output: Path | None = None, parallel: bool = False, progress: Position | None = None) -> RescueOutcome:
     """Plan (and with ``publish`` or ``output``, carry out) the rescue of one session generation.
 
     Never raises for the session's own problems: they are the outcome's status,
     ``why`` and exit code.  A usage error (an unknown transformation) is raised.
     ``parallel``: the caller allows forked helpers (the decode of a large zstd
     source, the read-back of a large successor); by default everything runs in process.
+    ``progress``: told how far the read of the source is (bytes of the file, its size).
     """
     allowed = _allowed(allow, all_)
     out = RescueOutcome(source=str(source), status="failed")
     try:
-        stored, data = read_stored(source, parallel=parallel)
+        stored, data = read_stored(source, parallel=parallel, progress=progress)
         p = plan(stored, judge, allowed)
         out.plan = p
         if not p.refused:
