@@ -17,7 +17,7 @@ from ..write.target import STDOUT
 from ..read.store import is_session_directory
 from .app import command_app
 from .common import (
-    DeferredStdout,
+    BatchedStdout,
     FileArg,
     current,
     done,
@@ -33,6 +33,9 @@ from .common import (
 )
 
 app = command_app()
+
+#: Bytes of a transcript gathered before they are written to stdout (one write per batch).
+_STREAM_BATCH = 64 << 10
 
 
 @app.command("export")
@@ -65,10 +68,12 @@ def export(
     options = {"full": full, "redact": redact, "select": select, "format_version": format_version, **reading(path),
                "progress": read_progress()}
     if output is None or output == STDOUT:
-        deferred = DeferredStdout()  # held until dsh's decision on the whole log is known
-        read = export_to(path, fmt, deferred.write, **options)
+        sink = _Streamed()
+        try:
+            read = export_to(path, fmt, sink.write, **options)
+        finally:
+            sink.flush()
         done()
-        deferred.release()
     else:
         written = export_transcript(path, output, format=fmt, **options)  # type: ignore[arg-type]  # a format of FORMATS
         done()
@@ -78,6 +83,28 @@ def export(
         read = written.noted
     print_notes(read)
     print_refusal("export", read)
+
+
+class _Streamed(BatchedStdout):
+    """Where the transcript goes on stdout: as it is rendered, in batches of :data:`_STREAM_BATCH` bytes.
+
+    dsh's decision on the whole log is known before the first byte (the first pass of
+    :class:`~dshlog.ops.transcript.Reading`), so nothing needs holding back: a refused
+    log's export opens with the refusal, and one that changed between the two passes
+    so that dsh now refuses it ends in an error and exit code, as ``show`` does.
+    The progress line stops before the first byte reaches a terminal.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(_STREAM_BATCH)
+        self._started = False
+
+    def write(self, data: bytes) -> None:
+        if not self._started:
+            self._started = True
+            if current().env.stdout_isatty:
+                done()
+        super().write(data)
 
 
 def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bool) -> None:
