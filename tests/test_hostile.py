@@ -357,7 +357,7 @@ def test_a_table_on_a_terminal_measures_no_more_of_a_cell_than_the_screen_shows(
     run = FUZZ.run_isolated(["ls", str(tmp_path / "root")], work=work, cwd=tmp_path, tty=True)
     assert run.code == 0, run.err.read_bytes()[-300:]
     shown = run.out.read_bytes().decode("utf-8", "replace")
-    assert "/éé" in shown and "…" in shown
+    assert "…éé" in shown  # the path is shown cut (on the left, where paths give way), not measured whole
     assert run.cpu < 2, f"ls on a terminal took {run.cpu:.2f}s of CPU for one 8 MiB cell (8.8 s before)"
 
 

@@ -27,7 +27,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
-from ..errors import DshlogError
+from ..errors import DshlogError, UsageError
 from ..model.transcript import Item
 from ..output import labels as L
 from ..output.html import page_title
@@ -37,13 +37,16 @@ from ..output.text import human_bytes, local_minutes, sanitize
 from ..ops.transcript import rescue_target
 from ..read.pages import EventIndex, open_index
 from ..read.session import dsh_refusal, open_session
-from ..read.store import SessionEntry, list_sessions, sort_entries
+from ..model.selection import Selection
+from ..ops.sessions import select_entries
+from ..read.store import SessionEntry, list_sessions
 from .model import (
     EventFilter,
     describe_request,
     event_json,
     event_row,
     first_prompt,
+    listed_sessions,
     parse_filter,
     parse_jump,
     request_diff,
@@ -135,9 +138,13 @@ class SessionList(Screen[None]):
         Binding("escape", "clear", "clear filter", show=False),
     ]
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, selection: Selection | None = None) -> None:
         super().__init__(id="sessions")
         self.root = root
+        #: the command line's ``--since/--until/--project/--cwd``: which sessions are listed at all
+        self.selection = selection
+        #: what a person is told about the selection (``--cwd`` matched nothing)
+        self.note: str | None = None
         self.entries: list[SessionEntry] = []
         self.sort = "time"
         self.needle = ""
@@ -158,6 +165,11 @@ class SessionList(Screen[None]):
     @work(thread=True, exclusive=True, group="list")
     def load(self) -> None:
         entries = list_sessions(self.root)
+        if self.selection is not None:
+            try:
+                entries, self.note = select_entries(entries, self.selection)
+            except UsageError as exc:  # an ambiguous --cwd: said where the list would be
+                entries, self.note = [], exc.message
         self.app.call_from_thread(self.loaded, entries)
 
     def loaded(self, entries: list[SessionEntry]) -> None:
@@ -170,12 +182,8 @@ class SessionList(Screen[None]):
     def refill(self) -> None:
         table = self.query_one("#list", DataTable)
         table.clear()
-        needle = self.needle.lower()
-        for e in sort_entries(self.entries, self.sort):
+        for e in listed_sessions(self.entries, self.needle, self.sort):
             name = e.display_title or ""
-            hay = " ".join(str(x) for x in (e.id, name, e.cwd, e.project)).lower()
-            if needle and needle not in hay:
-                continue
             table.add_row(
                 _t(local_minutes(e.last_activity)),
                 _t(" ".join(name.split())[:70] or (e.error or "")),
@@ -185,7 +193,8 @@ class SessionList(Screen[None]):
                 _t(e.id or e.dir.name),
                 key=str(e.path or e.dir),
             )
-        self.query_one("#list-title", Static).update(_t(f"sessions in {self.root} · {table.row_count} shown · sorted by {self.sort}"))
+        note = f" · {self.note}" if self.note else ""
+        self.query_one("#list-title", Static).update(_t(f"sessions in {self.root} · {table.row_count} shown · sorted by {self.sort}{note}"))
 
     @on(Input.Changed, "#list-filter")
     def filter_changed(self, event: Input.Changed) -> None:
@@ -613,10 +622,12 @@ class BrowseApp(App[None]):
     ]
 
     def __init__(
-        self, *, root: Path | None = None, target: str | None = None, tmpdir: str | None = None, system_prompt_plugins: tuple[str, ...] = ()
+        self, *, root: Path | None = None, target: str | None = None, tmpdir: str | None = None, system_prompt_plugins: tuple[str, ...] = (),
+        selection: Selection | None = None,
     ) -> None:
         super().__init__()
         self.root = root
+        self.selection = selection
         self.target = target
         self.tmpdir = tmpdir
         self.plugins = system_prompt_plugins
@@ -632,7 +643,7 @@ class BrowseApp(App[None]):
 
     def on_mount(self) -> None:
         if self.root is not None:
-            self.push_screen(SessionList(self.root))
+            self.push_screen(SessionList(self.root, self.selection))
         if self.target is not None:
             self.open_session(self.target)
 

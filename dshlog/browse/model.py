@@ -25,7 +25,9 @@ from ..output.events import describe, surface_marker
 from ..output.diff import diff_lines
 from ..output.text import preview
 from ..protocol.jsjson import dumps_pretty
+from ..model.selection import smart_case
 from ..read.pages import EventIndex
+from ..read.store import SessionEntry, sort_entries
 
 __all__ = [
     "EventFilter",
@@ -35,6 +37,7 @@ __all__ = [
     "event_json",
     "event_row",
     "first_prompt",
+    "listed_sessions",
     "parse_filter",
     "parse_jump",
     "request_diff",
@@ -43,6 +46,23 @@ __all__ = [
     "surface_view",
     "turn_items",
 ]
+
+
+def _list_text(e: SessionEntry) -> str:
+    """What the session list's filter looks in: the id, the title (or first prompt), the directory, the project."""
+    return " ".join(str(x) for x in (e.id, e.display_title or "", e.cwd, e.project))
+
+
+def listed_sessions(entries: list[SessionEntry], needle: str = "", sort: str = "time") -> list[SessionEntry]:
+    """The session list's rows: ``entries`` sorted by ``sort``, those whose text holds ``needle``
+    (smart case, as ``search`` and ``ls --grep``: :func:`~dshlog.model.selection.smart_case`)."""
+    ordered = sort_entries(entries, sort)
+    if not needle:
+        return ordered
+    if smart_case(needle):
+        folded = needle.casefold()
+        return [e for e in ordered if folded in _list_text(e).casefold()]
+    return [e for e in ordered if needle in _list_text(e)]
 
 
 def session_title(ix: EventIndex) -> str | None:

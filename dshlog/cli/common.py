@@ -33,6 +33,7 @@ from ..protocol.jsjson import dumps, dumps_pretty, stringify
 from ..protocol.layout import default_root
 from ..check.problems import Problems
 from ..ops.sessions import open_target
+from ..read.container import Position
 from ..read.session import SessionLog
 from ..read.store import list_sessions, resolve_session
 from .env import Env
@@ -50,7 +51,7 @@ __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JobsOpt", "JsonOpt", "Run",
     "SchedulerOpt", "SelectOpt", "ShownRefusal", "UnknownOpt", "batch_executor", "closer_lines", "current", "done", "emit",
     "emit_json", "err", "event_bytes", "js", "may_fork", "open_log", "out", "plugins", "print_notes", "print_problems", "print_refusal",
-    "progress", "reading", "release", "resolve", "root", "screen", "stdin_for", "store_targets",
+    "progress", "read_progress", "reading", "release", "resolve", "root", "screen", "stdin_for", "store_targets",
 ]
 
 
@@ -106,6 +107,24 @@ def progress(label: str | None = None) -> Progress:
         run.progress.clear()
     run.progress = Progress(run.env, label or get_current_context().info_name or "dshlog")
     return run.progress
+
+
+def read_progress(label: str | None = None) -> Position:
+    """A reader's position hook (:data:`~dshlog.read.container.Position`) that draws how much of
+    the file was read: ``export: 41.9 MB/120.3 MB · 6s``.
+
+    The hook draws only while its line is this run's line: once :func:`done` is called
+    (the reading is over, or what follows writes to the terminal) it is inert, so a
+    second read of the log (the rendering pass) never draws over a pager or a table.
+    """
+    run = current()
+    line = progress(label)
+
+    def told(done: int, total: int | None) -> None:
+        if run.progress is line:
+            line.update(done, total, size=True)
+
+    return told
 
 
 def done() -> None:

@@ -15,22 +15,29 @@ from ..output.export import FORMATS
 from ..output.labels import TO_BRING_BACK, rescue_command
 from ..write.target import STDOUT
 from ..read.store import is_session_directory
+from ..model.selection import Selection
 from .app import command_app
+from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, say, selection
 from .common import (
-    DeferredStdout,
+    BatchedStdout,
     FileArg,
     current,
+    done,
     FormatOpt,
     SelectOpt,
     err,
     may_fork,
     print_notes,
     print_refusal,
+    read_progress,
     reading,
     resolve,
 )
 
 app = command_app()
+
+#: Bytes of a transcript gathered before they are written to stdout (one write per batch).
+_STREAM_BATCH = 64 << 10
 
 
 @app.command("export")
@@ -42,13 +49,18 @@ def export(
     full: Annotated[bool, typer.Option("--full", help="Do not trim long tool output, arguments and system prompts.")] = False,
     select: SelectOpt = None,
     format_version: FormatOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    project: ProjectOpt = None,
+    cwd: CwdOpt = None,
 ) -> None:
     """A transcript to share: Markdown, a self-contained HTML page, or JSON; or a whole root as HTML pages.
 
     The HTML page loads nothing from anywhere (inline CSS, one inline script allowed by its hash): rendered
     Markdown, highlighted code, contents by turn, filters and search; tool output and reasoning fold.
     FILE may be a persistence root with --format html -o DIR: one page per session and an index.html, by
-    last activity, subagents under their parent (exit 4 when a session could not be exported). A log dsh
+    last activity, subagents under their parent (exit 4 when a session could not be exported); --since, --until,
+    --project and --cwd export only the sessions they keep, as ls lists them. A log dsh
     refuses to open is exported as far as its stored rows can be read, opening with dsh's reason (exit 4, or 3
     when unsupported).
 
@@ -56,17 +68,25 @@ def export(
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
+    chosen = selection(since, until, project, cwd)
     if file and Path(file).is_dir() and not is_session_directory(Path(file)):
-        _export_root(file, fmt, output, full=full, redact=redact)
+        _export_root(file, fmt, output, full=full, redact=redact, chosen=chosen)
         return
+    if (since, until, project, cwd) != (None, None, None, None):
+        raise UsageError("--since, --until, --project and --cwd select sessions of a root: give a ROOT with --format html -o DIR")
     path = resolve(file)
-    options = {"full": full, "redact": redact, "select": select, "format_version": format_version, **reading(path)}
+    options = {"full": full, "redact": redact, "select": select, "format_version": format_version, **reading(path),
+               "progress": read_progress()}
     if output is None or output == STDOUT:
-        deferred = DeferredStdout()  # held until dsh's decision on the whole log is known
-        read = export_to(path, fmt, deferred.write, **options)
-        deferred.release()
+        sink = _Streamed()
+        try:
+            read = export_to(path, fmt, sink.write, **options)
+        finally:
+            sink.flush()
+        done()
     else:
         written = export_transcript(path, output, format=fmt, **options)  # type: ignore[arg-type]  # a format of FORMATS
+        done()
         for w in written.warnings:
             err(f"dshlog: warning: {w}")
         err(f"written: {written.path}")
@@ -75,11 +95,34 @@ def export(
     print_refusal("export", read)
 
 
-def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bool) -> None:
+class _Streamed(BatchedStdout):
+    """Where the transcript goes on stdout: as it is rendered, in batches of :data:`_STREAM_BATCH` bytes.
+
+    dsh's decision on the whole log is known before the first byte (the first pass of
+    :class:`~dshlog.ops.transcript.Reading`), so nothing needs holding back: a refused
+    log's export opens with the refusal, and one that changed between the two passes
+    so that dsh now refuses it ends in an error and exit code, as ``show`` does.
+    The progress line stops before the first byte reaches a terminal.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(_STREAM_BATCH)
+        self._started = False
+
+    def write(self, data: bytes) -> None:
+        if not self._started:
+            self._started = True
+            if current().env.stdout_isatty:
+                done()
+        super().write(data)
+
+
+def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bool, chosen: Selection) -> None:
     """``export ROOT --format html -o DIR``."""
     if fmt != "html" or out is None:
         raise UsageError(f"{root} is a persistence root: export it with --format html -o DIR (one page per session)", path=root)
-    result = export_store(root, out, full=full, redact=redact, parallel=may_fork())
+    result = export_store(root, out, full=full, redact=redact, parallel=may_fork(), selection=chosen)
+    say(result.note)
     for w in result.warnings:
         err(f"dshlog: warning: {w}")
     for sid, refused, rescue in result.refused:

@@ -3,9 +3,10 @@
 A command that may run longer than about a second (a batch over a store, an export of a
 large log) says how far it is, so that a person at a terminal never looks at a silent
 screen wondering whether it hangs.  The core reports what it did (an executor's
-``progress`` hook, a writer's callback); this module turns it into one line on stderr:
+``progress`` hook, a reader's position hook); this module turns it into one line on stderr:
 
     report: 120/355 sessions · 4s
+    export: 41.9 MB/120.3 MB · 6s
 
 The line appears only after :attr:`Env.progress_delay` (quick commands show none), is
 redrawn at most ten times a second, is erased before any other line is written
@@ -51,7 +52,7 @@ class Progress:
         if elapsed < self._env.progress_delay or (self._drawn and now - self._last < _REDRAW and done != total):
             return
         amount = size_text(done) if size else str(done)
-        of = f"/{total}" if total is not None else ""
+        of = "" if total is None else f"/{size_text(total) if size else total}"
         text = f"{self._label}: {amount}{of}{' ' + unit if unit else ''} · {int(elapsed)}s"
         width = (self._env.width or 80) - 1
         self._draw(text[:width])

@@ -9,12 +9,14 @@ import typer
 from ..ops.views import rebuild_request
 from .app import command_app
 from .common import (
+    done,
     FileArg,
     FormatOpt,
     SelectOpt,
     UnknownOpt,
     emit,
     print_notes,
+    read_progress,
     reading,
     resolve,
 )
@@ -41,6 +43,7 @@ def rebuild(
     """
     path = resolve(file)
     req = rebuild_request(path, request, allow_unknown=allow_unknown, select=select, format_version=format_version,
-                          **reading(path))
+                          **reading(path), progress=read_progress())
+    done()
     emit(req.to_json(pretty=not compact, messages_only=messages_only) + b"\n")
     print_notes(req)

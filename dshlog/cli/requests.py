@@ -8,6 +8,7 @@ from ..output.table import Column, table
 from ..protocol.jsjson import dumps
 from .app import command_app
 from .common import (
+    done,
     BatchedStdout,
     FileArg,
     FormatOpt,
@@ -16,6 +17,7 @@ from .common import (
     SelectOpt,
     UnknownOpt,
     print_notes,
+    read_progress,
     reading,
     resolve,
     screen,
@@ -41,7 +43,9 @@ def requests(
     """
     path = resolve(file)
     # dsh's decision on the whole log, and every row, before anything is printed
-    series = request_series(path, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path))
+    series = request_series(path, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path),
+                            progress=read_progress())
+    done()
     if json_:
         # one request per line: a long series reads (and pipes) row by row
         out = BatchedStdout()

@@ -12,7 +12,7 @@ from ..model.rescue import TRANSFORMATIONS
 from ..ops.rescue import RescueOutcome, StoreSummary, rescue_session, rescue_store
 from ..output.table import table
 from .app import command_app
-from .common import JSON_SHAPE, FileArg, JsonOpt, emit_json, err, js, may_fork, out, resolve, screen
+from .common import JSON_SHAPE, FileArg, JsonOpt, done, emit_json, err, js, may_fork, out, read_progress, resolve, screen
 
 app = command_app()
 
@@ -57,7 +57,9 @@ def rescue(
     if publish and output is not None:
         raise UsageError("choose either --publish (beside the source) or -o OUT")
     outcome = rescue_session(Path(resolve(file)), allow=allow, all_=all_, publish=publish,
-                             output=Path(output) if output is not None else None, check=check, parallel=may_fork())
+                             output=Path(output) if output is not None else None, check=check, parallel=may_fork(),
+                             progress=read_progress())
+    done()
     if json_:
         emit_json({"shape": JSON_SHAPE, **outcome.as_dict()})
     else:

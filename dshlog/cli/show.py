@@ -10,7 +10,7 @@ from ..ops.transcript import transcript
 from ..output.plain import PlainRenderer
 from ..output.terminal import TerminalRenderer
 from .app import command_app
-from .common import FileArg, FormatOpt, SelectOpt, current, print_notes, print_refusal, reading, resolve
+from .common import FileArg, FormatOpt, SelectOpt, current, done, print_notes, print_refusal, read_progress, reading, resolve
 from .pager import paged
 
 app = command_app()
@@ -36,7 +36,10 @@ def show(
     run = current()
     path = resolve(file)
     scr = run.env.screen()
-    with transcript(path, select=select, format_version=format_version, **reading(path)) as t:
+    with transcript(path, select=select, format_version=format_version, **reading(path),
+                    progress=read_progress()) as t:
+        if scr.terminal:
+            done()  # the transcript is drawn on the terminal (or a pager) from here: no line under it
         if not scr.terminal:
             t.show(PlainRenderer(scr.stream.write, reasoning=reasoning), full=full)
         elif scr.tty and not no_pager:
@@ -44,5 +47,6 @@ def show(
                 t.show(TerminalRenderer(scr.console(stream), reasoning=reasoning), full=full)
         else:
             t.show(TerminalRenderer(scr.console(), reasoning=reasoning), full=full)
+        done()
         print_notes(t)
         print_refusal("show", t)

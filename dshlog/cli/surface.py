@@ -11,6 +11,7 @@ from ..ops.surface import surface_rows
 from ..output.table import Column, table
 from .app import command_app
 from .common import (
+    done,
     FileArg,
     FormatOpt,
     JsonOpt,
@@ -19,6 +20,7 @@ from .common import (
     BatchedStdout,
     out,
     print_notes,
+    read_progress,
     reading,
     resolve,
     screen,
@@ -45,7 +47,9 @@ def surface(
     """
     path = resolve(file)
     # the lean fold: a row per node, not its message; --messages reads the messages again as they are written
-    view = surface_rows(path, at=at, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path))
+    view = surface_rows(path, at=at, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path),
+                        progress=read_progress())
+    done()
     if json_:
         batch = BatchedStdout()
         for piece in view.json_pieces(messages=messages):

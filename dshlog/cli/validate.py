@@ -23,6 +23,7 @@ from .common import (
     may_fork,
     out,
     plugins,
+    read_progress,
     resolve,
     stdin_for,
 )
@@ -51,7 +52,8 @@ def validate(
     stream = stdin_for("-") if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for report in validate_many(targets, select=select, format_version=format_version,
-                                    system_prompt_plugins=plugins(), executor=ex, parallel=may_fork(), stream=stream):
+                                    system_prompt_plugins=plugins(), executor=ex, parallel=may_fork(), stream=stream,
+                                    progress=read_progress() if len(targets) == 1 else None):
             reports.append(report)
             if json_:
                 continue

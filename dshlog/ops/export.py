@@ -30,6 +30,8 @@ from ..protocol.layout import encode_segment
 from ..read.store import SessionEntry, list_sessions, sort_entries
 from ..write.target import output_path
 from ..write.transaction import Ownership, Publication, make_directory, output_lock
+from ..model.selection import Selection
+from .sessions import select_entries
 from .transcript import Reading, open_reading
 
 
@@ -84,6 +86,8 @@ class StoreExport:
     warnings: list[str] = field(default_factory=list)
     #: (session id or dir, dsh's refusal, what ``dshlog rescue`` takes to bring it back)
     refused: list[tuple[str, DshlogError, str]] = field(default_factory=list)
+    #: what a person is told about the selection (``--cwd`` matched no session)
+    note: str | None = None
 
 
 def page_name(entry: SessionEntry) -> str:
@@ -128,7 +132,8 @@ def _publish(target: Path, write_page: Callable[[Callable[[bytes], None]], None]
     return pub.warnings
 
 
-def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool = False, parallel: bool = False) -> StoreExport:
+def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool = False, parallel: bool = False,
+                 selection: Selection | None = None) -> StoreExport:
     """Every session of ``root`` as an HTML page in the new or empty directory ``out``, plus ``index.html``.
 
     A session dsh refuses to open gets its page too (its stored rows, opening with
@@ -138,10 +143,17 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
     still written.  Nothing is ever
     overwritten: ``out`` must not hold any of the files this export writes.
     ``parallel``: forked helpers may decode large zstd sessions (the caller's policy).
+    ``selection``: only the sessions it keeps (``--since/--until/--project/--cwd``); what a
+    person is told about it (``--cwd`` matched nothing) is :attr:`StoreExport.note`.
     """
     entries = list_sessions(root)
     if not entries:
         raise UsageError(f"no sessions under {root}", path=str(root))
+    note = None
+    if selection is not None:
+        entries, note = select_entries(entries, selection)
+        if not entries:
+            raise UsageError(f"no session under {root} is selected{': ' + note if note else ''}", path=str(root))
     directory = Path(out)
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"{out} is a file; give a directory for -o with a root", path=out)
@@ -153,7 +165,7 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
             raise Refused(f"{out} already holds {', '.join(clash[:3])}{' ...' if len(clash) > 3 else ''}; export into a new or empty directory", path=out)
     make_directory(directory, None)
     by_id = {e.id: e for e, _ in ordered if e.id is not None}
-    result = StoreExport(directory, directory / INDEX)
+    result = StoreExport(directory, directory / INDEX, note=note)
     rows: list[IndexRow] = []
     text = mask if redact else (lambda s: s)
     for e, depth in ordered:

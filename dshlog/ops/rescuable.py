@@ -19,7 +19,7 @@ from ..errors import DshlogError, IOFailure, UsageError
 from ..model.rescue import Refusal, Stored, plan
 from ..output.labels import rescue_note, rescue_target
 from ..protocol.jsjson import dumps
-from ..read.container import Container
+from ..read.container import Container, Position
 from ..read.session import SessionLog, open_session
 
 __all__ = ["SourceFacts", "judge", "open_candidate", "read_stored", "rescue_hint", "serialize", "source_facts"]
@@ -97,15 +97,16 @@ def source_facts(source: Path) -> SourceFacts:
     return SourceFacts(size, digest.hexdigest())
 
 
-def read_stored(source: Path, *, parallel: bool = False) -> tuple[Stored, SourceFacts]:
-    """The source's stored header and events (read leniently) and what the record says of its bytes."""
+def read_stored(source: Path, *, parallel: bool = False, progress: Position | None = None) -> tuple[Stored, SourceFacts]:
+    """The source's stored header and events (read leniently) and what the record says of its bytes
+    (``progress``: told how far the read is)."""
     data = source_facts(source)
-    return _stored(source, parallel=parallel), data
+    return _stored(source, parallel=parallel, progress=progress), data
 
 
-def _stored(source: Path, *, parallel: bool = False) -> Stored:
+def _stored(source: Path, *, parallel: bool = False, progress: Position | None = None) -> Stored:
     """The source's stored header and events, read leniently (a header dsh refuses too)."""
-    with open_session(str(source), strict=False, parallel=parallel) as log:
+    with open_session(str(source), strict=False, parallel=parallel, progress=progress) as log:
         if log.info.container not in (Container.JSONL, Container.ZSTD) or log.header is None:
             raise UsageError(f"only session generation files can be rescued (this is a {log.info.container} input)", path=log.path)
         proof = "; ".join(p.message for p in log.notes

@@ -28,6 +28,7 @@ from ..model.rescue import BY_NAME, Plan, Stored, message_texts, plan
 from ..protocol.jsjson import dumps_pretty
 from ..protocol.layout import rescue_record_name
 from ..read.container import select_generation
+from ..read.container import Position
 from ..write.transaction import Publication, output_lock
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
@@ -99,7 +100,8 @@ def _allowed(allow: Iterable[str], all_: bool) -> set[str]:
 
 
 def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False,
-                   output: Path | None = None, check: bool = False, parallel: bool = False) -> RescueOutcome:
+                   output: Path | None = None, check: bool = False, parallel: bool = False,
+                   progress: Position | None = None) -> RescueOutcome:
     """Plan (and with ``publish`` or ``output``, carry out) the rescue of one session generation.
 
     Never raises for the session's own problems: they are the outcome's status,
@@ -108,6 +110,7 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
     as ``migrate --check`` and ``repair --check`` do; nothing is written.
     ``parallel``: the caller allows forked helpers (the decode of a large zstd
     source, the read-back of a large successor); by default everything runs in process.
+    ``progress``: told how far the read of the source is (bytes of the file, its size).
     """
     allowed = _allowed(allow, all_)
     if check and (publish or output is not None):
@@ -117,7 +120,7 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
         if _is_dir(source):  # a session directory: the generation dsh reads there
             source = select_generation(source)
             out.source = str(source)
-        stored, data = read_stored(source, parallel=parallel)
+        stored, data = read_stored(source, parallel=parallel, progress=progress)
         p = plan(stored, judge, allowed)
         out.plan = p
         if not p.refused:

@@ -18,7 +18,7 @@ from ..model.selection import Selection, smart_case
 from ..protocol.jsjson import loads_or_none
 from ..protocol.layout import decode_segment
 from ..protocol.vocabulary import ROLE_OF_TYPE
-from ..read.container import Container
+from ..read.container import Container, Position
 from ..read.session import SessionLog, open_session
 from ..read.store import SessionEntry, list_sessions, project_key, raw_lines, sort_entries
 
@@ -43,14 +43,17 @@ def located(path: str) -> Iterator[None]:
 
 def open_target(target: str | os.PathLike[str], *, strict: bool = True, select: str | None = None,
                 format_version: int | None = None, system_prompt_plugins: tuple[str, ...] = (),
-                stream: IO[bytes] | None = None, parallel: bool = False, guard: bool = False) -> SessionLog:
+                stream: IO[bytes] | None = None, parallel: bool = False, guard: bool = False,
+                progress: Position | None = None) -> SessionLog:
     """Open the input of an operation (see :class:`~dshlog.read.session.SessionLog` for the options).
 
     ``select`` picks one session of a wrapped stream or document; on an input
     that holds one session it is a usage error rather than silently ignored.
+    ``progress``: told how far the body's read is (bytes of the file, its size).
     """
     log = open_session(target, strict=strict, select=select, format_version=format_version,
-                       system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel, guard=guard)
+                       system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel, guard=guard,
+                       progress=progress)
     if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
         log.close()
         raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}",

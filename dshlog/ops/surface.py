@@ -34,6 +34,7 @@ from ..output.jsondoc import SHAPE
 from ..output.text import preview
 from ..protocol.jsjson import Items, pretty_pieces
 from ..protocol.vocabulary import message_of
+from ..read.container import Position
 from ..read.session import SessionLog
 from .sessions import located, open_target
 
@@ -195,12 +196,13 @@ def command_fold(*, strict_unknown: bool = True, keep_messages: bool = False) ->
 def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow_unknown: bool = False,
                  select: str | None = None, format_version: int | None = None,
                  system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-                 parallel: bool = False) -> SurfaceRows:
+                 parallel: bool = False, progress: Position | None = None) -> SurfaceRows:
     """Fold the log (or its prefix up to seq ``at``) keeping the printed row of each node, not its message."""
 
     def reopen() -> SessionLog:
         return open_target(target, select=select, format_version=format_version,
-                           system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel)
+                           system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel,
+                           progress=progress)
 
     if at is None and stream is None:
         # the whole log: dsh's restore folds it anyway, and where it found nothing its fold is the command's

@@ -43,6 +43,7 @@ from ..model.transcript import Refusal, SessionHead, session_facts
 from ..output.export import export as render_export
 from ..output.labels import refusal_mark, rescue_target
 from ..output.renderer import Renderer, render
+from ..read.container import Position
 from ..read.session import SessionLog, dsh_refusal, is_dsh_refusal
 from .results import ReadNotes
 from .sessions import OpenLog, located, open_target
@@ -182,24 +183,27 @@ def _source(target: str | os.PathLike[str], stream: IO[bytes] | None, **options:
 
 def open_reading(target: str | os.PathLike[str], *, select: str | None = None, format_version: int | None = None,
                  system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-                 parallel: bool = False) -> Reading:
-    """Open ``target`` for a person: dsh's decision first, then the log (see :class:`Reading`)."""
+                 parallel: bool = False, progress: Position | None = None) -> Reading:
+    """Open ``target`` for a person: dsh's decision first, then the log (see :class:`Reading`).
+
+    ``progress`` is told how far each of the two reads is (bytes of the file, its size).
+    """
     return Reading(_source(target, stream, select=select, format_version=format_version,
-                           system_prompt_plugins=system_prompt_plugins, parallel=parallel))
+                           system_prompt_plugins=system_prompt_plugins, parallel=parallel, progress=progress))
 
 
 def transcript(target: str | os.PathLike[str], *, select: str | None = None, format_version: int | None = None,
                system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-               parallel: bool = False) -> Transcript:
+               parallel: bool = False, progress: Position | None = None) -> Transcript:
     """Open ``target`` for ``show`` (dsh's decision first; see :class:`Reading`)."""
     return Transcript(_source(target, stream, select=select, format_version=format_version,
-                              system_prompt_plugins=system_prompt_plugins, parallel=parallel))
+                              system_prompt_plugins=system_prompt_plugins, parallel=parallel, progress=progress))
 
 
 def export_to(target: str | os.PathLike[str], fmt: str, write: Callable[[bytes], object], *, full: bool = False,
               redact: bool = False, select: str | None = None, format_version: int | None = None,
               system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-              parallel: bool = False) -> ReadNotes:
+              parallel: bool = False, progress: Position | None = None) -> ReadNotes:
     """The transcript of ``target`` in ``fmt`` (``md``, ``html``, ``json``) through ``write``.
 
     A log dsh refuses is exported too, opening with the refusal (the result's
@@ -208,7 +212,7 @@ def export_to(target: str | os.PathLike[str], fmt: str, write: Callable[[bytes],
     transcript holds what ``write`` got until this returns.
     """
     with open_reading(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
-                      stream=stream, parallel=parallel) as reading:
+                      stream=stream, parallel=parallel, progress=progress) as reading:
         head = reading.export_head()
         with reading.events() as events:
             render_export(events, head, fmt, write, full=full, redact=redact)

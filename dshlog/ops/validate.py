@@ -26,6 +26,7 @@ from ..errors import DshlogError, ExitCode, MigrationRefused, UnsupportedVersion
 from ..executor import Executor, InProcess, helpers_allowed
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
+from ..read.container import Position
 from ..read.session import is_dsh_refusal, open_session
 
 MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
@@ -142,7 +143,7 @@ Reopen = Callable[[], IO[bytes] | None]
 
 
 def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, format_version: int | None,
-                 plugins: tuple[str, ...], parallel: bool, again: Reopen) -> None:
+                 plugins: tuple[str, ...], parallel: bool, again: Reopen, progress: Position | None = None) -> None:
     """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
 
     ``log`` is the lenient reader the listing used.  A header dsh refuses is known
@@ -154,7 +155,7 @@ def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, form
         return
     try:
         with open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
-                          parallel=parallel, stream=again()) as log:
+                          parallel=parallel, stream=again(), progress=progress) as log:
             with log.v4() as view:
                 view.finish()
     except DshlogError as exc:
@@ -173,17 +174,18 @@ def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, form
 
 def validate_log(target: str, *, select: str | None = None, format_version: int | None = None,
                  system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False,
-                 stream: IO[bytes] | None = None) -> Report:
+                 stream: IO[bytes] | None = None, progress: Position | None = None) -> Report:
     """Check one input completely; never raises for problems in the log itself.
 
     ``system_prompt_plugins`` and ``parallel`` (forked helpers allowed): as
     :class:`~dshlog.read.session.SessionLog` takes them.  ``stream``: read this
     open stream (what ``-`` names) instead of opening ``target``; the log is read
     up to three times (the listing, dsh's decision, the migrated form), so the
-    stream is spooled once to a temporary file, never held in memory.
+    stream is spooled once to a temporary file, never held in memory.  ``progress``: told how far
+    each read is (bytes of the file, its size).
     """
     if stream is None:
-        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, lambda: None)
+        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, lambda: None, progress)
     with tempfile.TemporaryFile() as spool:
         shutil.copyfileobj(stream, spool, 1 << 20)
 
@@ -192,15 +194,15 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
             fh.seek(0)
             return fh
 
-        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, again)
+        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, again, progress)
 
 
 def _validate_log(target: str, select: str | None, format_version: int | None, system_prompt_plugins: tuple[str, ...],
-                  parallel: bool, again: Reopen) -> Report:
+                  parallel: bool, again: Reopen, progress: Position | None = None) -> Report:
     report = Report(path=target)
     try:
         log = open_session(target, strict=False, select=select, format_version=format_version, parallel=parallel,
-                           stream=again())
+                           stream=again(), progress=progress)
     except DshlogError as exc:
         _from_error(report, exc)
         return report
@@ -255,12 +257,13 @@ def _validate_log(target: str, select: str | None, format_version: int | None, s
             else:
                 sev = Severity.WARNING
             report.add(n.with_severity(sev))
-    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins, parallel, again)
+    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins, parallel, again, progress)
     if log.version is not None and log.version < CURRENT_VERSION and not report.count("error") and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
             log2 = open_session(target, strict=False, select=select, format_version=format_version,
-                                system_prompt_plugins=system_prompt_plugins, parallel=parallel, stream=again())
+                                system_prompt_plugins=system_prompt_plugins, parallel=parallel, stream=again(),
+                                progress=progress)
             with log2:
                 migrated = log2.v4()
                 rules = Validator(migrated.header if log2.header is not None else None, projection=log2.snapshot)
@@ -279,14 +282,20 @@ def _validate_target(target: str, *, stream: IO[bytes] | None, **options: Any) -
 
 def validate_many(targets: Iterable[str], *, select: str | None = None, format_version: int | None = None,
                   system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
-                  parallel: bool = False, stream: IO[bytes] | None = None) -> Iterator[Report]:
+                  parallel: bool = False, stream: IO[bytes] | None = None,
+                  progress: Position | None = None) -> Iterator[Report]:
     """:func:`validate_log` of each target, in input order, through the caller's executor.
+
+    ``progress``: told how far the read of a single target is, when the batch is that one
+    target read in this process (a hook does not travel to a worker).
 
     ``stream``: what a target ``-`` reads (the caller's standard input).  With one, the
     batch runs in this process whatever ``executor`` says: an open stream is this
     process's and cannot travel to a worker.
     """
     ex = executor if executor is not None and stream is None else InProcess()
+    targets = list(targets)
+    told = progress if len(targets) == 1 and isinstance(ex, InProcess) else None
     task = partial(_validate_target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
-                   parallel=helpers_allowed(ex, parallel), stream=stream)
-    yield from ex.map(task, list(targets))
+                   parallel=helpers_allowed(ex, parallel), stream=stream, progress=told)
+    yield from ex.map(task, targets)

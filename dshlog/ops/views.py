@@ -16,6 +16,7 @@ from ..errors import UsageError, boundary
 from ..model.requests import iter_requests
 from ..model.requests import rebuild as rebuild_from
 from ..model.summary import summarize
+from ..read.container import Position
 from .results import RebuiltRequest, RequestRow, RequestSeries, SessionInfo, SurfaceView
 from .sessions import Target, located
 from .sessions import open_target as _open
@@ -30,7 +31,8 @@ def session_info(target: Target, *, select: str | None = None, format_version: i
                  parallel: bool = False) -> SessionInfo:
     """``dshlog info``: header, container, sizes, counts by type, turns, tokens (the stored events).
 
-    ``stream``, here and below: read this open binary stream (what ``-`` names), as :func:`open_session`.
+    ``stream``, here and below: read this open binary stream (what ``-`` names), as :func:`open_session`;
+    ``progress``: told how far the read is (:data:`~dshlog.read.container.Position`).
     """
     with _open(target, strict=False, select=select, format_version=format_version,
                system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel) as log, located(log.path):
@@ -41,10 +43,10 @@ def session_info(target: Target, *, select: str | None = None, format_version: i
 @boundary
 def surface(target: Target, *, at: int | None = None, allow_unknown: bool = False, select: str | None = None,
             format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
-            stream: IO[bytes] | None = None, parallel: bool = False) -> SurfaceView:
+            stream: IO[bytes] | None = None, parallel: bool = False, progress: Position | None = None) -> SurfaceView:
     """``dshlog surface``: the fold of the log (or of its prefix up to seq ``at``): nodes and derived messages."""
     with _open(target, strict=stance("surface").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-               stream=stream, parallel=parallel) as log:
+               stream=stream, parallel=parallel, progress=progress) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         if at is not None and state.next_seq <= at:
@@ -56,10 +58,11 @@ def surface(target: Target, *, at: int | None = None, allow_unknown: bool = Fals
 @boundary
 def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False, select: str | None = None,
                     format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
-                    stream: IO[bytes] | None = None, parallel: bool = False) -> RebuiltRequest:
+                    stream: IO[bytes] | None = None, parallel: bool = False,
+                    progress: Position | None = None) -> RebuiltRequest:
     """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
     with _open(target, strict=stance("rebuild").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-               stream=stream, parallel=parallel) as log:
+               stream=stream, parallel=parallel, progress=progress) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
         return RebuiltRequest(number, request, tuple(log.notes), log.path, log.notes.suppressed())
@@ -68,13 +71,14 @@ def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False,
 @boundary
 def request_series(target: Target, *, allow_unknown: bool = False, select: str | None = None,
                    format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
-                   stream: IO[bytes] | None = None, parallel: bool = False) -> RequestSeries:
+                   stream: IO[bytes] | None = None, parallel: bool = False,
+                   progress: Position | None = None) -> RequestSeries:
     """``dshlog requests``: every request, whether it extends its predecessor byte for byte, and why not.
 
     dsh's decision on the whole log comes before the series is returned.
     """
     with _open(target, strict=stance("requests").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-               stream=stream, parallel=parallel) as log:
+               stream=stream, parallel=parallel, progress=progress) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
                                                                  strict_unknown=not allow_unknown))

@@ -67,6 +67,15 @@ class LineLimit:
             path=path, loc=Location(line=line, offset=offset, frame=frame))
 
 
+#: A reader's progress hook: ``(bytes of the file read so far, the file's size or None)``.
+#: The reading loop calls it (:class:`~dshlog.read.session.SessionLog`'s ``progress``), never a thread:
+#: a process that forks a zstd decoder must have no other thread.
+Position = Callable[[int, int | None], None]
+
+#: About how many bytes a reader reads between two calls of its :data:`Position` hook.
+PROGRESS_STEP = 1 << 20
+
+
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n} bytes"
 

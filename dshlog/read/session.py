@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -44,7 +45,9 @@ from .children import discover_child_facts
 from .header import HeaderDecision, read_header
 from .container import (
     LINE_LIMIT,
+    PROGRESS_STEP,
     Container,
+    Position,
     Record,
     SourceInfo,
     Torn,
@@ -147,6 +150,7 @@ class SessionLog:
         system_prompt_plugins: tuple[str, ...] | list[str] = (),
         parallel: bool = False,
         guard: bool = False,
+        progress: Position | None = None,
     ) -> None:
         """``stream``: read this already open buffered binary stream (``target`` is then only
         the name shown in messages), e.g. bytes arriving through a pipe.
@@ -162,10 +166,14 @@ class SessionLog:
         ``guard``: the views this log hands out translate what escapes their
         iteration into the error hierarchy (:func:`dshlog.errors.guarded`), as
         the library's entry points do for a log they return to a caller.
+        ``progress``: told ``(bytes of the file read, its size)`` while the body is read
+        (:data:`~dshlog.read.container.Position`), so that a caller can say how far a long
+        read is; the reading loop calls it, about once per :data:`PROGRESS_STEP` bytes.
         """
         self.target = target
         self.parallel = parallel
         self.guard = guard
+        self.progress = progress
         self.strict = strict
         self.select = select
         self.notes = Problems()
@@ -449,7 +457,14 @@ class SessionLog:
         body = self._take()
         self.decoder.compact = runs
         plain = self._plain if self._plain is not None and body is self._plain[0] else None
+        told = self._teller()
+        seen = 0
         for rec in (self._pushback if plain is not None else _chain_all(self._pushback, body)):
+            if told is not None:
+                seen += len(rec.raw) if rec.raw is not None else 1 << 10
+                if seen >= PROGRESS_STEP:
+                    seen = 0
+                    told()
             loc = rec.loc()
             if gate is not None and rec.raw is not None:
                 head = gate.head(rec.raw)
@@ -461,6 +476,8 @@ class SessionLog:
                 yield self.decoder.decode(obj, loc), obj, rec.raw, loc
         if plain is not None:
             yield from self._plain_rows(plain[1], plain[2], gate)
+        if told is not None:
+            told()
         t = self.info.torn
         if t is not None and (t.length or t.frame is not None):
             self.notes.add(Problem("torn-tail", torn_text(t, self.info.size_on_disk), Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
@@ -486,8 +503,14 @@ class SessionLog:
         """
         decode = self.decoder.decode
         make_loc = _make_loc
+        told = self.progress
+        total = self._size() if told is not None else None
+        tell_at = offset + PROGRESS_STEP if told is not None else -1
         for line in bounded_lines(self._fh):
             n = len(line)
+            if 0 <= tell_at <= offset and told is not None:
+                told(offset, total)
+                tell_at = offset + PROGRESS_STEP
             if line[-1:] != b"\n":
                 if n > LINE_LIMIT.max_bytes:
                     raise LINE_LIMIT.refusal(self.path, line_no, offset, n)
@@ -511,6 +534,37 @@ class SessionLog:
                     continue
             yield decode(obj, loc), obj, raw, loc
         self.info.decoded_bytes = offset
+
+    def _size(self) -> int | None:
+        """The size of the file read (a stream's, when it is a regular file such as a spool)."""
+        if self.info.size_on_disk is not None:
+            return self.info.size_on_disk
+        try:
+            st = os.fstat(self._fh.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+    def _teller(self) -> Callable[[], None] | None:
+        """What tells :attr:`progress` where the read is: the position of the file itself, which a
+        forked zstd decoder shares (its pieces arrive ahead of the rows), and the file's size."""
+        told = self.progress
+        if told is None:
+            return None
+        try:
+            fd = self._fh.fileno()
+        except (OSError, ValueError, io.UnsupportedOperation):
+            return None
+        total = self._size()
+
+        def tell() -> None:
+            try:
+                where = os.lseek(fd, 0, os.SEEK_CUR)
+            except OSError:
+                return
+            told(where if total is None else min(where, total), total)
+
+        return tell
 
     def _parse_row(self, raw: bytes, loc: Location) -> Any:
         """Parse one row; an unparsable row raises (strict) or is noted and skipped."""
