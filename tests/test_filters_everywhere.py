@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ def _listed(app_kwargs: dict, keys: tuple[str, ...] = ()) -> list[str]:
 
     from dshlog.browse.app import BrowseApp
 
-    async def steps(pilot, app):  # type: ignore[no-untyped-def]
+    async def steps(pilot: Any, app: BrowseApp) -> list[Any]:
         await settle(pilot, app)
         if keys:
             await pilot.press(*keys)
