@@ -140,8 +140,9 @@ def test_historical_row_not_json_is_worded_as_dsh_historical_reader(tmp_path: Pa
     v0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
     lines = v0.read_bytes().splitlines(keepends=True)
     end = max(i for i, line in enumerate(lines) if b'"turn/end"' in line)
-    root = _store(tmp_path, b"".join(lines[:2]) + b"{oops\n" + b"".join(lines[2:end + 1]), "session.jsonl", "5f0c2d1e")
-    code, _, err = run_env("events", str(_generation(root)), "--v4", "--json")
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"".join(lines[:2]) + b"{oops\n" + b"".join(lines[2:end + 1]))
+    code, _, err = run_env("events", str(path), "--v4", "--json")
     assert code == ExitCode.CORRUPT
     assert "corrupt session log: row 2 is not valid JSON" in err.decode(), err
 
@@ -199,3 +200,49 @@ def test_current_slot_with_an_older_header_is_unsupported(tmp_path: Path) -> Non
         code, _, err = run_env("events", str(_generation(_store(tmp_path, body))), "--v4", "--json")
         assert code == ExitCode.UNSUPPORTED, err
         assert f'session "loop-0001" uses log format v{v}, older than the supported v4, and this build ships no upgrade path for it' in err.decode()
+
+
+@requires_cases
+@pytest.mark.parametrize("name", ["3a", "3b"])
+def test_store_identity_is_dsh_bound_identity(name: str, tmp_path: Path) -> None:
+    """Cases 3a, 3b: the dsh views refuse a session whose place in the store is not its header's;
+    the person's readers show it (``show`` opens with dsh's refusal)."""
+    root, expected = _case(name)
+    check_like_dsh(root, expected, tmp_path)
+    path = str(_generation(root))
+    for argv in (["surface", path], ["requests", path]):
+        code, out, err = run_env(*argv)
+        assert code == ExitCode.CORRUPT and _dsh_sentence(expected["error"]["message"], root) in err.decode(), (argv, err)
+    for argv in (["info", path], ["events", path]):
+        assert run_env(*argv)[0] == ExitCode.OK, argv
+    code, out, err = run_env("show", path)
+    assert code == ExitCode.CORRUPT and _dsh_sentence(expected["error"]["message"], root).encode() in err, err
+    assert b"loop-0001" in out  # the transcript is shown, after dsh's refusal
+
+
+def test_every_identity_mismatch(tmp_path: Path) -> None:
+    """A session directory not named for the header's id, or a project directory not its cwd's."""
+    body = LOOP.read_bytes()  # id loop-0001, cwd /home/ann/demo
+    places = {
+        ("--home-ann-demo--", "loop-0002"): 'requested id "loop-0002" does not match header id "loop-0001"',
+        ("--home-ann-demo--", "loop~002D0001"): None,  # not a name dsh gives a directory: not judged
+        ("_no-cwd", "loop-0001"): 'header id "loop-0001" and cwd identify "{root}/--home-ann-demo--/loop-0001/session.v4.jsonl"',
+        ("--home-ann--", "loop-0001"): 'header id "loop-0001" and cwd identify "{root}/--home-ann-demo--/loop-0001/session.v4.jsonl"',
+        ("--home-ann-demo--", "loop-0001"): "",
+    }
+    for i, ((project, segment), want) in enumerate(places.items()):
+        root = tmp_path / f"r{i}"
+        d = root / project / segment
+        d.mkdir(parents=True)
+        (d / "session.v4.jsonl").write_bytes(body)
+        code, _, err = run_env("events", str(d / "session.v4.jsonl"), "--v4", "--json")
+        if want:
+            assert code == ExitCode.CORRUPT, (project, segment, err)
+            assert want.format(root=root) in err.decode(), err
+        else:
+            assert code == ExitCode.OK, (project, segment, err)
+    # outside any store layout nothing is judged
+    other = tmp_path / "plain" / "x"
+    other.mkdir(parents=True)
+    (other / "session.v4.jsonl").write_bytes(body)
+    assert run_env("events", str(other / "session.v4.jsonl"), "--v4", "--json")[0] == ExitCode.OK

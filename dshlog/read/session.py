@@ -34,7 +34,7 @@ from . import lazy
 from .lazy import LazyRecord, RowGate
 from .rows import RowDecoder
 from ..protocol.jsjson import JsonError, dumps, iter_array, js_string, loads, top_level_keys
-from ..protocol.layout import parse_generation, persistence_root
+from ..protocol.layout import identity_refusal, parse_generation, persistence_root
 from ..protocol.texts import FORMAT_VERSION_REFUSAL, TORN_RECORD_IN_FRAME, newer_version, older_version, transformed_artifact_refusal, unparsable_row
 from ..protocol.values import is_count, is_placeholder, is_safe_integer, placeholder_bytes_search, safe_int
 from ..protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES, SUMMARY_DATA_TYPES
@@ -396,6 +396,9 @@ class SessionLog:
             v = decision.stored_version
             assert v is not None
             self._check_name(v)
+            refusal = identity_refusal(self.path, h.get("id"), h.get("cwd"))
+            if refusal is not None:
+                raise CorruptLog(refusal, path=self.path, loc=self.header_loc)
             return v
         if not decision.admitted and decision.stored_version is not None and decision.stored_version <= CURRENT_VERSION:
             self.notes.add(Problem("header", f"dsh refuses this header: {decision.reason}", Severity.WARNING, loc=self.header_loc))
