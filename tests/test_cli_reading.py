@@ -81,7 +81,7 @@ def test_validate_exit_codes(tmp_path, capsysbinary):
     assert code == ExitCode.CORRUPT
     problems = json.loads(out)["files"][0]["problems"]
     # every problem is reported, each with its location
-    assert any("unparsable committed event at line 3" in p["message"] and "line 3" in p["where"] for p in problems)
+    assert any("unparsable committed event at line 2" in p["message"] and "line 3" in p["where"] for p in problems)
     assert any(p["code"] == "seq-gap" for p in problems)
     code, _, _ = run_cli(capsysbinary, "validate", str(tmp_path / "missing.jsonl"))
     assert code == ExitCode.IO

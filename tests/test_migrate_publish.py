@@ -180,9 +180,10 @@ def test_leftover_temp_is_cleaned_by_next_run(tmp_path, capsysbinary):
 def test_recursive_walk_with_failures_continues(tmp_path, capsysbinary):
     root = tmp_path / "root"
     for i in range(3):
+        # each copy its own id, in the directory named for it (dsh refuses a session stored under another id)
         dd = root / "--home-ann-demo--" / f"s{i}"
         dd.mkdir(parents=True)
-        shutil.copyfile(TEXT_TURN, dd / "session.jsonl")
+        (dd / "session.jsonl").write_bytes(TEXT_TURN.read_bytes().replace(b'"id":"5f0c2d1e-8a43-4b7e-9d61-2c9a7e3b1f00"', b'"id":"s%d"' % i, 1))
     bad = root / "--home-ann-demo--" / "s1" / "session.jsonl"
     bad.write_bytes(bad.read_bytes().replace(b'"turn":1,"step":1,"index":0,"dt"', b'"turn":1,"step":1,"index":0,"dT"', 1))
     code, out, err = run_cli(capsysbinary, "migrate", "--recursive", str(root), "--json")

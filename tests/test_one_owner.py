@@ -160,12 +160,13 @@ def test_an_integral_float_seq_is_an_integer_to_every_command(tmp_path: Path, ca
         assert b"must be" not in err and b"corrupt" not in err, (argv, err)
 
 
-def test_negative_zero_seq_is_refused_by_every_command(tmp_path: Path, capsysbinary: Any) -> None:
-    """``"seq":-0.0`` is not admitted: one place accepted it as 0."""
+def test_negative_zero_seq_is_seq_zero_in_every_command(tmp_path: Path, capsysbinary: Any) -> None:
+    """``"seq":-0.0`` is seq 0 to dsh (``-0 === 0`` in its decoder and restore; dsh's persistence
+    code holds such a log), and so to every command: one place used to refuse it."""
     log = str(_with_seq(tmp_path, 0, b"-0.0"))
-    for argv in (["validate", log], ["surface", log]):
-        code, _out, _err = run_cli(capsysbinary, *argv)
-        assert code == 4, argv
+    for argv in (["validate", log], ["surface", log], ["events", log, "--v4"], ["info", log]):
+        code, _out, err = run_cli(capsysbinary, *argv)
+        assert code == 0, (argv, err)
 
 
 # ------------------------------------------------------------------ 6. the placeholder rule

@@ -72,7 +72,7 @@ def test_a_store_report_names_the_sessions_counted_in_part(store: tuple[Path, Pa
     assert "1 session counted in part" in text
     lines = err.decode().splitlines()
     assert lines == [f"dshlog: {damaged}: counted in part: line 11, byte {_offset(damaged, 11)}: unparsable: "
-                     "corrupt session log: unparsable committed event at line 11"], lines
+                     "corrupt session log: unparsable committed event at line 10"], lines
     code, out, _ = run_env("report", "--json", "--by", "session", str(root))
     doc = json.loads(out)
     assert code == ExitCode.CORRUPT

@@ -87,6 +87,8 @@ def check_envelope(event: dict[str, Any], index: int, report: Reporter, *, dense
         report.report(Problem("envelope", f"{head}: type must be a string", seq=index, loc=loc))
         usable = False
     seq = event.get("seq")
+    if type(seq) is float and seq == 0:
+        seq = 0  # ``-0``: dsh's decoder and restore compare seqs with ``===``, and ``-0 === 0``
     if "seq" not in event or not is_count(seq):
         report.report(Problem("envelope", f"{head}: seq must be a non-negative safe integer", seq=index, loc=loc))
     elif dense and seq != index:

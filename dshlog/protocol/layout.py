@@ -32,6 +32,7 @@ __all__ = [
     "default_root",
     "encode_segment",
     "generation_name",
+    "identity_refusal",
     "is_project_dir",
     "is_migration_staging_name",
     "is_staging_name",
@@ -203,6 +204,32 @@ def persistence_root(path: str | PurePath) -> Path | None:
     if not is_project_dir(project.name):
         return None
     return project.parent
+
+
+def identity_refusal(path: str | PurePath, header_id: object, cwd: object) -> str | None:
+    """dsh's refusal of a generation whose place in a store is not its header's, or ``None``.
+
+    dsh opens a session by id in its root: the session directory must decode to the
+    header's id, and the header's id and cwd must derive the file's own path (dsh's
+    "bound storage identity").  A path outside the store layout is not judged.
+    """
+    p = Path(path)
+    root = persistence_root(p)
+    if root is None or not isinstance(header_id, str) or not (cwd is None or isinstance(cwd, str)):
+        return None
+    try:
+        requested = decode_segment(p.parent.name)
+    except UsageError:
+        return None  # not a name dsh gives a session directory
+    if requested != header_id:
+        return f'corrupt session log "{p}": requested id "{requested}" does not match header id "{header_id}"'
+    try:
+        expected = session_dir(root, cwd, header_id) / p.name
+    except UsageError:
+        return None
+    if expected != p:
+        return f'corrupt session log "{p}": header id "{header_id}" and cwd identify "{expected}"'
+    return None
 
 
 def default_root(dsh_home: str | None, home: Path) -> Path:

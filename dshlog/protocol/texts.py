@@ -26,6 +26,9 @@ __all__ = [
     "edge_refusal",
     "EMPTY_FORK",
     "newer_version",
+    "older_version",
+    "TORN_RECORD_IN_FRAME",
+    "unparsable_row",
     "row_not_an_object",
     "row_seq_gap",
     "transformed_artifact_refusal",
@@ -109,6 +112,37 @@ def newer_version(session_id: object, version: int, current: int) -> str:
         f'session "{session_id}" uses log format v{version}, but this harness reads only v{current}: '
         "the log was written by a newer harness — upgrade the harness to open it"
     )
+
+
+def older_version(session_id: object, version: int, current: int) -> str:
+    """dsh's refusal of an older header in the current generation's slot (``session.v4.jsonl``).
+
+    The current-slot scanner refuses a foreign version before anything else
+    (``refuseForeignFormatVersion``), as unsupported: only a historical slot
+    is migrated.
+    """
+    return (
+        f'session "{session_id}" uses log format v{version}, older than the supported v{current}, '
+        "and this build ships no upgrade path for it"
+    )
+
+
+def unparsable_row(version: int, current: int, row: int) -> str:
+    """dsh's issue for body row ``row`` (1-based, counted after the header) that is not JSON.
+
+    The current generation's scanner says ``unparsable committed event``; a
+    historical generation's reader (``MigratingJsonlRows``) says ``row N is not
+    valid JSON``.  Both count event rows, not physical lines.
+    """
+    if version >= current:
+        return f"corrupt session log: unparsable committed event at line {row}"
+    return f"corrupt session log: row {row} is not valid JSON"
+
+
+#: dsh's refusal of a current zstd generation whose complete frames do not end on
+#: a committed record: a record split across frames, or any damaged row (its
+#: scanner stops counting committed bytes at the first issue) inside them.
+TORN_RECORD_IN_FRAME: Final[str] = "corrupt Zstandard session log: complete frame contains a torn JSONL record"
 
 
 def already_owned(session_id: str) -> str:

@@ -30,6 +30,7 @@ from .. import forked
 from ..errors import BeyondLimit, CorruptLog, IOFailure, Location, UsageError
 from ..protocol.jsjson import JsonError, iter_array, loads
 from ..protocol.layout import choose_generation
+from ..protocol.texts import TORN_RECORD_IN_FRAME
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
 
 CHUNK = 1 << 20
@@ -446,7 +447,7 @@ def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool = False, *,
         if end:
             if rest:
                 raise CorruptLog(
-                    "corrupt Zstandard session log: complete frame contains a torn JSONL record",
+                    TORN_RECORD_IN_FRAME,
                     path=info.path,
                     loc=Location(line=line_no, offset=offset, frame=index),
                 )

@@ -20,6 +20,7 @@ from ..check.problems import Problem, Problems, Severity
 from ..errors import CorruptLog, IOFailure, Location, Refused, UsageError
 from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import parse_generation
+from ..protocol.texts import TORN_RECORD_IN_FRAME
 from ..protocol.zstd import ZSTD_MAGIC, FrameWalker
 from .container import LINE_LIMIT, select_generation
 from .rows import RowDecoder
@@ -136,7 +137,7 @@ class Follower:
             if end:
                 if pending:
                     raise CorruptLog(
-                        "corrupt Zstandard session log: complete frame contains a torn JSONL record",
+                        TORN_RECORD_IN_FRAME,
                         path=str(self.path),
                         loc=Location(frame=walker.frames - 1),
                     )

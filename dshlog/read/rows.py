@@ -142,6 +142,19 @@ class RowDecoder:
             return self._recover(obj, loc)
         return self._decode(obj, loc)
 
+    def unparsable(self, error: CorruptLog, loc: Location) -> None:
+        """dsh's recovering read of a row that is not JSON: held as the first issue, like any other.
+
+        dsh's scanners record a JSON failure without raising it (a row after an
+        issue is dropped, a second failure changes nothing); only a later
+        ``turn/end`` proves the damage committed (:meth:`_recover`).
+        """
+        self.rows += 1
+        if self.issue is None:
+            self.issue, self.issue_loc = error, loc
+        else:
+            self.dropped += 1
+
     def _recover(self, obj: Any, loc: Location) -> list[Any]:
         """dsh's recovering read of one row: hold the first issue, drop what follows it."""
         index = self.rows
@@ -320,6 +333,10 @@ class RowDecoder:
                 stored = obj.get("seq")
                 if not (type(stored) in (int, float) and stored == seq):
                     self._gap(stored, loc)  # dsh's decoder compares the seq with the count (===), whatever it is
+                elif type(stored) is float and not is_count(stored) and "sourceEventSeqs" not in obj:
+                    # ``-0``: ``-0 === 0`` in dsh's decoder and dsh's restore, which hold the event as
+                    # seq 0 (``JSON.stringify`` writes it so); a copy, so the row's bytes are not its line
+                    ev = obj = {**obj, "seq": seq}
             check_envelope(obj, seq, self, dense=False, loc=loc)
             stored = obj.get("seq")
             if not is_count(stored):

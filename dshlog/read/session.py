@@ -34,10 +34,10 @@ from ..check.validate import Validator
 from . import lazy
 from .lazy import LazyRecord, RowGate
 from .rows import RowDecoder
-from ..protocol.jsjson import JsonError, dumps, iter_array, loads, top_level_keys
-from ..protocol.layout import parse_generation, persistence_root
-from ..protocol.texts import FORMAT_VERSION_REFUSAL, newer_version, transformed_artifact_refusal
-from ..protocol.values import is_count, is_placeholder, placeholder_bytes_search, safe_int
+from ..protocol.jsjson import JsonError, dumps, iter_array, js_string, loads, top_level_keys
+from ..protocol.layout import identity_refusal, parse_generation, persistence_root
+from ..protocol.texts import FORMAT_VERSION_REFUSAL, TORN_RECORD_IN_FRAME, newer_version, older_version, transformed_artifact_refusal, unparsable_row
+from ..protocol.values import is_count, is_placeholder, is_safe_integer, placeholder_bytes_search, safe_int
 from ..protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES, SUMMARY_DATA_TYPES
 from ..model.summary import DATA_VIEWS
 from ..migrate.chain import MigratedEvents, header_only, migrate_stream
@@ -82,7 +82,7 @@ class EventRecord:
 
 
 def _refusal(exc: JsonError, what: str, loc: Location) -> str:
-    """The one wording of a row the JSON reader refused (dsh's ``unparsable committed event``)."""
+    """The one wording of a line the JSON reader refused (a body row that is not JSON: :func:`unparsable_row`)."""
     if exc.kind == "utf-8":
         return f"invalid UTF-8 in {what} at line {loc.line}"
     if exc.kind == "lossless":
@@ -398,11 +398,15 @@ class SessionLog:
             return _detect_headerless_version(sample if sample else self._sample())
         decision = self.decision = read_header(h)
         if self.strict:
+            self._refuse_foreign_version(h)
             if not decision.admitted:
                 raise decision.refusal(path=self.path, loc=self.header_loc)
             v = decision.stored_version
             assert v is not None
             self._check_name(v)
+            refusal = identity_refusal(self.path, h.get("id"), h.get("cwd"))
+            if refusal is not None:
+                raise CorruptLog(refusal, path=self.path, loc=self.header_loc)
             return v
         if not decision.admitted and decision.stored_version is not None and decision.stored_version <= CURRENT_VERSION:
             self.notes.add(Problem("header", f"dsh refuses this header: {decision.reason}", Severity.WARNING, loc=self.header_loc))
@@ -428,6 +432,19 @@ class SessionLog:
             return 0
         self._check_name(v)
         return v
+
+    def _refuse_foreign_version(self, h: dict[str, Any]) -> None:
+        """dsh's current-slot scanner: a header in ``session.v4.jsonl[.zstd]`` whose version is not
+        the current one is refused as unsupported before anything else of the header is judged
+        (only a historical slot is migrated, and only its reader compares name and header)."""
+        named = parse_generation(os.path.basename(self.path)) if self.info.container in (Container.JSONL, Container.ZSTD) else None
+        v = h.get("version")
+        if named is None or named.version != CURRENT_VERSION or not is_safe_integer(v) or v == CURRENT_VERSION:
+            return
+        sid = h.get("id") if isinstance(h.get("id"), str) else js_string(h.get("id"))
+        v = safe_int(v)
+        text = newer_version(sid, v, CURRENT_VERSION) if v > CURRENT_VERSION else older_version(sid, v, CURRENT_VERSION)
+        raise UnsupportedVersion(text, path=self.path, loc=self.header_loc)
 
     def _check_name(self, v: int) -> None:
         """The persistence layer's rule: a canonical file name names its header's version."""
@@ -483,6 +500,10 @@ class SessionLog:
             self.notes.add(Problem("torn-tail", torn_text(t, self.info.size_on_disk), Severity.INFO, loc=Location(offset=t.offset, frame=t.frame)))
         dec = self.decoder
         if dec.recoverable:
+            if dec.issue is not None and self._in_complete_frame(dec.issue_loc):
+                # dsh's zstd reader: the complete frames must be committed records, whole; its scanner
+                # stops counting committed bytes at the first issue, so any issue there refuses the log
+                raise CorruptLog(TORN_RECORD_IN_FRAME, path=self.path, loc=dec.issue_loc)
             if dec.issue is not None:
                 self.notes.add(Problem(
                     "recovered-tail",
@@ -493,6 +514,13 @@ class SessionLog:
             seeded = h.get("isSeeded") if self.version >= 2 and isinstance(h.get("isSeeded"), bool) else None
             seed = h.get("seedLength") if self.version <= 1 and self.header is not None else None
             dec.finish(seeded=seeded, seed_length=safe_int(seed) if is_count(seed) else None)
+
+    def _in_complete_frame(self, loc: Location | None) -> bool:
+        """Whether a row of a current zstd generation sits in a complete frame (not in the torn last one)."""
+        if self.info.container != Container.ZSTD or self.version != CURRENT_VERSION or loc is None or loc.frame is None:
+            return False
+        torn = self.info.torn
+        return torn is None or torn.frame != loc.frame
 
     def _plain_rows(self, line_no: int, offset: int, gate: RowGate | None = None) -> Iterator[tuple[list[dict[str, Any]], Any, bytes | None, Location]]:
         """The rest of a plain JSONL body, read from the file directly.
@@ -567,15 +595,24 @@ class SessionLog:
         return tell
 
     def _parse_row(self, raw: bytes, loc: Location) -> Any:
-        """Parse one row; an unparsable row raises (strict) or is noted and skipped."""
+        """Parse one row; an unparsable row raises (strict), is held (dsh's recovering read) or is noted and skipped."""
         try:
             return loads(raw)
         except JsonError as exc:
             if exc.kind == "depth":  # strict or not: a limit, not a damaged row to skip or truncate
                 raise _too_deep(exc, "committed event", self.path, loc) from None
-            msg = _refusal(exc, "committed event", loc)
-            if exc.kind != "utf-8":
-                msg = "corrupt session log: " + msg
+            syntax = exc.kind == "syntax"
+            if syntax and self.header is not None and loc.line is not None:
+                # dsh's sentence counts event rows (the header is line 1); the location says the line
+                msg = unparsable_row(self.version, CURRENT_VERSION, loc.line - 1)
+            else:
+                msg = _refusal(exc, "committed event", loc)
+                if exc.kind != "utf-8":
+                    msg = "corrupt session log: " + msg
+        if self.strict and syntax and self.decoder.recoverable:
+            # dsh's scanner holds it: fatal only when a later turn/end commits it
+            self.decoder.unparsable(CorruptLog(msg, path=self.path, loc=loc), loc)
+            return _UNPARSABLE
         if self.strict:
             raise CorruptLog(msg, path=self.path, loc=loc) from None
         self.notes.add(Problem("unparsable", msg, Severity.ERROR, loc=loc))
