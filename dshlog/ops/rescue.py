@@ -28,7 +28,7 @@ from ..model.rescue import BY_NAME, Plan, Stored, message_texts, plan
 from ..protocol.jsjson import dumps_pretty
 from ..protocol.layout import rescue_record_name
 from ..read.container import select_generation
-from ..write.transaction import Publication, output_lock
+from ..write.transaction import Publication, output_lock, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .migrate import find_sessions, target_name
@@ -123,6 +123,8 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
         if not p.refused:
             out.status = "accepted"
             out.notes.append("dsh opens this session as it is: nothing to rescue")
+            if publish:
+                _clean_after_publication(source.parent, out)
             return out
         if not p.rescuable:
             out.status = "cannot"
@@ -144,6 +146,18 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
         out.error = exc.one_line()
         out.exit_code = exc.exit_code
     return out
+
+
+def _clean_after_publication(d: Path, out: RescueOutcome) -> None:
+    """Remove what a run killed after it published the successor left (its staged name).
+
+    The session is accepted now (dsh reads the successor), so no publication runs
+    there again to clean up (:func:`~dshlog.write.transaction.sweep`).
+    """
+    try:
+        out.notes.extend(f"removed leftover {p.name}" for p in sweep(d))
+    except (DshlogError, OSError):
+        return  # best effort: the session itself is fine
 
 
 def _is_dir(path: Path) -> bool:
@@ -170,7 +184,7 @@ def _record(source: Path, data: SourceFacts, p: Plan, target: Path, events: int,
 
 
 def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: RescueOutcome, *, parallel: bool = False) -> None:
-    """Write the successor through the publication transaction; the record appears just before it."""
+    """Write the successor through the publication transaction; the record is its companion, linked just before it."""
     assert p.result is not None
     beside = target.parent.resolve() == source.parent.resolve()  # a successor in the session's own directory
     pub = Publication(
@@ -203,18 +217,10 @@ def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: Rescue
                 size, digest = w.close()
                 out.texts_kept = _texts_kept(p.source, kept)
                 record = _record(source, data, p, target, w.events, size, digest)
-
-                def keep_record() -> None:
-                    # the record exists only once the successor is ready; a killed earlier run left the same bytes
-                    if record_path.exists() and record_path.read_bytes() == record:
-                        return
-                    with Publication(record_path, owner=pub.owner, cleanup=False,
-                                     taken=f'a file already exists at "{record_path}"; rescue never overwrites') as companion:
-                        companion.stage().write(record)
-                        companion.publish()
-                    pub.warnings.extend(companion.warnings)
-
-                pub.publish(lambda path: check.verify(path, events=w.events, plain=(size, digest)), before_publish=keep_record)
+                # the record exists only once the successor is ready, and before its name appears: the
+                # successor's link commits both (a record left alone by a kill goes with the next run)
+                pub.publish(lambda path: check.verify(path, events=w.events, plain=(size, digest)),
+                            companions=[(record_path, record)])
     out.target, out.record, out.events, out.bytes = str(target), str(record_path), w.events, size
 
 
