@@ -2,7 +2,7 @@
 
 The operation reads the source leniently (the stored header and events, even
 when dsh refuses the header), asks dsh's own view which refusal it meets
-(:func:`judge`: the strict reader over the candidate's bytes, in memory, with
+(:func:`judge`: the strict reader over the candidate written to a temporary file, with
 no child sessions, as ``migrate --no-children``), and lets
 :func:`dshlog.model.rescue.plan` work out the transformations that resolve each
 refusal.  A dry run reports the plan; publishing writes the v4 successor through
@@ -33,7 +33,7 @@ from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .migrate import find_sessions, target_name
 from .outcome import worst
-from .rescuable import SourceFacts, judge, open_candidate, read_stored, serialize
+from .rescuable import SourceFacts, judge, open_candidate, read_stored, serialize, write_candidate
 
 __all__ = ["RescueOutcome", "StoreSummary", "judge", "read_stored", "rescue_session", "rescue_store", "serialize"]
 
@@ -199,23 +199,24 @@ def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: Rescue
         taken=f'a file already exists at "{target}"; rescue never overwrites',
     )
     record_path = target.with_name(rescue_record_name(target.name))
-    candidate = serialize(p.result)
-    with pub:
+    with pub, write_candidate(p.result) as spool:
         out.notes.extend(pub.notes)
         staged = pub.stage()
-        with open_candidate(candidate) as log:
+        size_hint = spool.seek(0, os.SEEK_END)
+        spool.seek(0)
+        with open_candidate(spool) as log:
             view = log.v4(child_facts=[])
             header = view.header
-            with ReadBack(staged.path, header, compressed=False, snapshot=log.snapshot, size_hint=len(candidate),
+            with ReadBack(staged.path, header, compressed=False, snapshot=log.snapshot, size_hint=size_hint,
                           parallel=parallel) as check:
                 w = LogWriter(staged, compressed=False, projection=log.projection, tee=check.tee)
                 w.header(header if header is not None else {})
-                kept: list[dict[str, Any]] = []
+                have: list[str] = []  # the successor's message texts, not its events
                 for ev in view:
                     w.event(ev)
-                    kept.append(ev)
+                    have.extend(message_texts((ev,)))
                 size, digest = w.close()
-                out.texts_kept = _texts_kept(p.source, kept)
+                out.texts_kept = _texts_kept(p.source, have)
                 record = _record(source, data, p, target, w.events, size, digest)
                 # the record exists only once the successor is ready, and before its name appears: the
                 # successor's link commits both (a record left alone by a kill goes with the next run)
@@ -224,9 +225,8 @@ def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: Rescue
     out.target, out.record, out.events, out.bytes = str(target), str(record_path), w.events, size
 
 
-def _texts_kept(source: Stored, successor: list[dict[str, Any]]) -> int:
-    """How many message texts of the source the successor holds; refuses when one is missing."""
-    have = message_texts(successor)
+def _texts_kept(source: Stored, have: list[str]) -> int:
+    """How many message texts of the source the successor's texts ``have`` hold; refuses when one is missing."""
     joined = "\n".join(have)
     want = message_texts(source.events)
     missing = [t for t in want if t not in joined]
