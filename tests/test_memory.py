@@ -221,3 +221,60 @@ def test_request_rows_are_compact_and_exact() -> None:
     odd.turn = 9
     assert odd.turn == 9 and odd.step == 1.5
     assert odd != plain and plain == RequestInfo(3, 41, "assistant/message", 2, 1, 7, True, None, [], 40, None, False, 1200, 80, 0)
+
+
+# ----------------------------------------------------------------------------- rescue
+
+
+@pytest.fixture(scope="module")
+def refused_v0(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated v0 log dsh refuses (its header lacks delegationDepth), in a session directory."""
+    gen = load_bench_script("generate")
+    out = tmp_path_factory.mktemp("memory-rescue")
+    plain = gen.generate(out, SMALL, 0, seed=11, zstd=False)["plain"]
+    d = out / "root" / "--home-ann-bench--" / "refused"
+    d.mkdir(parents=True)
+    head, _, body = plain.read_bytes().partition(b"\n")
+    (d / "session.jsonl").write_bytes(head.replace(b',"delegationDepth":0', b"") + b"\n" + body)
+    return d / "session.jsonl"
+
+
+def _peak_over(run: Callable[[], object]) -> int:
+    """Traced bytes ``run`` needs at its peak beyond what was held when it started."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        run()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def test_rescue_judges_and_publishes_without_a_copy_of_the_candidate(refused_v0: Path, tmp_path: Path) -> None:
+    """dsh's decision on a candidate reads it from a file, as every reader reads a log; the publication
+    keeps the successor's message texts, not its events.  Holding the encoded candidate (and a
+    copy of it) for the judge, and every successor event for the text check, made both need
+    about a log's worth of memory more than the stored events."""
+    import shutil
+
+    from dshlog.ops.rescuable import judge, read_stored, serialize
+    from dshlog.ops.rescue import rescue_session
+
+    stored, _ = read_stored(refused_v0)
+    encoded = len(serialize(stored))
+    assert judge(stored) is not None
+    judge(stored)  # lazy imports and caches first
+    assert _peak_over(lambda: judge(stored)) < encoded // 4
+    tracemalloc.start()
+    try:
+        read_stored(refused_v0)
+        held = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    d = tmp_path / "--home-ann-bench--" / "s"
+    d.mkdir(parents=True)
+    shutil.copy(refused_v0, d / "session.jsonl")
+    out: list[object] = []
+    peak = _peak_over(lambda: out.append(rescue_session(d / "session.jsonl", all_=True, publish=True)))
+    assert getattr(out[0], "status", None) == "rescued", out
+    assert peak < 1.25 * held, f"the stored log needs {held} B, rescuing it {peak} B"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -47,7 +48,12 @@ V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 CRASH = FIXTURES / "v4" / "crash" / "session.v4.jsonl"
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 TORN = b'{"type":"tool/result","seq":10,"ti'
-PROJECT = "--home-ann-contract--"
+PROJECT = "--home-ann-demo--"  # the fixtures' cwd (/home/ann/demo): dsh binds a session to the project of its cwd
+
+
+def session_id(log: Path) -> str:
+    """The header id of a fixture: a session's directory is named for it, as dsh's storage identity asks."""
+    return str(json.loads(log.read_bytes().split(b"\n", 1)[0])["id"])
 
 WRITERS = ["migrate", "repair --write", "repair -o", "fork -o", "export -o"]
 OUTPUT_WRITERS = ["repair -o", "fork -o", "export -o"]
@@ -80,23 +86,24 @@ class Scene:
 def make_scene(base: Path, writer: str, into_session: bool = False) -> Scene:
     root = base / "root" / PROJECT
     if writer == "migrate":
-        d = root / "s-m"
+        d = root / session_id(V0)
         d.mkdir(parents=True)
         src = d / "session.jsonl"
         src.write_bytes(V0.read_bytes())
         return Scene(writer, ["migrate", "--no-children", str(d)], src, d, d / "session.v4.jsonl", d, src.read_bytes())
     if writer == "repair --write":
-        d = root / "s-r"
+        d = root / session_id(CRASH)
         d.mkdir(parents=True)
         log = d / "session.v4.jsonl"
         log.write_bytes(CRASH.read_bytes() + TORN)
         return Scene(writer, ["repair", "--write", str(log)], log, d, log, d, log.read_bytes())
-    sd = root / "s-src"
+    fixture = CRASH if writer == "repair -o" else LOOP
+    sd = root / session_id(fixture)
     sd.mkdir(parents=True)
     src = sd / "session.v4.jsonl"
-    src.write_bytes((CRASH if writer == "repair -o" else LOOP).read_bytes())
+    src.write_bytes(fixture.read_bytes())
     if into_session:
-        out = root / "s-other"  # another session: its generation and its lock file
+        out = root / "other-001"  # another session: its generation and its lock file
         out.mkdir(parents=True)
         (out / "session.v4.jsonl").write_bytes(LOOP.read_bytes().replace(b"loop-0001", b"other-001"))
         (out / "session.lock").touch()
@@ -557,7 +564,7 @@ RESCUE_STEPS = ["stage", "write", "sync", "verify", "link", "dirsync"]
 
 def rescue_scene(base: Path) -> tuple[Path, Path, bytes]:
     """A v0 session dsh refuses (its header lacks delegationDepth): (source, successor, source bytes)."""
-    d = base / "root" / PROJECT / "s-rescue"
+    d = base / "root" / PROJECT / session_id(V0)
     d.mkdir(parents=True)
     src = d / "session.jsonl"
     src.write_bytes(V0.read_bytes().replace(b',"delegationDepth":0}', b"}", 1))

@@ -148,16 +148,6 @@ def repair_copy(target: str, out: Path | str, *, select: str | None = None, form
     return RepairResult(plan, written=str(out), warnings=pub.warnings)
 
 
-def _same_bytes(path: Path, data: bytes) -> bool:
-    """True when ``path`` is a regular file holding exactly ``data``."""
-    try:
-        if not path.is_file() or path.is_symlink() or path.stat().st_size != len(data):
-            return False
-        return path.read_bytes() == data
-    except OSError:
-        return False
-
-
 def repair_in_place(target: str, *, parallel: bool = False) -> RepairResult:
     """Close an interrupted tail in the log file itself, under ``session.lock``.
 
@@ -249,17 +239,9 @@ def repair_in_place(target: str, *, parallel: bool = False) -> RepairResult:
         subject = "repaired log"
         check = ReadBack(staged.path, header, compressed=container == Container.ZSTD, snapshot=snapshot,
                          subject=subject, extra=lambda: _Balanced(subject, str(path)), stream=False, parallel=parallel)
-
-        def keep_sidecar() -> None:
-            # the torn bytes are kept only once the repaired log is ready (a failed staging leaves nothing)
-            if side is None or _same_bytes(side, torn_raw):  # identical: a killed earlier run kept it
-                return
-            with Publication(side, owner=pub.owner, cleanup=False) as companion:
-                companion.stage().write(torn_raw)
-                companion.publish()
-            pub.warnings.extend(companion.warnings)
-
-        pub.publish(lambda p: check.verify(p, events=n + len(closers), plain=None), before_publish=keep_sidecar)
+        # the torn bytes are kept only once the repaired log is ready (a failed staging leaves nothing)
+        pub.publish(lambda p: check.verify(p, events=n + len(closers), plain=None),
+                    companions=[(side, torn_raw)] if side is not None else [])
     return RepairResult(plan, written=str(path), sidecar=str(side) if side is not None else None, in_place=True,
                         warnings=pub.warnings)
 

@@ -9,11 +9,13 @@ the note and the command never disagree.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import stat
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ..errors import DshlogError, IOFailure, UsageError
 from ..model.rescue import Refusal, Stored, plan
@@ -22,33 +24,51 @@ from ..protocol.jsjson import dumps
 from ..read.container import Container, Position
 from ..read.session import SessionLog, open_session
 
-__all__ = ["SourceFacts", "judge", "open_candidate", "read_stored", "rescue_hint", "serialize", "source_facts"]
+__all__ = ["SourceFacts", "candidate_rows", "judge", "open_candidate", "read_stored", "rescue_hint", "serialize",
+           "source_facts", "write_candidate"]
 
 #: The name the candidate logs are judged under (not a generation name: no name rule applies).
 CANDIDATE: str = "<rescue candidate>"
-def serialize(s: Stored) -> bytes:
-    """The stored log as a plain JSONL generation of its version (a projection without seq/time).
-
-    Rows go straight into one buffer: each encoded row is a bytes object that
-    occupies a few KiB whatever its length, so a list of a million short rows
-    (a log of tiny or garbage rows) would cost gigabytes before the join.
-    """
-    out = bytearray(dumps(s.header))
-    out += b"\n"
+def candidate_rows(s: Stored) -> Iterator[bytes]:
+    """The stored log as the lines of a plain JSONL generation of its version (a projection without seq/time)."""
+    yield dumps(s.header) + b"\n"
     for ev in s.events:
-        out += dumps({k: v for k, v in ev.items() if k not in ("seq", "time")} if s.projection else ev)
-        out += b"\n"
-    return bytes(out)
+        yield dumps({k: v for k, v in ev.items() if k not in ("seq", "time")} if s.projection else ev) + b"\n"
 
 
-def open_candidate(data: bytes) -> SessionLog:
-    return open_session(CANDIDATE, stream=io.BufferedReader(io.BytesIO(data)))
+def serialize(s: Stored) -> bytes:
+    """The stored log as a plain JSONL generation of its version, whole (:func:`candidate_rows`)."""
+    return b"".join(candidate_rows(s))
+
+
+def write_candidate(s: Stored) -> IO[bytes]:
+    """The stored log written row by row to an anonymous temporary file, rewound for reading.
+
+    The judge and the publication read the candidate from this file as every
+    reader reads a log: the encoded log is never held whole in memory (it is
+    larger than the source, and an in-memory copy of it was a second log's
+    worth of memory on top of the events).  Closing the file deletes it.
+    """
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - the caller closes it (open_candidate's log does)
+    try:
+        for row in candidate_rows(s):
+            spool.write(row)
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return spool
+
+
+def open_candidate(spool: IO[bytes]) -> SessionLog:
+    """The strict reader over a candidate written by :func:`write_candidate` (closing the log closes the file)."""
+    return open_session(CANDIDATE, stream=spool)
 
 
 def judge(s: Stored) -> Refusal | None:
     """dsh's decision on ``s``: its strict open, migration and v4 restore (``None``: accepted)."""
     try:
-        with open_candidate(serialize(s)) as log, log.v4(child_facts=[]) as view:
+        with write_candidate(s) as spool, open_candidate(spool) as log, log.v4(child_facts=[]) as view:
             for _ in view:
                 pass
     except DshlogError as exc:

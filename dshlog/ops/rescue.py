@@ -2,7 +2,7 @@
 
 The operation reads the source leniently (the stored header and events, even
 when dsh refuses the header), asks dsh's own view which refusal it meets
-(:func:`judge`: the strict reader over the candidate's bytes, in memory, with
+(:func:`judge`: the strict reader over the candidate written to a temporary file, with
 no child sessions, as ``migrate --no-children``), and lets
 :func:`dshlog.model.rescue.plan` work out the transformations that resolve each
 refusal.  A dry run reports the plan; publishing writes the v4 successor through
@@ -29,12 +29,12 @@ from ..protocol.jsjson import dumps_pretty
 from ..protocol.layout import rescue_record_name
 from ..read.container import select_generation
 from ..read.container import Position
-from ..write.transaction import Publication, output_lock
+from ..write.transaction import Publication, output_lock, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .migrate import find_sessions, target_name
 from .outcome import worst
-from .rescuable import SourceFacts, judge, open_candidate, read_stored, serialize
+from .rescuable import SourceFacts, judge, open_candidate, read_stored, serialize, write_candidate
 
 __all__ = ["RescueOutcome", "StoreSummary", "judge", "read_stored", "rescue_session", "rescue_store", "serialize"]
 
@@ -126,6 +126,8 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
         if not p.refused:
             out.status = "accepted"
             out.notes.append("dsh opens this session as it is: nothing to rescue")
+            if publish:
+                _clean_after_publication(source.parent, out)
             return out
         if not p.rescuable:
             out.status = "cannot"
@@ -147,6 +149,18 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
         out.error = exc.one_line()
         out.exit_code = exc.exit_code
     return out
+
+
+def _clean_after_publication(d: Path, out: RescueOutcome) -> None:
+    """Remove what a run killed after it published the successor left (its staged name).
+
+    The session is accepted now (dsh reads the successor), so no publication runs
+    there again to clean up (:func:`~dshlog.write.transaction.sweep`).
+    """
+    try:
+        out.notes.extend(f"removed leftover {p.name}" for p in sweep(d))
+    except (DshlogError, OSError):
+        return  # best effort: the session itself is fine
 
 
 def _is_dir(path: Path) -> bool:
@@ -173,7 +187,7 @@ def _record(source: Path, data: SourceFacts, p: Plan, target: Path, events: int,
 
 
 def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: RescueOutcome, *, parallel: bool = False) -> None:
-    """Write the successor through the publication transaction; the record appears just before it."""
+    """Write the successor through the publication transaction; the record is its companion, linked just before it."""
     assert p.result is not None
     beside = target.parent.resolve() == source.parent.resolve()  # a successor in the session's own directory
     pub = Publication(
@@ -188,42 +202,34 @@ def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: Rescue
         taken=f'a file already exists at "{target}"; rescue never overwrites',
     )
     record_path = target.with_name(rescue_record_name(target.name))
-    candidate = serialize(p.result)
-    with pub:
+    with pub, write_candidate(p.result) as spool:
         out.notes.extend(pub.notes)
         staged = pub.stage()
-        with open_candidate(candidate) as log:
+        size_hint = spool.seek(0, os.SEEK_END)
+        spool.seek(0)
+        with open_candidate(spool) as log:
             view = log.v4(child_facts=[])
             header = view.header
-            with ReadBack(staged.path, header, compressed=False, snapshot=log.snapshot, size_hint=len(candidate),
+            with ReadBack(staged.path, header, compressed=False, snapshot=log.snapshot, size_hint=size_hint,
                           parallel=parallel) as check:
                 w = LogWriter(staged, compressed=False, projection=log.projection, tee=check.tee)
                 w.header(header if header is not None else {})
-                kept: list[dict[str, Any]] = []
+                have: list[str] = []  # the successor's message texts, not its events
                 for ev in view:
                     w.event(ev)
-                    kept.append(ev)
+                    have.extend(message_texts((ev,)))
                 size, digest = w.close()
-                out.texts_kept = _texts_kept(p.source, kept)
+                out.texts_kept = _texts_kept(p.source, have)
                 record = _record(source, data, p, target, w.events, size, digest)
-
-                def keep_record() -> None:
-                    # the record exists only once the successor is ready; a killed earlier run left the same bytes
-                    if record_path.exists() and record_path.read_bytes() == record:
-                        return
-                    with Publication(record_path, owner=pub.owner, cleanup=False,
-                                     taken=f'a file already exists at "{record_path}"; rescue never overwrites') as companion:
-                        companion.stage().write(record)
-                        companion.publish()
-                    pub.warnings.extend(companion.warnings)
-
-                pub.publish(lambda path: check.verify(path, events=w.events, plain=(size, digest)), before_publish=keep_record)
+                # the record exists only once the successor is ready, and before its name appears: the
+                # successor's link commits both (a record left alone by a kill goes with the next run)
+                pub.publish(lambda path: check.verify(path, events=w.events, plain=(size, digest)),
+                            companions=[(record_path, record)])
     out.target, out.record, out.events, out.bytes = str(target), str(record_path), w.events, size
 
 
-def _texts_kept(source: Stored, successor: list[dict[str, Any]]) -> int:
-    """How many message texts of the source the successor holds; refuses when one is missing."""
-    have = message_texts(successor)
+def _texts_kept(source: Stored, have: list[str]) -> int:
+    """How many message texts of the source the successor's texts ``have`` hold; refuses when one is missing."""
     joined = "\n".join(have)
     want = message_texts(source.events)
     missing = [t for t in want if t not in joined]

@@ -28,6 +28,7 @@ __all__ = [
     "NO_CWD",
     "STAGING_MARK",
     "choose_generation",
+    "companion_names",
     "decode_segment",
     "default_root",
     "encode_segment",
@@ -271,6 +272,17 @@ def rescue_record_name(final_name: str) -> str:
     Not a generation name (dsh ignores it), and tied to the successor by its name.
     """
     return final_name + RESCUE_RECORD_SUFFIX
+
+
+def companion_names(final_name: str) -> tuple[str, ...]:
+    """The files a writer publishes just before ``final_name``, which say what it is (its rescue record).
+
+    ``final_name``'s own link is the commit point of such a publication: a
+    companion without ``final_name`` beside it is the trace of a run killed
+    between the two links, describes nothing, and goes with the next
+    publication of ``final_name`` (:class:`dshlog.write.transaction.Publication`).
+    """
+    return (rescue_record_name(final_name),)
 
 
 def is_staging_name(name: str) -> bool:

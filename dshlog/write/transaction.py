@@ -12,7 +12,8 @@ make one new file visible under a final name.  They share one contract, and
    session's generation (it would change which log dsh reads there).
 2. **Clean up.**  Remove what earlier runs of *any* writer left in the target
    directory: staged names no live process holds (dsh's own migration names only
-   under the session lock).
+   under the session lock), and, under the lock of that directory, the
+   companions of a final name that is not there (see below).
 3. **Identity.**  Record the source's identity (dev, ino, size, mtime, ctime)
    before the source is read.
 4. **Stage** under the one naming scheme (``protocol.layout``), exclusively, 0600.
@@ -20,12 +21,19 @@ make one new file visible under a final name.  They share one contract, and
    source or original, or a shareable mode for exports) through its descriptor,
    fsync it, check its size, run the writer's verification (v4 logs: the strict
    read-back of :mod:`dshlog.write.verify`), check the source identity again,
-   then ``link`` without overwrite (new files) or ``rename`` over the original
-   (in-place work), and fsync the directory.
+   then publish the **companions** (files that say what the main file is: a
+   rescue record, a repair's torn bytes), each through its own staging and
+   ``link``, then ``link`` the main file without overwrite (new files) or
+   ``rename`` it over the original (in-place work), and fsync the directory.
 
-Any failure before the last step leaves the target as it was and removes the
-staged file; a crash leaves a staged name that the next run of any writer
-removes.
+The main file's ``link`` (or ``rename``) is the commit point.  Any failure before
+it leaves the target as it was and removes the staged file; a crash leaves a
+staged name that the next run of any writer removes.  A crash between a
+companion's link and the commit leaves the companion alone: for a new file, a
+companion whose main file is not there describes nothing
+(``protocol.layout.companion_names``), and the next publication of that name,
+holding the directory's lock, removes it before it publishes; a companion holding
+exactly the bytes the next run would write is kept as it is.
 """
 
 from __future__ import annotations
@@ -35,10 +43,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..errors import DshlogError, IOFailure, Refused
-from ..protocol.layout import is_staging_name, parse_generation
+from ..protocol.layout import companion_names, is_staging_name, parse_generation
 from ..read.store import is_session_directory
 from . import atomic
 from .atomic import StagedFile, io_failure
@@ -225,9 +233,37 @@ class Publication:
         if self.cleanup and self.directory.is_dir():
             locked = self.lock_dir is not None and _same_dir(self.lock_dir, self.directory)
             self.removed = atomic.cleanup_leftovers(self.directory, session_locked=locked, problems=self.warnings)
+            if locked:
+                self.removed += self._remove_orphans()
         self._check_target()
         if self.source is not None:
             self.before = source_identity(self.source)
+
+    def _remove_orphans(self) -> list[Path]:
+        """Companions of ``final`` left without it by a run killed between their links (under the lock).
+
+        Only for a new file: an in-place rewrite's main file is always there.  A
+        companion that cannot be removed is named in the warnings; publishing then
+        refuses to overwrite it, naming it.
+        """
+        if self.replace or os.path.lexists(self.final):
+            return []
+        removed: list[Path] = []
+        for name in companion_names(self.final.name):
+            path = self.directory / name
+            try:
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    continue
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                self.warnings.append(f"{io_failure(exc, path, 'remove a record left without its file').message}: {path}")
+                continue
+            removed.append(path)
+        if removed:
+            atomic.fsync_dir(self.directory)
+        return removed
 
     def _stat_source(self) -> os.stat_result | None:
         if self.source is None:
@@ -281,13 +317,15 @@ class Publication:
         self,
         verify: Callable[[Path], None] | None = None,
         *,
-        before_publish: Callable[[], None] | None = None,
+        companions: Sequence[tuple[Path, bytes]] = (),
     ) -> Path:
-        """Own, sync, verify, re-check the source, then link (or rename) into place and sync the directory.
+        """Own, sync, verify, re-check the source, publish the companions, then link (or rename) into place.
 
-        ``verify`` receives the staged path once it is synced and raises to refuse;
-        ``before_publish`` runs right before the final step (a companion file that
-        must exist only once the main file is ready).
+        ``verify`` receives the staged path once it is synced and raises to refuse.
+        ``companions`` (path, bytes) are files that must exist only once the main
+        file is ready and before its name appears (see the module docstring):
+        each gets the main file's owner and mode; one that holds exactly its bytes
+        already (a killed earlier run published it) is kept.
         """
         staged = self.staged
         if self.owner is not None:
@@ -295,14 +333,22 @@ class Publication:
         staged.sync_and_close()
         self.verify_staged(staged, verify)
         self.check_source()
-        if before_publish is not None:
-            before_publish()
+        for path, data in companions:
+            self._publish_companion(path, data)
         if self.replace:
             atomic.replace_atomically(staged, self.final)
         else:
             atomic.publish_no_overwrite(staged, self.final, taken=self.taken)
         self.published = True
         return self.final
+
+    def _publish_companion(self, path: Path, data: bytes) -> None:
+        if _holds(path, data):
+            return
+        with Publication(path, owner=self.owner, cleanup=False) as companion:
+            companion.stage().write(data)
+            companion.publish()
+        self.warnings.extend(companion.warnings)
 
     def verify_staged(self, staged: StagedFile, verify: Callable[[Path], None] | None) -> None:
         """The staged file holds every byte written (cheap, every writer), then the writer's own check."""
@@ -381,6 +427,25 @@ class Publication:
     def notes(self) -> list[str]:
         """What the transaction did besides publishing (for a report)."""
         return [f"removed leftover {p.name}" for p in self.removed]
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """True when ``path`` is a regular file (not a link) holding exactly ``data``."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+            return False
+        with open(fd, "rb", closefd=False) as fh:
+            return fh.read(len(data) + 1) == data
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _same_dir(a: Path, b: Path) -> bool:
