@@ -67,3 +67,28 @@ def test_validate_names_a_text_file_among_logs_and_goes_on(tmp_path: Path) -> No
     both = out + err
     assert f"{readme}: not a session log".encode() in both and f"{log}: ok".encode() in both
     assert b"not a dsh session log (line 1 is not JSON)" in both
+
+
+LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
+
+
+def test_info_shows_created_at_as_a_date_time_with_its_offset() -> None:
+    code, out, _ = run_env("info", str(LOOP), timezone="Europe/Berlin")
+    assert code == 0
+    assert "createdAt=2026-10-20T14:24:02.224+02:00," in out.decode()
+    code, out, _ = run_env("info", str(LOOP), "--json", timezone="Europe/Berlin")
+    assert b'"createdAt": 1792499042224' in out  # scripts keep the number
+
+
+def test_ls_names_the_zone_of_its_times(tmp_path: Path) -> None:
+    from test_store import put
+
+    root = tmp_path / "sessions"
+    put(root, "loop", sid="loop-0001", mtime=1_000)
+    code, out, _ = run_env("ls", str(root), timezone="Asia/Kolkata", tty=True, width=120)
+    head, row = out.decode().splitlines()[:2]
+    assert code == 0 and "last activity (Asia/Kolkata)" in head
+    assert row.rstrip().endswith("2026-10-20 17:54"), row  # its last event, 12:24 UTC, in +05:30
+    # the system's own zone, unnamed: its offset
+    code, out, _ = run_env("ls", str(root), timezone=None)
+    assert code == 0 and "\tlast activity (UTC" in out.decode().splitlines()[0]

@@ -10,7 +10,8 @@ import typer
 
 from ..ops.sessions import list_store, unique_prefixes
 from ..output.table import Column, table
-from ..output.text import human_bytes, local_minutes
+from ..model.period import zone_named
+from ..output.text import human_bytes, local_minutes, zone_text
 from ..read.store import SessionEntry
 from .app import command_app
 from .common import JobsOpt, SchedulerOpt, batch_executor, current, emit_json, err, may_fork, root, screen
@@ -62,15 +63,16 @@ def ls_(
         if e.error:
             err(f"dshlog: {e.dir}: {e.error}")
     scr = screen()
+    tz, zone = zone_named(env.timezone)
     short = unique_prefixes([e.id for e in entries if e.id]) if scr.tty else {}
     table(
         scr,
         None,
         [Column("id"), Column("title", flex=True), Column("cwd", flex=True, drop=3), Column("generation", drop=2),
-         Column("size", "right", drop=4), Column("turns", "right"), Column("last activity"), Column("links", flex=True, drop=1)],
+         Column("size", "right", drop=4), Column("turns", "right"), Column(f"last activity ({zone_text(tz, zone, env.now() * 1000)})"), Column("links", flex=True, drop=1)],
         (
             [short.get(e.id, e.id) if e.id else "", e.display_title or "", e.cwd or "",
-             f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, local_minutes(e.last_activity), _links(e)]
+             f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, local_minutes(e.last_activity, tz), _links(e)]
             for e in entries
         ),
     )
