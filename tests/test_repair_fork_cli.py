@@ -262,3 +262,24 @@ def test_the_seed_of_an_empty_seed_is_its_marker_alone_and_lists_no_closer():
     seed = list(build_fork_seed([], session_id="s", now_ms=5, plan=plan))
     assert [e["type"] for e in seed] == ["session/end-seed"] and seed[0]["time"] == 5
     assert plan and not plan[0].closers
+
+
+def test_fork_that_fails_leaves_nothing_behind(tmp_path, capsysbinary):
+    loop = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
+    made = tmp_path / "child"
+    code, out, err = run_cli(capsysbinary, "fork", str(loop), "--at", "999", "-o", f"{made}/")
+    assert code == 2 and b"does not exist" in err
+    assert not made.exists()  # neither the directory it made nor a session.lock in it
+    kept = tmp_path / "existing"
+    kept.mkdir()
+    code, _, err = run_cli(capsysbinary, "fork", str(loop), "--at", "999", "-o", str(kept))
+    assert code == 2 and list(kept.iterdir()) == []  # the directory was there before: it stays, empty
+    # into a persistence root: no project or session directory is left either
+    root = tmp_path / "home" / "sessions"
+    root.mkdir(parents=True)
+    code, _, err = run_cli(capsysbinary, "fork", str(loop), "--at", "999", "-o", str(root))
+    assert code == 2 and list(root.iterdir()) == [], list(root.rglob("*"))
+    # and a fork that works still leaves its lock, as dsh's writers do
+    code, _, err = run_cli(capsysbinary, "fork", str(loop), "--at", "10", "-o", f"{made}/")
+    assert code == 0, err
+    assert sorted(x.name for x in made.iterdir()) == ["session.lock", "session.v4.jsonl"]

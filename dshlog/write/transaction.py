@@ -374,13 +374,24 @@ class Publication:
                 self._staged.discard()
         finally:
             if self._lock is not None:
-                self._lock.release()
+                if self.published or _holds_log(self._lock.path.parent):
+                    self._lock.release()  # a session's lock file stays, as dsh never deletes one
+                else:  # nothing published where no log is: no lock file (or directory) of this run's making stays
+                    self._lock.withdraw()
                 self._lock = None
 
     @property
     def notes(self) -> list[str]:
         """What the transaction did besides publishing (for a report)."""
         return [f"removed leftover {p.name}" for p in self.removed]
+
+
+def _holds_log(directory: Path) -> bool:
+    """Whether ``directory`` holds a generation (when it cannot be listed: assume it does)."""
+    try:
+        return any(parse_generation(name) is not None for name in os.listdir(directory))
+    except OSError:
+        return True
 
 
 def _same_dir(a: Path, b: Path) -> bool:
