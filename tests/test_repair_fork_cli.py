@@ -264,6 +264,25 @@ def test_the_seed_of_an_empty_seed_is_its_marker_alone_and_lists_no_closer():
     assert plan and not plan[0].closers
 
 
+def test_repair_dry_run_reports_a_torn_zstd_frame_as_write_cuts_it(tmp_path, capsysbinary):
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    lines = CRASH.read_bytes().splitlines(keepends=True)
+    p = tmp_path / "session.v4.jsonl.zstd"
+    frames = [cctx.compress(lines[0])] + [cctx.compress(b"".join(lines[i : i + 3])) for i in range(1, len(lines), 3)]
+    torn = cctx.compress(b'{"type":"tool/result","seq":10}\n')[:9]  # a frame cut before any of it decodes
+    p.write_bytes(b"".join(frames) + torn)
+    code, out, err = run_cli(capsysbinary, "repair", str(p), "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert (plan["tornBytes"], plan["tornFrame"]) == (len(torn), len(frames))
+    code, out, err = run_cli(capsysbinary, "repair", str(p))
+    assert f"torn tail: zstd frame {len(frames)} is incomplete ({len(torn)} bytes on disk".encode() in out
+    code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    assert code == 0, err
+    sidecars = [x for x in tmp_path.iterdir() if ".torn-" in x.name]
+    assert len(sidecars) == 1 and sidecars[0].read_bytes() == torn  # exactly what the dry run said
+
+
 def test_fork_that_fails_leaves_nothing_behind(tmp_path, capsysbinary):
     loop = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
     made = tmp_path / "child"
