@@ -92,3 +92,38 @@ def test_ls_names_the_zone_of_its_times(tmp_path: Path) -> None:
     # the system's own zone, unnamed: its offset
     code, out, _ = run_env("ls", str(root), timezone=None)
     assert code == 0 and "\tlast activity (UTC" in out.decode().splitlines()[0]
+
+
+def test_export_force_refreshes_an_earlier_export_in_place(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    code, _, err = run_env("export", str(LOOP), "-f", "html", "-o", str(page))
+    assert code == 0, err
+    page.write_bytes(b"stale")
+    code, _, err = run_env("export", str(LOOP), "-f", "html", "-o", str(page))
+    assert code == 5 and page.read_bytes() == b"stale"  # never overwritten without being asked
+    code, _, err = run_env("export", str(LOOP), "-f", "html", "-o", str(page), "--force")
+    assert code == 0, err
+    assert page.read_bytes().startswith(b"<!DOCTYPE html>") and sorted(p.name for p in tmp_path.iterdir()) == ["page.html"]
+    # a session log is never an export's to replace
+    log = tmp_path / "s" / "session.v4.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(LOOP.read_bytes())
+    code, _, err = run_env("export", str(LOOP), "-o", str(log), "--force")
+    assert code == 5 and log.read_bytes() == LOOP.read_bytes(), err
+
+
+def test_export_force_refreshes_a_site(tmp_path: Path) -> None:
+    from test_store import put
+
+    root = tmp_path / "sessions"
+    put(root, "loop", sid="loop-0001", mtime=1_000)
+    site = tmp_path / "site"
+    code, _, err = run_env("export", str(root), "-f", "html", "-o", str(site))
+    assert code == 0, err
+    (site / "index.html").write_bytes(b"stale")
+    code, _, err = run_env("export", str(root), "-f", "html", "-o", str(site))
+    assert code == 5 and (site / "index.html").read_bytes() == b"stale"
+    code, _, err = run_env("export", str(root), "-f", "html", "-o", str(site), "--force")
+    assert code == 0, err
+    assert b"loop-0001" in (site / "index.html").read_bytes()
+    assert sorted(p.name for p in site.iterdir()) == ["index.html", "loop-0001.html"]

@@ -171,6 +171,7 @@ class Publication:
         successor: bool = False,
         taken: str | None = None,
         cleanup: bool = True,
+        overwrite: bool = False,
     ) -> None:
         """
         ``replace``: rename over an existing ``final`` (in-place work) instead of
@@ -183,7 +184,9 @@ class Publication:
         directory (otherwise a generation name next to another generation is
         refused).  ``taken``: the refusal when ``final`` exists.  ``cleanup``:
         remove leftovers first (off for a companion file inside another
-        publication's lock).
+        publication's lock).  ``overwrite``: an existing regular ``final`` (never a
+        session generation) is renamed over, as ``replace`` does; an absent one is
+        linked as usual (``export --force`` refreshing an earlier export).
         """
         self.final = Path(final)
         self.directory = self.final.parent
@@ -198,6 +201,7 @@ class Publication:
         self.successor = successor
         self.taken = taken or atomic.taken_message(self.final)
         self.cleanup = cleanup
+        self.overwrite = overwrite
         self.before: Identity | None = None
         self.removed: list[Path] = []
         self.warnings: list[str] = []
@@ -238,6 +242,17 @@ class Publication:
             raise io_failure(exc, self.source, "stat the source") from exc
 
     def _check_target(self) -> None:
+        if self.overwrite and not self.replace and os.path.lexists(self.final):
+            try:
+                st = os.lstat(self.final)
+            except OSError as exc:
+                raise io_failure(exc, self.final, "stat the file to replace") from exc
+            if not stat.S_ISREG(st.st_mode):
+                raise Refused("is not a regular file: refusing to replace it", path=str(self.final))
+            if parse_generation(self.final.name) is not None:
+                raise Refused("is a session log: refusing to replace it with an export", path=str(self.final))
+            self.replace = True
+            return
         if self.replace:
             try:
                 st = os.lstat(self.final)
