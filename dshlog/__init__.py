@@ -118,6 +118,7 @@ _OWNERS: dict[str, str] = {
     "InternalError": "dshlog.errors",
     "UsageError": "dshlog.errors",
     "InvalidArgument": "dshlog.errors",
+    "NotASessionLog": "dshlog.errors",
     "CorruptLog": "dshlog.errors",
     "UnsupportedVersion": "dshlog.errors",
     "MigrationRefused": "dshlog.errors",
@@ -164,6 +165,7 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .errors import Location as Location
     from .errors import LockHeld as LockHeld
     from .errors import MigrationRefused as MigrationRefused
+    from .errors import NotASessionLog as NotASessionLog
     from .errors import Refused as Refused
     from .errors import UnsupportedVersion as UnsupportedVersion
     from .errors import UsageError as UsageError

@@ -125,6 +125,19 @@ class InvalidArgument(UsageError, ValueError):
     """
 
 
+class NotASessionLog(UsageError):
+    """The input is not a dsh session log at all (prose, another program's JSON): the wrong file was named.
+
+    A usage error (exit 2), not damage: nothing of dsh's is broken, and a script
+    that walks a directory must be able to tell a stray file from a corrupt log.
+    A file that looks like a log (a dsh generation name, a first line that opens
+    a JSON object) is judged as a log, however damaged: :class:`CorruptLog`.
+    """
+
+    def __init__(self, why: str, *, path: str | None = None) -> None:
+        super().__init__(f"not a dsh session log ({why})", path=path)
+
+
 class CorruptLog(DshlogError):
     """Committed content is invalid: unparsable JSON, seq gap, bad frame, broken rule."""
 

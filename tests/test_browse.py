@@ -228,3 +228,14 @@ def test_the_command_needs_a_terminal(capsysbinary) -> None:
 
     code, out, err = run_cli(capsysbinary, "browse", str(LOOP_V4))
     assert code == 2 and out == b"" and b"browse needs a terminal" in err
+
+
+def test_hints_name_the_browsers_keys_not_the_command_line_flags() -> None:
+    async def steps(pilot, app):
+        folded = conversation(app)
+        await pilot.press("r")
+        return folded, conversation(app)
+
+    folded, unfolded = run(BrowseApp(target=str(V0_TEXT_TURN)), steps)
+    assert "r to show" in folded and "--reasoning" not in folded, folded
+    assert "r to show" not in unfolded

@@ -50,11 +50,11 @@ def test_ls_json_shape(root, capsysbinary):
     assert "identify" in z["error"]  # header and location disagree, as dsh would refuse
 
 
-def test_ls_plain_is_tab_separated_when_piped(root, capsysbinary):
-    code, out, err = run_cli(capsysbinary, "ls", str(root), "--sort", "id")
+def test_ls_plain_is_tab_separated_when_piped(root):
+    code, out, err = run_env("ls", str(root), "--sort", "id", timezone="UTC")
     assert code == 0
     lines = out.decode().splitlines()
-    assert lines[0].split("\t") == ["id", "title", "cwd", "generation", "size", "turns", "last activity", "links"]
+    assert lines[0].split("\t") == ["id", "title", "cwd", "generation", "size", "turns", "last activity (UTC)", "links"]
     cells = dict((ln.split("\t")[0], ln.split("\t")) for ln in lines[1:3])
     assert cells["fork-0002"][7] == "parent loop-0001"
     assert cells["crash-0001"][5] == "1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import os
 import subprocess
 import sys
 import textwrap
@@ -216,5 +217,31 @@ def test_tail_f_command_follows_and_exits_cleanly_on_ctrl_c(tmp_path, zstd):
             proc.kill()
             proc.wait()
     err = proc.stderr.read() if proc.stderr else b""
-    assert rc == 0, err
+    assert rc == 130, err  # interrupted, as the README's exit-code table says
     assert b"Traceback" not in err
+
+
+def test_tail_f_says_when_the_log_is_replaced_under_it_and_follows_the_new_file(tmp_path):
+    p = tmp_path / "session.v4.jsonl"
+    p.write_bytes(b"".join(ln + b"\n" for ln in LOOP_LINES[:11]))  # header + 10 events
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from dshlog.cli import main; sys.exit(main())", "tail", "-f", "-n", "1", "--interval", "0.02", str(p)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().startswith(b"9 ")
+        new = tmp_path / "new"
+        new.write_bytes(b"".join(ln + b"\n" for ln in LOOP_LINES[:13]))  # the same log, two events longer
+        os.replace(new, p)  # a new inode under the name, as repair --write leaves it
+        assert proc.stdout.readline().startswith(b"10 tool/result")
+        note = proc.stderr.readline()
+        assert b"the file was replaced while being followed" in note and str(p).encode() in note, note
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc == 130

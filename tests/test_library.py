@@ -226,7 +226,9 @@ def test_only_the_hierarchy_leaves(tmp_path: Path) -> None:
     with pytest.raises(dshlog.IOFailure):
         dshlog.session_info(tmp_path / "missing.jsonl")
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(b'{"type":"session","version":4,"id":"x","createdAt":1,"isSeeded":false,"delegationDepth":0}\nnot json\n')
+    # a damaged row a later turn/end proves committed (dsh holds a damaged row after the last turn/end as a torn tail)
+    bad.write_bytes(b'{"type":"session","version":4,"id":"x","createdAt":1,"isSeeded":false,"delegationDepth":0}\nnot json\n'
+                    b'{"type":"turn/end","seq":1,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}\n')
     with pytest.raises(dshlog.CorruptLog):
         list(dshlog.v4_events(bad))
     with dshlog.open_session(LOOP) as log:

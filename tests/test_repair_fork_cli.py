@@ -262,3 +262,43 @@ def test_the_seed_of_an_empty_seed_is_its_marker_alone_and_lists_no_closer():
     seed = list(build_fork_seed([], session_id="s", now_ms=5, plan=plan))
     assert [e["type"] for e in seed] == ["session/end-seed"] and seed[0]["time"] == 5
     assert plan and not plan[0].closers
+
+
+def test_repair_dry_run_reports_a_torn_zstd_frame_as_write_cuts_it(tmp_path, capsysbinary):
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    lines = CRASH.read_bytes().splitlines(keepends=True)
+    p = tmp_path / "session.v4.jsonl.zstd"
+    frames = [cctx.compress(lines[0])] + [cctx.compress(b"".join(lines[i : i + 3])) for i in range(1, len(lines), 3)]
+    torn = cctx.compress(b'{"type":"tool/result","seq":10}\n')[:9]  # a frame cut before any of it decodes
+    p.write_bytes(b"".join(frames) + torn)
+    code, out, err = run_cli(capsysbinary, "repair", str(p), "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert (plan["tornBytes"], plan["tornFrame"]) == (len(torn), len(frames))
+    code, out, err = run_cli(capsysbinary, "repair", str(p))
+    assert f"torn tail: zstd frame {len(frames)} is incomplete ({len(torn)} bytes on disk".encode() in out
+    code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    assert code == 0, err
+    sidecars = [x for x in tmp_path.iterdir() if ".torn-" in x.name]
+    assert len(sidecars) == 1 and sidecars[0].read_bytes() == torn  # exactly what the dry run said
+
+
+def test_fork_that_fails_leaves_nothing_behind(tmp_path, capsysbinary):
+    loop = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
+    made = tmp_path / "child"
+    code, out, err = run_cli(capsysbinary, "fork", str(loop), "--at", "999", "-o", f"{made}/")
+    assert code == 2 and b"does not exist" in err
+    assert not made.exists()  # neither the directory it made nor a session.lock in it
+    kept = tmp_path / "existing"
+    kept.mkdir()
+    code, _, err = run_cli(capsysbinary, "fork", str(loop), "--at", "999", "-o", str(kept))
+    assert code == 2 and list(kept.iterdir()) == []  # the directory was there before: it stays, empty
+    # into a persistence root: no project or session directory is left either
+    root = tmp_path / "home" / "sessions"
+    root.mkdir(parents=True)
+    code, _, err = run_cli(capsysbinary, "fork", str(loop), "--at", "999", "-o", str(root))
+    assert code == 2 and list(root.iterdir()) == [], list(root.rglob("*"))
+    # and a fork that works still leaves its lock, as dsh's writers do
+    code, _, err = run_cli(capsysbinary, "fork", str(loop), "--at", "10", "-o", f"{made}/")
+    assert code == 0, err
+    assert sorted(x.name for x in made.iterdir()) == ["session.lock", "session.v4.jsonl"]

@@ -386,7 +386,7 @@ class SessionView(Screen[None]):
             box.scroll_home(animate=False)
 
     def _item_view(self, item: Item) -> Any:
-        return renderable(item, reasoning=self.reasoning)
+        return renderable(item, reasoning=self.reasoning, hints=L.BROWSE_HINTS)
 
     def action_reasoning(self) -> None:
         self.reasoning = not self.reasoning

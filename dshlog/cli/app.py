@@ -8,6 +8,7 @@ alone: a reading command never loads the writers, the migration chain or rich.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import importlib
 import os
@@ -19,14 +20,14 @@ import typer
 from typer.core import TyperGroup
 
 if TYPE_CHECKING:  # the installed Typer vendors its own click
-    from typer._click.exceptions import ClickException
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
     from typer._click.exceptions import UsageError as ClickUsageError
 else:
     try:  # Typer >= 0.24 vendors its own click
-        from typer._click.exceptions import ClickException
+        from typer._click.exceptions import ClickException, NoArgsIsHelpError
         from typer._click.exceptions import UsageError as ClickUsageError
     except ImportError:  # pragma: no cover
-        from click.exceptions import ClickException
+        from click.exceptions import ClickException, NoArgsIsHelpError
         from click.exceptions import UsageError as ClickUsageError
 
 from .._version import __version__
@@ -90,6 +91,20 @@ class LazyCommands(TyperGroup):
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """As Click's, but a mistyped name is answered with the nearest command names.
+
+        Typer's own suggestion looks only at the commands already loaded, which here
+        (each command imported when it runs) is none of them.
+        """
+        try:
+            return super().resolve_command(ctx, args)
+        except ClickUsageError as exc:
+            near = difflib.get_close_matches(args[0], list(COMMANDS), n=3) if args else []
+            if near and "Did you mean" not in exc.message:
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {' or '.join(repr(m) for m in near)}?"
+            raise
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
@@ -215,6 +230,10 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     except typer.Abort:
         _message(env, "dshlog: aborted")
         code = 130
+    except NoArgsIsHelpError as exc:
+        # a bare `dshlog` (or a command given nothing): its help, formatted, as Click shows it
+        _message(env, exc.format_message().rstrip("\n"), clean=False)
+        code = ExitCode.USAGE
     except ClickException as exc:
         _message(env, _usage_line(exc) if isinstance(exc, ClickUsageError) else f"dshlog: usage: {exc.format_message()}")
         code = ExitCode.USAGE
@@ -251,11 +270,11 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     return ExitCode(code) if code in ExitCode._value2member_map_ else code
 
 
-def _message(env: Env, line: str) -> None:
-    """One line on stderr, sanitised, after whatever stdout holds."""
+def _message(env: Env, line: str, *, clean: bool = True) -> None:
+    """One line on stderr, sanitised, after whatever stdout holds (``clean=False``: dshlog's own text, its lines kept)."""
     try:
         env.stdout.flush()
     except Exception:  # noqa: BLE001 - stdout may be the closed pipe being reported
         pass
-    env.stderr.write(sanitize(line).encode("utf-8", "replace") + b"\n")
+    env.stderr.write((sanitize(line) if clean else line).encode("utf-8", "replace") + b"\n")
     env.stderr.flush()

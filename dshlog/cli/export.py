@@ -44,7 +44,8 @@ _STREAM_BATCH = 64 << 10
 def export(
     file: FileArg = None,
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|html|json", help="md (readable as plain text), html (one self-contained file) or json (versioned shape).", autocompletion=lambda: list(FORMATS))] = "md",
-    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write to OUT (atomically; never overwrites) instead of stdout: a file, or a directory to create it in (existing, or ending in /); - is stdout.")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="OUT", help="Write to OUT (atomically; never overwrites unless --force) instead of stdout: a file, or a directory to create it in (existing, or ending in /); - is stdout.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an earlier export at OUT (a site: its pages and index), each file staged first and renamed over the old one; never a session log.")] = False,
     redact: Annotated[bool, typer.Option("--redact", help="Mask API keys, tokens, JWTs, passwords and e-mail addresses everywhere.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Do not trim long tool output, arguments and system prompts.")] = False,
     select: SelectOpt = None,
@@ -70,11 +71,13 @@ def export(
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
     chosen = selection(since, until, project, cwd)
     if file and Path(file).is_dir() and not is_session_directory(Path(file)):
-        _export_root(file, fmt, output, full=full, redact=redact, chosen=chosen)
+        _export_root(file, fmt, output, full=full, redact=redact, chosen=chosen, force=force)
         return
     if (since, until, project, cwd) != (None, None, None, None):
         raise UsageError("--since, --until, --project and --cwd select sessions of a root: give a ROOT with --format html -o DIR")
     path = resolve(file)
+    if force and (output is None or output == STDOUT):
+        raise UsageError("--force replaces an earlier export at -o OUT: give -o")
     options = {"full": full, "redact": redact, "select": select, "format_version": format_version, **reading(path),
                "progress": read_progress()}
     if output is None or output == STDOUT:
@@ -85,7 +88,7 @@ def export(
             sink.flush()
         done()
     else:
-        written = export_transcript(path, output, format=fmt, **options)  # type: ignore[arg-type]  # a format of FORMATS
+        written = export_transcript(path, output, format=fmt, force=force, **options)  # type: ignore[arg-type]  # a format of FORMATS
         done()
         for w in written.warnings:
             err(f"dshlog: warning: {w}")
@@ -117,11 +120,11 @@ class _Streamed(BatchedStdout):
         super().write(data)
 
 
-def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bool, chosen: Selection) -> None:
+def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bool, chosen: Selection, force: bool) -> None:
     """``export ROOT --format html -o DIR``."""
     if fmt != "html" or out is None:
         raise UsageError(f"{root} is a persistence root: export it with --format html -o DIR (one page per session)", path=root)
-    result = export_store(root, out, full=full, redact=redact, parallel=may_fork(), selection=chosen)
+    result = export_store(root, out, full=full, redact=redact, parallel=may_fork(), selection=chosen, force=force)
     say(result.note)
     for w in result.warnings:
         err(f"dshlog: warning: {w}")

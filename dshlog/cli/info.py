@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import tzinfo
+
 from ..ops.views import session_info
 from ..ops.results import SessionInfo
 from ..output import labels
+from ..model.period import zone_named
 from ..output.table import Column, table
-from ..output.text import human_bytes
+from ..output.text import human_bytes, local_iso
 from ..read.container import torn_text
 from .app import command_app
 from .common import (
     FileArg,
     FormatOpt,
+    current,
     JsonOpt,
     SelectOpt,
     emit_json,
@@ -44,11 +48,12 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
 
 def _render(i: SessionInfo) -> None:
     s = i.summary
+    tz, _ = zone_named(current().env.timezone)
     out(f"file        {i.path}")
     out(f"container   {i.container}" + (f", {i.frames} frames" if i.frames is not None else ""))
     out(f"version     v{i.version}" + ("  (test-snapshot projection: no seq/time)" if i.projection else ""))
     if i.header:
-        out("header      " + ", ".join(f"{k}={v if isinstance(v, str) else js(v)}" for k, v in i.header.items() if k != "type"))
+        out("header      " + ", ".join(f"{k}={_value(k, v, tz)}" for k, v in i.header.items() if k != "type"))
     else:
         out("header      (none)")
     out(f"size        {human_bytes(i.size_on_disk)} on disk, {human_bytes(i.decoded_bytes)} decoded")
@@ -63,3 +68,12 @@ def _render(i: SessionInfo) -> None:
     if s.tokens:
         out("tokens      " + labels.tokens_text(s.tokens))
     table(screen(), "events by type", [Column("type"), Column("count", number=True)], sorted(s.by_type.items(), key=lambda kv: (-kv[1], str(kv[0]))))
+
+
+def _value(key: str, value: object, tz: tzinfo | None) -> str:
+    """A header member as a person reads it: ``createdAt`` as a date-time with its offset (``--json`` keeps the number)."""
+    if key == "createdAt":
+        when = local_iso(value, tz)
+        if when is not None:
+            return when
+    return value if isinstance(value, str) else js(value)

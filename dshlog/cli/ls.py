@@ -9,10 +9,11 @@ import typer
 
 from ..ops.sessions import list_store, unique_prefixes
 from ..output.table import Column, table
-from ..output.text import human_bytes, local_minutes
+from ..model.period import zone_named
+from ..output.text import human_bytes, local_minutes, zone_text
 from ..read.store import SessionEntry
 from .app import command_app
-from .common import JobsOpt, SchedulerOpt, batch_executor, emit_json, err, may_fork, root, screen
+from .common import JobsOpt, SchedulerOpt, batch_executor, current, emit_json, err, may_fork, root, screen
 from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, say, selection
 
 app = command_app()
@@ -51,6 +52,7 @@ def ls_(
 
     Example: dshlog ls --cwd . --since 3d --grep 'migration'
     """
+    env = current().env
     root_p = Path(root_arg) if root_arg is not None else root()
     chosen = selection(since, until, project, cwd)
     with batch_executor(jobs, scheduler) as ex:  # --grep reads every session: one task each
@@ -64,15 +66,16 @@ def ls_(
         if e.error:
             err(f"dshlog: {e.dir}: {e.error}")
     scr = screen()
+    tz, zone = zone_named(env.timezone)
     short = unique_prefixes([e.id for e in entries if e.id]) if scr.tty else {}
     table(
         scr,
         None,
         [Column("id"), Column("title", flex=True), Column("cwd", path=True, drop=4), Column("generation", drop=2),
-         Column("size", "right", drop=3), Column("turns", number=True), Column("last activity"), Column("links", flex=True, drop=1)],
+         Column("size", "right", drop=3), Column("turns", number=True), Column(f"last activity ({zone_text(tz, zone, env.now() * 1000)})"), Column("links", flex=True, drop=1)],
         (
             [short.get(e.id, e.id) if e.id else "", e.display_title or "", e.cwd or "",
-             f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, local_minutes(e.last_activity), _links(e)]
+             f"{e.path.name} v{e.version}" if e.path else "-", human_bytes(e.size), e.turns, local_minutes(e.last_activity, tz), _links(e)]
             for e in entries
         ),
     )

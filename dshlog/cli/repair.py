@@ -59,12 +59,12 @@ def repair(
     else:
         rep = plan.report
         if plan.healthy:
-            out(f"{plan.path}: healthy: the last turn is closed ({plan.event_count} events)" + (f"; a torn tail of {plan.torn_bytes} bytes is ignored" if plan.torn_bytes else ""))
+            out(f"{plan.path}: healthy: the last turn is closed ({plan.event_count} events)" + (f"; a torn tail is ignored: {plan.torn_note}" if plan.torn_note else ""))
         else:
             pend = ", ".join(f"{c.call_id} ({'started' if c.started else 'not started'})" for c in rep.pending) or "none"
             out(f"{plan.path}: open tail: turn {rep.open_turn}" + (f", step {rep.open_step}" if rep.open_step is not None else "") + f"; unanswered tool calls: {pend}")
-            if plan.torn_bytes:
-                out(f"torn tail: {plan.torn_bytes} bytes after the last complete line")
+            if plan.torn_note:
+                out(f"torn tail: {plan.torn_note}" + ("; cut" if result.written else "; a write cuts it"))
             for w in plan.warnings:
                 err(f"dshlog: warning: {w}")
             out("appended:" if result.written else "would append:")

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ..ops.events import follower, last_events
 from .app import command_app
 from .common import FileArg, FormatOpt, JsonOpt, current, err, event_bytes, line_width, print_notes, reading, resolve
@@ -66,3 +66,5 @@ def tail(
             say_notes()
     except KeyboardInterrupt:
         stdout.flush()
+        say_notes()
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None  # Ctrl-C ends a follow: 130, as the README's table says

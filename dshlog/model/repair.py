@@ -290,9 +290,11 @@ class RepairPlan:
     container: str
     report: TailReport
     closers: list[dict[str, Any]]
-    torn_bytes: int
+    torn_bytes: int  # bytes on disk a write cuts: a torn last line, or the whole torn zstd frame
     event_count: int
     open_compaction: int | None = None  # seq of a compaction/start the tail leaves open
+    torn_frame: int | None = None  # zstd: the index of the torn last frame
+    torn_note: str | None = None  # what the torn tail is, for people
 
     @property
     def healthy(self) -> bool:

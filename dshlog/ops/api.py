@@ -306,14 +306,15 @@ def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = Fals
 def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md", full: bool = False,
                       redact: bool = False, select: str | None = None, format_version: int | None = None,
                       system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
-                      parallel: bool = False, progress: Position | None = None) -> ExportResult:
-    """``dshlog export -o OUT``: a transcript (Markdown, self-contained HTML, or JSON) published at ``out``."""
+                      parallel: bool = False, progress: Position | None = None, force: bool = False) -> ExportResult:
+    """``dshlog export -o OUT``: a transcript (Markdown, self-contained HTML, or JSON) published at ``out``
+    (``force``: replacing an earlier export there, staged first and renamed over it)."""
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
     with open_reading(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
                       stream=stream, parallel=parallel, progress=progress) as reading:
         with located(reading.path):
-            path, warnings = _export.export_to_file(reading, format, os.fspath(out), full=full, redact=redact)
+            path, warnings = _export.export_to_file(reading, format, os.fspath(out), full=full, redact=redact, force=force)
         return ExportResult(str(path), format, tuple(warnings), reading.path, tuple(reading.notes), reading.notes.suppressed(),
                             reading.refused, reading.rescue)
 

@@ -42,13 +42,15 @@ def export_to_file(
     *,
     full: bool = False,
     redact: bool = False,
+    force: bool = False,
 ) -> tuple[Path, list[str]]:
     """Render the transcript of the log ``reading`` holds into ``out``; returns the published path and what
     could not be kept.  A log dsh refuses is exported too, opening with the refusal (:mod:`dshlog.ops.transcript`).
 
     ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`); into a
     directory the file is named after the session (:func:`dshlog.output.export.export_name`).
-    Standard output (``-``) is the caller's: it needs no publication.
+    Standard output (``-``) is the caller's: it needs no publication.  ``force``: an earlier
+    export at that name is replaced (still staged first, then renamed over it).
     """
     head = reading.export_head()
     target = output_path(out, export_name(head, fmt), owner=Ownership.shared(), what="export")
@@ -59,6 +61,7 @@ def export_to_file(
         source=source if source is not None and source.is_file() else None,
         owner=Ownership.shared(),
         changed="the log changed while it was exported; nothing was written",
+        overwrite=force,
     )
     with pub:
         staged = pub.stage()
@@ -123,8 +126,8 @@ def _ordered(entries: list[SessionEntry]) -> list[tuple[SessionEntry, int]]:
     return out
 
 
-def _publish(target: Path, write_page: Callable[[Callable[[bytes], None]], None]) -> list[str]:
-    pub = Publication(target, lock=None, owner=Ownership.shared())
+def _publish(target: Path, write_page: Callable[[Callable[[bytes], None]], None], force: bool = False) -> list[str]:
+    pub = Publication(target, lock=None, owner=Ownership.shared(), overwrite=force)
     with pub:
         staged = pub.stage()
         write_page(staged.write)
@@ -133,7 +136,7 @@ def _publish(target: Path, write_page: Callable[[Callable[[bytes], None]], None]
 
 
 def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool = False, parallel: bool = False,
-                 selection: Selection | None = None) -> StoreExport:
+                 selection: Selection | None = None, force: bool = False) -> StoreExport:
     """Every session of ``root`` as an HTML page in the new or empty directory ``out``, plus ``index.html``.
 
     A session dsh refuses to open gets its page too (its stored rows, opening with
@@ -141,7 +144,8 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
     :attr:`StoreExport.refused`.  A session that cannot be read at all is listed
     in the index with its error and in :attr:`StoreExport.failed`; the others are
     still written.  Nothing is ever
-    overwritten: ``out`` must not hold any of the files this export writes.
+    overwritten: ``out`` must not hold any of the files this export writes, unless ``force``
+    (refreshing an earlier export in place: each file is staged, then renamed over the old one).
     ``parallel``: forked helpers may decode large zstd sessions (the caller's policy).
     ``selection``: only the sessions it keeps (``--since/--until/--project/--cwd``); what a
     person is told about it (``--cwd`` matched nothing) is :attr:`StoreExport.note`.
@@ -159,7 +163,7 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
         raise UsageError(f"{out} is a file; give a directory for -o with a root", path=out)
     ordered = _ordered(entries)
     names = {id(e): page_name(e) for e, _ in ordered}
-    if directory.is_dir():
+    if directory.is_dir() and not force:
         clash = sorted(set(os.listdir(directory)) & ({INDEX} | set(names.values())))
         if clash:
             raise Refused(f"{out} already holds {', '.join(clash[:3])}{' ...' if len(clash) > 3 else ''}; export into a new or empty directory", path=out)
@@ -182,7 +186,7 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
             )
             try:
                 renderer, refused, rescue = _export_page(e, directory / names[id(e)], links, full=full, redact=redact,
-                                                         result=result, parallel=parallel)
+                                                         result=result, parallel=parallel, force=force)
                 name = renderer.name or name
                 if refused is not None and rescue is not None:
                     result.refused.append((e.id or e.dir.name, refused, rescue))
@@ -194,12 +198,12 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
             result.failed.append((e.id or e.dir.name, error))
         rows.append(IndexRow(text(name), text(e.id) if e.id else None, href, text(e.cwd) if e.cwd else e.project, e.last_activity,
                              e.size, e.turns, depth, error, text(refusal) if refusal is not None else None))
-    result.warnings += _publish(result.index, lambda w: w(store_index(rows, root=text(str(root))).encode("utf-8")))
+    result.warnings += _publish(result.index, lambda w: w(store_index(rows, root=text(str(root))).encode("utf-8")), force)
     return result
 
 
 def _export_page(entry: SessionEntry, target: Path, links: PageLinks, *, full: bool, redact: bool, result: StoreExport,
-                 parallel: bool = False) -> tuple[HtmlRenderer, DshlogError | None, str | None]:
+                 parallel: bool = False, force: bool = False) -> tuple[HtmlRenderer, DshlogError | None, str | None]:
     """One session's page; dsh's refusal of the session (its page then opens with it) and what brings it back."""
     assert entry.path is not None
     with open_reading(str(entry.path), parallel=parallel) as reading:
@@ -212,7 +216,7 @@ def _export_page(entry: SessionEntry, target: Path, links: PageLinks, *, full: b
             with reading.events() as events:
                 render(events, head, renderer, full=full, redact=mask if redact else None)
 
-        result.warnings += _publish(target, write_page)
+        result.warnings += _publish(target, write_page, force)
         refused, rescue = reading.refused, reading.rescue
     result.pages.append(target)
     assert renderer is not None

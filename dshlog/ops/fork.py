@@ -16,7 +16,7 @@ import os
 import uuid
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..errors import UsageError
 from ..model.fork import ForkPlan, at_turn, build_fork_seed, child_header
@@ -86,12 +86,32 @@ def write_fork(
         if root is None:
             raise UsageError("the parent is not in a dsh persistence root: give -o OUT (a file, a directory, or a root)", path=target)
         out = root
+    made: list[Path] = []  # the directories this fork creates: removed again (when empty) if it fails
     if means_directory(out) and Path(out).is_dir() and is_persistence_root(Path(out), near=source):
         # where dsh would keep the child: <root>/<project key of its cwd>/<encoded id>/
         child_dir = session_dir(Path(out), parent_header.get("cwd") if isinstance(parent_header.get("cwd"), str) else None, new_id)
+        if not child_dir.parent.is_dir():
+            made.append(child_dir.parent)
         make_directory(child_dir.parent, Ownership.of(source))
         out = f"{child_dir}{os.sep}"
-    out = output_path(out, name, owner=Ownership.of(source), what="fork")
+    if means_directory(out) and not Path(out).is_dir():
+        made.append(Path(out))
+    try:
+        out = output_path(out, name, owner=Ownership.of(source), what="fork")
+        return _write_child(out, source, parent_header=parent_header, new_id=new_id, created=created, compressed=compressed,
+                            parent_id=parent_id, at=at, target=target, open_log=_open, parallel=parallel)
+    except BaseException:
+        for directory in reversed(made):
+            try:
+                directory.rmdir()  # only when empty: anything else there stays
+            except OSError:
+                pass
+        raise
+
+
+def _write_child(out: Path, source: Path, *, parent_header: dict[str, Any], new_id: str, created: int, compressed: bool,
+                 parent_id: Any, at: int | None, target: str, open_log: Callable[[], SessionLog], parallel: bool) -> dict[str, Any]:
+    """Stage, verify and publish the child (the publication removes what it made when it fails)."""
     header = child_header(parent_header, new_id=new_id, created_at=created)
     pub = Publication(
         out,
@@ -102,7 +122,7 @@ def write_fork(
     )
     with pub:
         staged = pub.stage()
-        with _open() as log:
+        with open_log() as log:
             raws: dict[int, bytes] = {}
             view = log.v4()
 

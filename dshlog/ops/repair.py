@@ -26,7 +26,7 @@ from pathlib import Path
 from ..errors import DshlogError, Refused, UsageError
 from ..model.repair import RepairPlan, TailState
 from ..protocol.jsjson import dumps
-from ..read.container import Container, resolve_path
+from ..read.container import Container, SourceInfo, resolve_path, torn_text
 from ..read.session import open_session
 from ..protocol.layout import generation_name
 from ..protocol.vocabulary import CURRENT_VERSION
@@ -83,8 +83,20 @@ def plan_repair(target: str, *, select: str | None = None, format_version: int |
             elif t in ("compaction/end", "session/end-seed"):
                 comp = None
             n += 1
-        torn = log.info.torn.length if log.info.torn else 0
-        return RepairPlan(log.path, log.version, log.info.container, state.report(), state.closers("interrupted"), torn, n, comp)
+        return RepairPlan(log.path, log.version, log.info.container, state.report(), state.closers("interrupted"),
+                          event_count=n, open_compaction=comp, **_torn(log.info))
+
+
+def _torn(info: SourceInfo) -> dict[str, Any]:
+    """The torn tail as a write cuts it: the bytes of a torn last line, or every byte on disk of a torn
+    zstd frame (however little of it decodes); a dry run reports the same figures."""
+    t = info.torn
+    if t is None:
+        return {"torn_bytes": 0}
+    cut = t.length
+    if t.frame_offset is not None and info.size_on_disk is not None:
+        cut = info.size_on_disk - t.frame_offset
+    return {"torn_bytes": cut, "torn_frame": t.frame, "torn_note": torn_text(t, info.size_on_disk).removeprefix("torn tail ignored: ")}
 
 
 def _regular_source(target: str) -> Path | None:
@@ -143,8 +155,7 @@ def repair_copy(target: str, out: Path | str, *, select: str | None = None, form
                     w.event(c)
                 size, digest = w.close()
                 pub.publish(lambda path: check.verify(path, events=w.events, plain=(size, digest)))
-            plan = RepairPlan(log.path, log.version, log.info.container, state.report(), closers,
-                              log.info.torn.length if log.info.torn else 0, n)
+            plan = RepairPlan(log.path, log.version, log.info.container, state.report(), closers, event_count=n, **_torn(log.info))
     return RepairResult(plan, written=str(out), warnings=pub.warnings)
 
 
@@ -197,7 +208,7 @@ def repair_in_place(target: str, *, parallel: bool = False) -> RepairResult:
                               "repair --write cuts them only from plain logs (use -o OUT)", path=str(path))
             header, snapshot = log.header, log.snapshot
             closers = state.closers("interrupted")
-            plan = RepairPlan(str(path), version, container, state.report(), closers, torn.length if torn else 0, n)
+            plan = RepairPlan(str(path), version, container, state.report(), closers, event_count=n, **_torn(log.info))
         if not closers:
             return RepairResult(plan, warnings=pub.warnings)
         if projection:  # its rows carry no seq/time and the closers would: refuse before staging anything

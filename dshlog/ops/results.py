@@ -414,6 +414,7 @@ class RepairOutcome:
             "openStep": rep.open_step,
             "pendingCalls": [_pending(c) for c in rep.pending],
             "tornBytes": plan.torn_bytes,
+            "tornFrame": plan.torn_frame,
             "closers": plan.closers,
             "warnings": plan.warnings,
             "written": self.written,

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from ..check.problems import Problem, Severity
 from ..check.validate import Validator
-from ..errors import DshlogError, ExitCode, MigrationRefused, UnsupportedVersion
+from ..errors import DshlogError, ExitCode, MigrationRefused, NotASessionLog, UnsupportedVersion
 from ..executor import Executor, InProcess, helpers_allowed
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
@@ -35,6 +35,10 @@ MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
 _PARTIAL = frozenset({"seq-gap", "lifecycle", "delivery", "cut", "surface"})
 # Reader notes that make a (non-snapshot) log damaged.
 _DAMAGING_NOTES = frozenset({"seq-gap", "row", "envelope", "unparsable"})
+
+
+#: The problem code of an input that is no session log at all (exit 2, not damage).
+NOT_A_LOG = "not-a-log"
 
 
 @dataclass
@@ -63,6 +67,8 @@ class Report:
         errors = [p for p in self.problems if p.severity == Severity.ERROR]
         if any(p.code == "io" for p in errors):
             return ExitCode.IO  # the file could not be read at all
+        if errors and all(p.code == NOT_A_LOG for p in errors):
+            return ExitCode.USAGE  # no session log at all: the wrong file was named, nothing is damaged
         if errors and all(p.code in ("unsupported", "refused") for p in errors) and not self.dropped:
             return ExitCode.UNSUPPORTED  # intact, but uses something this reader does not know
         if errors or self.dropped:
@@ -73,8 +79,10 @@ class Report:
 
     @property
     def status(self) -> str:
-        """``ok``, ``unsupported``, ``unreadable`` (the file could not be read: missing, denied) or ``damaged``."""
-        return {ExitCode.OK: "ok", ExitCode.UNSUPPORTED: "unsupported", ExitCode.IO: "unreadable"}.get(self.exit_code, "damaged")
+        """``ok``, ``unsupported``, ``unreadable`` (the file could not be read: missing, denied),
+        ``not a session log`` (the wrong file) or ``damaged``."""
+        return {ExitCode.OK: "ok", ExitCode.UNSUPPORTED: "unsupported", ExitCode.IO: "unreadable",
+                ExitCode.USAGE: "not a session log"}.get(self.exit_code, "damaged")
 
     def grouped(self) -> list[tuple[Problem, list[Problem]]]:
         """The problems in file order, each with the later problems of its code (on later lines).
@@ -126,6 +134,8 @@ def _from_error(report: Report, exc: DshlogError) -> None:
     if unsupported:
         report.unsupported = True
     code = "refused" if isinstance(exc, MigrationRefused) else ("unsupported" if unsupported else exc.kind)
+    if isinstance(exc, NotASessionLog):
+        code = NOT_A_LOG
     report.add(Problem(code, exc.message, Severity.ERROR, exc.seq, exc.loc, exc.path))
 
 

@@ -83,6 +83,20 @@ FULL_HINT = " (--full)"  # how to see what a trimmed text left out
 REASONING_HINT = "--reasoning to show"
 IN_PART = "counted in part"  # a session a report read past a damaged row: its figures are those of the rows it could read
 
+
+@dataclass(frozen=True, slots=True)
+class Hints:
+    """How a reader is told to see what a transcript folded or trimmed: the command's flags, or the browser's keys."""
+
+    reasoning: str
+    full: str
+
+
+#: ``show``: the command line's flags
+SHOW_HINTS = Hints(REASONING_HINT, FULL_HINT)
+#: ``browse``: its keys (``r`` unfolds reasoning; the events tab shows an event's JSON whole)
+BROWSE_HINTS = Hints("r to show", " (whole: the events tab, Enter on its row)")
+
 _FAILURE = {"error": "model call failed", "aborted": "model call cancelled", "no-output": "model call produced nothing"}
 _REPLACEMENT = {"compaction": "compaction summary", "revision": "revised message", "tool-result-rewrite": "tool result rewritten"}
 
@@ -142,9 +156,9 @@ def cut_note(cut_lines: int, cut_chars: int, hint: str = "") -> str:
     return f"… {what} not shown{hint}"
 
 
-def reasoning_fold(text: str) -> str:
+def reasoning_fold(text: str, hint: str = REASONING_HINT) -> str:
     """``3 lines; --reasoning to show``: what stands for folded reasoning (each target frames it)."""
-    return f"{plural(text.count(chr(10)) + 1, 'line')}; {REASONING_HINT}"
+    return f"{plural(text.count(chr(10)) + 1, 'line')}; {hint}"
 
 
 def failure_text(item: Failure) -> str:

@@ -59,13 +59,13 @@ def _styled(value: str, style: str) -> Text:
     return t
 
 
-def _cut(t: Text, item: Any) -> None:
+def _cut(t: Text, item: Any, hint: str) -> None:
     if item.cut_chars:
-        _append(t, "\n" + L.cut_note(item.cut_lines, item.cut_chars, L.FULL_HINT), "italic dim")
+        _append(t, "\n" + L.cut_note(item.cut_lines, item.cut_chars, hint), "italic dim")
 
 
-def renderable(item: Item, *, reasoning: bool = False) -> Any:  # noqa: C901 - one branch per item kind
-    """A Rich renderable for one transcript item."""
+def renderable(item: Item, *, reasoning: bool = False, hints: L.Hints = L.SHOW_HINTS) -> Any:  # noqa: C901 - one branch per item kind
+    """A Rich renderable for one transcript item; ``hints`` say how its reader unfolds what is folded (flags, or keys)."""
     from rich.padding import Padding  # lazy: heavy, only for terminal output
     from rich.panel import Panel
     from rich.rule import Rule
@@ -76,7 +76,7 @@ def renderable(item: Item, *, reasoning: bool = False) -> Any:  # noqa: C901 - o
         return text(f"{L.TURN_END} {L.TURN} {item.turn} {item.label}", _TURN_END_STYLE.get(item.outcome, "magenta"))
     if isinstance(item, SystemPrompt):
         t = text(item.text or L.EMPTY, "dim")
-        _cut(t, item)
+        _cut(t, item, hints.full)
         return Panel(t, title=text(L.SYSTEM_PROMPT[item.change]), title_align="left", border_style="blue")
     if isinstance(item, UserText):
         source = L.user_source(item.source)
@@ -91,20 +91,20 @@ def renderable(item: Item, *, reasoning: bool = False) -> Any:  # noqa: C901 - o
         return t
     if isinstance(item, Reasoning):
         if not reasoning:
-            return text(f"  {L.FOLDED} {L.REASONING} ({L.reasoning_fold(item.text)})", "dim italic")
+            return text(f"  {L.FOLDED} {L.REASONING} ({L.reasoning_fold(item.text, hints.reasoning)})", "dim italic")
         return Padding(text(item.text, "dim italic"), (0, 0, 0, 2))
     if isinstance(item, ToolCall):
         t = _styled(f"{L.CALL.symbol} {item.name} ", "bold cyan")
         _append(t, f"[{item.call_id}]\n", "dim")
         _append(t, item.arguments)
-        _cut(t, item)
+        _cut(t, item, hints.full)
         return Padding(t, (0, 0, 0, 2))
     if isinstance(item, ToolResult):
         t = _styled(f"{L.RESULT.symbol} {item.name or L.RESULT_WORD} ", "bold red" if item.is_error else "bold cyan")
         status = f" {L.ERROR} {item.error_code or ''}".rstrip() if item.is_error else ""
         _append(t, f"[{item.call_id}]{status}\n", "dim")
         _append(t, item.output)
-        _cut(t, item)
+        _cut(t, item, hints.full)
         return Padding(Panel(t, border_style="red" if item.is_error else "bright_black"), (0, 0, 0, 2))
     if isinstance(item, Failure):
         return text(f"  {L.FAILURE.symbol} {L.failure_text(item)}", "red")

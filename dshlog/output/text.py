@@ -26,17 +26,20 @@ literal ``\\x1b`` typed by someone read the same; the log (``events --json``)
 tells them apart.  Machine output (``--json``, the JSON export) is never
 sanitised: it is exact JSON, which escapes what it must itself.
 
-Times are written two ways, on purpose: a listing (``ls``) is read by the
-person at this machine, so it is local time to the minute
-(:func:`local_minutes`); an exported transcript is shared with people
-elsewhere, so it is UTC to the second and says so (:func:`utc_seconds`).
+Times are written two ways, on purpose: a listing (``ls``, ``info``) is read by
+the person at this machine, so it is local time (:func:`local_minutes` to the
+minute under a heading that names the zone, :func:`zone_text`; a single time as
+an ISO date-time with its offset, :func:`local_iso`); an exported transcript is
+shared with people elsewhere, so it is UTC to the second and says so
+(:func:`utc_seconds`).  The zone is the caller's (``tzinfo``; ``None``: the
+system's local time): this module reads no environment.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 from ..model.content import PREVIEW, TextRule, content_pieces, message_text
 from ..protocol.jsjson import stringify as js_quote
@@ -46,12 +49,14 @@ __all__ = [
     "display_width",
     "human_bytes",
     "human_duration",
+    "local_iso",
     "local_minutes",
     "message_text",
     "preview",
     "quoted_preview",
     "sanitize",
     "utc_seconds",
+    "zone_text",
 ]
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -187,24 +192,56 @@ def human_duration(ms: int) -> str:
     return f"{ms / 1000:.1f} s"
 
 
-def local_minutes(ms: int | None) -> str:
-    """Local ``YYYY-MM-DD HH:MM`` for epoch ms (``-`` when unknown, or beyond what a calendar date holds)."""
+def _in_zone(ms: float, tz: tzinfo | None) -> datetime:
+    """Epoch ms as an aware date-time in ``tz`` (``None``: the system's local time)."""
+    at = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return at.astimezone(tz) if tz is not None else at.astimezone()
+
+
+def local_minutes(ms: int | None, tz: tzinfo | None = None) -> str:
+    """``YYYY-MM-DD HH:MM`` in ``tz`` for epoch ms (``-`` when unknown, or beyond what a calendar date holds).
+
+    The zone is not in the text: a table says it once, in its heading (:func:`zone_text`).
+    """
     if not ms:
         return "-"
     try:
-        return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone().strftime("%Y-%m-%d %H:%M")
+        return _in_zone(ms, tz).strftime("%Y-%m-%d %H:%M")
     except (OverflowError, OSError, ValueError):  # a damaged time: year 287396 is no date
         return "-"
 
 
-def local_clock(ms: object) -> str:
-    """Local ``HH:MM:SS`` of an event's epoch-ms time (``--:--:--`` when it has none), as a terminal's event lines show it."""
+def local_clock(ms: object, tz: tzinfo | None = None) -> str:
+    """``HH:MM:SS`` in ``tz`` (the system's zone when ``None``) of an event's epoch-ms time (``--:--:--`` when it
+    has none), as a terminal's event lines show it."""
     if type(ms) is not int or ms <= 0:
         return "--:--:--"
     try:
-        return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone().strftime("%H:%M:%S")
+        return _in_zone(ms, tz).strftime("%H:%M:%S")
     except (OverflowError, OSError, ValueError):  # a damaged time is no time of day
         return "--:--:--"
+
+
+def local_iso(ms: object, tz: tzinfo | None = None) -> str | None:
+    """``2026-10-20T14:24:02.224+02:00``: a positive epoch-ms integer as an ISO date-time in ``tz``, its offset
+    written; ``None`` when there is no real time (the caller shows the raw value)."""
+    if type(ms) is not int or ms <= 0:
+        return None
+    try:
+        return _in_zone(ms, tz).isoformat(timespec="milliseconds" if ms % 1000 else "seconds")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def zone_text(tz: tzinfo | None, name: str, now_ms: float) -> str:
+    """How a heading names the zone its times are in: the zone's name (``Europe/Berlin``, ``UTC``), or for
+    the system's unnamed local time its offset now (``UTC+01:00``)."""
+    if tz is not None:
+        return name
+    offset = _in_zone(now_ms, None).utcoffset()
+    minutes = int(offset.total_seconds()) // 60 if offset is not None else 0
+    sign = "-" if minutes < 0 else "+"
+    return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 def utc_seconds(ms: object) -> str | None:

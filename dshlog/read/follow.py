@@ -257,6 +257,7 @@ class EventFollower:
         except (UsageError, IOFailure, CorruptLog):
             return False
         if chosen != self.path:
+            self.notes.report(Problem("replaced", f"a newer generation {chosen.name} was published; following it", Severity.WARNING))
             self.path = chosen
             self._start()
             return True
@@ -269,7 +270,10 @@ class EventFollower:
                 for raw in self._lines.drain():
                     yield from self._decode(raw)
                 return
-            except Replaced:  # replaced or shrunk: the new file, after the last seq passed on
+            except Replaced as exc:  # replaced or shrunk: the new file, after the last seq passed on
+                # said, as tail -F says it: what follows comes from another file than what came before
+                self.notes.report(Problem("replaced", f"{exc.message}; following the new file after the last event shown",
+                                          Severity.WARNING))
                 self._start()
             except IOFailure:
                 if not self._newer_generation():  # the name is gone for now: wait for it

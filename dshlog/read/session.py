@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 from collections.abc import Callable, Iterator
 
-from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, MigrationRefused, UnsupportedVersion, UsageError, guarded
+from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, MigrationRefused, NotASessionLog, UnsupportedVersion, UsageError, guarded
 from ..check.problems import Problem, Problems, Severity
 from ..check.surface import NodeNote, SurfaceFold
 from ..check.validate import Validator
@@ -244,7 +244,7 @@ class SessionLog:
             first = next(lines, None)
             if first is None:
                 raise CorruptLog("empty or header-less session log", path=path, loc=Location(line=1, offset=0))
-            obj = _parse(first.raw or b"", path, first.loc(), "header")
+            obj = self._first_row(first.raw or b"", first.loc())
             if isinstance(obj, dict) and (obj.get("type") == "session" or _damaged_header(obj)):
                 self.header, self.header_raw, self.header_loc = obj, first.raw, first.loc()
                 self._body = lines
@@ -286,6 +286,24 @@ class SessionLog:
         else:  # pragma: no cover
             raise UsageError(f"unrecognised container {c}", path=path)
         self._make_decoder()
+
+    def _first_row(self, raw: bytes, loc: Location) -> Any:
+        """Line 1 of a JSONL body, parsed; an input that is plainly no session log is named as such.
+
+        A file dsh would have written (a generation name) or whose first line opens
+        a JSON object is judged as a log, however damaged (a torn header is
+        corrupt); prose, or JSON lines of something else, is the wrong file.
+        """
+        named = parse_generation(os.path.basename(self.path)) is not None
+        try:
+            obj = _parse(raw, self.path, loc, "header")
+        except CorruptLog:
+            if named or raw.lstrip(b" \t\r\xef\xbb\xbf").startswith(b"{"):
+                raise
+            raise NotASessionLog("line 1 is not JSON", path=self.path) from None
+        if not named and not (isinstance(obj, dict) and (_damaged_header(obj) or any(k in obj for k in ("type", "seq", "data")))):
+            raise NotASessionLog("line 1 is JSON, but neither a session header nor an event", path=self.path)
+        return obj
 
     def _make_decoder(self) -> None:
         self.decoder = RowDecoder(self.version, self.path, strict=self.strict, notes=self.notes)

@@ -54,11 +54,14 @@ class Holder:
 class SessionLock:
     """A held ``session.lock``; :meth:`release` (or leaving the ``with``) frees it."""
 
-    __slots__ = ("path", "_fd")
+    __slots__ = ("path", "_fd", "created", "made_dir")
 
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, fd: int, *, created: bool = False, made_dir: bool = False) -> None:
         self.path = path
         self._fd: int | None = fd
+        #: this lock created the lock file (and ``made_dir``: its directory)
+        self.created = created
+        self.made_dir = made_dir
 
     @property
     def held(self) -> bool:
@@ -69,6 +72,27 @@ class SessionLock:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+
+    def withdraw(self) -> None:
+        """Release, first removing what taking the lock created (the lock file, its directory): a writer
+        that published nothing leaves the directory as it found it.
+
+        The file is unlinked while its flock is held and only if the name is still
+        this inode; a locker that opened it meanwhile finds the name gone after
+        the lock drops and starts over, as the rule above has every locker do.
+        """
+        fd = self._fd
+        try:
+            if fd is not None and self.created:
+                held, now = os.fstat(fd), os.lstat(self.path)
+                if (held.st_ino, held.st_dev) == (now.st_ino, now.st_dev):
+                    os.unlink(self.path)
+                    if self.made_dir:
+                        os.rmdir(self.path.parent)  # only when empty: anything else there stays
+        except OSError:
+            pass  # what cannot be removed stays, as it would have without this
+        finally:
+            self.release()
 
     def __enter__(self) -> SessionLock:
         return self
@@ -156,8 +180,12 @@ def _give(path: Path, fd: int | None, owner: tuple[int, int] | None) -> None:
         pass  # not root: the creator keeps it, as it would without dshlog
 
 
-def _open_lock_file(path: Path, owner: tuple[int, int] | None) -> int:
-    """Open (creating if absent) the lock file itself: never through a symlink, never a FIFO or device."""
+def _open_lock_file(path: Path, owner: tuple[int, int] | None) -> tuple[int, bool]:
+    """Open (creating if absent) the lock file itself: never through a symlink, never a FIFO or device.
+
+    Returns the descriptor and whether this call created the file.
+    """
+    created = False
     try:
         try:
             fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
@@ -165,6 +193,7 @@ def _open_lock_file(path: Path, owner: tuple[int, int] | None) -> int:
             # No O_TRUNC: whatever an older writer left in the file stays untouched.
             fd = os.open(path, _OPEN_FLAGS)
         else:
+            created = True
             _give(path, fd, owner)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
@@ -180,7 +209,7 @@ def _open_lock_file(path: Path, owner: tuple[int, int] | None) -> int:
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise Refused(f"{LOCK_FILENAME} is not a regular file: refusing to lock the session through it", path=str(path))
-    return fd
+    return fd, created
 
 
 def acquire_session_lock(
@@ -209,7 +238,7 @@ def acquire_session_lock(
     if not existed:
         _give(session_dir, None, owner)
     for _ in range(_ATTEMPTS):
-        fd = _open_lock_file(path, owner)
+        fd, created = _open_lock_file(path, owner)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -223,7 +252,7 @@ def acquire_session_lock(
             except FileNotFoundError:
                 current = None
             if current is not None and (current.st_ino, current.st_dev) == (held.st_ino, held.st_dev):
-                return SessionLock(path, fd)
+                return SessionLock(path, fd, created=created, made_dir=created and not existed)
         except BaseException:
             os.close(fd)
             raise

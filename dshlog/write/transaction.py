@@ -179,6 +179,7 @@ class Publication:
         successor: bool = False,
         taken: str | None = None,
         cleanup: bool = True,
+        overwrite: bool = False,
     ) -> None:
         """
         ``replace``: rename over an existing ``final`` (in-place work) instead of
@@ -191,7 +192,9 @@ class Publication:
         directory (otherwise a generation name next to another generation is
         refused).  ``taken``: the refusal when ``final`` exists.  ``cleanup``:
         remove leftovers first (off for a companion file inside another
-        publication's lock).
+        publication's lock).  ``overwrite``: an existing regular ``final`` (never a
+        session generation) is renamed over, as ``replace`` does; an absent one is
+        linked as usual (``export --force`` refreshing an earlier export).
         """
         self.final = Path(final)
         self.directory = self.final.parent
@@ -206,6 +209,7 @@ class Publication:
         self.successor = successor
         self.taken = taken or atomic.taken_message(self.final)
         self.cleanup = cleanup
+        self.overwrite = overwrite
         self.before: Identity | None = None
         self.removed: list[Path] = []
         self.warnings: list[str] = []
@@ -274,6 +278,17 @@ class Publication:
             raise io_failure(exc, self.source, "stat the source") from exc
 
     def _check_target(self) -> None:
+        if self.overwrite and not self.replace and os.path.lexists(self.final):
+            try:
+                st = os.lstat(self.final)
+            except OSError as exc:
+                raise io_failure(exc, self.final, "stat the file to replace") from exc
+            if not stat.S_ISREG(st.st_mode):
+                raise Refused("is not a regular file: refusing to replace it", path=str(self.final))
+            if parse_generation(self.final.name) is not None:
+                raise Refused("is a session log: refusing to replace it with an export", path=str(self.final))
+            self.replace = True
+            return
         if self.replace:
             try:
                 st = os.lstat(self.final)
@@ -420,7 +435,10 @@ class Publication:
                 self._staged.discard()
         finally:
             if self._lock is not None:
-                self._lock.release()
+                if self.published or _holds_log(self._lock.path.parent):
+                    self._lock.release()  # a session's lock file stays, as dsh never deletes one
+                else:  # nothing published where no log is: no lock file (or directory) of this run's making stays
+                    self._lock.withdraw()
                 self._lock = None
 
     @property
@@ -446,6 +464,14 @@ def _holds(path: Path, data: bytes) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def _holds_log(directory: Path) -> bool:
+    """Whether ``directory`` holds a generation (when it cannot be listed: assume it does)."""
+    try:
+        return any(parse_generation(name) is not None for name in os.listdir(directory))
+    except OSError:
+        return True
 
 
 def _same_dir(a: Path, b: Path) -> bool:
