@@ -181,9 +181,11 @@ def root(tmp_path_factory) -> Path:
 
 
 def test_session_list_filter_sort_open_and_back(root) -> None:
+    from dshlog.ops.sessions import unique_prefixes
     from dshlog.read.store import list_sessions, sort_entries
 
     entries = sort_entries(list_sessions(root), "time")
+    short = unique_prefixes([e.id for e in entries])  # ids as ``ls`` shows them on a terminal: a prefix any command takes
 
     async def steps(pilot, app):
         await settle(pilot, app)
@@ -201,12 +203,13 @@ def test_session_list_filter_sort_open_and_back(root) -> None:
         return listed, by_size, only, opened, back
 
     listed, by_size, only, opened, back = run(BrowseApp(root=root), steps)
-    assert [r[5] for r in listed] == [e.id for e in entries]
-    assert [r[5] for r in by_size] == [e.id for e in sort_entries(entries, "size")]
-    assert [r[5] for r in only] == [entries[-1].id]
+    assert [r[5] for r in listed] == [short[e.id] for e in entries]
+    assert [r[5] for r in by_size] == [short[e.id] for e in sort_entries(entries, "size")]
+    assert [r[5] for r in only] == [short[entries[-1].id]]
     assert opened == entries[-1].id and back
     for r, e in zip(listed, entries):
-        assert r[1] == " ".join((e.display_title or "").split())[:70] and r[3] == str(e.turns)
+        title = " ".join((e.display_title or "").split())  # whole, or cut with "…" to the width the screen leaves it
+        assert (r[1] == title or (r[1].endswith("…") and title.startswith(r[1][:-1]))) and r[3] == str(e.turns)
 
 
 def test_find_a_turns_tool_error_in_a_long_session(long_session) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import JustifyMethod
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -33,12 +34,13 @@ from ..output import labels as L
 from ..output.html import page_title
 from ..output.renderer import problem_text
 from ..output.terminal import renderable
+from ..output.table import GAP, Column, fit_table
 from ..output.text import human_bytes, local_minutes, sanitize
 from ..ops.transcript import rescue_target
 from ..read.pages import EventIndex, open_index
 from ..read.session import dsh_refusal, open_session
 from ..model.selection import Selection
-from ..ops.sessions import select_entries
+from ..ops.sessions import select_entries, unique_prefixes
 from ..read.store import SessionEntry, list_sessions
 from .model import (
     EventFilter,
@@ -77,6 +79,11 @@ Keys
   Escape       back (close a dialog, leave a session)
 """
 
+
+#: The session list's columns, as the command line's tables give way (``dshlog ls``): the id (a unique
+#: prefix) and the date whole, the title cut first, the project cut on the left, the size left out first.
+LIST_COLUMNS = (Column("last activity"), Column("title", flex=True), Column("project", path=True),
+                Column("turns", number=True), Column("size", "right", drop=1), Column("id"))
 
 _FOCUS = {"conversation": "#turn", "events": "#event-table", "surface": "#surface-table", "requests": "#request-table"}
 
@@ -148,17 +155,20 @@ class SessionList(Screen[None]):
         self.entries: list[SessionEntry] = []
         self.sort = "time"
         self.needle = ""
+        #: each session id's shortest unique prefix; None until the list is loaded
+        self.short: dict[str, str] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(_t(f"sessions in {self.root}"), id="list-title")
         yield Input(placeholder="filter by id, title, project (f)", id="list-filter")
-        table: DataTable[Text] = DataTable(id="list", cursor_type="row", zebra_stripes=True)
+        # cells padded by half a gap on each side: the gap the fitted widths leave between two columns
+        table: DataTable[Text] = DataTable(id="list", cursor_type="row", zebra_stripes=True, cell_padding=GAP // 2)
         yield table
         yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#list", DataTable)
-        table.add_columns("last activity", "title or first prompt", "project", "turns", "size", "id")
+        table.add_columns(*(c.header for c in LIST_COLUMNS))
         table.loading = True
         self.load()
 
@@ -174,25 +184,42 @@ class SessionList(Screen[None]):
 
     def loaded(self, entries: list[SessionEntry]) -> None:
         self.entries = entries
+        # prefixes unique among every listed session, not only those a filter leaves: one stays what it is
+        self.short = unique_prefixes([e.id for e in entries if e.id])
         table = self.query_one("#list", DataTable)
         table.loading = False
         self.refill()
         table.focus()
 
+    def on_resize(self) -> None:
+        """Widths follow the screen: a narrower one cuts titles and projects anew."""
+        if self.short is not None:
+            self.refill()
+
+    def _width(self, table: DataTable[Text], rows: int) -> int:
+        """Columns of screen the fitted cells may take: the table's width less the outer half gaps,
+        and less its scroll bar when the rows (and the header) overflow its height."""
+        width = table.size.width or self.size.width or self.app.size.width
+        scrolls = not table.size.height or rows + 1 > table.size.height
+        return max(1, width - (table.styles.scrollbar_size_vertical if scrolls else 0) - GAP)
+
     def refill(self) -> None:
-        table = self.query_one("#list", DataTable)
-        table.clear()
-        for e in listed_sessions(self.entries, self.needle, self.sort):
-            name = e.display_title or ""
-            table.add_row(
-                _t(local_minutes(e.last_activity)),
-                _t(" ".join(name.split())[:70] or (e.error or "")),
-                _t(e.cwd or e.project),
-                _t(e.turns),
-                _t(human_bytes(e.size)),
-                _t(e.id or e.dir.name),
-                key=str(e.path or e.dir),
-            )
+        table: DataTable[Text] = self.query_one("#list", DataTable)
+        cursor = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value if table.row_count else None
+        listed = listed_sessions(self.entries, self.needle, self.sort)
+        short = self.short or {}
+        fitted = fit_table(LIST_COLUMNS, (
+            [local_minutes(e.last_activity), " ".join((e.display_title or "").split()) or (e.error or ""),
+             e.cwd or e.project, e.turns, human_bytes(e.size), short.get(e.id, e.id) if e.id else e.dir.name]
+            for e in listed), self._width(table, len(listed)))
+        table.clear(columns=True)
+        for c, w in zip(fitted.columns, fitted.widths):
+            table.add_column(c.header, width=w)
+        justify: list[JustifyMethod] = ["right" if c.justify == "right" else "left" for c in fitted.columns]
+        for e, cells in zip(listed, fitted.rows):
+            table.add_row(*(Text(cell, justify=j) for cell, j in zip(cells, justify)), key=str(e.path or e.dir))
+        if cursor is not None and cursor in table.rows:
+            table.move_cursor(row=table.get_row_index(cursor), animate=False)
         note = f" · {self.note}" if self.note else ""
         self.query_one("#list-title", Static).update(_t(f"sessions in {self.root} · {table.row_count} shown · sorted by {self.sort}{note}"))
 
