@@ -226,6 +226,39 @@ def test_find_a_turns_tool_error_in_a_long_session(long_session) -> None:
     assert f"← {tool}" in conv and " error" in conv and first_line[:40] in conv
 
 
+def test_a_huge_message_shows_its_start_first_and_more_on_demand(tmp_path) -> None:
+    """A first message of 10 MB: its first characters at once, the rest counted; m shows more; q is prompt."""
+    import time
+
+    from conftest import HUGE_WORDS, huge_first_message
+
+    from dshlog.browse.model import PREVIEW
+
+    path = huge_first_message(tmp_path / "huge")
+    start = time.monotonic()
+
+    async def steps(pilot, app):
+        opened = time.monotonic() - start
+        first = conversation(app)
+        await pilot.press("m")
+        await pilot.pause()
+        more = conversation(app)
+        await pilot.press("right_square_bracket", "left_square_bracket")  # another turn and back: the preview again
+        again = conversation(app)
+        quit_at = time.monotonic()
+        await pilot.press("q")
+        return opened, first, more, again, quit_at
+
+    opened, first, more, again, quit_at = run(BrowseApp(target=str(path)), steps)
+    quitting = time.monotonic() - quit_at
+    assert opened < 5, f"the first screen took {opened:.1f} s"
+    assert quitting < 3, f"quitting took {quitting:.1f} s"
+    assert f"… {10_000_000 - PREVIEW} more characters not shown (m: more)" in first
+    assert first.count(HUGE_WORDS.strip()) < PREVIEW // len(HUGE_WORDS) + 2  # the start only
+    assert f"… {10_000_000 - 8 * PREVIEW} more characters not shown (m: more)" in more
+    assert again == first
+
+
 def test_the_command_needs_a_terminal(capsysbinary) -> None:
     from conftest import run_cli
 

@@ -182,3 +182,30 @@ def test_the_session_list_fits_the_terminal(tmp_path, size) -> None:
         assert all(len(r.rstrip()) <= width for r in rows)
     finally:
         subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30, check=False)
+
+
+def test_a_huge_first_message_opens_and_quits_promptly(tmp_path) -> None:
+    """A session whose first user message is one line of 10 MB: the first screen within 5 s, q exits within 3 s."""
+    from conftest import huge_first_message
+
+    path = huge_first_message(tmp_path / "huge")
+    name = f"dshlog-{uuid.uuid4().hex[:8]}"
+    done = tmp_path / "exit-code"
+    _tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "36",
+          f"env -u COLUMNS -u LINES TERM=xterm-256color {DSHLOG} browse {path}; echo $? > {done}")
+    try:
+        start = time.monotonic()
+        screen = _wait(name, "turn 1  (1 of 4", timeout=60)
+        opened = time.monotonic() - start
+        assert screen.count("lorem ipsum") > 20, screen  # the message, not only the heading
+        assert opened < 5, f"the first screen took {opened:.1f} s"
+        _tmux("send-keys", "-t", name, "q")
+        start = time.monotonic()
+        while not done.exists() and time.monotonic() - start < 60:
+            time.sleep(0.1)
+        quitting = time.monotonic() - start
+        assert done.read_text().strip() == "0"
+        assert quitting < 3, f"quitting took {quitting:.1f} s"
+        print(f"opened in {opened:.2f} s, quit in {quitting:.2f} s")
+    finally:
+        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30, check=False)

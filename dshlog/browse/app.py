@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.console import JustifyMethod
+from rich.console import Group, JustifyMethod
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -43,11 +43,13 @@ from ..model.selection import Selection
 from ..ops.sessions import select_entries, unique_prefixes
 from ..read.store import SessionEntry, list_sessions
 from .model import (
+    PREVIEW,
     EventFilter,
     describe_request,
     event_json,
     event_row,
     first_prompt,
+    item_preview,
     listed_sessions,
     parse_filter,
     parse_jump,
@@ -71,6 +73,7 @@ Keys
   g            jump to a turn (37) or a seq (#120)
   /            search the session; n / N next / previous match
   Enter        open: a session, an event's JSON, a request's diff
+  m            more of the long messages of a turn (conversation)
   c            copy the selected event's seq
   y            copy the selected event as JSON
   r            show / fold reasoning (conversation)
@@ -84,6 +87,9 @@ Keys
 #: prefix) and the date whole, the title cut first, the project cut on the left, the size left out first.
 LIST_COLUMNS = (Column("last activity"), Column("title", flex=True), Column("project", path=True),
                 Column("turns", number=True), Column("size", "right", drop=1), Column("id"))
+
+#: How the conversation's note on a cut message says what shows more.
+MORE_HINT = " (m: more)"
 
 _FOCUS = {"conversation": "#turn", "events": "#event-table", "surface": "#surface-table", "requests": "#request-table"}
 
@@ -265,6 +271,7 @@ class SessionView(Screen[None]):
         Binding("c", "copy_seq", "copy seq"),
         Binding("y", "copy_json", "copy JSON"),
         Binding("r", "reasoning", "reasoning", show=False),
+        Binding("m", "more", "more", show=False),
         Binding("f", "filter", "filter", show=False),
         Binding("1", "tab('conversation')", show=False),
         Binding("2", "tab('events')", show=False),
@@ -279,6 +286,8 @@ class SessionView(Screen[None]):
         self.plugins = system_prompt_plugins
         self.ordinal = 1 if ix.turns else 0
         self.reasoning = False
+        #: characters of one item's text shown in the conversation (``m`` shows more)
+        self.limit = PREVIEW
         self.rows: list[int] = list(range(len(ix)))
         self.page = 0
         self.needle = ""
@@ -385,8 +394,14 @@ class SessionView(Screen[None]):
 
     # -- conversation
     def show_turn(self, ordinal: int, seq: int | None = None) -> None:
-        """Render one turn; with ``seq``, scroll to the item that event produced (or the nearest before it)."""
-        self.ordinal = max(0, min(ordinal, len(self.ix.turns)))
+        """Render one turn; with ``seq``, scroll to the item that event produced (or the nearest before it).
+
+        Another turn opens with its long messages cut to the preview again (``m`` shows more).
+        """
+        ordinal = max(0, min(ordinal, len(self.ix.turns)))
+        if ordinal != self.ordinal:
+            self.limit = PREVIEW
+        self.ordinal = ordinal
         items = turn_items(self.ix, self.ordinal)
         box = self.query_one("#turn", VerticalScroll)
         box.remove_children()
@@ -413,7 +428,20 @@ class SessionView(Screen[None]):
             box.scroll_home(animate=False)
 
     def _item_view(self, item: Item) -> Any:
-        return renderable(item, reasoning=self.reasoning)
+        """An item as ``show`` renders it, its long texts cut to the preview and the rest counted."""
+        shown, hidden = item_preview(item, self.limit)
+        view = renderable(shown, reasoning=self.reasoning)
+        if not hidden:
+            return view
+        return Group(view, Text(L.cut_note(0, hidden, MORE_HINT), style="italic dim"))
+
+    def action_more(self) -> None:
+        """More of each long text of the turn: each press shows eight times as much, where the reader is."""
+        self.limit *= 8
+        box = self.query_one("#turn", VerticalScroll)
+        y = box.scroll_y
+        self.show_turn(self.ordinal)
+        self.call_after_refresh(box.scroll_to, y=y, animate=False)
 
     def action_reasoning(self) -> None:
         self.reasoning = not self.reasoning
