@@ -111,6 +111,19 @@ def no_depth_session(directory: Path) -> Path:
     return path
 
 
+HUGE_WORDS = "lorem ipsum dolor sit amet "
+
+
+def huge_first_message(directory: Path, size: int = 10_000_000) -> Path:
+    """``directory/session.v4.jsonl``: the v4 loop fixture whose first user message is ``size`` characters
+    on one line (a pasted log), as both the inbox splice and the message carry it."""
+    big = (HUGE_WORDS * (size // len(HUGE_WORDS) + 1))[:size]
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "session.v4.jsonl"
+    path.write_bytes((FIXTURES / "v4" / "loop" / "session.v4.jsonl").read_bytes().replace(b'"text":"go"', b'"text":"%s"' % big.encode()))
+    return path
+
+
 def run_cli(capsysbinary, *args: str) -> tuple[int, bytes, bytes]:
     """Run ``dshlog ARGS`` in-process in this process's environment; returns (exit code, stdout, stderr)."""
     from dshlog.cli import main

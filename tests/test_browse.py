@@ -181,9 +181,11 @@ def root(tmp_path_factory) -> Path:
 
 
 def test_session_list_filter_sort_open_and_back(root) -> None:
+    from dshlog.ops.sessions import unique_prefixes
     from dshlog.read.store import list_sessions, sort_entries
 
     entries = sort_entries(list_sessions(root), "time")
+    short = unique_prefixes([e.id for e in entries])  # ids as ``ls`` shows them on a terminal: a prefix any command takes
 
     async def steps(pilot, app):
         await settle(pilot, app)
@@ -201,12 +203,13 @@ def test_session_list_filter_sort_open_and_back(root) -> None:
         return listed, by_size, only, opened, back
 
     listed, by_size, only, opened, back = run(BrowseApp(root=root), steps)
-    assert [r[5] for r in listed] == [e.id for e in entries]
-    assert [r[5] for r in by_size] == [e.id for e in sort_entries(entries, "size")]
-    assert [r[5] for r in only] == [entries[-1].id]
+    assert [r[5] for r in listed] == [short[e.id] for e in entries]
+    assert [r[5] for r in by_size] == [short[e.id] for e in sort_entries(entries, "size")]
+    assert [r[5] for r in only] == [short[entries[-1].id]]
     assert opened == entries[-1].id and back
     for r, e in zip(listed, entries):
-        assert r[1] == " ".join((e.display_title or "").split())[:70] and r[3] == str(e.turns)
+        title = " ".join((e.display_title or "").split())  # whole, or cut with "…" to the width the screen leaves it
+        assert (r[1] == title or (r[1].endswith("…") and title.startswith(r[1][:-1]))) and r[3] == str(e.turns)
 
 
 def test_find_a_turns_tool_error_in_a_long_session(long_session) -> None:
@@ -221,6 +224,39 @@ def test_find_a_turns_tool_error_in_a_long_session(long_session) -> None:
     title, conv = run(BrowseApp(target=str(path)), steps)
     assert title.startswith(f"turn {turn} ") and f"✗ error: {tool}" in title
     assert f"← {tool}" in conv and " error" in conv and first_line[:40] in conv
+
+
+def test_a_huge_message_shows_its_start_first_and_more_on_demand(tmp_path) -> None:
+    """A first message of 10 MB: its first characters at once, the rest counted; m shows more; q is prompt."""
+    import time
+
+    from conftest import HUGE_WORDS, huge_first_message
+
+    from dshlog.browse.model import PREVIEW
+
+    path = huge_first_message(tmp_path / "huge")
+    start = time.monotonic()
+
+    async def steps(pilot, app):
+        opened = time.monotonic() - start
+        first = conversation(app)
+        await pilot.press("m")
+        await pilot.pause()
+        more = conversation(app)
+        await pilot.press("right_square_bracket", "left_square_bracket")  # another turn and back: the preview again
+        again = conversation(app)
+        quit_at = time.monotonic()
+        await pilot.press("q")
+        return opened, first, more, again, quit_at
+
+    opened, first, more, again, quit_at = run(BrowseApp(target=str(path)), steps)
+    quitting = time.monotonic() - quit_at
+    assert opened < 5, f"the first screen took {opened:.1f} s"
+    assert quitting < 3, f"quitting took {quitting:.1f} s"
+    assert f"… {10_000_000 - PREVIEW} more characters not shown (m: more)" in first
+    assert first.count(HUGE_WORDS.strip()) < PREVIEW // len(HUGE_WORDS) + 2  # the start only
+    assert f"… {10_000_000 - 8 * PREVIEW} more characters not shown (m: more)" in more
+    assert again == first
 
 
 def test_the_command_needs_a_terminal(capsysbinary) -> None:

@@ -139,3 +139,73 @@ def test_enter_in_the_list_opens_a_session_dsh_refuses(tmp_path) -> None:
         assert "EXIT=4" in after and _squeezed(f"dshlog: corrupt: {session / 'session.v4.jsonl'}: seq 1: ") in after
     finally:
         subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30, check=False)
+
+
+LONG_CWDS = ("/home/ann/work/clients/acme-corporation/platform/services/api-server",
+             "/home/ann/work/clients/acme-corporation/platform/services/web-frontend")
+LONG_IDS = ("5f3c2a1e-0b7d-4c1e-9a2f-7d6e5c4b3a21", "5f3c2a1e-9d41-4b0e-8c3a-1b2c3d4e5f60", "c0ffee00-1234-4abc-8def-0123456789ab")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+def test_the_session_list_fits_the_terminal(tmp_path, size) -> None:
+    """The list follows the command line's tables: ids a unique prefix, never cut; projects cut on the left; titles first."""
+    import re
+
+    from test_store import put
+
+    from dshlog.ops.sessions import unique_prefixes
+
+    root = tmp_path / "sessions"
+    title = "Refactor the billing reconciliation so that invoices settle every night"
+    for k, sid in enumerate(LONG_IDS):
+        log = put(root, "loop", sid=sid, cwd=LONG_CWDS[k % 2], mtime=1_000 + k)
+        with log.open("ab") as fh:
+            fh.write(b'{"type":"session/title","seq":41,"time":1792499042270,"data":{"title":"%s"}}\n' % title.encode())
+    short = unique_prefixes(list(LONG_IDS))
+    name = f"dshlog-{uuid.uuid4().hex[:8]}"
+    width, height = size
+    _tmux("new-session", "-d", "-s", name, "-x", str(width), "-y", str(height),
+          # the pane's size, not COLUMNS/LINES a tmux server started without a terminal may hand down
+          f"env -u COLUMNS -u LINES TERM=xterm-256color {DSHLOG} browse {root}; sleep 60")
+    try:
+        _wait_text(name, "3 shown")
+        screen = _wait(name, short[LONG_IDS[0]])
+        rows = [line for line in screen.splitlines() if re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d", line)]
+        assert len(rows) == 3, screen
+        for sid in LONG_IDS:
+            row = next((r for r in rows if re.search(rf"\b{re.escape(short[sid])}(\s|$)", r)), None)
+            assert row is not None, f"{short[sid]} (whole, not cut) is not on a row:\n{screen}"
+        for cwd in LONG_CWDS:  # the last directory tells the two projects apart
+            assert any(r.count(cwd.rsplit("/", 1)[1]) == 1 for r in rows), screen
+        # the title: whole on a wide screen, its beginning on a narrow one
+        assert all((title in r) if width >= 200 else ("Refactor" in r and title not in r) for r in rows), screen
+        assert all(len(r.rstrip()) <= width for r in rows)
+    finally:
+        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30, check=False)
+
+
+def test_a_huge_first_message_opens_and_quits_promptly(tmp_path) -> None:
+    """A session whose first user message is one line of 10 MB: the first screen within 5 s, q exits within 3 s."""
+    from conftest import huge_first_message
+
+    path = huge_first_message(tmp_path / "huge")
+    name = f"dshlog-{uuid.uuid4().hex[:8]}"
+    done = tmp_path / "exit-code"
+    _tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "36",
+          f"env -u COLUMNS -u LINES TERM=xterm-256color {DSHLOG} browse {path}; echo $? > {done}")
+    try:
+        start = time.monotonic()
+        screen = _wait(name, "turn 1  (1 of 4", timeout=60)
+        opened = time.monotonic() - start
+        assert screen.count("lorem ipsum") > 20, screen  # the message, not only the heading
+        assert opened < 5, f"the first screen took {opened:.1f} s"
+        _tmux("send-keys", "-t", name, "q")
+        start = time.monotonic()
+        while not done.exists() and time.monotonic() - start < 60:
+            time.sleep(0.1)
+        quitting = time.monotonic() - start
+        assert done.read_text().strip() == "0"
+        assert quitting < 3, f"quitting took {quitting:.1f} s"
+        print(f"opened in {opened:.2f} s, quit in {quitting:.2f} s")
+    finally:
+        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30, check=False)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import Group, JustifyMethod
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -33,19 +34,22 @@ from ..output import labels as L
 from ..output.html import page_title
 from ..output.renderer import problem_text
 from ..output.terminal import renderable
+from ..output.table import GAP, Column, fit_table
 from ..output.text import human_bytes, local_minutes, sanitize
 from ..ops.transcript import rescue_target
 from ..read.pages import EventIndex, open_index
 from ..read.session import dsh_refusal, open_session
 from ..model.selection import Selection
-from ..ops.sessions import select_entries
+from ..ops.sessions import select_entries, unique_prefixes
 from ..read.store import SessionEntry, list_sessions
 from .model import (
+    PREVIEW,
     EventFilter,
     describe_request,
     event_json,
     event_row,
     first_prompt,
+    item_preview,
     listed_sessions,
     parse_filter,
     parse_jump,
@@ -69,6 +73,7 @@ Keys
   g            jump to a turn (37) or a seq (#120)
   /            search the session; n / N next / previous match
   Enter        open: a session, an event's JSON, a request's diff
+  m            more of the long messages of a turn (conversation)
   c            copy the selected event's seq
   y            copy the selected event as JSON
   r            show / fold reasoning (conversation)
@@ -77,6 +82,14 @@ Keys
   Escape       back (close a dialog, leave a session)
 """
 
+
+#: The session list's columns, as the command line's tables give way (``dshlog ls``): the id (a unique
+#: prefix) and the date whole, the title cut first, the project cut on the left, the size left out first.
+LIST_COLUMNS = (Column("last activity"), Column("title", flex=True), Column("project", path=True),
+                Column("turns", number=True), Column("size", "right", drop=1), Column("id"))
+
+#: How the conversation's note on a cut message says what shows more.
+MORE_HINT = " (m: more)"
 
 _FOCUS = {"conversation": "#turn", "events": "#event-table", "surface": "#surface-table", "requests": "#request-table"}
 
@@ -148,17 +161,20 @@ class SessionList(Screen[None]):
         self.entries: list[SessionEntry] = []
         self.sort = "time"
         self.needle = ""
+        #: each session id's shortest unique prefix; None until the list is loaded
+        self.short: dict[str, str] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(_t(f"sessions in {self.root}"), id="list-title")
         yield Input(placeholder="filter by id, title, project (f)", id="list-filter")
-        table: DataTable[Text] = DataTable(id="list", cursor_type="row", zebra_stripes=True)
+        # cells padded by half a gap on each side: the gap the fitted widths leave between two columns
+        table: DataTable[Text] = DataTable(id="list", cursor_type="row", zebra_stripes=True, cell_padding=GAP // 2)
         yield table
         yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#list", DataTable)
-        table.add_columns("last activity", "title or first prompt", "project", "turns", "size", "id")
+        table.add_columns(*(c.header for c in LIST_COLUMNS))
         table.loading = True
         self.load()
 
@@ -174,25 +190,42 @@ class SessionList(Screen[None]):
 
     def loaded(self, entries: list[SessionEntry]) -> None:
         self.entries = entries
+        # prefixes unique among every listed session, not only those a filter leaves: one stays what it is
+        self.short = unique_prefixes([e.id for e in entries if e.id])
         table = self.query_one("#list", DataTable)
         table.loading = False
         self.refill()
         table.focus()
 
+    def on_resize(self) -> None:
+        """Widths follow the screen: a narrower one cuts titles and projects anew."""
+        if self.short is not None:
+            self.refill()
+
+    def _width(self, table: DataTable[Text], rows: int) -> int:
+        """Columns of screen the fitted cells may take: the table's width less the outer half gaps,
+        and less its scroll bar when the rows (and the header) overflow its height."""
+        width = table.size.width or self.size.width or self.app.size.width
+        scrolls = not table.size.height or rows + 1 > table.size.height
+        return max(1, width - (table.styles.scrollbar_size_vertical if scrolls else 0) - GAP)
+
     def refill(self) -> None:
-        table = self.query_one("#list", DataTable)
-        table.clear()
-        for e in listed_sessions(self.entries, self.needle, self.sort):
-            name = e.display_title or ""
-            table.add_row(
-                _t(local_minutes(e.last_activity)),
-                _t(" ".join(name.split())[:70] or (e.error or "")),
-                _t(e.cwd or e.project),
-                _t(e.turns),
-                _t(human_bytes(e.size)),
-                _t(e.id or e.dir.name),
-                key=str(e.path or e.dir),
-            )
+        table: DataTable[Text] = self.query_one("#list", DataTable)
+        cursor = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value if table.row_count else None
+        listed = listed_sessions(self.entries, self.needle, self.sort)
+        short = self.short or {}
+        fitted = fit_table(LIST_COLUMNS, (
+            [local_minutes(e.last_activity), " ".join((e.display_title or "").split()) or (e.error or ""),
+             e.cwd or e.project, e.turns, human_bytes(e.size), short.get(e.id, e.id) if e.id else e.dir.name]
+            for e in listed), self._width(table, len(listed)))
+        table.clear(columns=True)
+        for c, w in zip(fitted.columns, fitted.widths):
+            table.add_column(c.header, width=w)
+        justify: list[JustifyMethod] = ["right" if c.justify == "right" else "left" for c in fitted.columns]
+        for e, cells in zip(listed, fitted.rows):
+            table.add_row(*(Text(cell, justify=j) for cell, j in zip(cells, justify)), key=str(e.path or e.dir))
+        if cursor is not None and cursor in table.rows:
+            table.move_cursor(row=table.get_row_index(cursor), animate=False)
         note = f" · {self.note}" if self.note else ""
         self.query_one("#list-title", Static).update(_t(f"sessions in {self.root} · {table.row_count} shown · sorted by {self.sort}{note}"))
 
@@ -238,6 +271,7 @@ class SessionView(Screen[None]):
         Binding("c", "copy_seq", "copy seq"),
         Binding("y", "copy_json", "copy JSON"),
         Binding("r", "reasoning", "reasoning", show=False),
+        Binding("m", "more", "more", show=False),
         Binding("f", "filter", "filter", show=False),
         Binding("1", "tab('conversation')", show=False),
         Binding("2", "tab('events')", show=False),
@@ -252,6 +286,8 @@ class SessionView(Screen[None]):
         self.plugins = system_prompt_plugins
         self.ordinal = 1 if ix.turns else 0
         self.reasoning = False
+        #: characters of one item's text shown in the conversation (``m`` shows more)
+        self.limit = PREVIEW
         self.rows: list[int] = list(range(len(ix)))
         self.page = 0
         self.needle = ""
@@ -358,8 +394,14 @@ class SessionView(Screen[None]):
 
     # -- conversation
     def show_turn(self, ordinal: int, seq: int | None = None) -> None:
-        """Render one turn; with ``seq``, scroll to the item that event produced (or the nearest before it)."""
-        self.ordinal = max(0, min(ordinal, len(self.ix.turns)))
+        """Render one turn; with ``seq``, scroll to the item that event produced (or the nearest before it).
+
+        Another turn opens with its long messages cut to the preview again (``m`` shows more).
+        """
+        ordinal = max(0, min(ordinal, len(self.ix.turns)))
+        if ordinal != self.ordinal:
+            self.limit = PREVIEW
+        self.ordinal = ordinal
         items = turn_items(self.ix, self.ordinal)
         box = self.query_one("#turn", VerticalScroll)
         box.remove_children()
@@ -386,7 +428,20 @@ class SessionView(Screen[None]):
             box.scroll_home(animate=False)
 
     def _item_view(self, item: Item) -> Any:
-        return renderable(item, reasoning=self.reasoning, hints=L.BROWSE_HINTS)
+        """An item as ``show`` renders it, its long texts cut to the preview and the rest counted."""
+        shown, hidden = item_preview(item, self.limit)
+        view = renderable(shown, reasoning=self.reasoning, hints=L.BROWSE_HINTS)
+        if not hidden:
+            return view
+        return Group(view, Text(L.cut_note(0, hidden, MORE_HINT), style="italic dim"))
+
+    def action_more(self) -> None:
+        """More of each long text of the turn: each press shows eight times as much, where the reader is."""
+        self.limit *= 8
+        box = self.query_one("#turn", VerticalScroll)
+        y = box.scroll_y
+        self.show_turn(self.ordinal)
+        self.call_after_refresh(box.scroll_to, y=y, animate=False)
 
     def action_reasoning(self) -> None:
         self.reasoning = not self.reasoning

@@ -8,6 +8,7 @@ those two in a worker thread when their tab is first shown.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import re
 from collections.abc import Iterator
@@ -37,6 +38,7 @@ __all__ = [
     "event_json",
     "event_row",
     "first_prompt",
+    "item_preview",
     "listed_sessions",
     "parse_filter",
     "parse_jump",
@@ -46,6 +48,12 @@ __all__ = [
     "surface_view",
     "turn_items",
 ]
+
+#: Characters of one item's text the conversation shows before it asks for more: a screen or two of
+#: reading, and what a terminal widget wraps at once without a pause (one message can be megabytes).
+PREVIEW = 4000
+#: The text fields of a transcript item that can be long (what a person or a tool wrote).
+_LONG_FIELDS = ("text", "arguments", "output", "message")
 
 
 def _list_text(e: SessionEntry) -> str:
@@ -109,6 +117,24 @@ def turn_items(ix: EventIndex, ordinal: int) -> list[Item]:
     """
     start, stop = ix.turn_range(ordinal)
     return list(TranscriptReader().read(ix.events(start, stop)))
+
+
+def item_preview(item: Item, limit: int = PREVIEW) -> tuple[Item, int]:
+    """``item`` with each long text cut to its first ``limit`` characters, and how many characters were left out.
+
+    The conversation shows this first: wrapping a message of ten megabytes for the screen takes
+    the terminal widget half a minute, during which the browser answers no key.  Cutting
+    looks at no more of a text than it keeps.
+    """
+    cuts = {name: value[:limit] for name in _LONG_FIELDS
+            if isinstance(value := getattr(item, name, None), str) and len(value) > limit}
+    if not cuts:
+        return item, 0
+    hidden = sum(len(getattr(item, name)) - limit for name in cuts)
+    shown = copy.copy(item)  # the reader's item stays whole
+    for name, value in cuts.items():
+        setattr(shown, name, value)
+    return shown, hidden
 
 
 # ----------------------------------------------------------------------------- events

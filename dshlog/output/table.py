@@ -18,7 +18,7 @@ from .text import cut, cut_left, sanitize
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from rich.console import JustifyMethod
 
-__all__ = ["Column", "plain_table", "table"]
+__all__ = ["GAP", "Column", "FittedTable", "fit_table", "plain_table", "table"]
 
 
 def plain_table(write: Write, title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
@@ -89,8 +89,8 @@ _FLEX_SOFT = 16
 _PATH_SOFT = 20
 #: ... and what it keeps when nothing else can.
 _CUT_FLOOR = 8
-#: Spaces between two columns.
-_GAP = 2
+#: Spaces between two columns (a screen that pads each cell pads it by half of this on each side).
+GAP = 2
 
 
 def _layout(cols: list[Column], exact: list[list[str]], short: dict[int, list[str]], width: int) -> tuple[dict[int, int], set[int]]:
@@ -117,7 +117,7 @@ def _layout(cols: list[Column], exact: list[list[str]], short: dict[int, list[st
         return abbreviated[i] if i in shortened else natural[i]
 
     def total() -> int:
-        return sum(floor(k) for k in keep) + _GAP * (len(keep) - 1)
+        return sum(floor(k) for k in keep) + GAP * (len(keep) - 1)
 
     for i in sorted((i for i in keep if i in abbreviated), key=lambda i: abbreviated[i] - natural[i]):
         if total() <= width:
@@ -143,6 +143,45 @@ def _layout(cols: list[Column], exact: list[list[str]], short: dict[int, list[st
     return out, shortened
 
 
+@dataclass(frozen=True, slots=True)
+class FittedTable:
+    """A table laid out for a width: the columns shown (a ``drop`` column may be left out), each one's
+    width, and every row's cells as text already fitted to those widths (cut or abbreviated as
+    :class:`Column` says).
+
+    The command line's tables and the browser's session list are both drawn from one, so the two
+    give way in the same order and a narrow screen cannot cut an id in one and not in the other.
+    """
+
+    columns: tuple[Column, ...]
+    widths: tuple[int, ...]
+    rows: list[list[str]]
+
+    @property
+    def needed(self) -> int:
+        """Columns of screen the table takes, :data:`GAP` between two columns (more than asked when nothing else could give)."""
+        return sum(self.widths) + GAP * (len(self.widths) - 1)
+
+
+def fit_table(columns: Sequence[str | Column], rows: Iterable[Sequence[Any]], width: int, *,
+              justify: dict[int, str] | None = None) -> FittedTable:
+    """Lay ``rows`` out in ``width`` columns of screen (outer edges not counted, :data:`GAP` between two columns).
+
+    Widths follow the cells (headers included); ``None`` is an empty cell.
+    """
+    cols = _columns(columns, justify)
+    values = [list(r) for r in rows]
+    # a cell is never wider than the screen: a longer one is cut to it first (in O(width)), so measuring
+    # does not walk every character of a cell of many megabytes; only columns that may be cut have such cells
+    exact = [[_bounded(c, sanitize(_exact(c, v)), width) for c, v in zip(cols, r)] for r in values]
+    short = {i: [labels.short_count(r[i]) if type(r[i]) is int else exact_r[i] for r, exact_r in zip(values, exact)]
+             for i, c in enumerate(cols) if c.number and any(type(r[i]) is int and r[i] >= 1000 for r in values)}
+    widths, shortened = _layout(cols, exact, short, width)
+    shown = list(widths)
+    fitted = [[_fit(cols[i], short[i][row] if i in shortened else r[i], widths[i]) for i in shown] for row, r in enumerate(exact)]
+    return FittedTable(tuple(cols[i] for i in shown), tuple(widths[i] for i in shown), fitted)
+
+
 def table(
     screen: Screen,
     title: str | None,
@@ -152,31 +191,23 @@ def table(
     justify: dict[int, str] | None = None,
 ) -> None:
     """Print a table: fitted to the screen's width on a terminal (Rich), tab-separated whole values otherwise (streamed)."""
-    cols = _columns(columns, justify)
     if not screen.terminal:
+        cols = _columns(columns, justify)
         plain_table(screen.stream.write, title, [c.header for c in cols], ([_exact(c, v) for c, v in zip(cols, r)] for r in rows))
         return
     from rich.table import Table  # lazy: heavy, only for terminal output
 
     width = screen.width or 80
-    values = [list(r) for r in rows]
-    # a cell is never wider than the screen: a longer one is cut to it first (in O(width)), so measuring
-    # does not walk every character of a cell of many megabytes; only columns that may be cut have such cells
-    exact = [[_bounded(c, sanitize(_exact(c, v)), width) for c, v in zip(cols, r)] for r in values]
-    short = {i: [labels.short_count(r[i]) if type(r[i]) is int else exact_r[i] for r, exact_r in zip(values, exact)]
-             for i, c in enumerate(cols) if c.number and any(type(r[i]) is int and r[i] >= 1000 for r in values)}
-    widths, shortened = _layout(cols, exact, short, width)
-    needed = sum(widths.values()) + _GAP * (len(widths) - 1)
+    fitted = fit_table(columns, rows, width, justify=justify)
     # nothing left to give: wider than the screen (the terminal folds the line) rather than a cut figure
-    con = (replace(screen, width=needed) if needed > width else screen).console()
+    con = (replace(screen, width=fitted.needed) if fitted.needed > width else screen).console()
     t = Table(title=text(title, "table.title") if title else None, title_justify="left", show_edge=False,
-              header_style="bold", pad_edge=False, box=None, padding=(0, _GAP // 2), collapse_padding=False)
-    for i, w in widths.items():
-        c = cols[i]
+              header_style="bold", pad_edge=False, box=None, padding=(0, GAP // 2), collapse_padding=False)
+    for c, w in zip(fitted.columns, fitted.widths):
         # columns name rich's justify methods ("left", "right", "center")
         t.add_column(text(c.header), justify=cast("JustifyMethod", c.justify), no_wrap=True, overflow="ellipsis", width=w)
-    for r, row in zip(exact, range(len(exact))):
-        t.add_row(*(text(_fit(cols[i], short[i][row] if i in shortened else r[i], w)) for i, w in widths.items()))
+    for r in fitted.rows:
+        t.add_row(*(text(cell) for cell in r))
     con.print(t)
 
 
