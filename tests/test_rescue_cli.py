@@ -96,3 +96,20 @@ def test_a_store_summary_counts_refusals_by_reason(tmp_path: Path, capsysbinary:
     code, out, _ = run_cli(capsysbinary, "rescue", "-R", str(tmp_path / "root"))
     assert out.decode().splitlines()[-1] == "3 sessions, dsh refuses 2, rescue brings back 2"
     assert not any(p.name.startswith("session.v4") for p in (tmp_path / "root").rglob("*")), "a store summary wrote"
+
+
+def test_a_refused_log_too_large_for_the_note_is_pointed_to_rescue_check(tmp_path, monkeypatch) -> None:
+    """validate's note judges rescue only on a log it can hold within every reader's memory; a larger
+    one is named with ``dshlog rescue FILE --check`` (which judges it) instead of being read whole."""
+    from conftest import no_depth_session, run_env
+
+    from dshlog.ops import rescuable
+
+    log = no_depth_session(tmp_path / "s")
+    code, _, err = run_env("validate", str(log))
+    assert code == 4 and b"rescue can bring this session back: dshlog rescue " in err, err
+    monkeypatch.setattr(rescuable, "HINT_LIMIT", log.stat().st_size - 1)
+    monkeypatch.setattr(rescuable, "_stored", lambda *a, **k: pytest.fail("a log over the limit is read whole"))
+    code, _, err = run_env("validate", str(log))
+    assert code == 4
+    assert f"rescue may bring this session back (too large to judge here; --check answers): dshlog rescue {log} --check".encode() in err, err

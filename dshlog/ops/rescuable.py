@@ -19,12 +19,12 @@ from typing import IO
 
 from ..errors import DshlogError, IOFailure, UsageError
 from ..model.rescue import Refusal, Stored, plan
-from ..output.labels import rescue_note, rescue_target
+from ..output.labels import rescue_may_note, rescue_note, rescue_target
 from ..protocol.jsjson import dumps
 from ..read.container import Container, Position
 from ..read.session import SessionLog, open_session
 
-__all__ = ["SourceFacts", "candidate_rows", "judge", "open_candidate", "read_stored", "rescue_hint", "serialize",
+__all__ = ["HINT_LIMIT", "SourceFacts", "candidate_rows", "judge", "open_candidate", "read_stored", "rescue_hint", "serialize",
            "source_facts", "write_candidate"]
 
 #: The name the candidate logs are judged under (not a generation name: no name rule applies).
@@ -135,12 +135,29 @@ def _stored(source: Path, *, parallel: bool = False, progress: Position | None =
         return Stored(dict(log.header), events, log.version, projection=log.projection, version_proof=proof)
 
 
+#: The largest log (decoded bytes, estimated for zstd) the note of ``validate`` and ``migrate`` judges:
+#: rescue's plan holds the stored events in memory (about ten times the log's bytes), so a larger log is
+#: not judged there (those commands stay within the memory of every reader) and the note points to
+#: ``dshlog rescue ID --check``, which judges it.
+HINT_LIMIT: int = 4 << 20
+#: How many decoded bytes a byte of a zstd generation is taken to stand for (JSON logs compress ~5-20x).
+_ZSTD_RATIO: int = 16
+
+
 def rescue_hint(source: str | Path, *, parallel: bool = False) -> str | None:
     """``rescue can bring this session back: dshlog rescue ID`` when rescue's plan ends in a log dsh accepts.
 
     Asked only of a session dsh refuses (it reads and judges the log again);
-    ``None`` when rescue cannot bring it back or the log cannot be read.
+    ``None`` when rescue cannot bring it back or the log cannot be read.  A log
+    over :data:`HINT_LIMIT` is not judged: the note says rescue may bring it back
+    and names ``--check``.
     """
+    try:
+        size = os.stat(source).st_size
+    except OSError:
+        return None
+    if size * (_ZSTD_RATIO if str(source).endswith(".zstd") else 1) > HINT_LIMIT:
+        return rescue_may_note(rescue_target(None, str(source)))
     try:
         stored = _stored(Path(source), parallel=parallel)
         if not plan(stored, judge).rescuable:

@@ -283,6 +283,15 @@ def rescue_note(target: str) -> str:
     return f"{RESCUE_CAN}: {rescue_command(target)}"
 
 
+#: what a note says of a refused log too large for the note to judge (rescue itself can: ``--check`` answers)
+RESCUE_MAY = "rescue may bring this session back (too large to judge here; --check answers)"
+
+
+def rescue_may_note(target: str) -> str:
+    """``rescue may bring this session back (...): dshlog rescue <id> --check``."""
+    return f"{RESCUE_MAY}: {rescue_command(target)} --check"
+
+
 def refusal_lines(reason: str, target: str) -> tuple[str, str]:
     """The banner of a refused log's transcript: dsh's refusal, then what is shown and how to bring it back."""
     return refusal_mark(reason), f"{SHOWN_AS_STORED}; {TO_BRING_BACK}: {rescue_command(target)}"
