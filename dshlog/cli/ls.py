@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..ops.outcome import worst
 from ..ops.sessions import list_store, unique_prefixes
 from ..output.table import Column, table
 from ..output.text import human_bytes, local_minutes
@@ -54,6 +55,7 @@ def ls_(
     with batch_executor(jobs, scheduler) as ex:  # --grep reads every session: one task each
         entries = list_store(root_p, cwd=project_cwd, since=since, grep=grep, sort=sort, reverse=reverse, now=env.now(), executor=ex,
                              parallel=may_fork())
+    current().note_outcome(worst(e.exit_code for e in entries))  # a session it could not read: named, and the exit code
     if json_:
         for e in entries:
             emit_json(e.as_dict(), pretty=False)

@@ -11,7 +11,8 @@ from ..errors import UsageError
 from ..model.rescue import TRANSFORMATIONS
 from ..ops.rescue import RescueOutcome, rescue_session, rescue_store
 from .app import command_app
-from .common import JSON_SHAPE, FileArg, JsonOpt, emit_json, err, js, may_fork, out, resolve
+from ..ops.outcome import worst
+from .common import JSON_SHAPE, FileArg, JsonOpt, current, emit_json, err, js, may_fork, out, resolve
 
 app = command_app()
 
@@ -41,9 +42,13 @@ def rescue(
         if file is not None or publish or output is not None:
             raise UsageError("-R ROOT summarises a store as a dry run: give no FILE, --publish or -o")
         summary = rescue_store(Path(recursive), allow=allow, all_=all_, parallel=may_fork())
+        failed = [o for o in summary.outcomes if o.status == "failed"]
+        current().note_outcome(worst(o.exit_code for o in failed))  # a session it could not read: the batch's exit code
         if json_:
             emit_json({"shape": JSON_SHAPE, **summary.as_dict()})
             return
+        for o in failed:
+            err(f"dshlog: {o.error}")
         doc = summary.as_dict()
         out(f"{doc['sessions']} sessions, dsh refuses {doc['refused']}, rescue brings back {doc['rescuable']}"
              + (f", {doc['failed']} unreadable" if doc["failed"] else ""))

@@ -294,10 +294,9 @@ def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = Fals
     failure, or, with ``check``, 10 when some session needs migrating.
     """
     plugins = tuple(system_prompt_plugins)
-    sources = list(_migrate.find_sessions([os.fspath(p) for p in paths], recursive=recursive))
-    outcomes = tuple(MigrationOutcome.of(_migrate.migrate_session(s, check=check, dry_run=dry_run, children=children,
-                                                                  system_prompt_plugins=plugins, parallel=parallel))
-                     for s in sources)
+    sources = _migrate.find_sessions([os.fspath(p) for p in paths], recursive=recursive)
+    outcomes = tuple(MigrationOutcome.of(o) for o in _migrate.migrate_many(sources, check=check, dry_run=dry_run, children=children,
+                                                                            system_prompt_plugins=plugins, parallel=parallel))
     return Migration(outcomes, check=check)
 
 

@@ -27,7 +27,7 @@ from ..model.usage import (
 from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import is_project_dir, project_key
 from ..read.session import open_session
-from .migrate import find_sessions
+from ..read.store import Unreadable, in_walk_order, walk_sessions
 
 __all__ = ["load_prices", "matches_project", "project_of", "session_usage", "store_sessions", "usage_report"]
 
@@ -49,9 +49,14 @@ def load_prices(path: str) -> PriceTable:
     return table
 
 
-def store_sessions(targets: Iterable[str]) -> list[str]:
-    """The generation of every session below the targets (roots, project or session directories, files), in walk order."""
-    return [str(p) for p in find_sessions(list(targets), recursive=True)]
+def store_sessions(targets: Iterable[str]) -> list[str | Unreadable]:
+    """The generation of every session below the targets (roots, project or session directories, files), in walk order;
+    each session the walk cannot read an :class:`~dshlog.read.store.Unreadable` in its place."""
+    return walk_sessions(targets, recursive=True)
+
+
+def _unreadable_usage(u: Unreadable) -> SessionUsage:
+    return SessionUsage(path=u.path, error=u.error, exit_code=u.exit_code)
 
 
 def project_of(path: Path) -> str | None:
@@ -104,10 +109,11 @@ def usage_report(targets: Iterable[str], by: list[str], *, tz: tzinfo | None, zo
                  project: str | None = None, cwd: str | None = None,
                  executor: Executor | None = None) -> UsageReport:
     """The report over every session below ``targets`` (see :mod:`dshlog.model.usage`)."""
-    paths = store_sessions(targets)
+    found = store_sessions(targets)
     ex = executor if executor is not None else InProcess()
     task = partial(session_usage, since=since, until=until)
-    return build_report(ex.map(task, paths), by, tz=tz, zone=zone, prices=prices,
+    usages = in_walk_order(found, lambda paths: ex.map(task, paths), _unreadable_usage)
+    return build_report(usages, by, tz=tz, zone=zone, prices=prices,
                         keep=_keeper(project, cwd), since=since, until=until)
 
 

@@ -29,10 +29,11 @@ from ..protocol.jsjson import dumps, dumps_pretty
 from ..protocol.layout import rescue_record_name
 from ..read.container import Container
 from ..read.session import SessionLog, open_session
+from ..read.store import Unreadable, walk_sessions
 from ..write.transaction import Publication, output_lock
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
-from .migrate import find_sessions, target_name
+from .migrate import target_name
 
 __all__ = ["RescueOutcome", "StoreSummary", "judge", "read_stored", "rescue_session", "rescue_store", "serialize"]
 
@@ -301,6 +302,7 @@ def rescue_store(root: Path, *, allow: Iterable[str] = (), all_: bool = False, p
     """Plan the rescue of every session below ``root`` (a dry run: nothing is written)."""
     if not root.is_dir():
         raise UsageError("not a directory", path=str(root))
-    outcomes = [rescue_session(p, allow=allow, all_=all_, parallel=parallel) for p in find_sessions([str(root)], recursive=True)]
+    outcomes = [RescueOutcome(source=f.path, status="failed", error=f.error, exit_code=f.exit_code) if isinstance(f, Unreadable)
+                else rescue_session(Path(f), allow=allow, all_=all_, parallel=parallel) for f in walk_sessions([str(root)])]
     return StoreSummary(outcomes)
 

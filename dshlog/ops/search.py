@@ -17,6 +17,7 @@ from ..executor import Executor, InProcess
 from ..model.search import Hit, Query, Searcher
 from ..protocol.packed import PackedRun
 from ..read.session import open_session
+from ..read.store import Unreadable, in_walk_order
 from .report import matches_project, project_of
 
 __all__ = ["SessionHits", "search", "search_session"]
@@ -55,8 +56,11 @@ def search_session(path: str, query: Query) -> SessionHits:
     return out
 
 
-def search(paths: Iterable[str], query: Query, *, executor: Executor | None = None) -> Iterator[SessionHits]:
-    """Each session's hits, in input order (sessions without hits included, with none)."""
+def search(paths: Iterable[str | Unreadable], query: Query, *, executor: Executor | None = None) -> Iterator[SessionHits]:
+    """Each session's hits, in input order (sessions without hits included, with none); a session
+    a store's walk could not read (:func:`~dshlog.read.store.walk_sessions`) has its ``error``."""
     Searcher(query)  # a bad pattern is the caller's error, raised before any task runs
     ex = executor if executor is not None else InProcess()
-    yield from ex.map(partial(search_session, query=query), list(paths))
+    task = partial(search_session, query=query)
+    yield from in_walk_order(list(paths), lambda readable: ex.map(task, readable),
+                             lambda u: SessionHits(u.path, error=u.error, exit_code=u.exit_code))

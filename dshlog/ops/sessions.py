@@ -128,14 +128,15 @@ def list_store(root: Path, *, cwd: str | None = None, since: str | None = None, 
     since_ms = parse_since(since, now=now) if since is not None else None
     sort_entries([], sort)  # an unknown key is a usage error before the store is read
     entries = list_sessions(root, project=project_key(cwd) if cwd is not None else None)
+    # a session the walk could not read stays listed whatever the filters: it is named, and sets the exit code
     if since_ms is not None:
-        entries = [e for e in entries if (e.last_activity or 0) >= since_ms]
+        entries = [e for e in entries if e.exit_code or (e.last_activity or 0) >= since_ms]
     if grep is not None:
-        entries = [e for e in entries if e.path is not None]
         ex = executor if executor is not None else InProcess()
         task = partial(grep_session, needle=grep, parallel=helpers_allowed(ex, parallel))
-        found = list(ex.map(task, [e.path for e in entries if e.path is not None]))
-        entries = [e for e, hit in zip(entries, found) if hit]
+        readable = [e for e in entries if e.path is not None]
+        hits = {id(e) for e, hit in zip(readable, ex.map(task, [e.path for e in readable if e.path is not None])) if hit}
+        entries = [e for e in entries if id(e) in hits or (e.path is None and e.exit_code)]
     return sort_entries(entries, sort, reverse=reverse)
 
 
