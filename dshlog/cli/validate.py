@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Optional
 
 import typer
@@ -9,6 +10,7 @@ import typer
 from ..ops.outcome import worst
 from ..ops.validate import validate_many
 from ..output import labels
+from ..read.store import walk_sessions
 from .app import command_app
 from .common import (
     FormatOpt,
@@ -19,7 +21,6 @@ from .common import (
     SelectOpt,
     batch_executor,
     emit_json,
-    err,
     may_fork,
     out,
     plugins,
@@ -47,7 +48,7 @@ def validate(
     """
     reports = []
     current: list[str | None] = [None]  # no FILE: the current session
-    targets = [resolve(f) for f in files or current]
+    targets = walk_sessions([resolve(f) for f in files or current])  # a root or project directory: its sessions
     stream = stdin_for("-") if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for report in validate_many(targets, select=select, format_version=format_version,
@@ -63,9 +64,12 @@ def validate(
                     last = more[-1].where() or "the end"
                     out(f"{report.path}: ... {labels.plural(len(more), 'more ' + first.code + ' problem')} after it, "
                         f"through {last} (most likely consequences of the one above)")
-            err(f"{report.path}: {report.status} (v{report.version if report.version is not None else '?'}, "
+            out(f"{report.path}: {report.status} (v{report.version if report.version is not None else '?'}, "
                 f"{labels.plural(report.events, 'event')}, {labels.plural(report.count('error'), 'error')}, "
                 f"{labels.plural(report.count('warning'), 'warning')})")
     if json_:
         emit_json({"shape": JSON_SHAPE, "files": [r.as_dict() for r in reports]})
+    elif len(reports) > 1:
+        counts = Counter(r.status for r in reports)
+        out(f"{labels.plural(len(reports), 'session')}: " + ", ".join(f"{n} {status}" for status, n in counts.most_common()))
     raise typer.Exit(int(worst(r.exit_code for r in reports)))

@@ -19,7 +19,7 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import IO, Literal, cast
 
-from ..errors import UsageError, boundary
+from ..errors import InternalError, UsageError, boundary
 from ..executor import Executor
 from ..model.search import Query
 from ..model.usage import PriceTable, UsageReport
@@ -29,7 +29,7 @@ from ..model.summary import summarize
 from ..output.export import FORMATS
 from ..protocol.events import Event
 from ..read.session import EventRecord, SessionLog
-from ..read.store import SessionEntry, resolve_session
+from ..read.store import SessionEntry, Unreadable, resolve_session
 from ..read.store import list_sessions as _list_sessions
 from . import export as _export
 from . import fork as _fork
@@ -354,6 +354,8 @@ def stats_many(targets: Iterable[Target], *, select: str | None = None, format_v
     """``stats`` of each target through ``executor``, in input order; a log that cannot be opened raises at its turn."""
     for one in _stats.stats_many([os.fspath(t) for t in targets], select=select, format_version=format_version,
                                  executor=executor, parallel=parallel):
+        if isinstance(one, Unreadable):  # pragma: no cover - paths as given are never walked
+            raise InternalError(one.error)
         yield SessionStats(one.path, one.id, one.version, one.projection, one.stats)
 
 

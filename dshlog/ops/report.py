@@ -26,17 +26,29 @@ from ..model.usage import (
 )
 from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import is_project_dir, project_key
+from ..read.container import open_regular
 from ..read.session import open_session
 from ..read.store import Unreadable, in_walk_order, walk_sessions
 
 __all__ = ["load_prices", "matches_project", "project_of", "session_usage", "store_sessions", "usage_report"]
 
 
+#: The largest price table ``--prices`` reads: LiteLLM's whole table is about 1.5 MiB; anything
+#: many times larger is not a price table, and reading it whole would cost its size in memory.
+MAX_PRICES_BYTES = 16 << 20
+
+
 def load_prices(path: str) -> PriceTable:
-    """A LiteLLM-shaped price table from a file (``--prices``)."""
+    """A LiteLLM-shaped price table from a regular file of at most :data:`MAX_PRICES_BYTES` (``--prices``).
+
+    Anything else (a FIFO, a device, a directory) is refused before it is read.
+    """
     try:
-        with open(path, "rb") as fh:
-            doc = loads(fh.read())
+        with open_regular(Path(path)) as fh:
+            data = fh.read(MAX_PRICES_BYTES + 1)
+            if len(data) > MAX_PRICES_BYTES:
+                raise UsageError(f"the price table is larger than {MAX_PRICES_BYTES >> 20} MiB: not a price table", path=path)
+            doc = loads(data)
     except OSError as exc:
         raise IOFailure(f"cannot read the price table: {exc.strerror}", path=path) from None
     except JsonError as exc:

@@ -27,6 +27,7 @@ from ..executor import Executor, InProcess, helpers_allowed
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.session import open_session
+from ..read.store import Unreadable, in_walk_order
 
 MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
 
@@ -34,6 +35,10 @@ MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
 _PARTIAL = frozenset({"seq-gap", "lifecycle", "delivery", "cut", "surface"})
 # Reader notes that make a (non-snapshot) log damaged.
 _DAMAGING_NOTES = frozenset({"seq-gap", "row", "envelope", "unparsable"})
+
+
+#: A report's verdict per exit code (``damaged`` for the others); the walk's "not followed" is ``skipped``.
+STATUS = {ExitCode.OK: "ok", ExitCode.UNSUPPORTED: "unsupported", ExitCode.IO: "unreadable", ExitCode.CONFLICT: "skipped"}
 
 
 @dataclass
@@ -45,6 +50,7 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     dropped: int = 0
     unsupported: bool = False
+    unread: ExitCode | None = None  # not read: the store's walk named why (its exit code)
 
     def add(self, problem: Problem) -> None:
         if len(self.problems) < MAX_PROBLEMS:
@@ -57,6 +63,8 @@ class Report:
 
     @property
     def exit_code(self) -> ExitCode:
+        if self.unread is not None:
+            return self.unread
         errors = [p for p in self.problems if p.severity == Severity.ERROR]
         if any(p.code == "io" for p in errors):
             return ExitCode.IO  # the file could not be read at all
@@ -71,7 +79,7 @@ class Report:
     @property
     def status(self) -> str:
         """``ok``, ``unsupported``, ``unreadable`` (the file could not be read: missing, denied) or ``damaged``."""
-        return {ExitCode.OK: "ok", ExitCode.UNSUPPORTED: "unsupported", ExitCode.IO: "unreadable"}.get(self.exit_code, "damaged")
+        return STATUS.get(self.exit_code, "damaged")
 
     def grouped(self) -> list[tuple[Problem, list[Problem]]]:
         """The problems in file order, each with the later problems of its code (on later lines).
@@ -268,7 +276,15 @@ def _validate_target(target: str, *, stream: IO[bytes] | None, **options: Any) -
     return validate_log(target, stream=stream if target == "-" else None, **options)
 
 
-def validate_many(targets: Iterable[str], *, select: str | None = None, format_version: int | None = None,
+def unreadable_report(u: Unreadable) -> Report:
+    """The report of a session the store's walk could not read: its one problem, the walk's exit code."""
+    report = Report(path=u.path, unread=u.exit_code)
+    kind, _, message = u.reason.partition(": ")
+    report.add(Problem(kind, message, Severity.ERROR, None, None, u.path))
+    return report
+
+
+def validate_many(targets: Iterable[str | Unreadable], *, select: str | None = None, format_version: int | None = None,
                   system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
                   parallel: bool = False, stream: IO[bytes] | None = None) -> Iterator[Report]:
     """:func:`validate_log` of each target, in input order, through the caller's executor.
@@ -280,4 +296,4 @@ def validate_many(targets: Iterable[str], *, select: str | None = None, format_v
     ex = executor if executor is not None and stream is None else InProcess()
     task = partial(_validate_target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
                    parallel=helpers_allowed(ex, parallel), stream=stream)
-    yield from ex.map(task, list(targets))
+    yield from in_walk_order(list(targets), lambda readable: ex.map(task, readable), unreadable_report)
