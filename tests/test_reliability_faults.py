@@ -250,7 +250,7 @@ def test_directory_where_a_file_belongs(tmp_path: Path) -> None:
     p = run("validate", str(d))  # validate reports per file, in its own format
     # an I/O failure is reported as unreadable (exit 6), damage as damaged (exit 4): the word follows the code
     assert p.returncode in (2, 4, 6) and b"Traceback" not in p.stderr
-    assert (b"unreadable" if p.returncode == 6 else b"damaged") in p.stderr
+    assert (b"unreadable" if p.returncode == 6 else b"damaged") in p.stdout  # the verdict is a result: stdout
     empty = tmp_path / "empty"
     empty.mkdir()
     assert_clean_failure(run("info", str(empty)), (2,))

@@ -56,6 +56,10 @@ def validate(
             reports.append(report)
             if json_:
                 continue
+            if report.status in ("unreadable", "skipped") and len(report.problems) == 1 and not report.events:
+                only = report.problems[0]  # nothing was read: the verdict and its reason are one result line
+                out(f"{report.path}: {report.status} ({only.code}: {only.message})")
+                continue
             for first, more in report.grouped():
                 where = first.where()
                 where = "" if where == report.path else where

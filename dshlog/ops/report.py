@@ -44,7 +44,11 @@ def load_prices(path: str) -> PriceTable:
     Anything else (a FIFO, a device, a directory) is refused before it is read.
     """
     try:
-        with open_regular(Path(path)) as fh:
+        try:
+            fh = open_regular(Path(path))
+        except IOFailure as exc:
+            raise IOFailure(f"cannot read the price table: {exc.message}", path=path) from None
+        with fh:
             data = fh.read(MAX_PRICES_BYTES + 1)
             if len(data) > MAX_PRICES_BYTES:
                 raise UsageError(f"the price table is larger than {MAX_PRICES_BYTES >> 20} MiB: not a price table", path=path)

@@ -339,6 +339,13 @@ def _listing(directory: Path) -> list[os.DirEntry[str]] | Unreadable:
         return _problem(IOFailure(f"cannot list directory: {exc.strerror}"), directory)
 
 
+def _has_generation(directory: Path) -> bool:
+    try:
+        return any(parse_generation(n) is not None for n in os.listdir(directory))
+    except OSError:
+        return False
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -369,7 +376,9 @@ def _walk_tree(top: Path, projects_only: bool) -> Iterator[str | Unreadable]:
             child = Path(d.path)
             child_real = os.path.realpath(child)
             if d.is_symlink():
-                if not _inside(child_real, boundary):
+                # a linked session directory is one session wherever it is (a person linked it in);
+                # any other directory outside the target would take the walk out of the store
+                if not _inside(child_real, boundary) and not _has_generation(child):
                     yield _problem(Refused(f"a symbolic link to a directory outside {top} ({child_real}): not followed"), child)
                     continue
                 if _inside(real, child_real):
@@ -399,8 +408,9 @@ def walk_sessions(targets: Iterable[str], *, recursive: bool = True, projects_on
     batch names it and goes on: a directory that cannot be listed, one that mixes
     plain and compressed generations (dsh refuses it), a generation that is not a
     readable regular file (never opened: a FIFO would block, ``/dev/zero`` never
-    ends).  A symbolic link to a directory is followed only inside the target and
-    not into a directory it is in (a loop); a directory reached twice is walked once.
+    ends).  A symbolic link to a directory is followed only inside the target (a
+    link to a session directory, one session, wherever it points) and never into a
+    directory it is in (a loop); a directory reached twice is walked once.
     ``projects_only``: below a root, only directories named as dsh names projects.
     """
     found: list[str | Unreadable] = []
