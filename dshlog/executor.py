@@ -37,7 +37,7 @@ from typing import Any, Self, TypeVar
 from .errors import IOFailure, UsageError
 from .forked import pack_error, unpack_error, usable_cpus
 
-__all__ = ["DaskExecutor", "Executor", "InProcess", "ProcessPool", "default_jobs", "helpers_allowed", "run_chunk"]
+__all__ = ["JOBS_PER_CPU", "DaskExecutor", "Executor", "InProcess", "ProcessPool", "default_jobs", "helpers_allowed", "max_jobs", "run_chunk"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -46,9 +46,19 @@ R = TypeVar("R")
 Outcome = tuple[bool, Any]
 
 
+#: The most worker processes per core a local pool starts, whatever ``-j`` asks: the work is
+#: reading files, so more workers than a few per core only add processes, memory and start-up.
+JOBS_PER_CPU = 4
+
+
 def default_jobs() -> int:
     """What ``-j`` means when it is not given: every core this process may run on."""
     return usable_cpus()
+
+
+def max_jobs() -> int:
+    """The most workers a local pool starts (:data:`JOBS_PER_CPU` per usable core)."""
+    return JOBS_PER_CPU * usable_cpus()
 
 
 def run_chunk(fn: Callable[[T], R], items: Sequence[T]) -> list[Outcome]:
@@ -161,6 +171,8 @@ class _Windowed(Executor):
     #: Whether one item (or one job) runs in the caller instead: right for a local pool, whose
     #: workers see what the caller sees; never for a cluster, whose workers are the ones to read.
     _local_shortcut = True
+    #: How many chunks the current :meth:`map` hands out (a local pool starts no more workers).
+    _tasks = 1
 
     def _window(self) -> int:
         return self.jobs * 4
@@ -170,7 +182,9 @@ class _Windowed(Executor):
         if self._local_shortcut and (len(todo) <= 1 or self.jobs <= 1):  # nothing to share: no start-up
             yield from InProcess().map(fn, todo)
             return
-        chunks = _chunks(todo, _chunk_size(len(todo), self.jobs))
+        size = _chunk_size(len(todo), self.jobs)
+        self._tasks = -(-len(todo) // size)  # never more workers than there are chunks to hand out
+        chunks = _chunks(todo, size)
         pending: deque[Any] = deque()
         try:
             for chunk in chunks:
@@ -199,14 +213,14 @@ class ProcessPool(_Windowed):
     """
 
     def __init__(self, jobs: int | None = None) -> None:
-        self.jobs = max(1, jobs if jobs is not None else default_jobs())
+        self.jobs = max(1, min(jobs if jobs is not None else default_jobs(), max_jobs()))
         self._pool: Any = None
 
     def _ensure(self) -> Any:
         if self._pool is None:
             method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
             ctx = multiprocessing.get_context(method)
-            self._pool = ctx.Pool(self.jobs, initializer=_ignore_sigint)
+            self._pool = ctx.Pool(min(self.jobs, self._tasks), initializer=_ignore_sigint)
         return self._pool
 
     def _submit(self, fn: Callable[[Any], Any], chunk: Sequence[Any]) -> Any:

@@ -22,13 +22,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from test_reliability_support import assert_clean_failure, dshlog_cmd, generated, leftovers, run, snapshot
+from test_reliability_support import assert_clean_failure, dshlog_cmd, generated, leftovers, run, snapshot, stored_as
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 CRASH = FIXTURES / "v4" / "crash" / "session.v4.jsonl"
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 PROJECT = "--home-ann-faults--"
+CWD = "/home/ann/faults"  # the directory PROJECT is the key of
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +44,11 @@ def medium(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 
 def _session(base: Path, name: str, data: bytes, sid: str = "s-1") -> Path:
+    """``base/PROJECT/sid/name`` holding ``data`` as dsh would store it there: its header names ``sid`` and
+    the project's cwd (dsh refuses a session whose directory or project is another session's)."""
     d = base / PROJECT / sid
     d.mkdir(parents=True, exist_ok=True)
-    (d / name).write_bytes(data)
+    (d / name).write_bytes(stored_as(data, sid, CWD))
     return d
 
 
@@ -91,7 +94,7 @@ def test_file_size_limit_fails_cleanly(tmp_path: Path, medium: dict[str, bytes],
     after = snapshot(tmp_path)
     after.pop(f"{PROJECT}/s-1/session.lock", None)  # the lock file is the one thing a writer may leave
     assert after == before
-    assert (d / name).read_bytes() == src
+    assert (d / name).read_bytes() == stored_as(src, "s-1", CWD)
 
 
 @pytest.fixture
@@ -250,7 +253,7 @@ def test_directory_where_a_file_belongs(tmp_path: Path) -> None:
     p = run("validate", str(d))  # validate reports per file, in its own format
     # an I/O failure is reported as unreadable (exit 6), damage as damaged (exit 4): the word follows the code
     assert p.returncode in (2, 4, 6) and b"Traceback" not in p.stderr
-    assert (b"unreadable" if p.returncode == 6 else b"damaged") in p.stderr
+    assert (b"unreadable" if p.returncode == 6 else b"damaged") in p.stdout  # the verdict is a result: stdout
     empty = tmp_path / "empty"
     empty.mkdir()
     assert_clean_failure(run("info", str(empty)), (2,))
@@ -271,7 +274,7 @@ def test_symlinked_session_directory(tmp_path: Path) -> None:
     p = run("migrate", "--no-children", str(link))
     assert p.returncode == 0, p.stderr
     assert (real / "session.v4.jsonl").is_file() and not (real / "session.v4.jsonl").is_symlink()
-    assert (real / "session.jsonl").read_bytes() == V0.read_bytes()
+    assert (real / "session.jsonl").read_bytes() == stored_as(V0.read_bytes(), "s-1", CWD)
     assert run("migrate", "--no-children", str(link)).returncode == 0
     assert sorted(os.listdir(real)) == ["session.jsonl", "session.lock", "session.v4.jsonl"]
 

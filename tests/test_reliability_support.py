@@ -105,3 +105,14 @@ def stress_scale(ci: int, stress: int) -> Callable[[bool], int]:
     """Pick the CI or the stress count (the environment can raise the stress count)."""
     factor = float(os.environ.get("DSHLOG_STRESS_FACTOR", "1"))
     return lambda is_stress: int(stress * factor) if is_stress else ci
+
+
+def stored_as(data: bytes, sid: str, cwd: str) -> bytes:
+    """A plain log's bytes with its header's ``id`` and ``cwd`` set, the rest unchanged: a log placed under
+    ``<root>/<project of cwd>/<sid>/`` as dsh would have written it there (its storage identity)."""
+    import orjson
+
+    first, nl, rest = data.partition(b"\n")
+    header = orjson.loads(first)
+    header["id"], header["cwd"] = sid, cwd
+    return orjson.dumps(header) + nl + rest

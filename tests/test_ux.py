@@ -290,8 +290,8 @@ def test_validate_counts_are_singular_when_one(tmp_path) -> None:
     lines.insert(10, b'{"garbage\n')
     p = tmp_path / "session.v4.jsonl"
     p.write_bytes(b"".join(lines))
-    _, _, err = run_env("validate", str(p))
-    assert b"1 error," in err and b"1 errors" not in err
+    _, out, _ = run_env("validate", str(p))
+    assert b"1 error," in out and b"1 errors" not in out  # the verdict is a result: stdout
 
 
 def test_readers_report_a_torn_tail(tmp_path) -> None:

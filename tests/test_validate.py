@@ -601,4 +601,4 @@ def test_validate_reads_standard_input_from_the_run(fixture: str, version: int, 
     data = (FIXTURES / fixture).read_bytes()
     code, _out, err = run_env("validate", "-", stdin=data)
     assert code == 0, err
-    assert f"-: ok (v{version}, {events} events, 0 errors, 0 warnings)".encode() in err
+    assert f"-: ok (v{version}, {events} events, 0 errors, 0 warnings)".encode() in _out  # a verdict is a result: stdout

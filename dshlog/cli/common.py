@@ -13,7 +13,7 @@ import io
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from ..errors import DshlogError, ExitCode, IOFailure, UsageError
-from ..executor import DaskExecutor, Executor, InProcess, ProcessPool, default_jobs
+from ..executor import JOBS_PER_CPU, DaskExecutor, Executor, InProcess, ProcessPool, default_jobs
 from ..ops.outcome import worst
 from ..ops.stance import Stance, stance
 from ..output.events import event_line
@@ -217,7 +217,8 @@ JobsOpt = Annotated[
     Optional[int],
     typer.Option("--jobs", "-j", metavar="N", min=1,
                  help="Sessions worked on at the same time, in N worker processes (1: in this process). "
-                 "Default: every core this process may use. The output is the same whatever N."),
+                 f"Default: every core this process may use; never more workers than sessions, nor than {JOBS_PER_CPU} per core. "
+                 "The output is the same whatever N."),
 ]
 
 
@@ -229,7 +230,7 @@ SchedulerOpt = Annotated[
 ]
 
 
-def batch_executor(jobs: int | None, scheduler: str | None, targets: list[str] | None = None, *,
+def batch_executor(jobs: int | None, scheduler: str | None, targets: Sequence[object] | None = None, *,
                    one_each: bool = False) -> Executor:
     """How a command over many sessions runs its per-session work: ``-j N``, ``--scheduler``, or the default.
 

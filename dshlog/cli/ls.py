@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..ops.outcome import worst
 from ..ops.sessions import list_store, unique_prefixes
 from ..output.table import Column, table
 from ..model.period import zone_named
@@ -58,6 +59,7 @@ def ls_(
     with batch_executor(jobs, scheduler) as ex:  # --grep reads every session: one task each
         entries = list_store(root_p, selection=chosen, grep=grep, sort=sort, reverse=reverse, executor=ex, parallel=may_fork())
     say(entries.note)
+    current().note_outcome(worst(e.exit_code for e in entries))  # a session it could not read: named, and the exit code
     if json_:
         for e in entries:
             emit_json(e.as_dict(), pretty=False)

@@ -95,7 +95,7 @@ def search(
     scr = screen()
     colour = scr.colour
     # a terminal shows ids people can type and a hit per screen line; piped, every id and text is whole
-    short = unique_prefixes(session_ids(paths)) if scr.tty else {}
+    short = unique_prefixes(session_ids(p for p in paths if isinstance(p, str))) if scr.tty else {}
     width = (scr.width or 80) if scr.tty else None
     with batch_executor(jobs, scheduler, paths) as ex:
         for r in search_sessions(paths, query, executor=ex):

@@ -12,6 +12,7 @@ from ..ops.stats import stats_many
 from ..output import labels
 from ..output.table import Column, table
 from ..output.text import human_duration
+from ..read.store import Unreadable, walk_sessions
 from .app import command_app
 from .common import (
     FormatOpt,
@@ -21,7 +22,9 @@ from .common import (
     SchedulerOpt,
     SelectOpt,
     batch_executor,
+    current as run,
     emit_json,
+    err,
     may_fork,
     print_problems,
     resolve,
@@ -49,10 +52,14 @@ def stats(
     """
     sessions = []
     current: list[str | None] = [None]  # no FILE: the current session
-    targets = [resolve(f) for f in files or current]
+    targets = walk_sessions([resolve(f) for f in files or current])  # a root or project directory: its sessions
     stdin = stdin_stream() if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin, parallel=may_fork()):
+            if isinstance(one, Unreadable):  # named, and the batch goes on
+                err(f"dshlog: {one.error}")
+                run().note_outcome(one.exit_code)
+                continue
             sessions.append(one.as_dict())
             print_problems(one.path, one.notes, one.suppressed)  # --json too: the document has no place for them
     total = total_stats(sessions)

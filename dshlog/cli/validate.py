@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Optional
 
 import typer
@@ -9,6 +10,7 @@ import typer
 from ..ops.outcome import worst
 from ..ops.validate import validate_many
 from ..output import labels
+from ..read.store import walk_sessions
 from .app import command_app
 from .common import (
     FormatOpt,
@@ -48,7 +50,7 @@ def validate(
     """
     reports = []
     current: list[str | None] = [None]  # no FILE: the current session
-    targets = [resolve(f) for f in files or current]
+    targets = walk_sessions([resolve(f) for f in files or current])  # a root or project directory: its sessions
     stream = stdin_for("-") if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for report in validate_many(targets, select=select, format_version=format_version,
@@ -56,6 +58,10 @@ def validate(
                                     progress=read_progress() if len(targets) == 1 else None):
             reports.append(report)
             if json_:
+                continue
+            if report.status in ("unreadable", "skipped") and len(report.problems) == 1 and not report.events:
+                only = report.problems[0]  # nothing was read: the verdict and its reason are one result line
+                out(f"{report.path}: {report.status} ({only.code}: {only.message})")
                 continue
             for first, more in report.grouped():
                 where = first.where()
@@ -65,11 +71,14 @@ def validate(
                     last = more[-1].where() or "the end"
                     out(f"{report.path}: ... {labels.plural(len(more), 'more ' + first.code + ' problem')} after it, "
                         f"through {last} (most likely consequences of the one above)")
-            err(f"{report.path}: {report.status} (v{report.version if report.version is not None else '?'}, "
+            out(f"{report.path}: {report.status} (v{report.version if report.version is not None else '?'}, "
                 f"{labels.plural(report.events, 'event')}, {labels.plural(report.count('error'), 'error')}, "
                 f"{labels.plural(report.count('warning'), 'warning')})")
             if report.rescue is not None:
                 err(f"{report.path}: {report.rescue}")
     if json_:
         emit_json({"shape": JSON_SHAPE, "files": [r.as_dict() for r in reports]})
+    elif len(reports) > 1:
+        counts = Counter(r.status for r in reports)
+        out(f"{labels.plural(len(reports), 'session')}: " + ", ".join(f"{n} {status}" for status, n in counts.most_common()))
     raise typer.Exit(int(worst(r.exit_code for r in reports)))

@@ -19,7 +19,7 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import IO, Literal, cast
 
-from ..errors import UsageError, boundary
+from ..errors import InternalError, UsageError, boundary
 from ..executor import Executor
 from ..model.search import Query
 from ..model.usage import PriceTable, UsageReport
@@ -30,7 +30,7 @@ from ..output.export import FORMATS
 from ..protocol.events import Event
 from ..read.container import Position
 from ..read.session import EventRecord, SessionLog
-from ..read.store import SessionEntry, resolve_session
+from ..read.store import SessionEntry, Unreadable, resolve_session
 from ..read.store import list_sessions as _list_sessions
 from . import export as _export
 from . import fork as _fork
@@ -295,10 +295,9 @@ def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = Fals
     failure, or, with ``check``, 10 when some session needs migrating.
     """
     plugins = tuple(system_prompt_plugins)
-    sources = list(_migrate.find_sessions([os.fspath(p) for p in paths], recursive=recursive))
-    outcomes = tuple(MigrationOutcome.of(_migrate.migrate_session(s, check=check, dry_run=dry_run, children=children,
-                                                                  system_prompt_plugins=plugins, parallel=parallel))
-                     for s in sources)
+    sources = _migrate.find_sessions([os.fspath(p) for p in paths], recursive=recursive)
+    outcomes = tuple(MigrationOutcome.of(o) for o in _migrate.migrate_many(sources, check=check, dry_run=dry_run, children=children,
+                                                                            system_prompt_plugins=plugins, parallel=parallel))
     return Migration(outcomes, check=check)
 
 
@@ -357,6 +356,8 @@ def stats_many(targets: Iterable[Target], *, select: str | None = None, format_v
     """``stats`` of each target through ``executor``, in input order; a log that cannot be opened raises at its turn."""
     for one in _stats.stats_many([os.fspath(t) for t in targets], select=select, format_version=format_version,
                                  executor=executor, parallel=parallel):
+        if isinstance(one, Unreadable):  # pragma: no cover - paths as given are never walked
+            raise InternalError(one.error)
         yield SessionStats(one.path, one.id, one.version, one.projection, one.stats)
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import DshlogError, ExitCode, UsageError
@@ -28,6 +28,7 @@ from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.children import discover_child_facts
 from ..read.container import select_generation
 from ..read.session import _open_events, _open_header, is_dsh_refusal, open_session
+from ..read.store import Unreadable, in_walk_order, walk_sessions
 from ..write.transaction import Publication, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
@@ -85,7 +86,7 @@ class Batch:
         return {"shape": SHAPE, "sessions": [o.as_dict() for o in self.outcomes], "summary": self.counts()}
 
 
-def migrate_all(sources: Iterable[Path], *, check: bool = False, dry_run: bool = False, children: str = "auto",
+def migrate_all(sources: Iterable[Path | str | Unreadable], *, check: bool = False, dry_run: bool = False, children: str = "auto",
                 system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
                 progress: Callable[[Outcome], None] | None = None, parallel: bool = False) -> Batch:
     """:func:`migrate_many` gathered into a :class:`Batch`; ``progress`` hears each outcome, in input order."""
@@ -104,38 +105,16 @@ def target_name(source: Path) -> str:
     return generation_name(CURRENT_VERSION, g.compressed if g is not None else source.name.endswith(".zstd"))
 
 
-def find_sessions(paths: list[str], *, recursive: bool) -> Iterator[Path]:
-    """Session generation files to consider: files as given, directories by generation choice.
+def find_sessions(paths: list[str], *, recursive: bool) -> list[str | Unreadable]:
+    """Session generation files to consider (the store's one walk, :func:`~dshlog.read.store.walk_sessions`):
+    files as given, directories by generation choice, with ``recursive`` every session below a directory;
+    a session the walk cannot read is an :class:`~dshlog.read.store.Unreadable` in its place."""
+    return walk_sessions(paths, recursive=recursive)
 
-    With ``recursive``, every directory below a path that holds a canonical
-    generation is one session (a dsh persistence root or any tree of them).
-    Symbolic links to directories are followed, as ``ls`` lists the sessions
-    behind them; a directory reached twice (two links, or a link cycle) is
-    visited once.
-    """
-    seen: set[tuple[int, int]] = set()
-    if "" in paths:  # Path("") is the current directory: an empty argument must not mean "here"
-        raise UsageError("an empty PATH names no file or directory")
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir() and recursive:
-            for dirpath, dirnames, filenames in os.walk(p, followlinks=True):
-                try:
-                    st = os.stat(dirpath)
-                except OSError:
-                    dirnames.clear()
-                    continue
-                if (st.st_dev, st.st_ino) in seen:
-                    dirnames.clear()
-                    continue
-                seen.add((st.st_dev, st.st_ino))
-                dirnames.sort()
-                if any(parse_generation(n) is not None for n in filenames):
-                    yield select_generation(Path(dirpath))
-        elif p.is_dir():
-            yield select_generation(p)
-        else:
-            yield p
+
+def unreadable_outcome(u: Unreadable) -> Outcome:
+    """The failed outcome of a session the walk could not read."""
+    return Outcome(source=u.path, status="failed", error=u.error, exit_code=u.exit_code)
 
 
 def _child_facts(log: Any, children: str) -> list[dict[str, Any]]:
@@ -269,7 +248,7 @@ def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outco
     out.bytes = size
 
 
-def migrate_many(sources: list[Path], *, check: bool = False, dry_run: bool = False, children: str = "auto",
+def migrate_many(sources: Sequence[Path | str | Unreadable], *, check: bool = False, dry_run: bool = False, children: str = "auto",
                  system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
                  parallel: bool = False) -> Iterator[Outcome]:
     """:func:`migrate_session` of each source, in input order, through the caller's executor.
@@ -282,4 +261,5 @@ def migrate_many(sources: list[Path], *, check: bool = False, dry_run: bool = Fa
     ex = executor if executor is not None else InProcess()
     task = partial(migrate_session, check=check, dry_run=dry_run, children=children, system_prompt_plugins=system_prompt_plugins,
                    parallel=helpers_allowed(ex, parallel))
-    yield from ex.map(task, sources)
+    found = [s if isinstance(s, Unreadable) else str(s) for s in sources]
+    yield from in_walk_order(found, lambda readable: ex.map(task, [Path(p) for p in readable]), unreadable_outcome)

@@ -27,17 +27,33 @@ from ..model.usage import (
 from ..model.selection import Selection, matches_project
 from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import is_project_dir
+from ..read.container import open_regular
 from ..read.session import open_session
-from .migrate import find_sessions
+from ..read.store import Unreadable, in_walk_order, walk_sessions
 
 __all__ = ["load_prices", "matches_project", "project_of", "session_usage", "store_sessions", "usage_report"]
 
 
+#: The largest price table ``--prices`` reads: LiteLLM's whole table is about 1.5 MiB; anything
+#: many times larger is not a price table, and reading it whole would cost its size in memory.
+MAX_PRICES_BYTES = 16 << 20
+
+
 def load_prices(path: str) -> PriceTable:
-    """A LiteLLM-shaped price table from a file (``--prices``)."""
+    """A LiteLLM-shaped price table from a regular file of at most :data:`MAX_PRICES_BYTES` (``--prices``).
+
+    Anything else (a FIFO, a device, a directory) is refused before it is read.
+    """
     try:
-        with open(path, "rb") as fh:
-            doc = loads(fh.read())
+        try:
+            fh = open_regular(Path(path))
+        except IOFailure as exc:
+            raise IOFailure(f"cannot read the price table: {exc.message}", path=path) from None
+        with fh:
+            data = fh.read(MAX_PRICES_BYTES + 1)
+            if len(data) > MAX_PRICES_BYTES:
+                raise UsageError(f"the price table is larger than {MAX_PRICES_BYTES >> 20} MiB: not a price table", path=path)
+            doc = loads(data)
     except OSError as exc:
         raise IOFailure(f"cannot read the price table: {exc.strerror}", path=path) from None
     except JsonError as exc:
@@ -50,9 +66,14 @@ def load_prices(path: str) -> PriceTable:
     return table
 
 
-def store_sessions(targets: Iterable[str]) -> list[str]:
-    """The generation of every session below the targets (roots, project or session directories, files), in walk order."""
-    return [str(p) for p in find_sessions(list(targets), recursive=True)]
+def store_sessions(targets: Iterable[str]) -> list[str | Unreadable]:
+    """The generation of every session below the targets (roots, project or session directories, files), in walk order;
+    each session the walk cannot read an :class:`~dshlog.read.store.Unreadable` in its place."""
+    return walk_sessions(targets, recursive=True)
+
+
+def _unreadable_usage(u: Unreadable) -> SessionUsage:
+    return SessionUsage(path=u.path, error=u.error, exit_code=u.exit_code)
 
 
 def project_of(path: Path) -> str | None:
@@ -104,10 +125,10 @@ def usage_report(targets: Iterable[str], by: list[str], *, tz: tzinfo | None, zo
     ``--cwd`` that matched no session is said in the report's ``notes``.
     """
     sel = selection if selection is not None else Selection(since=since, until=until, project=project, cwd=cwd)
-    paths = store_sessions(targets)
+    found = store_sessions(targets)
     ex = executor if executor is not None else InProcess()
     task = partial(session_usage, since=sel.since, until=sel.until)
-    usages = list(ex.map(task, paths))  # the report holds them all anyway; --cwd is pinned to their directories
+    usages = list(in_walk_order(found, lambda paths: ex.map(task, paths), _unreadable_usage))  # the report holds them all anyway; --cwd is pinned to their directories
     pinned = sel.pin((u.cwd for u in usages), (u.project for u in usages))
     rep = build_report(usages, by, tz=tz, zone=zone, prices=prices,
                        keep=_keeper(pinned.selection), since=sel.since, until=sel.until)

@@ -162,7 +162,7 @@ def rescue_hint(source: str | Path, *, parallel: bool = False) -> str | None:
         stored = _stored(Path(source), parallel=parallel)
         if not plan(stored, judge).rescuable:
             return None
-    except DshlogError:
+    except (DshlogError, OSError):  # a note that cannot be worked out is left out (the spool may not be writable)
         return None
     sid = stored.header.get("id")
     return rescue_note(rescue_target(sid if isinstance(sid, str) else None, str(source)))

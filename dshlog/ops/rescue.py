@@ -32,9 +32,10 @@ from ..read.container import Position
 from ..write.transaction import Publication, output_lock, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
-from .migrate import find_sessions, target_name
+from .migrate import target_name
 from .outcome import worst
 from .rescuable import SourceFacts, judge, open_candidate, read_stored, serialize, write_candidate
+from ..read.store import Unreadable, walk_sessions
 
 __all__ = ["RescueOutcome", "StoreSummary", "judge", "read_stored", "rescue_session", "rescue_store", "serialize"]
 
@@ -312,8 +313,11 @@ def rescue_store(root: Path, *, allow: Iterable[str] = (), all_: bool = False, p
         raise UsageError("not a directory", path=str(root))
     _allowed(allow, all_)  # an unknown name is a usage error before any session is read
     outcomes = []
-    for path in find_sessions([str(root)], recursive=True):
-        o = _slim(rescue_session(path, allow=allow, all_=all_, publish=publish, check=check, parallel=parallel))
+    for f in walk_sessions([str(root)]):
+        if isinstance(f, Unreadable):  # the walk named why: a failed session of the batch, in its turn
+            o = RescueOutcome(source=f.path, status="failed", error=f.error, exit_code=f.exit_code)
+        else:
+            o = _slim(rescue_session(Path(f), allow=allow, all_=all_, publish=publish, check=check, parallel=parallel))
         if progress is not None:
             progress(o)
         outcomes.append(o)

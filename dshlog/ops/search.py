@@ -19,7 +19,7 @@ from ..model.search import Hit, Query, Searcher
 from ..protocol.packed import PackedRun
 from ..read.session import open_session
 from ..model.selection import Pinned, Selection
-from ..read.store import read_header
+from ..read.store import Unreadable, in_walk_order, read_header
 from .report import project_of
 
 __all__ = ["SessionHits", "pin", "search", "search_session"]
@@ -62,12 +62,14 @@ def search_session(path: str, query: Query) -> SessionHits:
     return out
 
 
-def pin(paths: list[str], selection: Selection) -> Pinned:
+def pin(paths: list[str | Unreadable], selection: Selection) -> Pinned:
     """``--cwd`` pinned to one of the directories of the sessions at ``paths`` (their headers are read only then)."""
     if selection.cwd is None:
         return Pinned(selection)
     cwds = []
     for p in paths:
+        if isinstance(p, Unreadable):  # named at its turn by the search
+            continue
         try:
             h = read_header(Path(p))
         except (DshlogError, OSError):  # the search names a session it cannot read at its turn
@@ -77,8 +79,11 @@ def pin(paths: list[str], selection: Selection) -> Pinned:
     return selection.pin(cwds)
 
 
-def search(paths: Iterable[str], query: Query, *, executor: Executor | None = None) -> Iterator[SessionHits]:
-    """Each session's hits, in input order (sessions without hits included, with none)."""
+def search(paths: Iterable[str | Unreadable], query: Query, *, executor: Executor | None = None) -> Iterator[SessionHits]:
+    """Each session's hits, in input order (sessions without hits included, with none); a session
+    a store's walk could not read (:func:`~dshlog.read.store.walk_sessions`) has its ``error``."""
     Searcher(query)  # a bad pattern is the caller's error, raised before any task runs
     ex = executor if executor is not None else InProcess()
-    yield from ex.map(partial(search_session, query=query), list(paths))
+    task = partial(search_session, query=query)
+    yield from in_walk_order(list(paths), lambda readable: ex.map(task, readable),
+                             lambda u: SessionHits(u.path, error=u.error, exit_code=u.exit_code))

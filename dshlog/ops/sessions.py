@@ -160,13 +160,16 @@ def list_store(root: Path, *, selection: Selection | None = None, grep: str | No
         entries = list_sessions(root, project=project_key(sel.cwd))
     if not entries:
         entries = list_sessions(root)
-    entries, note = select_entries(entries, sel)
+    # a session the walk could not read stays listed whatever the filters: it is named, and sets the exit code
+    unread = [e for e in entries if e.exit_code]
+    entries, note = select_entries([e for e in entries if not e.exit_code], sel)
+    entries = unread + entries
     if grep is not None:
-        entries = [e for e in entries if e.path is not None]
         ex = executor if executor is not None else InProcess()
         task = partial(grep_session, needle=grep, parallel=helpers_allowed(ex, parallel))
-        found = list(ex.map(task, [e.path for e in entries if e.path is not None]))
-        entries = [e for e, hit in zip(entries, found) if hit]
+        readable = [e for e in entries if e.path is not None]
+        hits = {id(e) for e, hit in zip(readable, ex.map(task, [e.path for e in readable if e.path is not None])) if hit}
+        entries = [e for e in entries if id(e) in hits or (e.path is None and e.exit_code)]
     listing = Listing(sort_entries(entries, sort, reverse=reverse))
     listing.note = note
     return listing

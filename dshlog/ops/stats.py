@@ -14,6 +14,7 @@ from ..model.stats import session_stats
 from ..model.summary import summarize
 from ..read.container import Container
 from ..read.session import open_session
+from ..read.store import Unreadable, in_walk_order
 
 __all__ = ["SessionStats", "session_stats_of", "stats_many"]
 
@@ -52,9 +53,9 @@ def session_stats_of(target: str, *, select: str | None = None, format_version: 
                             list(log.notes), dict(log.notes.suppressed()))
 
 
-def stats_many(targets: Iterable[str], *, select: str | None = None, format_version: int | None = None,
+def stats_many(targets: Iterable[str | Unreadable], *, select: str | None = None, format_version: int | None = None,
                executor: Executor | None = None, stream: IO[bytes] | None = None,
-               parallel: bool = False) -> Iterator[SessionStats]:
+               parallel: bool = False) -> Iterator[SessionStats | Unreadable]:
     """Each target's ``stats``, in input order; the first that cannot be opened raises, at its turn.
 
     With a ``stream`` for ``-`` the batch runs in this process, whatever ``executor``
@@ -63,4 +64,9 @@ def stats_many(targets: Iterable[str], *, select: str | None = None, format_vers
     ex = executor if executor is not None and stream is None else InProcess()
     task = partial(session_stats_of, select=select, format_version=format_version, stream=stream,
                    parallel=helpers_allowed(ex, parallel))
-    yield from ex.map(task, list(targets))
+    # a session the store's walk could not read comes back in its turn, as the walk named it
+    yield from in_walk_order(list(targets), lambda readable: ex.map(task, readable), _as_result)
+
+
+def _as_result(u: Unreadable) -> SessionStats | Unreadable:
+    return u

@@ -28,6 +28,7 @@ from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.container import Position
 from ..read.session import is_dsh_refusal, open_session
+from ..read.store import Unreadable, in_walk_order
 
 MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
 
@@ -39,6 +40,10 @@ _DAMAGING_NOTES = frozenset({"seq-gap", "row", "envelope", "unparsable"})
 
 #: The problem code of an input that is no session log at all (exit 2, not damage).
 NOT_A_LOG = "not-a-log"
+
+#: A report's verdict per exit code (``damaged`` for the others); the walk's "not followed" is ``skipped``.
+STATUS = {ExitCode.OK: "ok", ExitCode.UNSUPPORTED: "unsupported", ExitCode.IO: "unreadable", ExitCode.CONFLICT: "skipped",
+          ExitCode.USAGE: "not a session log"}
 
 
 @dataclass
@@ -52,6 +57,7 @@ class Report:
     unsupported: bool = False
     #: ``rescue can bring this session back: dshlog rescue ID``, when dsh refuses a session rescue brings back
     rescue: str | None = None
+    unread: ExitCode | None = None  # not read: the store's walk named why (its exit code)
 
     def add(self, problem: Problem) -> None:
         if len(self.problems) < MAX_PROBLEMS:
@@ -64,6 +70,8 @@ class Report:
 
     @property
     def exit_code(self) -> ExitCode:
+        if self.unread is not None:
+            return self.unread
         errors = [p for p in self.problems if p.severity == Severity.ERROR]
         if any(p.code == "io" for p in errors):
             return ExitCode.IO  # the file could not be read at all
@@ -80,9 +88,8 @@ class Report:
     @property
     def status(self) -> str:
         """``ok``, ``unsupported``, ``unreadable`` (the file could not be read: missing, denied),
-        ``not a session log`` (the wrong file) or ``damaged``."""
-        return {ExitCode.OK: "ok", ExitCode.UNSUPPORTED: "unsupported", ExitCode.IO: "unreadable",
-                ExitCode.USAGE: "not a session log"}.get(self.exit_code, "damaged")
+        ``not a session log`` (the wrong file), ``skipped`` (a link the walk did not follow) or ``damaged``."""
+        return STATUS.get(self.exit_code, "damaged")
 
     def grouped(self) -> list[tuple[Problem, list[Problem]]]:
         """The problems in file order, each with the later problems of its code (on later lines).
@@ -290,7 +297,15 @@ def _validate_target(target: str, *, stream: IO[bytes] | None, **options: Any) -
     return validate_log(target, stream=stream if target == "-" else None, **options)
 
 
-def validate_many(targets: Iterable[str], *, select: str | None = None, format_version: int | None = None,
+def unreadable_report(u: Unreadable) -> Report:
+    """The report of a session the store's walk could not read: its one problem, the walk's exit code."""
+    report = Report(path=u.path, unread=u.exit_code)
+    kind, _, message = u.reason.partition(": ")
+    report.add(Problem(kind, message, Severity.ERROR, None, None, u.path))
+    return report
+
+
+def validate_many(targets: Iterable[str | Unreadable], *, select: str | None = None, format_version: int | None = None,
                   system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
                   parallel: bool = False, stream: IO[bytes] | None = None,
                   progress: Position | None = None) -> Iterator[Report]:
@@ -308,4 +323,4 @@ def validate_many(targets: Iterable[str], *, select: str | None = None, format_v
     told = progress if len(targets) == 1 and isinstance(ex, InProcess) else None
     task = partial(_validate_target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
                    parallel=helpers_allowed(ex, parallel), stream=stream, progress=told)
-    yield from ex.map(task, targets)
+    yield from in_walk_order(list(targets), lambda readable: ex.map(task, readable), unreadable_report)

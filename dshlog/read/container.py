@@ -21,6 +21,7 @@ import os
 import stat
 import struct
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -200,20 +201,129 @@ def select_generation(directory: Path) -> Path:
     return directory / choose_generation(names, where=str(directory))
 
 
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in a person's words (``a FIFO``, ``a character device``)."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def resolve_path(target: str) -> Path:
-    """A file path, or the selected generation of a session directory."""
+    """A file path, or the selected generation of a session directory.
+
+    A person may name a pipe (``<(zstdcat ...)``, a FIFO a writer feeds): it is read
+    as a stream.  Every other kind of file (a device, a socket) is refused before it
+    is opened: ``/dev/zero`` would feed a reader up to its line limit.
+    """
     p = Path(target)
     try:
         st = p.stat()
     except FileNotFoundError:
-        raise IOFailure("no such file or directory", path=target) from None
+        raise IOFailure("no such file or directory" if not p.is_symlink() else "a dangling symbolic link", path=target) from None
     except OSError as exc:
         raise IOFailure(f"cannot open: {exc.strerror}", path=target) from None
     if stat.S_ISDIR(st.st_mode):
         return select_generation(p)
     if not stat.S_ISREG(st.st_mode) and not stat.S_ISFIFO(st.st_mode):
-        raise UsageError("not a regular file", path=target)
+        raise UsageError(f"not a regular file ({file_kind(st.st_mode)}): not opened", path=target)
     return p
+
+
+#: How long a FIFO named as input may take to get a writer (seconds): a pipe from a running
+#: command has one already, or within milliseconds; a FIFO nobody writes to is refused then,
+#: instead of blocking the reader forever in ``open()``.
+FIFO_WRITER_WAIT = 1.0
+
+
+class _Prefixed(io.RawIOBase):
+    """A pipe's first bytes (read while waiting for its writer), then the rest of the pipe."""
+
+    def __init__(self, first: bytes, fd: int) -> None:
+        super().__init__()
+        self._first = first
+        self._fd = fd
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._first:
+            n = min(len(buffer), len(self._first))
+            buffer[:n] = self._first[:n]
+            self._first = self._first[n:]
+            return n
+        data = os.read(self._fd, len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
+
+
+def _open_fifo(path: Path) -> IO[bytes]:
+    """A FIFO as a stream, without blocking on a FIFO nobody writes to.
+
+    Opened non-blocking (which never waits for a writer); a read then tells a FIFO
+    with a writer (data, or "try again") from one without (end of file).  A writer
+    gets :data:`FIFO_WRITER_WAIT` seconds to arrive; then the FIFO is refused.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise IOFailure(f"cannot open: {exc.strerror}", path=str(path)) from None
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):  # replaced since it was looked at
+            raise UsageError("not a regular file: not opened", path=str(path))
+        deadline = time.monotonic() + FIFO_WRITER_WAIT
+        while True:
+            try:
+                first = os.read(fd, CHUNK)
+            except BlockingIOError:  # a writer is there and has written nothing yet: wait for it
+                first = b""
+                break
+            if first:
+                break
+            if time.monotonic() >= deadline:
+                raise UsageError(f"a FIFO nobody writes to (waited {FIFO_WRITER_WAIT:g} s): nothing to read", path=str(path))
+            time.sleep(0.02)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return io.BufferedReader(_Prefixed(first, fd), CHUNK)
+
+
+def open_regular(path: Path, buffering: int = CHUNK) -> io.BufferedReader:
+    """Open a file that must be a regular file, never blocking and never reading anything else.
+
+    Looked at before it is opened (a device is never opened), opened non-blocking
+    (a FIFO put there meanwhile cannot hang the open) and looked at again through
+    the open descriptor.
+    """
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise IOFailure(f"not a regular file ({file_kind(st.st_mode)}): not opened", path=str(path))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise IOFailure("no such file or directory" if not path.is_symlink() else "a dangling symbolic link", path=str(path)) from None
+    except PermissionError:
+        raise IOFailure("permission denied", path=str(path)) from None
+    except OSError as exc:
+        raise IOFailure(f"cannot open: {exc.strerror}", path=str(path)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise IOFailure(f"not a regular file ({file_kind(mode)}): not opened", path=str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return cast(io.BufferedReader, open(fd, "rb", buffering=buffering))  # "rb" with a buffer: buffered
 
 
 # --------------------------------------------------------------------------- plain JSONL
@@ -520,11 +630,10 @@ def open_binary(target: str) -> tuple[IO[bytes], str, int | None]:
         return io.BufferedReader(stdin, CHUNK), "<stdin>", None
     path = resolve_path(target)
     try:
-        fh = open(path, "rb", buffering=CHUNK)
-    except PermissionError:
-        raise IOFailure("permission denied", path=str(path)) from None
-    except OSError as exc:
-        raise IOFailure(f"cannot open: {exc.strerror}", path=str(path)) from None
+        is_fifo = stat.S_ISFIFO(path.stat().st_mode)
+    except OSError:
+        is_fifo = False
+    fh: IO[bytes] = _open_fifo(path) if is_fifo else open_regular(path)
     try:
         size = os.fstat(fh.fileno()).st_size
     except OSError:

@@ -35,6 +35,7 @@ from ..errors import CorruptLog, DshlogError
 from ..protocol.jsjson import JsonError, dumps, loads
 from ..protocol.layout import parse_generation
 from ..protocol.vocabulary import CURRENT_VERSION
+from .container import open_regular
 from .session import is_dsh_refusal, open_session
 
 __all__ = ["DAMAGED", "EventIndex", "Match", "open_index"]
@@ -312,9 +313,9 @@ def _plain_v4(path: Path) -> bool:
     if gen is not None:
         return gen.version == CURRENT_VERSION and not gen.compressed
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             first = fh.readline(1 << 20)
-    except OSError:
+    except (OSError, DshlogError):
         return False
     try:
         head = loads(first)

@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
-from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from ..errors import DshlogError, IOFailure, UsageError
+from ..errors import DshlogError, ExitCode, IOFailure, Refused, UsageError
 from ..model.content import TRANSCRIPT, content_text
 from ..model.period import parse_when
 from ..protocol import layout
 from ..protocol.jsjson import loads_or_none
 from ..protocol.layout import (
     NO_CWD,
+    choose_generation,
     decode_segment,
     encode_segment,
     is_project_dir,
@@ -35,7 +37,7 @@ from ..protocol.layout import (
     session_dir,
 )
 from ..protocol.zstd import ZSTD_MAGIC
-from .container import SourceInfo, iter_lines, iter_zstd_lines, select_generation
+from .container import SourceInfo, file_kind, iter_lines, iter_zstd_lines, open_regular
 
 # ----------------------------------------------------------------------------- naming
 
@@ -58,10 +60,7 @@ def is_session_directory(directory: Path) -> bool:
 
 
 def _open_raw(path: Path) -> io.BufferedReader:
-    try:
-        return cast(io.BufferedReader, open(path, "rb", buffering=1 << 20))  # "rb" with a buffer: buffered
-    except OSError as exc:
-        raise IOFailure(f"cannot open: {exc.strerror}", path=str(path)) from None
+    return open_regular(path)
 
 
 def raw_lines(path: Path, *, parallel: bool = False) -> Iterator[bytes]:
@@ -108,6 +107,7 @@ class SessionEntry:
     size: int | None = None
     mtime_ms: int | None = None
     error: str | None = None
+    exit_code: ExitCode = ExitCode.OK  # of what kept the session from being read (not of an identity note)
     scanned: bool = False
     title: str | None = None
     prompt: str | None = None  # the first thing the user wrote: what a session without a title is about
@@ -226,19 +226,22 @@ def _prompt(obj: Any) -> str | None:
     return text or None
 
 
-def _entry(project_dir: Path, session_path: Path, *, header: bool) -> SessionEntry:
-    e = SessionEntry(dir=session_path, project=project_dir.name)
+def _entry(found: str | Unreadable, *, header: bool) -> SessionEntry:
+    if isinstance(found, Unreadable):
+        where = Path(found.path)
+        sdir = where.parent if parse_generation(where.name) is not None else where
+        e = SessionEntry(dir=sdir, project=sdir.parent.name, error=found.reason, exit_code=found.exit_code)
+        e.id = _segment_id(sdir.name)
+        return e
+    path = Path(found)
+    e = SessionEntry(dir=path.parent, project=path.parent.parent.name, path=path)
+    e.id = _segment_id(path.parent.name)
     try:
-        e.id = decode_segment(session_path.name)
-    except UsageError:
-        e.id = None
-    try:
-        e.path = select_generation(session_path)
-        st = e.path.stat()
+        st = path.stat()
         e.size = st.st_size
         e.mtime_ms = st.st_mtime_ns // 1_000_000
         if header:
-            e.header = read_header(e.path)
+            e.header = read_header(path)
             hid = (e.header or {}).get("id")
             if isinstance(hid, str) and hid:
                 e.id = hid
@@ -246,10 +249,17 @@ def _entry(project_dir: Path, session_path: Path, *, header: bool) -> SessionEnt
             elif e.header is None:
                 e.error = "unreadable session header"
     except DshlogError as exc:
-        e.error = exc.message
+        e.error, e.exit_code = exc.message, exc.exit_code
     except OSError as exc:
-        e.error = exc.strerror or str(exc)
+        e.error, e.exit_code = exc.strerror or str(exc), ExitCode.IO
     return e
+
+
+def _segment_id(name: str) -> str | None:
+    try:
+        return decode_segment(name)
+    except UsageError:
+        return None
 
 
 def _identity_problem(e: SessionEntry, hid: str) -> str | None:
@@ -264,39 +274,183 @@ def _identity_problem(e: SessionEntry, hid: str) -> str | None:
     return None
 
 
-def _has_generation(d: Path) -> bool:
+# ----------------------------------------------------------------------------- walking a store
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A session (or a directory) a walk found and cannot read: where, why (one line), its exit code.
+
+    Plain values, so that a batch can hand it back in its place among the results
+    of the sessions that were read (:func:`in_walk_order`).
+    """
+
+    path: str
+    error: str  # the one line: kind, path, why
+    exit_code: ExitCode
+    reason: str  # kind and why, for a listing that names the session itself
+
+    @classmethod
+    def of(cls, exc: DshlogError, path: str) -> Unreadable:
+        return cls(exc.path or path, exc.with_context(path=path).one_line(), exc.exit_code, f"{exc.kind}: {exc.message}")
+
+
+def _problem(exc: DshlogError, path: Path) -> Unreadable:
+    return Unreadable.of(exc, str(path))
+
+
+def _generation_of(directory: Path, names: Iterable[str]) -> str | Unreadable:
+    """The generation dsh reads in a session directory, if it is a readable regular file.
+
+    Looked at, never opened: a FIFO, a device or a socket there (or a symlink to
+    one), a dangling symlink or a file this process may not read is named instead.
+    """
     try:
-        return any(parse_generation(n) is not None for n in os.listdir(d))
+        path = directory / choose_generation(names, where=str(directory))
+    except DshlogError as exc:  # a directory mixing plain and compressed generations: dsh refuses it
+        return _problem(exc, directory)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        dangling = "a dangling symbolic link" if path.is_symlink() else "no such file"
+        return _problem(IOFailure(dangling), path)
+    except OSError as exc:
+        return _problem(IOFailure(f"cannot read: {exc.strerror}"), path)
+    if not stat.S_ISREG(st.st_mode):
+        return _problem(IOFailure(f"not a regular file ({file_kind(st.st_mode)}): not opened"), path)
+    if not os.access(path, os.R_OK):
+        return _problem(IOFailure("permission denied"), path)
+    return str(path)
+
+
+def _listing(directory: Path) -> list[os.DirEntry[str]] | Unreadable:
+    try:
+        with os.scandir(directory) as it:
+            return sorted(it, key=lambda d: d.name)
+    except OSError as exc:
+        return _problem(IOFailure(f"cannot list directory: {exc.strerror}"), directory)
+
+
+def _has_generation(directory: Path) -> bool:
+    try:
+        return any(parse_generation(n) is not None for n in os.listdir(directory))
     except OSError:
         return False
 
 
-def _session_dirs(root: Path, project: str | None = None) -> Iterator[tuple[Path, Path]]:
-    """(project dir, session dir) pairs below a root, in name order."""
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _walk_tree(top: Path, projects_only: bool) -> Iterator[str | Unreadable]:
+    """Every session below ``top``, in name order (see :func:`walk_sessions`)."""
+    boundary = os.path.realpath(top)
+    seen: set[tuple[int, int]] = set()
+
+    def visit(directory: Path, real: str, depth: int) -> Iterator[str | Unreadable]:
+        listing = _listing(directory)
+        if isinstance(listing, Unreadable):
+            yield listing
+            return
+        names = [d.name for d in listing]
+        if any(parse_generation(n) is not None for n in names):
+            yield _generation_of(directory, names)  # a session directory: sessions do not nest
+            return
+        for d in listing:
+            if projects_only and depth == 0 and not is_project_dir(d.name):
+                continue
+            try:
+                if not d.is_dir():
+                    continue
+                st = d.stat()
+            except OSError:
+                continue
+            child = Path(d.path)
+            child_real = os.path.realpath(child)
+            if d.is_symlink():
+                # a linked session directory is one session wherever it is (a person linked it in);
+                # any other directory outside the target would take the walk out of the store
+                if not _inside(child_real, boundary) and not _has_generation(child):
+                    yield _problem(Refused(f"a symbolic link to a directory outside {top} ({child_real}): not followed"), child)
+                    continue
+                if _inside(real, child_real):
+                    yield _problem(Refused(f"a symbolic link to a directory it is in ({child_real}): a loop, not followed"), child)
+                    continue
+            if (st.st_dev, st.st_ino) in seen:  # reached twice (two links to one directory): walked once
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            yield from visit(child, child_real, depth + 1)
+
     try:
-        projects = sorted(os.listdir(root)) if project is None else [project]
+        st = top.stat()
+        seen.add((st.st_dev, st.st_ino))
     except OSError as exc:
-        raise IOFailure(f"cannot list the session root: {exc.strerror}", path=str(root)) from None
-    for pname in projects:
-        pdir = Path(root) / pname
-        if not is_project_dir(pname) or not pdir.is_dir():
+        yield _problem(IOFailure(f"cannot read: {exc.strerror}"), top)
+        return
+    yield from visit(top, boundary, 0)
+
+
+def walk_sessions(targets: Iterable[str], *, recursive: bool = True, projects_only: bool = False) -> list[str | Unreadable]:
+    """The one walk of a store: what each target stands for, session by session, in order.
+
+    A file is itself (``-`` too: standard input); a session directory is the
+    generation dsh reads in it; any other directory (a persistence root, a project
+    directory, a tree of them), with ``recursive``, is every session below it.  A
+    session that cannot be read is an :class:`Unreadable` in its place, so that a
+    batch names it and goes on: a directory that cannot be listed, one that mixes
+    plain and compressed generations (dsh refuses it), a generation that is not a
+    readable regular file (never opened: a FIFO would block, ``/dev/zero`` never
+    ends).  A symbolic link to a directory is followed only inside the target (a
+    link to a session directory, one session, wherever it points) and never into a
+    directory it is in (a loop); a directory reached twice is walked once.
+    ``projects_only``: below a root, only directories named as dsh names projects.
+    """
+    found: list[str | Unreadable] = []
+    for target in targets:
+        if target == "":  # Path("") is the current directory: an empty argument must not mean "here"
+            raise UsageError("an empty PATH names no file or directory")
+        path = Path(target)
+        if target == "-" or not path.is_dir():
+            found.append(target)
             continue
-        try:
-            names = sorted(os.listdir(pdir))
-        except OSError:
-            continue
-        for sname in names:
-            sdir = pdir / sname
-            if sdir.is_dir() and _has_generation(sdir):
-                yield pdir, sdir
+        listing = _listing(path)
+        if isinstance(listing, Unreadable):
+            found.append(listing)
+        elif any(parse_generation(d.name) is not None for d in listing):
+            found.append(_generation_of(path, [d.name for d in listing]))
+        elif recursive:
+            found.extend(_walk_tree(path, projects_only))
+        else:
+            found.append(_problem(UsageError("no session generation (session[.vN].jsonl[.zstd]) in this directory"), path))
+    return found
+
+
+R = TypeVar("R")
+
+
+def in_walk_order(found: Sequence[str | Unreadable], run: Callable[[list[str]], Iterable[R]],
+                  failed: Callable[[Unreadable], R]) -> Iterator[R]:
+    """A batch's results in walk order: ``run`` works on the readable sessions (in a pool, say),
+    ``failed`` makes the result of each one the walk could not read, in its turn."""
+    results = iter(run([f for f in found if isinstance(f, str)]))
+    for f in found:
+        yield failed(f) if isinstance(f, Unreadable) else next(results)
 
 
 def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = True) -> list[SessionEntry]:
-    """Every session of a root (or of one project directory), with parent/child links filled in."""
+    """Every session of a root (or of one project directory), with parent/child links filled in.
+
+    A session the walk cannot read is listed with its ``error`` and ``exit_code``.
+    """
     root = Path(root)
     if not root.is_dir():
         raise IOFailure("no such session root (set DSH_HOME or pass ROOT)", path=str(root))
-    entries = [_entry(p, s, header=True) for p, s in _session_dirs(root, project)]
+    if project is not None:
+        pdir = root / project
+        found = walk_sessions([str(pdir)]) if pdir.is_dir() else []
+    else:
+        found = list(_walk_tree(root, projects_only=True))
+    entries = [_entry(f, header=True) for f in found]
     if scan:
         for e in entries:
             e.scan()
@@ -348,15 +502,17 @@ def _by_id(arg: str, root: Path) -> Resolved:
     exact: list[tuple[str, Path]] = []
     prefix: list[tuple[str, Path]] = []
     if root.is_dir():
-        for _, sdir in _session_dirs(root):
-            try:
-                sid = decode_segment(sdir.name)
-            except UsageError:
+        for item in _walk_tree(root, projects_only=True):
+            where = Path(item if isinstance(item, str) else item.path)
+            # the session directory: a generation's parent (a problem may name the directory itself)
+            sdir = where.parent if parse_generation(where.name) is not None else where
+            sid = _segment_id(sdir.name)
+            if sid is None:
                 continue
             if sid == arg:
-                exact.append((sid, sdir))
+                exact.append((sid, where))
             elif sid.startswith(arg):
-                prefix.append((sid, sdir))
+                prefix.append((sid, where))
     found = exact or prefix
     if not found:
         raise UsageError(f"no such file, and no session id or id prefix {arg!r} under {root}")
@@ -364,8 +520,8 @@ def _by_id(arg: str, root: Path) -> Resolved:
         cands = ", ".join(f"{sid} ({d.parent.name})" for sid, d in found[:10]) + (f", ... {len(found) - 10} more" if len(found) > 10 else "")
         what = "session id" if exact else "id prefix"
         raise UsageError(f"{what} {arg!r} is ambiguous: {cands}")
-    sid, sdir = found[0]
-    return Resolved(str(select_generation(sdir)), sid, True)
+    sid, where = found[0]
+    return Resolved(str(where), sid, True)  # a session that cannot be read is named by its opener
 
 
 def most_recent(root: Path, cwd: str) -> SessionEntry | None:
@@ -423,6 +579,7 @@ __all__ = [
     "NO_CWD",
     "Resolved",
     "SessionEntry",
+    "Unreadable",
     "decode_segment",
     "is_session_directory",
     "default_root",
@@ -436,4 +593,6 @@ __all__ = [
     "resolve_target",
     "session_dir",
     "sort_entries",
+    "in_walk_order",
+    "walk_sessions",
 ]
