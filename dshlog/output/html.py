@@ -79,9 +79,10 @@ h1{font-size:1.4em;margin:0 0 10px;overflow-wrap:anywhere}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0 0 14px;color:var(--dim);font-size:.9em}
 dl.facts dt{font-weight:600}dl.facts dd{margin:0;overflow-wrap:anywhere}
 nav.toc{font-size:.85em;margin:0 0 16px}nav.toc summary{font-weight:700;color:var(--fg)}
-nav.toc ol{list-style:none;margin:4px 0;padding:0}nav.toc li{margin:1px 0;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+nav.toc ol{list-style:none;margin:4px 0;padding:0}nav.toc li{margin:1px 0;display:flex;align-items:baseline;gap:.4em}
+nav.toc li a{min-width:0;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 nav.toc a{color:var(--accent);text-decoration:none}nav.toc a:hover{text-decoration:underline}
-nav.toc .flag{color:#c53030;font-weight:700}
+nav.toc .flag{flex:none;white-space:nowrap;color:#c53030;font-weight:700}
 #tools{position:sticky;top:0;z-index:2;background:var(--bg);border-bottom:1px solid var(--line);padding:6px 0;margin:0 0 8px;
 display:flex;flex-wrap:wrap;gap:6px 14px;align-items:center;font-size:.88em}
 #tools[hidden]{display:none}#tools label{cursor:pointer;white-space:nowrap}
@@ -380,6 +381,7 @@ class HtmlRenderer(Document):
         return out
 
     def _toc(self) -> str:
+        """One row per turn: its prompt, cut with an ellipsis to the column, then its ✗ flag, which the CSS keeps whole."""
         if not self._turns:
             return ""
         rows = []
