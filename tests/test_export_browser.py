@@ -235,3 +235,63 @@ def test_contents_flags_stay_visible_after_a_long_prompt(browser, tmp_path, caps
         assert box["row"] < 2 * box["line"], box  # one line per turn
     assert b.problems() == []
 
+
+def _search(b: Browser, query: str) -> str:
+    b.click("#q")
+    b.js("document.getElementById('q').select()")
+    b.type_text(query)
+    b.press("Enter", 13)
+    return b.js("document.getElementById('hits').textContent")
+
+
+def _enter(b: Browser, *, shift: bool = False) -> str:
+    """Enter in the search box (a click on a filter took the focus)."""
+    b.click("#q")
+    b.press("Enter", 13, shift=shift)
+    return b.js("document.getElementById('hits').textContent")
+
+
+_CURRENT_SHOWN = "(function(){var m=document.querySelector('mark.current');return !!m&&m.getClientRects().length>0})()"
+
+
+def test_search_counts_and_visits_only_what_the_filters_show(browser, tmp_path, capsysbinary) -> None:
+    """Hidden matches are neither counted nor visited; the counter follows each filter change at once."""
+    b = browser
+    b.open(_export(capsysbinary, tmp_path).resolve().as_uri())
+    # "echo: one" is only in the tool output (its summary line and its text)
+    assert _search(b, "echo: one") == "1 of 2"
+    b.click("input[data-filter=result]")
+    assert b.js("document.getElementById('hits').textContent") == "0 matches"  # no Enter needed
+    assert _enter(b) == "0 matches"
+    assert _enter(b, shift=True) == "0 matches"
+    b.click("input[data-filter=result]")
+    assert b.js("document.getElementById('hits').textContent") == "1 of 2"  # back where it was
+    # "echo" is also in the assistant's text and the tool call
+    total = int(_search(b, "echo").split(" of ")[1])
+    assert total == b.js("document.querySelectorAll('main mark').length") >= 4
+    b.click("input[data-filter=result]")
+    hidden = b.js("Array.from(document.querySelectorAll('main mark')).filter(function(m){return !m.getClientRects().length}).length")
+    assert hidden >= 2
+    shown = total - hidden
+    assert b.js("document.getElementById('hits').textContent") == f"1 of {shown}"  # the first, in the assistant's text
+    seen = []
+    for _ in range(shown + 2):  # round and round: every stop is a shown match, counted among the shown
+        seen.append(_enter(b))
+        assert b.js(_CURRENT_SHOWN), seen
+    assert seen == [f"{i % shown + 1} of {shown}" for i in range(1, shown + 3)]
+    at = int(seen[-1].split(" of ")[0])
+    for _ in range(shown + 1):  # and back, one further round
+        b.click("#prev")
+        assert b.js(_CURRENT_SHOWN)
+    assert b.js("document.getElementById('hits').textContent") == f"{(at - 1 - (shown + 1)) % shown + 1} of {shown}"
+    # every filter unticked: only the text no filter hides is counted
+    for key in ("reasoning", "call", "system", "retry"):
+        b.click(f"input[data-filter={key}]")
+    assert _search(b, "echo: one") == "0 matches"
+    assert b.js("document.querySelector('mark.current')") is None
+    # the toolbar's own words are not the transcript
+    for key in ("reasoning", "call", "result", "system", "retry"):
+        b.click(f"input[data-filter={key}]")
+    assert _search(b, "tool results") == "0 matches"
+    assert b.js("document.querySelectorAll('#tools mark').length") == 0
+    assert b.problems() == []
