@@ -196,3 +196,102 @@ def test_the_page_of_a_session_dsh_refuses_opens_with_the_refusal(browser, tmp_p
         assert f"to bring it back: dshlog rescue {refused}" in box["text"]
         assert "READY" in b.js("document.querySelector('main').innerText")
     assert b.problems() == []
+
+
+LONG_PROMPT = "please look again at every failing test in the parser and the exporter, then explain each failure in detail"
+
+# For the TOC entry of turn 2: the flag's box, the visible box of every ancestor that clips
+# (overflow other than visible, up to the TOC and the viewport), the link's widths and the row's height.
+_FLAG_BOX = """(function(){
+var li=document.querySelectorAll('nav.toc li')[1],f=li.querySelector('.flag'),a=li.querySelector('a');
+li.scrollIntoView({block:'center'});var r=f.getBoundingClientRect(),clips=[];
+for(var e=f.parentElement;e&&e!==document.documentElement;e=e.parentElement){var s=getComputedStyle(e);
+if(s.overflowX!=='visible'||s.overflowY!=='visible'||e.matches('nav.toc')){var c=e.getBoundingClientRect();
+clips.push({tag:e.tagName,left:c.left+e.clientLeft,top:c.top+e.clientTop,right:c.left+e.clientLeft+e.clientWidth,bottom:c.top+e.clientTop+e.clientHeight})}}
+clips.push({tag:'viewport',left:0,top:0,right:document.documentElement.clientWidth,bottom:innerHeight});
+return {flag:{left:r.left,top:r.top,right:r.right,bottom:r.bottom,width:r.width,text:f.textContent},clips:clips,
+cut:a.scrollWidth>a.clientWidth,ellipsis:getComputedStyle(a).textOverflow,row:li.getBoundingClientRect().height,line:a.getBoundingClientRect().height}})()"""
+
+
+def test_contents_flags_stay_visible_after_a_long_prompt(browser, tmp_path, capsysbinary) -> None:
+    """A turn's ✗ is never clipped by its prompt: the prompt is ellipsised, the flag stays whole, narrow or wide."""
+    source = tmp_path / "long-prompt.jsonl"
+    raw = LOOP_V4.read_bytes()
+    assert raw.count(b'"text":"again"') == 2  # the queued prompt and the user message of turn 2, whose model call fails
+    source.write_bytes(raw.replace(b'"text":"again"', b'"text":"' + LONG_PROMPT.encode() + b'"'))
+    url = _export(capsysbinary, tmp_path, source).resolve().as_uri()
+    b = browser
+    for width in (420, 1280):  # the TOC on top of the page, and in its own 250px column
+        b.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=False)
+        b.open(url)
+        box = b.js(_FLAG_BOX)
+        flag = box["flag"]
+        assert flag["text"] == "✗ 1" and flag["width"] > 5, box
+        assert any(c["tag"] == "NAV" for c in box["clips"]), box  # the TOC's own visible box is among them
+        for c in box["clips"]:
+            inside = c["left"] <= flag["left"] and flag["right"] <= c["right"] and c["top"] <= flag["top"] and flag["bottom"] <= c["bottom"]
+            assert inside, (width, c, flag)
+        assert box["cut"] and box["ellipsis"] == "ellipsis", box  # the prompt is shortened, not wrapped
+        assert box["row"] < 2 * box["line"], box  # one line per turn
+    assert b.problems() == []
+
+
+def _search(b: Browser, query: str) -> str:
+    b.click("#q")
+    b.js("document.getElementById('q').select()")
+    b.type_text(query)
+    b.press("Enter", 13)
+    return b.js("document.getElementById('hits').textContent")
+
+
+def _enter(b: Browser, *, shift: bool = False) -> str:
+    """Enter in the search box (a click on a filter took the focus)."""
+    b.click("#q")
+    b.press("Enter", 13, shift=shift)
+    return b.js("document.getElementById('hits').textContent")
+
+
+_CURRENT_SHOWN = "(function(){var m=document.querySelector('mark.current');return !!m&&m.getClientRects().length>0})()"
+
+
+def test_search_counts_and_visits_only_what_the_filters_show(browser, tmp_path, capsysbinary) -> None:
+    """Hidden matches are neither counted nor visited; the counter follows each filter change at once."""
+    b = browser
+    b.open(_export(capsysbinary, tmp_path).resolve().as_uri())
+    # "echo: one" is only in the tool output (its summary line and its text)
+    assert _search(b, "echo: one") == "1 of 2"
+    b.click("input[data-filter=result]")
+    assert b.js("document.getElementById('hits').textContent") == "0 matches"  # no Enter needed
+    assert _enter(b) == "0 matches"
+    assert _enter(b, shift=True) == "0 matches"
+    b.click("input[data-filter=result]")
+    assert b.js("document.getElementById('hits').textContent") == "1 of 2"  # back where it was
+    # "echo" is also in the assistant's text and the tool call
+    total = int(_search(b, "echo").split(" of ")[1])
+    assert total == b.js("document.querySelectorAll('main mark').length") >= 4
+    b.click("input[data-filter=result]")
+    hidden = b.js("Array.from(document.querySelectorAll('main mark')).filter(function(m){return !m.getClientRects().length}).length")
+    assert hidden >= 2
+    shown = total - hidden
+    assert b.js("document.getElementById('hits').textContent") == f"1 of {shown}"  # the first, in the assistant's text
+    seen = []
+    for _ in range(shown + 2):  # round and round: every stop is a shown match, counted among the shown
+        seen.append(_enter(b))
+        assert b.js(_CURRENT_SHOWN), seen
+    assert seen == [f"{i % shown + 1} of {shown}" for i in range(1, shown + 3)]
+    at = int(seen[-1].split(" of ")[0])
+    for _ in range(shown + 1):  # and back, one further round
+        b.click("#prev")
+        assert b.js(_CURRENT_SHOWN)
+    assert b.js("document.getElementById('hits').textContent") == f"{(at - 1 - (shown + 1)) % shown + 1} of {shown}"
+    # every filter unticked: only the text no filter hides is counted
+    for key in ("reasoning", "call", "system", "retry"):
+        b.click(f"input[data-filter={key}]")
+    assert _search(b, "echo: one") == "0 matches"
+    assert b.js("document.querySelector('mark.current')") is None
+    # the toolbar's own words are not the transcript
+    for key in ("reasoning", "call", "result", "system", "retry"):
+        b.click(f"input[data-filter={key}]")
+    assert _search(b, "tool results") == "0 matches"
+    assert b.js("document.querySelectorAll('#tools mark').length") == 0
+    assert b.problems() == []

@@ -5,7 +5,8 @@ Content-Security-Policy that forbids loading anything and runs only that
 script (allowed by its SHA-256), so opening a shared transcript never reaches
 the network.  The page reads completely with scripts off: the script only adds
 the filters (reasoning, tool calls, tool results, system, retries) and the
-in-page search, whose controls stay hidden without it.
+in-page search, whose controls stay hidden without it.  The search counts and
+visits only the matches the filters show, and recounts when a filter changes.
 
 Messages are Markdown and are rendered (:mod:`dshlog.output.richtext`: raw HTML
 off, links ``rel=noopener``, code highlighted; in folded reasoning code stays plain,
@@ -79,9 +80,10 @@ h1{font-size:1.4em;margin:0 0 10px;overflow-wrap:anywhere}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0 0 14px;color:var(--dim);font-size:.9em}
 dl.facts dt{font-weight:600}dl.facts dd{margin:0;overflow-wrap:anywhere}
 nav.toc{font-size:.85em;margin:0 0 16px}nav.toc summary{font-weight:700;color:var(--fg)}
-nav.toc ol{list-style:none;margin:4px 0;padding:0}nav.toc li{margin:1px 0;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+nav.toc ol{list-style:none;margin:4px 0;padding:0}nav.toc li{margin:1px 0;display:flex;align-items:baseline;gap:.4em}
+nav.toc li a{min-width:0;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 nav.toc a{color:var(--accent);text-decoration:none}nav.toc a:hover{text-decoration:underline}
-nav.toc .flag{color:#c53030;font-weight:700}
+nav.toc .flag{flex:none;white-space:nowrap;color:#c53030;font-weight:700}
 #tools{position:sticky;top:0;z-index:2;background:var(--bg);border-bottom:1px solid var(--line);padding:6px 0;margin:0 0 8px;
 display:flex;flex-wrap:wrap;gap:6px 14px;align-items:center;font-size:.88em}
 #tools[hidden]{display:none}#tools label{cursor:pointer;white-space:nowrap}
@@ -126,23 +128,27 @@ table.sessions tr.child td:first-child{padding-left:28px}table.sessions a{color:
 # The page's one script: filters and search.  Its hash is in the CSP, so nothing else can run.
 SCRIPT = """(function(){
 var d=document,b=d.body,bar=d.getElementById('tools');if(!bar)return;bar.hidden=false;
-var boxes=bar.querySelectorAll('input[data-filter]');
-function apply(){boxes.forEach(function(x){b.classList.toggle('hide-'+x.dataset.filter,!x.checked)});}
-boxes.forEach(function(x){x.addEventListener('change',apply)});apply();
-var q=d.getElementById('q'),hits=d.getElementById('hits'),marks=[],at=-1,last=null;
-function clear(){marks.forEach(function(m){var p=m.parentNode;p.replaceChild(d.createTextNode(m.textContent),m);p.normalize()});marks=[];at=-1;}
-function hidden(n){var e=n.parentElement&&n.parentElement.closest('[data-f]');return e&&b.classList.contains('hide-'+e.dataset.f);}
-function find(){var s=q.value.toLowerCase();clear();last=s+'|'+b.className;if(!s){hits.textContent='';return;}
+var boxes=bar.querySelectorAll('input[data-filter]'),q=d.getElementById('q'),hits=d.getElementById('hits'),marks=[],cur=-1,last=null;
+function apply(){boxes.forEach(function(x){b.classList.toggle('hide-'+x.dataset.filter,!x.checked)});count();}
+function shown(m){for(var e=m.parentElement&&m.parentElement.closest('[data-f]');e;e=e.parentElement&&e.parentElement.closest('[data-f]')){
+if(b.classList.contains('hide-'+e.dataset.f))return false;}return true;}
+function count(){if(last===null||!q.value){hits.textContent='';return;}var n=0,k=0;
+marks.forEach(function(m,i){if(shown(m)){n++;if(i<=cur)k++;}});
+hits.textContent=cur>=0&&shown(marks[cur])?k+' of '+n:n+(n===1?' match':' matches');}
+function clear(){marks.forEach(function(m){var p=m.parentNode;p.replaceChild(d.createTextNode(m.textContent),m);p.normalize()});marks=[];cur=-1;}
+function find(){var s=q.value.toLowerCase();clear();last=s;if(!s)return;
 var w=d.createTreeWalker(d.querySelector('main'),NodeFilter.SHOW_TEXT),n,found=[];
-while((n=w.nextNode())){if(n.nodeValue.toLowerCase().indexOf(s)>=0&&!hidden(n))found.push(n);}
+while((n=w.nextNode())){if(n.nodeValue.toLowerCase().indexOf(s)>=0&&!bar.contains(n))found.push(n);}
 found.forEach(function(t){var v=t.nodeValue,l=v.toLowerCase(),i=0,j,f=d.createDocumentFragment();
 while((j=l.indexOf(s,i))>=0){f.appendChild(d.createTextNode(v.slice(i,j)));var m=d.createElement('mark');m.textContent=v.slice(j,j+s.length);f.appendChild(m);marks.push(m);i=j+s.length;}
 f.appendChild(d.createTextNode(v.slice(i)));t.parentNode.replaceChild(f,t);});}
-function go(step){if(last!==q.value.toLowerCase()+'|'+b.className)find();
-if(!marks.length){hits.textContent=q.value?'0 matches':'';return;}
-if(at>=0)marks[at].classList.remove('current');at=(at+step+marks.length)%marks.length;var m=marks[at];
+function go(step){if(last!==q.value.toLowerCase())find();var len=marks.length,i=cur<0?(step>0?-1:len):cur,t;
+for(t=0;t<len;t++){i=(i+step+len)%len;if(shown(marks[i]))break;}
+if(t<len){if(cur>=0)marks[cur].classList.remove('current');cur=i;var m=marks[i];
 for(var e=m.parentElement;e;e=e.parentElement){if(e.tagName==='DETAILS')e.open=true;}
-m.classList.add('current');m.scrollIntoView({block:'center'});hits.textContent=(at+1)+' of '+marks.length;}
+m.classList.add('current');m.scrollIntoView({block:'center'});}
+count();}
+boxes.forEach(function(x){x.addEventListener('change',apply)});apply();
 q.addEventListener('keydown',function(e){if(e.key==='Enter'){e.preventDefault();go(e.shiftKey?-1:1);}});
 d.getElementById('next').addEventListener('click',function(){go(1)});
 d.getElementById('prev').addEventListener('click',function(){go(-1)});
@@ -380,6 +386,7 @@ class HtmlRenderer(Document):
         return out
 
     def _toc(self) -> str:
+        """One row per turn: its prompt, cut with an ellipsis to the column, then its ✗ flag, which the CSS keeps whole."""
         if not self._turns:
             return ""
         rows = []
