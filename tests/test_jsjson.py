@@ -524,3 +524,38 @@ def test_installed_orjson_uses_the_narrow_float_patterns() -> None:
 )
 def test_exponent_patterns_anchor_on_the_sign(value: Any, text: bytes) -> None:
     assert dumps(value) == text
+
+
+# --------------------------------------------------------------------------------------
+# Documents written in pieces
+# --------------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    doc=st.dictionaries(st.sampled_from(["messages", "config", "2", "0", "x\ty", "\ud800"]), js_values, max_size=5),
+    pretty=st.booleans(),
+    lazy=st.booleans(),
+    encoded=st.booleans(),
+)
+def test_document_pieces_are_the_whole_document(doc: dict[str, Any], pretty: bool, lazy: bool, encoded: bool) -> None:
+    """Pieces join to ``dumps``/``dumps_pretty`` of the document, its arrays given whole, as
+    iterables, or as their items' own texts (what ``rebuild`` writes from its spill)."""
+    whole = dumps_pretty if pretty else dumps
+
+    def items(values: list[Any]) -> jsjson.Items:
+        if encoded:
+            return jsjson.Items((whole(v) for v in values), encoded=True)
+        return jsjson.Items(iter(values))
+
+    given_doc = {k: items(v) if lazy and isinstance(v, list) else v for k, v in doc.items()}
+    assert b"".join(jsjson.document_pieces(given_doc, pretty=pretty)) == whole(doc)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(values=st.lists(js_values, max_size=5), pretty=st.booleans(), encoded=st.booleans())
+def test_an_array_in_pieces_is_the_whole_array(values: list[Any], pretty: bool, encoded: bool) -> None:
+    """A top-level array (``rebuild --messages-only``) written item by item."""
+    whole = dumps_pretty if pretty else dumps
+    items = jsjson.Items((whole(v) for v in values) if encoded else iter(values), encoded=encoded)
+    assert b"".join(jsjson.document_pieces(items, pretty=pretty)) == whole(values)

@@ -9,10 +9,16 @@ of 4N bytes and compares the peak of traced allocations.  Structures that grew
 with the log (every header's tool schemas, every replacement record, retry and
 title bookkeeping as tuples and sets of ints) made the larger log need about
 twice as much or more.
+
+A command is measured as a process: ``rebuild`` of the last request of a log that
+never compacts runs as a child whose peak resident memory must stay within the bound
+every command keeps (64 MB), on a log large enough that holding the request does not.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -278,3 +284,46 @@ def test_rescue_judges_and_publishes_without_a_copy_of_the_candidate(refused_v0:
     peak = _peak_over(lambda: out.append(rescue_session(d / "session.jsonl", all_=True, publish=True)))
     assert getattr(out[0], "status", None) == "rescued", out
     assert peak < 1.25 * held, f"the stored log needs {held} B, rescuing it {peak} B"
+
+
+# Peak resident memory every command keeps, whatever the log (README, RELIABILITY).
+RSS_BOUND = 64 << 20
+# A log that never compacts, large enough that holding its last request (messages, then
+# their JSON text) exceeds the bound: 104 MB of peak when the command held it.
+RSS_LOG = "30M"
+
+
+# Runs ``python -m dshlog ARGS`` and writes its exit code and peak resident memory (by wait4) to
+# stderr.  A process keeps the peak of the one it was started from across exec, so the
+# command is started from this small one, never from the test run (hundreds of MB by now).
+_MEASURE = """
+import os, subprocess, sys
+child = subprocess.Popen([sys.executable, "-m", "dshlog", *sys.argv[1:]], stderr=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024), file=sys.stderr)
+"""
+
+
+def _peak_rss(args: list[str], stdout: Path) -> tuple[int, int]:
+    """Exit code and peak resident bytes of ``python -m dshlog ARGS``, its stdout written to ``stdout``."""
+    with stdout.open("wb") as out:
+        run = subprocess.run([sys.executable, "-c", _MEASURE, *args], stdout=out, stderr=subprocess.PIPE, check=True)
+    code, peak = run.stderr.split()
+    return int(code), int(peak)
+
+
+@pytest.mark.skipif(not hasattr(os, "wait4"), reason="os.wait4 measures one child's peak")
+@pytest.mark.parametrize("options", [[], ["--compact", "--messages-only"]], ids=["pretty", "compact-messages"])
+def test_rebuild_of_the_last_request_stays_within_the_bound(tmp_path_factory: pytest.TempPathFactory,
+                                                            options: list[str]) -> None:
+    """``rebuild`` writes the request without holding it: every message of the log is in the last one."""
+    gen = load_bench_script("generate")
+    out = tmp_path_factory.mktemp("memory-rebuild")
+    log = gen.generate(out, RSS_LOG, 4, seed=7, zstd=False, shape=gen.Shape(compaction=False))["plain"]
+    data = log.read_bytes()
+    last = data.count(b'"type":"assistant/message"') + data.count(b'"type":"assistant/attempt"')
+    written = out / "request.json"
+    code, peak = _peak_rss(["rebuild", str(log), "--request", str(last), *options], written)
+    assert code == 0
+    assert written.stat().st_size > len(data) // 3  # the request holds the log's messages
+    assert peak <= RSS_BOUND, f"rebuild --request {last} of a {RSS_LOG} log peaked at {peak >> 20} MB"

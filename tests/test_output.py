@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ev, jsonl, run_env, v4_header
 from dshlog.model import transcript as tr
@@ -247,3 +249,54 @@ def test_the_terminal_renderer_prints_a_long_answer_in_pieces() -> None:
     item = tr.AssistantText(seq=3, text="x\n" * (terminal.PIECE_LINES * 2 + 10), model=None, interrupted=False)
     terminal.TerminalRenderer(Con()).item(item)  # type: ignore[arg-type]  # a stand-in console that records what is printed
     assert len(printed) == 3
+
+
+# ----------------------------------------------------------------- terminal widths: the fast paths are exact
+
+
+def _exact_width(text: str) -> int:
+    from dshlog.output.text import char_width
+
+    return sum(char_width(c) for c in text)
+
+
+def _exact_cut(text: str, limit: int) -> str:
+    """``cut`` as it was written before the fast path for text that is not ASCII: a character at a time."""
+    from dshlog.output.text import char_width
+
+    if text.isascii():
+        return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+    used = keep = 0
+    for i, c in enumerate(text):
+        w = char_width(c)
+        if used + w <= limit - 1:
+            keep = i + 1
+        used += w
+        if used > limit:
+            return text[:keep] + "…"
+    return text
+
+
+def test_every_character_the_fast_paths_count_as_one_column_takes_one() -> None:
+    """Every code point outside ``_NOT_NARROW`` (all of them, surrogates too) takes exactly one column."""
+    from dshlog.output.text import _NOT_NARROW, char_width
+
+    narrow = [chr(cp) for cp in range(0x110000) if not _NOT_NARROW.match(chr(cp))]
+    assert len(narrow) == 0x300 + 0x65
+    assert all(char_width(c) == 1 for c in narrow)
+
+
+_widths_text = st.text(alphabet=st.one_of(
+    st.characters(max_codepoint=0x7F),
+    st.sampled_from(["é", "…", "—", "’", "中", "日", "\u0301", "\u20dd", "\u2065", "\uff21", "\ud800", "\x9b", "\u200b"]),
+    st.characters(),
+), max_size=40)
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True)
+@given(text=_widths_text, limit=st.integers(min_value=-2, max_value=45))
+def test_cut_and_width_fast_paths_equal_the_exact_count(text: str, limit: int) -> None:
+    from dshlog.output.text import cut, display_width
+
+    assert cut(text, limit) == _exact_cut(text, limit)
+    assert display_width(text) == _exact_width(text)

@@ -6,15 +6,15 @@ from typing import Annotated
 
 import typer
 
-from ..ops.views import rebuild_request
+from ..ops.rebuild import rebuild_text
 from .app import command_app
 from .common import (
+    BatchedStdout,
     done,
     FileArg,
     FormatOpt,
     SelectOpt,
     UnknownOpt,
-    emit,
     print_notes,
     read_progress,
     reading,
@@ -42,8 +42,14 @@ def rebuild(
     Example: dshlog rebuild session.v4.jsonl --request 3 --messages-only
     """
     path = resolve(file)
-    req = rebuild_request(path, request, allow_unknown=allow_unknown, select=select, format_version=format_version,
-                          **reading(path), progress=read_progress())
-    done()
-    emit(req.to_json(pretty=not compact, messages_only=messages_only) + b"\n")
+    # the messages are spilled as they are folded and written piece by piece: the request never exists whole
+    with rebuild_text(path, request, pretty=not compact, messages_only=messages_only, allow_unknown=allow_unknown,
+                      select=select, format_version=format_version, **reading(path),
+                      progress=read_progress()) as req:
+        done()
+        batch = BatchedStdout()
+        for piece in req.pieces():
+            batch.write(piece)
+        batch.write(b"\n")
+        batch.flush()
     print_notes(req)

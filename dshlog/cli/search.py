@@ -8,7 +8,7 @@ import typer
 
 from ..errors import ExitCode, UsageError
 from ..model.search import ROLES, Query
-from ..ops.report import store_sessions
+from ..ops.sessions import store_sessions
 from ..ops.search import pin
 from ..ops.sessions import session_ids, unique_prefixes
 from ..ops.search import search as search_sessions

@@ -7,12 +7,11 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..model.stats import total_stats
-from ..ops.sessions import unique_prefixes
+from ..ops.sessions import Unreadable, store_sessions, unique_prefixes
 from ..ops.stats import stats_many
 from ..output import labels
 from ..output.table import Column, table
 from ..output.text import human_duration
-from ..read.store import Unreadable, walk_sessions
 from .app import command_app
 from .common import (
     FormatOpt,
@@ -52,7 +51,7 @@ def stats(
     """
     sessions = []
     current: list[str | None] = [None]  # no FILE: the current session
-    targets = walk_sessions([resolve(f) for f in files or current])  # a root or project directory: its sessions
+    targets = store_sessions([resolve(f) for f in files or current])  # a root or project directory: its sessions
     stdin = stdin_stream() if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin, parallel=may_fork()):

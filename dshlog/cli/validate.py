@@ -10,7 +10,7 @@ import typer
 from ..ops.outcome import worst
 from ..ops.validate import validate_many
 from ..output import labels
-from ..read.store import walk_sessions
+from ..ops.sessions import store_sessions
 from .app import command_app
 from .common import (
     FormatOpt,
@@ -50,7 +50,7 @@ def validate(
     """
     reports = []
     current: list[str | None] = [None]  # no FILE: the current session
-    targets = walk_sessions([resolve(f) for f in files or current])  # a root or project directory: its sessions
+    targets = store_sessions([resolve(f) for f in files or current])  # a root or project directory: its sessions
     stream = stdin_for("-") if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for report in validate_many(targets, select=select, format_version=format_version,

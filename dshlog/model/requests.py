@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..protocol.jsjson import dumps as _dumps
 
 from dshlog.errors import CorruptLog, UsageError
-from dshlog.check.surface import SETTLEMENT_TYPES, Digests, HeaderTools, SurfaceFold, json_equal
+from dshlog.check.surface import SETTLEMENT_TYPES, Digests, HeaderTools, NodeNote, SurfaceFold, json_equal
 
 # Reasons a request may not extend its predecessor, most specific first.
 REASON_COMPACTION = "compaction replace"
@@ -449,13 +449,20 @@ class RequestBuilder:
     applying that settlement) returns the request of the prefix seen so far.
     """
 
-    def __init__(self, *, session_id: str | None = None, strict_unknown: bool = True, lean: bool = False) -> None:
+    def __init__(self, *, session_id: str | None = None, strict_unknown: bool = True, lean: bool = False,
+                 note: NodeNote | None = None) -> None:
         """``lean``: keep a digest of each message instead of the message; :meth:`message_digests`
-        then stands in for :meth:`messages` and :meth:`build` is unavailable."""
+        then stands in for :meth:`messages` and :meth:`build` is unavailable.
+
+        ``note``: keep the caller's note of each surface node instead of its message (the
+        surface's :meth:`~dshlog.check.surface.SurfaceFold.node_notes`), for a caller that
+        writes the messages from what it noted (``rebuild``, whose request may hold every
+        message of the log); :meth:`document` then takes the messages as that caller gives them.
+        """
         self.session_id = session_id
         # Requests need to know that a replacement happened, never the records.
         self.surface = SurfaceFold(strict_unknown=strict_unknown, keep_replacements=False,
-                                   keep_messages=not lean, digests=lean)
+                                   keep_messages=not lean and note is None, digests=lean, note=note)
         self.tool_history = ToolHistory()
         self.header: dict[str, Any] | None = None  # canonical current header
         self.header_seq: int | None = None
@@ -505,13 +512,22 @@ class RequestBuilder:
         builds the request anyway without config keys (for logs whose headers
         were stripped, e.g. some test fixtures).
         """
+        return self.document(self.surface.messages(), require_header=require_header)
+
+    def document(self, messages: Any, *, require_header: bool = True) -> dict[str, Any]:
+        """:meth:`build`'s request with ``messages`` as its messages, same checks and key order.
+
+        A caller that writes the messages itself passes a stand-in for them (an
+        :class:`~dshlog.protocol.jsjson.Items` of their texts), placed where the
+        messages are: after the config keys, or where the config holds a key of that name.
+        """
         if self.header is None and require_header:
             raise self._missing_header()
         request: dict[str, Any] = {}
         config = (self.header or {}).get("config")
         if isinstance(config, dict):
             request.update(config)
-        request["messages"] = self.surface.messages()
+        request["messages"] = messages
         request["toolHistory"] = self.tool_history.snapshot()
         if self.header is not None and "tools" in self.header:
             request["tools"] = self.header["tools"]
@@ -554,13 +570,23 @@ def rebuild(
     when the log holds fewer requests.
     """
     builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown)
+    return settle(builder, events, n).build(require_header=require_header)
+
+
+def settle(builder: RequestBuilder, events: Iterable[dict[str, Any]], n: Any) -> RequestBuilder:
+    """``builder`` fed the prefix of ``events`` before request ``n``'s settlement (1-based).
+
+    :func:`rebuild` builds the request from it; a caller that noted the messages
+    (``RequestBuilder(note=...)``) writes them from its notes.  Raises
+    :class:`UsageError` when the log holds fewer requests.
+    """
     valid = isinstance(n, int) and not isinstance(n, bool) and n >= 1
     for event in events:
         if valid and builder.is_settlement(event) and builder.settlements + 1 == n:
             # The settlement itself must be a valid next event (contiguous seq).
             if event.get("seq") != builder.surface.next_seq:
                 builder.apply(event)  # raises the contiguity error
-            return builder.build(require_header=require_header)
+            return builder
         builder.apply(event)
     count = builder.settlements
     raise UsageError(f"request {n} does not exist: the log holds {count} request{'s' if count != 1 else ''}")

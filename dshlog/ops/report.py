@@ -29,7 +29,8 @@ from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import is_project_dir
 from ..read.container import open_regular
 from ..read.session import open_session
-from ..read.store import Unreadable, in_walk_order, walk_sessions
+from ..read.store import Unreadable, in_walk_order
+from .sessions import store_sessions
 
 __all__ = ["load_prices", "matches_project", "project_of", "session_usage", "store_sessions", "usage_report"]
 
@@ -64,12 +65,6 @@ def load_prices(path: str) -> PriceTable:
     if not len(table):
         raise UsageError("the price table has no model with input_cost_per_token and output_cost_per_token", path=path)
     return table
-
-
-def store_sessions(targets: Iterable[str]) -> list[str | Unreadable]:
-    """The generation of every session below the targets (roots, project or session directories, files), in walk order;
-    each session the walk cannot read an :class:`~dshlog.read.store.Unreadable` in its place."""
-    return walk_sessions(targets, recursive=True)
 
 
 def _unreadable_usage(u: Unreadable) -> SessionUsage:

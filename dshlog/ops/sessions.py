@@ -20,10 +20,10 @@ from ..protocol.layout import decode_segment
 from ..protocol.vocabulary import ROLE_OF_TYPE
 from ..read.container import Container, Position
 from ..read.session import SessionLog, open_session
-from ..read.store import SessionEntry, list_sessions, project_key, raw_lines, sort_entries
+from ..read.store import SessionEntry, Unreadable, list_sessions, project_key, raw_lines, sort_entries, walk_sessions
 
-__all__ = ["Listing", "OpenLog", "Target", "grep_session", "list_store", "located", "message_texts", "open_target",
-           "select_entries", "session_ids", "unique_prefixes"]
+__all__ = ["Listing", "OpenLog", "Target", "Unreadable", "grep_session", "list_store", "located", "message_texts", "open_target",
+           "select_entries", "session_ids", "store_sessions", "unique_prefixes"]
 
 #: What names a log for an operation: a path (a generation file, a session directory, ``-``).
 Target = str | os.PathLike[str]
@@ -185,6 +185,13 @@ def session_ids(paths: Iterable[str]) -> list[str]:
         except UsageError:
             continue
     return out
+
+
+def store_sessions(targets: Iterable[str]) -> list[str | Unreadable]:
+    """The generation of every session below the targets (roots, project or session directories, files), in walk order;
+    each session the walk cannot read an :class:`~dshlog.read.store.Unreadable` in its place (every command over
+    many sessions takes its sessions from here)."""
+    return walk_sessions(targets, recursive=True)
 
 
 def unique_prefixes(ids: list[str], *, minimum: int = 8, longer_than: int = 12) -> dict[str, str]:

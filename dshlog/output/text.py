@@ -79,22 +79,41 @@ def char_width(ch: str) -> int:
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
+#: A character that may not take exactly one column: anything outside Latin, IPA and the
+#: spacing modifiers (below the combining marks at U+0300) and outside the general
+#: punctuation (dashes, quotes, ``…``; U+2065 is the first there that :func:`char_width`
+#: does not give one column).  Text without one is as wide as it is long, which the
+#: table renderer asks of every cell: one C search instead of two ``unicodedata``
+#: look-ups a character.  ``tests/test_output.py`` checks every code point outside it.
+_NOT_NARROW = re.compile("[^\x00-\u02ff\u2000-\u2064]")
+
+
 def display_width(text: str) -> int:
     """Columns ``text`` takes on a terminal."""
-    return sum(char_width(c) for c in text) if not text.isascii() else len(text)
+    if text.isascii():
+        return len(text)
+    others = _NOT_NARROW.findall(text)
+    return len(text) + sum(char_width(c) for c in others) - len(others)
 
 
 def cut(text: str, limit: int) -> str:
     """``text`` in at most ``limit`` terminal columns, ending in ``…`` when cut.
 
     Looks at no more of ``text`` than it keeps (plus one character), so a
-    preview of a message of many megabytes costs what a short one does.
+    preview of a message of many megabytes costs what a short one does.  Where
+    those characters all take one column (:data:`_NOT_NARROW` finds none), the
+    cut is by length; otherwise the columns are counted a character at a time
+    from the first that may not take one.
     """
     if text.isascii():
         return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
-    used = keep = 0
-    for i, c in enumerate(text):
-        w = char_width(c)
+    found = _NOT_NARROW.search(text, 0, max(limit + 1, 0))
+    if found is None:
+        return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+    start = found.start()  # the characters before it take a column each, and fit (start <= limit)
+    used, keep = start, max(min(start, limit - 1), 0)
+    for i in range(start, len(text)):
+        w = char_width(text[i])
         if used + w <= limit - 1:
             keep = i + 1
         used += w

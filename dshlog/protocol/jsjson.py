@@ -99,6 +99,7 @@ __all__ = [
     "JsonError",
     "dumps",
     "dumps_pretty",
+    "document_pieces",
     "pretty_pieces",
     "iter_array",
     "top_level_keys",
@@ -451,16 +452,21 @@ def dumps_pretty(obj: Any, indent: int = 2) -> bytes:
 
 
 class Items:
-    """A JSON array given as an iterable, for :func:`pretty_pieces` to write item by item.
+    """A JSON array given as an iterable, for :func:`pretty_pieces` and :func:`document_pieces` to write item by item.
 
     A document of many thousand rows (``surface --json`` of a log that never
     compacts) then never exists whole: each item is made, written and dropped.
+    With ``encoded``, each item is already its own JSON text in the document's
+    form (:func:`dumps` for a compact document, :func:`dumps_pretty` for a pretty
+    one), so a writer that kept the items as text (``rebuild``'s messages, spilled
+    as they were folded) never parses them again.
     """
 
-    __slots__ = ("items",)
+    __slots__ = ("encoded", "items")
 
-    def __init__(self, items: Iterable[Any]) -> None:
+    def __init__(self, items: Iterable[Any], *, encoded: bool = False) -> None:
         self.items = items
+        self.encoded = encoded
 
 
 def pretty_pieces(doc: dict[str, Any]) -> Iterator[bytes]:
@@ -470,23 +476,55 @@ def pretty_pieces(doc: dict[str, Any]) -> Iterator[bytes]:
     nested value's pretty text is its own with every newline indented one level
     further, which is exact because no JSON string holds a raw newline.
     """
+    return document_pieces(doc, pretty=True)
+
+
+def document_pieces(doc: dict[str, Any] | Items, *, pretty: bool) -> Iterator[bytes]:
+    """``JSON.stringify(doc)`` (``pretty``: ``JSON.stringify(doc, null, 2)``) in pieces.
+
+    The concatenation is :func:`dumps`'s (or :func:`dumps_pretty`'s) bytes of the
+    document with every :class:`Items` written as the array it yields; ``doc`` is
+    an object whose values may be :class:`Items`, or an :class:`Items` itself.
+    A compact document's pieces are its members' own texts joined by commas,
+    which is all ``JSON.stringify`` does without a gap.
+    """
+    if isinstance(doc, Items):
+        yield from _items_pieces(doc, pretty, b"")
+        return
     keys = _js_key_order(doc)
     if not keys:
         yield b"{}"
         return
     yield b"{"
     for i, key in enumerate(keys):
-        yield (b",\n  " if i else b"\n  ") + dumps(key) + b": "
+        if pretty:
+            yield (b",\n  " if i else b"\n  ") + dumps(key) + b": "
+        else:
+            yield (b"," if i else b"") + dumps(key) + b":"
         value = doc[key]
-        if not isinstance(value, Items):
+        if isinstance(value, Items):
+            yield from _items_pieces(value, pretty, b"  ")
+        elif pretty:
             yield dumps_pretty(value).replace(b"\n", b"\n  ")
-            continue
-        first = True
-        for item in value.items:
-            yield (b"[\n    " if first else b",\n    ") + dumps_pretty(item).replace(b"\n", b"\n    ")
-            first = False
-        yield b"[]" if first else b"\n  ]"
-    yield b"\n}"
+        else:
+            yield dumps(value)
+    yield b"\n}" if pretty else b"}"
+
+
+def _items_pieces(items: Items, pretty: bool, indent: bytes) -> Iterator[bytes]:
+    """The array ``items`` stands for, nested ``indent`` deep in a pretty document."""
+    encode = (lambda item: item) if items.encoded else dumps_pretty if pretty else dumps
+    if pretty:
+        inner = b"\n  " + indent
+        opening, separator = b"[" + inner, b"," + inner
+    else:
+        inner, opening, separator = b"", b"[", b","
+    first = True
+    for item in items.items:
+        text = encode(item)
+        yield (opening if first else separator) + (text.replace(b"\n", inner) if pretty else text)
+        first = False
+    yield b"[]" if first else b"\n" + indent + b"]" if pretty else b"]"
 
 
 # --------------------------------------------------------------------------------------

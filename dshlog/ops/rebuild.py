@@ -1,0 +1,145 @@
+"""``dshlog rebuild`` in memory that does not follow the size of the request it writes.
+
+The library's :func:`~dshlog.ops.api.rebuild_request` returns the request as one
+mapping; of a log that never compacts, the last request holds every message of the
+log, and the command held them all, then their JSON text beside them (93 MB at a
+30 MB log, 291 MB at 120 MB).  The command's fold is the lean checking fold (dsh's
+checks unchanged) with a *note* per surface node instead of its message: as each
+node is folded, its derived message is written, already in the output's form, to a
+temporary spill, and the note is where that text starts.  A node shadowed later
+leaves its text unread in the spill.  The request is then written piece by piece
+(:func:`~dshlog.protocol.jsjson.document_pieces`), each message's text read back
+from the spill in surface order; a message an ``image/offload`` projected is the
+fold's own and is encoded when it is written.  One pass over the log, so a stream
+(``-``) is read as a file is.  The bytes printed are those of the library's
+:meth:`~dshlog.ops.results.RebuiltRequest.to_json` (a test compares them).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from types import TracebackType
+from typing import IO, Any
+
+from ..check.problems import Problem
+from ..check.surface import derive_message
+from ..model.requests import RequestBuilder, settle
+from ..protocol.jsjson import Items, document_pieces, dumps, dumps_pretty
+from ..read.container import Position
+from .sessions import located, open_target
+from .stance import stance
+
+__all__ = ["MessageSpill", "RequestText", "rebuild_text"]
+
+#: The spill stays in memory up to this size, then moves to a temporary file.
+_IN_MEMORY = 4 << 20
+_LENGTH = struct.Struct("<Q")
+
+
+class MessageSpill:
+    """The derived messages' texts as they are folded, each prefixed by its length.
+
+    :meth:`note` is the fold's note (``SurfaceFold(note=...)``): it writes the
+    node's message and returns where its text starts (an ``int``, some 36 bytes a
+    node in the fold), or ``None`` for a node that derives no message.
+    """
+
+    def __init__(self, encode: Callable[[Any], bytes]) -> None:
+        self.encode = encode
+        self._file: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=_IN_MEMORY)  # noqa: SIM115 - closed by close()
+        self._end = 0
+        self._reading = False
+
+    def note(self, seq: int, etype: str, data: Any) -> int | None:
+        message = derive_message(etype, data)
+        if message is None:
+            return None
+        text = self.encode(message)
+        if self._reading:  # never while the fold runs, but a write must land at the end
+            self._file.seek(self._end)
+            self._reading = False
+        start = self._end
+        self._file.write(_LENGTH.pack(len(text)))
+        self._file.write(text)
+        self._end = start + _LENGTH.size + len(text)
+        return start
+
+    def text(self, start: int) -> bytes:
+        """The text noted at ``start``."""
+        self._reading = True
+        self._file.seek(start)
+        (length,) = _LENGTH.unpack(self._file.read(_LENGTH.size))
+        return self._file.read(length)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class RequestText:
+    """Request ``number``, ready to be written piece by piece (close it, or use it as a context manager).
+
+    ``notes``, ``path`` and ``suppressed`` are the reader's, as on every result.
+    """
+
+    __slots__ = ("_document", "_spill", "notes", "number", "path", "pretty", "suppressed")
+
+    def __init__(self, number: int, document: dict[str, Any] | Items, spill: MessageSpill, pretty: bool,
+                 notes: tuple[Problem, ...], path: str, suppressed: Mapping[str, int]) -> None:
+        self.number = number
+        self._document = document
+        self._spill = spill
+        self.pretty = pretty
+        self.notes = notes
+        self.path = path
+        self.suppressed = suppressed
+
+    def pieces(self) -> Iterator[bytes]:
+        """The bytes ``rebuild`` prints (without the final newline), in pieces."""
+        return document_pieces(self._document, pretty=self.pretty)
+
+    def close(self) -> None:
+        self._spill.close()
+
+    def __enter__(self) -> RequestText:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _texts(builder: RequestBuilder, spill: MessageSpill) -> Iterator[bytes]:
+    """The current messages' texts in surface order: spilled, or a projected message encoded now."""
+    for _seq, _etype, start, projected in builder.surface.node_notes():
+        if projected is not None:
+            yield spill.encode(projected)
+        elif start is not None:
+            yield spill.text(start)
+
+
+def rebuild_text(target: str | os.PathLike[str], number: int, *, pretty: bool = True, messages_only: bool = False,
+                 allow_unknown: bool = False, select: str | None = None, format_version: int | None = None,
+                 system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
+                 parallel: bool = False, progress: Position | None = None) -> RequestText:
+    """Fold the log up to request ``number``'s settlement, spilling each message's text (see the module docstring).
+
+    ``progress``: told how far the read of the log is (bytes of the file, its size).
+
+    Raises what :func:`~dshlog.ops.api.rebuild_request` raises, before anything is written.
+    """
+    spill = MessageSpill(dumps_pretty if pretty else dumps)
+    try:
+        with open_target(target, strict=stance("rebuild").strict, select=select, format_version=format_version,
+                         system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel,
+                         progress=progress) as log:
+            with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
+                builder = RequestBuilder(session_id=log.session_id, strict_unknown=not allow_unknown, note=spill.note)
+                settle(builder, view, number)
+                request = builder.document(Items(_texts(builder, spill), encoded=True))
+            document: dict[str, Any] | Items = request["messages"] if messages_only else request
+            return RequestText(number, document, spill, pretty, tuple(log.notes), log.path, log.notes.suppressed())
+    except BaseException:
+        spill.close()
+        raise
