@@ -12,7 +12,7 @@ from ..output.table import Column, table
 from ..output.text import human_bytes, local_minutes
 from ..read.store import SessionEntry
 from .app import command_app
-from .common import JobsOpt, SchedulerOpt, batch_executor, emit_json, err, may_fork, root, screen
+from .common import JobsOpt, SchedulerOpt, batch_executor, cache_dir, emit_json, err, may_fork, root, screen
 from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, say, selection
 
 app = command_app()
@@ -54,7 +54,8 @@ def ls_(
     root_p = Path(root_arg) if root_arg is not None else root()
     chosen = selection(since, until, project, cwd)
     with batch_executor(jobs, scheduler) as ex:  # --grep reads every session: one task each
-        entries = list_store(root_p, selection=chosen, grep=grep, sort=sort, reverse=reverse, executor=ex, parallel=may_fork())
+        entries = list_store(root_p, selection=chosen, grep=grep, sort=sort, reverse=reverse, executor=ex, parallel=may_fork(),
+                              cache=cache_dir())
     say(entries.note)
     if json_:
         for e in entries:

@@ -21,6 +21,7 @@ from .common import (
     SchedulerOpt,
     SelectOpt,
     batch_executor,
+    cache_dir,
     emit_json,
     may_fork,
     print_problems,
@@ -52,7 +53,8 @@ def stats(
     targets = [resolve(f) for f in files or current]
     stdin = stdin_stream() if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
-        for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin, parallel=may_fork()):
+        for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin,
+                               parallel=may_fork(), cache=cache_dir()):
             sessions.append(one.as_dict())
             print_problems(one.path, one.notes, one.suppressed)  # --json too: the document has no place for them
     total = total_stats(sessions)

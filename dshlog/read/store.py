@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import DshlogError, IOFailure, UsageError
 from ..model.content import TRANSCRIPT, content_text
@@ -291,13 +291,20 @@ def _session_dirs(root: Path, project: str | None = None) -> Iterator[tuple[Path
                 yield pdir, sdir
 
 
-def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = True) -> list[SessionEntry]:
-    """Every session of a root (or of one project directory), with parent/child links filled in."""
+def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = True,
+                  scanner: Callable[[list[SessionEntry]], object] | None = None) -> list[SessionEntry]:
+    """Every session of a root (or of one project directory), with parent/child links filled in.
+
+    ``scanner`` scans the entries instead of :meth:`SessionEntry.scan` one by one (a caller
+    that serves scans it already made: ``ls`` with its cache); the links are made after it.
+    """
     root = Path(root)
     if not root.is_dir():
         raise IOFailure("no such session root (set DSH_HOME or pass ROOT)", path=str(root))
     entries = [_entry(p, s, header=True) for p, s in _session_dirs(root, project)]
-    if scan:
+    if scan and scanner is not None:
+        scanner(entries)
+    elif scan:
         for e in entries:
             e.scan()
     by_id: dict[str, list[SessionEntry]] = {}
