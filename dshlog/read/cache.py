@@ -43,7 +43,7 @@ from ..errors import Location
 from ..executor import Executor
 from .container import LINE_LIMIT
 
-__all__ = ["CACHE_FILE", "Kind", "ResultCache", "Stamp", "cached_map", "open_cache", "problem_of", "problem_record", "stamp_of"]
+__all__ = ["CACHE_FILE", "Kind", "ResultCache", "Stamp", "cached_map", "close_caches", "open_cache", "problem_of", "problem_record", "stamp_of"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -191,6 +191,16 @@ class ResultCache:
         except (OSError, self._sqlite3.Error):
             self._db = None
 
+    def close(self) -> None:
+        """Write what is pending and close the database."""
+        self.flush()
+        if self._db is not None:
+            try:
+                self._db.close()
+            except self._sqlite3.Error:
+                pass
+            self._db = None
+
     def get(self, kind: Kind, key: str, stamp: Stamp) -> Any:
         """The value stored for ``key`` under exactly ``stamp``, decoded; ``None`` on a miss."""
         if self._db is None:
@@ -265,6 +275,14 @@ def open_cache(directory: str | os.PathLike[str] | None) -> ResultCache | None:
         except (OSError, sqlite3.Error):
             _OPEN[key] = None
     return _OPEN[key]
+
+
+def close_caches() -> None:
+    """Close every cache this process opened; the next :func:`open_cache` opens (and checks) its file again."""
+    for cache in _OPEN.values():
+        if cache is not None:
+            cache.close()
+    _OPEN.clear()
 
 
 def cached_map(cache: ResultCache | None, kind: Kind, fn: Callable[[str], R], items: list[str],
