@@ -17,6 +17,21 @@ CORPUS = SHARED / "corpus"
 GOLDEN = FIXTURES / "golden"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cache_outside_home(tmp_path_factory):
+    """Commands run with the process's environment keep their cache in a temporary directory, never the user's.
+
+    Set in ``os.environ`` so the command lines tests start as processes inherit it too.
+    """
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
 def corpus_files() -> list[Path]:
     """Every session file of the shared corpus (walked, so new files are picked up)."""
     if not CORPUS.is_dir():

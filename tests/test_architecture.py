@@ -50,7 +50,9 @@ LAZY_ENTRY = {("dshlog.__main__", "dshlog.cli"),
               ("dshlog.ops.validate", "dshlog.ops.rescuable")}
 
 #: Heavy optional dependencies a function may import lazily (start-up time).
-LAZY_OK = {"rich", "ijson", "zstandard", "typer", "click", "textual", "dask", "distributed", "markdown_it", "pygments"}
+LAZY_OK = {"rich", "ijson", "zstandard", "typer", "click", "textual", "dask", "distributed", "markdown_it", "pygments",
+           # the cache of per-session results (read/cache.py): loaded only when a command uses the cache
+           "sqlite3"}
 
 
 def _modules() -> dict[str, Path]:

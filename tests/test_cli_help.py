@@ -33,7 +33,9 @@ def test_version_and_errors_are_one_line(capsysbinary, tmp_path):
 
 def test_debug_shows_traceback(capsysbinary, tmp_path):
     bad = tmp_path / "session.v4.jsonl"
-    bad.write_bytes(b'{"type":"session","version":4,"id":"x","createdAt":1,"isSeeded":false,"delegationDepth":0}\n{oops\n')
+    # a damaged row a later turn/end proves committed (dsh holds one after the last turn/end as a torn tail)
+    bad.write_bytes(b'{"type":"session","version":4,"id":"x","createdAt":1,"isSeeded":false,"delegationDepth":0}\n{oops\n'
+                    b'{"type":"turn/end","seq":1,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}\n')
     code, _, err = run_cli(capsysbinary, "surface", str(bad))
     assert code == 4 and b"Traceback" not in err and b"line 2" in err
     code, _, err = run_cli(capsysbinary, "--debug", "surface", str(bad))

@@ -138,6 +138,11 @@ def _root(
         "--max-line-size", metavar="MIB", min=1,
         help="The longest line (decoded) any reader accepts, in MiB; a longer one is refused with exit 3 "
         "naming the line. It bounds memory against huge lines and decompression bombs.")] = DEFAULT_MAX_LINE_BYTES >> 20,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache",
+        help="Read every log afresh and keep no cache of per-session results (report, stats, ls); "
+        "also DSHLOG_NO_CACHE=1. The cache is in $XDG_CACHE_HOME/dshlog (~/.cache/dshlog), "
+        "each entry checked against its file.")] = False,
 ) -> None:
     """Inspect and repair DeepSeek Harness session logs from outside dsh.
 
@@ -147,6 +152,7 @@ def _root(
         out(f"dshlog {__version__}")
         raise typer.Exit(0)
     current().plugins = tuple(system_prompt_plugin)
+    current().no_cache = no_cache
     LINE_LIMIT.set(max_line_size << 20)
 
 

@@ -69,6 +69,8 @@ class Run:
     plugins: tuple[str, ...] = ()
     worst: ExitCode = ExitCode.OK
     stdin_used: bool = field(default=False)
+    #: ``--no-cache``: no cache of per-session results is read or written
+    no_cache: bool = False
     #: the progress line drawn on stderr now, erased before any other line is written
     progress: Progress | None = None
 
@@ -414,6 +416,22 @@ def resolve(target: str | None) -> str:
 def plugins() -> tuple[str, ...]:
     """The root's ``--system-prompt-plugin`` names (for every command that migrates a log)."""
     return current().plugins
+
+
+def cache_dir() -> str | None:
+    """The directory of this run's cache of per-session results, or ``None`` (``--no-cache``, ``DSHLOG_NO_CACHE``).
+
+    Never inside dsh's store: a cache directory placed in the default root is not used,
+    so a read-only command writes nothing there.
+    """
+    run = current()
+    d = run.env.cache_dir
+    if run.no_cache or d is None:
+        return None
+    root = default_root(run.env.dsh_home, run.env.home)
+    if Path(d) == root or root in Path(d).parents:
+        return None
+    return str(d)
 
 
 def may_fork() -> bool:

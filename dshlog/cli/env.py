@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from ..output.screen import Screen
 
-__all__ = ["Colour", "Env", "colour_policy", "local_zone"]
+__all__ = ["Colour", "Env", "cache_directory", "colour_policy", "local_zone"]
 
 #: ``always`` (FORCE_COLOR), ``never`` (NO_COLOR, FORCE_COLOR=0), ``auto``: colour on a terminal only.
 Colour = Literal["auto", "always", "never"]
@@ -65,6 +65,19 @@ def local_zone(environ: Mapping[str, str], localtime: str = "/etc/localtime") ->
             continue
         return name
     return None
+
+
+def cache_directory(environ: Mapping[str, str], home: Path) -> Path | None:
+    """Where dshlog keeps its cache: ``$XDG_CACHE_HOME/dshlog`` (an absolute one), else ``~/.cache/dshlog``.
+
+    ``None`` when ``DSHLOG_NO_CACHE`` is set (to anything but ``0`` or nothing): the
+    commands then read every log as if no cache existed, and leave none behind.
+    """
+    if environ.get("DSHLOG_NO_CACHE", "").strip() not in ("", "0"):
+        return None
+    xdg = environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else home / ".cache"  # the XDG spec ignores a relative one
+    return base / "dshlog"
 
 
 def _isatty(stream: object) -> bool:
@@ -111,6 +124,8 @@ class Env:
     pager: str = "less"
     #: the environment handed to a child process (the pager)
     environ: Mapping[str, str] = field(default_factory=dict)
+    #: the directory of the cache of per-session results (``None``: no cache; ``--no-cache`` too)
+    cache_dir: Path | None = None
     #: the streams are this process's own descriptors (a closed stdout is then pointed at /dev/null)
     process: bool = False
 
@@ -146,6 +161,7 @@ class Env:
             prices=environ.get("DSHLOG_PRICES") or None,
             pager=environ.get("PAGER", "less"),
             environ=environ,
+            cache_dir=cache_directory(environ, Path.home()),
             process=True,
         )
 

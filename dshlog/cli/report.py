@@ -15,7 +15,7 @@ from ..ops.sessions import unique_prefixes
 from ..output.labels import IN_PART
 from ..output.usage import report_csv, report_notes, report_table
 from .app import command_app
-from .common import JSON_SHAPE, JobsOpt, JsonOpt, SchedulerOpt, batch_executor, current, emit_json, err, notes_outcome, out, screen, store_targets
+from .common import JSON_SHAPE, JobsOpt, JsonOpt, SchedulerOpt, batch_executor, cache_dir, current, emit_json, err, notes_outcome, out, screen, store_targets
 from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, say, selection
 
 app = command_app()
@@ -75,7 +75,8 @@ def report(
     table = load_prices(prices_path) if prices_path else None
     paths = store_targets(targets)
     with batch_executor(jobs, scheduler) as ex:
-        rep = usage_report(paths, keys, tz=tz, zone=zone, prices=table, selection=chosen, executor=ex)
+        rep = usage_report(paths, keys, tz=tz, zone=zone, prices=table, selection=chosen, executor=ex,
+                           cache=cache_dir())
     for note in rep.notes:
         say(note)
     for path, error in rep.errors:

@@ -21,6 +21,7 @@ from .common import (
     SchedulerOpt,
     SelectOpt,
     batch_executor,
+    cache_dir,
     current as run,
     emit_json,
     err,
@@ -54,7 +55,8 @@ def stats(
     targets = store_sessions([resolve(f) for f in files or current])  # a root or project directory: its sessions
     stdin = stdin_stream() if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
-        for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin, parallel=may_fork()):
+        for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin,
+                               parallel=may_fork(), cache=cache_dir()):
             if isinstance(one, Unreadable):  # named, and the batch goes on
                 err(f"dshlog: {one.error}")
                 run().note_outcome(one.exit_code)

@@ -15,18 +15,20 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import DshlogError, IOFailure, UsageError
+from ..errors import DshlogError, ExitCode, IOFailure, UsageError
 from ..executor import Executor, InProcess
 from ..model.usage import (
     PriceTable,
     SegmentedSummary,
     SessionUsage,
+    Usage,
     UsageReport,
     build_report,
 )
 from ..model.selection import Selection, matches_project
 from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import is_project_dir
+from ..read.cache import Kind, cached_map, open_cache, problem_of, problem_record
 from ..read.container import open_regular
 from ..read.session import open_session
 from ..read.store import Unreadable, in_walk_order
@@ -100,6 +102,37 @@ def session_usage(path: str, *, since: int | None = None, until: int | None = No
     return out
 
 
+def _usage_record(u: SessionUsage) -> dict[str, Any]:
+    """A session's usage as a plain form for the cache (spans as pairs: a span may be ``None``)."""
+    return {"path": u.path, "id": u.id, "cwd": u.cwd, "project": u.project, "parent": u.parent, "origin": u.origin,
+            "title": u.title, "spans": [[k, s.counts, s.tokens_by_model, s.counted] for k, s in u.spans.items()],
+            "stats": u.stats, "error": u.error, "exit_code": u.exit_code,
+            "notes": [problem_record(n) for n in u.notes], "suppressed": u.suppressed}
+
+
+def _usage_of(rec: dict[str, Any]) -> SessionUsage:
+    """:func:`_usage_record` back; raises on anything it did not write."""
+    spans = {k: Usage(counts, tokens, counted) for k, counts, tokens, counted in rec["spans"]}
+    return SessionUsage(path=rec["path"], id=rec["id"], cwd=rec["cwd"], project=rec["project"], parent=rec["parent"],
+                        origin=rec["origin"], title=rec["title"], spans=spans, stats=rec["stats"], error=rec["error"],
+                        exit_code=int(rec["exit_code"]), notes=[problem_of(n) for n in rec["notes"]],
+                        suppressed=rec["suppressed"])
+
+
+#: ``report``'s per-session results in the cache (bump ``version`` when :class:`SessionUsage` changes).
+USAGE = Kind("usage", 1, _usage_record, _usage_of)
+
+
+def _lasting(u: SessionUsage) -> bool:
+    """Whether a session's usage is a fact of its file (an I/O failure is not: it is asked again)."""
+    return u.exit_code != ExitCode.IO
+
+
+def _usages(paths: list[str], ex: Executor, since: int | None, until: int | None, cache: str | None) -> Iterator[SessionUsage]:
+    task = partial(session_usage, since=since, until=until)
+    return cached_map(open_cache(cache), USAGE, task, paths, ex, options=f"{since},{until}", keep=_lasting)
+
+
 def _keeper(selection: Selection) -> Any:
     """``--project TEXT`` and ``--cwd PATH`` as a filter of roots (a subagent follows its root)."""
 
@@ -112,7 +145,8 @@ def _keeper(selection: Selection) -> Any:
 def usage_report(targets: Iterable[str], by: list[str], *, tz: tzinfo | None, zone: str,
                  since: int | None = None, until: int | None = None, prices: PriceTable | None = None,
                  project: str | None = None, cwd: str | None = None,
-                 executor: Executor | None = None, selection: Selection | None = None) -> UsageReport:
+                 executor: Executor | None = None, selection: Selection | None = None,
+                 cache: str | None = None) -> UsageReport:
     """The report over every session below ``targets`` (see :mod:`dshlog.model.usage`).
 
     ``selection`` (the command line's filters, :mod:`dshlog.model.selection`) stands for
@@ -122,8 +156,7 @@ def usage_report(targets: Iterable[str], by: list[str], *, tz: tzinfo | None, zo
     sel = selection if selection is not None else Selection(since=since, until=until, project=project, cwd=cwd)
     found = store_sessions(targets)
     ex = executor if executor is not None else InProcess()
-    task = partial(session_usage, since=sel.since, until=sel.until)
-    usages = list(in_walk_order(found, lambda paths: ex.map(task, paths), _unreadable_usage))  # the report holds them all anyway; --cwd is pinned to their directories
+    usages = list(in_walk_order(found, lambda paths: _usages(paths, ex, sel.since, sel.until, cache), _unreadable_usage))  # the report holds them all anyway; --cwd is pinned to their directories
     pinned = sel.pin((u.cwd for u in usages), (u.project for u in usages))
     rep = build_report(usages, by, tz=tz, zone=zone, prices=prices,
                        keep=_keeper(pinned.selection), since=sel.since, until=sel.until)
@@ -133,7 +166,7 @@ def usage_report(targets: Iterable[str], by: list[str], *, tz: tzinfo | None, zo
 
 
 def session_usages(paths: list[str], *, since: int | None = None, until: int | None = None,
-                   executor: Executor | None = None) -> Iterator[SessionUsage]:
+                   executor: Executor | None = None, cache: str | None = None) -> Iterator[SessionUsage]:
     """Each session's usage in input order (for callers that merge on their own)."""
     ex = executor if executor is not None else InProcess()
-    yield from ex.map(partial(session_usage, since=since, until=until), paths)
+    yield from _usages(paths, ex, since, until, cache)

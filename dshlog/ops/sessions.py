@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self
+from typing import IO, Any, Self
 
 from ..check.problems import Problems
 from ..errors import DshlogError, UsageError
@@ -18,6 +18,7 @@ from ..model.selection import Selection, smart_case
 from ..protocol.jsjson import loads_or_none
 from ..protocol.layout import decode_segment
 from ..protocol.vocabulary import ROLE_OF_TYPE
+from ..read.cache import Kind, cached_map, open_cache
 from ..read.container import Container, Position
 from ..read.session import SessionLog, open_session
 from ..read.store import SessionEntry, Unreadable, list_sessions, project_key, raw_lines, sort_entries, walk_sessions
@@ -138,6 +139,40 @@ def select_entries(entries: list[SessionEntry], selection: Selection) -> tuple[l
     return kept, pinned.note
 
 
+def scan_record(path: str) -> list[Any]:
+    """What ``ls``'s scan of one generation finds (:meth:`SessionEntry.scan`), as a plain form for the cache."""
+    p = Path(path)
+    e = SessionEntry(dir=p.parent, project=p.parent.parent.name, path=p).scan()
+    return [e.title, e.prompt, e.turns, e.events, e.last_time, e.error]
+
+
+def _scan_of(rec: list[Any]) -> list[Any]:
+    """:func:`scan_record` back from the cache; raises on anything it did not write."""
+    title, prompt, turns, events, last_time, error = rec
+    if not all(v is None or isinstance(v, str) for v in (title, prompt, error)) or type(turns) is not int \
+            or type(events) is not int or not (last_time is None or type(last_time) is int):
+        raise TypeError("not a scan")
+    return [title, prompt, turns, events, last_time, error]
+
+
+#: ``ls``'s per-session scans in the cache (bump ``version`` when the scan's fields change).
+SCAN = Kind("scan", 1, lambda rec: rec, _scan_of)
+
+
+def cached_scanner(cache: str | None) -> Any:
+    """A ``scanner`` for :func:`list_sessions` that serves each entry's scan from the cache in ``cache`` (a directory)."""
+
+    def scanner(entries: list[SessionEntry]) -> None:
+        todo = [e for e in entries if e.path is not None and not e.scanned]
+        for e, rec in zip(todo, cached_map(open_cache(cache), SCAN, scan_record, [str(e.path) for e in todo], InProcess())):
+            e.scanned = True
+            e.title, e.prompt, e.turns, e.events, e.last_time, error = rec
+            if error is not None:
+                e.error = error
+
+    return scanner
+
+
 class Listing(list[SessionEntry]):
     """``ls``'s entries, and what a person is told about its selection (``--cwd`` matched nothing)."""
 
@@ -146,20 +181,22 @@ class Listing(list[SessionEntry]):
 
 def list_store(root: Path, *, selection: Selection | None = None, grep: str | None = None,
                sort: str = "time", reverse: bool = False, executor: Executor | None = None,
-               parallel: bool = False) -> Listing:
+               parallel: bool = False, cache: str | None = None) -> Listing:
     """``ls``: the sessions of ``root`` that ``selection`` keeps, mentioning ``grep``; sorted by ``sort``.
 
     ``grep`` reads every listed session: one task per session of ``executor`` (in-process by
     default); ``parallel``: a read in this process may fork helpers to decode large zstd bodies
-    (workers of a pool read in their own process: they are the parallelism).
+    (workers of a pool read in their own process: they are the parallelism).  ``cache``: the
+    directory of the verified cache of per-session results (:mod:`dshlog.read.cache`), or none.
     """
     sel = selection if selection is not None else Selection()
     sort_entries([], sort)  # an unknown key is a usage error before the store is read
     entries: list[SessionEntry] = []
+    scanner = cached_scanner(cache) if cache is not None else None
     if sel.cwd is not None:  # the project directory of a path, read alone when it is there
-        entries = list_sessions(root, project=project_key(sel.cwd))
+        entries = list_sessions(root, project=project_key(sel.cwd), scanner=scanner)
     if not entries:
-        entries = list_sessions(root)
+        entries = list_sessions(root, scanner=scanner)
     # a session the walk could not read stays listed whatever the filters: it is named, and sets the exit code
     unread = [e for e in entries if e.exit_code]
     entries, note = select_entries([e for e in entries if not e.exit_code], sel)

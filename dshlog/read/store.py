@@ -437,9 +437,12 @@ def in_walk_order(found: Sequence[str | Unreadable], run: Callable[[list[str]], 
         yield failed(f) if isinstance(f, Unreadable) else next(results)
 
 
-def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = True) -> list[SessionEntry]:
+def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = True,
+                  scanner: Callable[[list[SessionEntry]], object] | None = None) -> list[SessionEntry]:
     """Every session of a root (or of one project directory), with parent/child links filled in.
 
+    ``scanner`` scans the entries instead of :meth:`SessionEntry.scan` one by one (a caller
+    that serves scans it already made: ``ls`` with its cache); the links are made after it.
     A session the walk cannot read is listed with its ``error`` and ``exit_code``.
     """
     root = Path(root)
@@ -451,7 +454,9 @@ def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = 
     else:
         found = list(_walk_tree(root, projects_only=True))
     entries = [_entry(f, header=True) for f in found]
-    if scan:
+    if scan and scanner is not None:
+        scanner(entries)
+    elif scan:
         for e in entries:
             e.scan()
     by_id: dict[str, list[SessionEntry]] = {}

@@ -1,0 +1,334 @@
+"""A verified cache of what was derived from a log; the log stays the one source of truth.
+
+Store-wide commands (``report``, ``stats`` of many sessions, ``ls``) read every session
+again on each run, though dsh's logs change rarely once a session is over.  This module
+keeps each session's summary in a SQLite database in the user's cache directory (the
+caller passes it; it is never inside dsh's store) and serves it again only for the very
+same file:
+
+* an entry is keyed by what was asked (its ``kind``, the path as given and the options
+  that change the answer) and holds the file's revision identity as dsh judges a file
+  unchanged (device, inode, size, nanosecond mtime and ctime) plus a digest of its first
+  and last bytes; anything else is a miss, so an appended, touched or replaced file is
+  read again;
+* each row carries a digest of its own key, stamp and value: a row damaged on disk does
+  not decode into a wrong answer, it misses; a file that is not our database (garbage, a
+  truncated or foreign file, another schema) is removed and made again;
+* values are msgpack of a plain form the caller gives (self-describing), tagged with the
+  kind's own version and dshlog's version, so a change of a result type or of a rule
+  never serves an answer an older build derived;
+* SQLite's write-ahead log and a busy timeout let two processes fill it at once; a cache
+  that cannot be created, read or written is silently not used.
+
+The batch helper :func:`cached_map` looks up every item in the caller's process and sends
+only the misses to the executor, so a warm run starts no worker at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+import msgspec
+
+from .._version import __version__
+from ..check.problems import Problem, Severity
+from ..errors import Location
+from ..executor import Executor
+from .container import LINE_LIMIT
+
+__all__ = ["CACHE_FILE", "Kind", "ResultCache", "Stamp", "cached_map", "close_caches", "open_cache", "problem_of", "problem_record", "stamp_of"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: The database's name inside the cache directory.
+CACHE_FILE = "summaries.sqlite3"
+#: The layout of the database; another number is another file's layout: it is made again.
+SCHEMA = 1
+#: ``PRAGMA application_id`` of our database (``dshl``): a foreign SQLite file is not ours.
+APPLICATION_ID = 0x6473686C
+#: Bytes of the file's start and end that take part in its stamp.
+HEAD_BYTES = 4096
+TAIL_BYTES = 16384
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What proves a file is the one an entry was derived from."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    digest: bytes
+
+    def row(self) -> tuple[int, int, int, int, int, bytes]:
+        return (self.dev, self.ino, self.size, self.mtime_ns, self.ctime_ns, self.digest)
+
+
+def stamp_of(path: str) -> Stamp | None:
+    """The stamp of a regular file, or ``None`` (not a regular file, gone, unreadable: never cached).
+
+    The file is opened without blocking and checked with ``fstat``, so a FIFO or a
+    device is neither waited on nor read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        h = hashlib.blake2b(digest_size=16)
+        h.update(os.pread(fd, HEAD_BYTES, 0))
+        if st.st_size > HEAD_BYTES:
+            start = max(HEAD_BYTES, st.st_size - TAIL_BYTES)
+            h.update(os.pread(fd, st.st_size - start, start))
+        return Stamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, h.digest())
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """One kind of cached result: its name, its version and its plain form both ways.
+
+    ``version`` is bumped on any change of the result type or of how it is encoded,
+    so entries an older build wrote miss.  ``decode`` may raise anything on a value it
+    does not recognise: the entry is then a miss.
+    """
+
+    name: str
+    version: int
+    encode: Callable[[Any], Any]
+    decode: Callable[[Any], Any]
+
+    def tag(self) -> str:
+        """The kind with every version its answers depend on (the reader's line limit too)."""
+        return f"{self.name}/{self.version}/{__version__}/{LINE_LIMIT.max_bytes}"
+
+
+def _check(key: str, stamp: Stamp, value: bytes) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(key.encode("utf-8", "surrogatepass"))
+    h.update(msgspec.msgpack.encode(list(stamp.row())))
+    h.update(value)
+    return h.digest()
+
+
+class ResultCache:
+    """The database of one cache directory, opened once per process (see :func:`open_cache`)."""
+
+    def __init__(self, sqlite3: ModuleType, directory: Path) -> None:
+        self._sqlite3 = sqlite3
+        self.path = directory / CACHE_FILE
+        self._db: Any = None
+        self._pending: list[tuple[Any, ...]] = []
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            self._db = self._connect()
+        except sqlite3.DatabaseError:  # not our database: made again
+            self._discard()
+            self._db = self._connect()
+
+    def _connect(self) -> Any:
+        sqlite3 = self._sqlite3
+        db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA busy_timeout = 5000")
+            app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if (app_id, version) != (APPLICATION_ID, SCHEMA) or (tables and "entries" not in tables):
+                if tables or app_id or version:  # a foreign file or another layout
+                    db.close()
+                    raise sqlite3.DatabaseError("not dshlog's cache")
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("CREATE TABLE IF NOT EXISTS entries (kind TEXT NOT NULL, key TEXT NOT NULL, "
+                           "dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, "
+                           "digest BLOB, value BLOB, checksum BLOB, PRIMARY KEY (kind, key))")
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                db.execute(f"PRAGMA user_version = {SCHEMA}")
+                db.execute("COMMIT")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("SELECT count(*) FROM entries WHERE 0").fetchone()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _discard(self) -> None:
+        """Remove a database that is not ours (or is damaged) with its journals."""
+        if self._db is not None:
+            try:
+                self._db.close()
+            except self._sqlite3.Error:
+                pass
+            self._db = None
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                pass
+
+    def _repair(self) -> None:
+        """After a damaged page was met: the file is made again (what it held is only a cache)."""
+        try:
+            self._discard()
+            self._db = self._connect()
+        except (OSError, self._sqlite3.Error):
+            self._db = None
+
+    def close(self) -> None:
+        """Write what is pending and close the database."""
+        self.flush()
+        if self._db is not None:
+            try:
+                self._db.close()
+            except self._sqlite3.Error:
+                pass
+            self._db = None
+
+    def get(self, kind: Kind, key: str, stamp: Stamp) -> Any:
+        """The value stored for ``key`` under exactly ``stamp``, decoded; ``None`` on a miss."""
+        if self._db is None:
+            return None
+        try:
+            row = self._db.execute("SELECT dev, ino, size, mtime_ns, ctime_ns, digest, value, checksum FROM entries "
+                                   "WHERE kind = ? AND key = ?", (kind.tag(), key)).fetchone()
+        except self._sqlite3.DatabaseError:
+            self._repair()
+            return None
+        except self._sqlite3.Error:
+            return None
+        if row is None or tuple(row[:6]) != stamp.row():
+            return None
+        value = row[6]
+        if not isinstance(value, bytes) or row[7] != _check(f"{kind.tag()}\0{key}", stamp, value):
+            return None
+        try:
+            return kind.decode(msgspec.msgpack.decode(value))
+        except Exception:  # noqa: BLE001 - a row that does not decode is a miss, whatever it holds
+            return None
+
+    def put(self, kind: Kind, key: str, stamp: Stamp, result: Any) -> None:
+        """Keep ``result`` for ``key`` at ``stamp`` (written by :meth:`flush`); a value that cannot be encoded is not kept."""
+        if self._db is None:
+            return
+        try:
+            value = msgspec.msgpack.encode(kind.encode(result))
+        except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+            return
+        tag = kind.tag()
+        self._pending.append((tag, key, *stamp.row(), value, _check(f"{tag}\0{key}", stamp, value)))
+        if len(self._pending) >= 256:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what :meth:`put` kept, in one transaction; a failure leaves the cache as it was."""
+        rows, self._pending = self._pending, []
+        if self._db is None or not rows:
+            return
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        except self._sqlite3.DatabaseError:
+            self._repair()
+        except self._sqlite3.Error:
+            pass
+
+
+_OPEN: dict[tuple[int, str], ResultCache | None] = {}
+
+
+def open_cache(directory: str | os.PathLike[str] | None) -> ResultCache | None:
+    """The cache in ``directory`` (``None``: no cache), opened once per process; ``None`` when it cannot be used.
+
+    SQLite is imported here, only when a cache is used: commands that use none start
+    without it.
+    """
+    if directory is None:
+        return None
+    key = (os.getpid(), os.fspath(directory))  # a forked child opens its own connection
+    if key not in _OPEN:
+        import sqlite3  # start-up: loaded only when a cache is used
+
+        try:
+            _OPEN[key] = ResultCache(sqlite3, Path(directory))
+        except (OSError, sqlite3.Error):
+            _OPEN[key] = None
+    return _OPEN[key]
+
+
+def close_caches() -> None:
+    """Close every cache this process opened; the next :func:`open_cache` opens (and checks) its file again."""
+    for cache in _OPEN.values():
+        if cache is not None:
+            cache.close()
+    _OPEN.clear()
+
+
+def cached_map(cache: ResultCache | None, kind: Kind, fn: Callable[[str], R], items: list[str],
+               executor: Executor, *, options: str = "",
+               keep: Callable[[R], bool] = lambda _r: True) -> Iterator[R]:
+    """``executor.map(fn, items)`` in input order, the results the cache holds served from it.
+
+    Each item is a path; ``options`` is every other argument of ``fn`` that changes its
+    answer.  Lookups run in this process; only the misses go to the executor, and a
+    result is kept only when the file's stamp is the same after ``fn`` as before it
+    (a file changed meanwhile is read again next time) and ``keep`` says it may be (an
+    I/O failure is not a fact about the log).  An error ``fn`` raises is raised at its
+    item's turn, as ``executor.map`` does.
+    """
+    if cache is None:
+        yield from executor.map(fn, items)
+        return
+    stamps = [stamp_of(item) for item in items]
+    hits: list[Any] = [cache.get(kind, f"{item}\0{options}", s) if s is not None else None
+                       for item, s in zip(items, stamps)]
+    misses = iter(executor.map(fn, [item for item, hit in zip(items, hits) if hit is None]))
+    try:
+        for item, s, hit in zip(items, stamps, hits):
+            if hit is not None:
+                yield hit
+                continue
+            result = next(misses)
+            if s is not None and keep(result) and stamp_of(item) == s:
+                cache.put(kind, f"{item}\0{options}", s, result)
+            yield result
+    finally:
+        cache.flush()
+
+
+# ----------------------------------------------------------------------------- plain forms shared by the kinds
+
+
+def problem_record(p: Problem) -> list[Any]:
+    """A reader's note as a plain list (its ``value`` is never kept: it takes no part in a result)."""
+    loc = None if p.loc is None else [p.loc.line, p.loc.offset, p.loc.frame, p.loc.index]
+    return [p.code, p.message, str(p.severity), p.seq, loc, p.path]
+
+
+def problem_of(rec: list[Any]) -> Problem:
+    """:func:`problem_record` back; raises on anything it did not write."""
+    code, message, severity, seq, loc, path = rec
+    if not isinstance(code, str) or not isinstance(message, str):
+        raise TypeError("a note's code and message are text")
+    return Problem(code, message, Severity(severity), seq, None if loc is None else Location(*loc), path)
