@@ -261,9 +261,9 @@ def test_a_reserved_frame_bit_is_corruption_for_reading_and_for_following(tmp_pa
     path.parent.mkdir()
     path.write_bytes(b"".join(frames[:2]) + bytes(bad) + b"".join(frames[3:]))
     code, _out, err = run_cli(capsysbinary, "events", str(path))
-    assert code == 4 and b"reserved frame header bits" in err
+    assert code == 4 and b"reserved frame-header bit" in err
     proc = subprocess.run([sys.executable, "-m", "dshlog", "tail", "-f", str(path)], capture_output=True, timeout=30)
-    assert proc.returncode == 4 and b"reserved frame header bits" in proc.stderr
+    assert proc.returncode == 4 and b"reserved frame-header bit" in proc.stderr
 
 
 def test_a_non_canonical_directory_name_is_no_session_id_for_listing_nor_for_locking(tmp_path: Path, capsysbinary: Any) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path, PurePath
 from typing import Final, NamedTuple
 
 from ..errors import UnsupportedVersion, UsageError
+from .texts import session_not_found
 from .values import MAX_SAFE_INTEGER
 
 __all__ = [
@@ -108,7 +109,11 @@ def choose_generation(names: Iterable[str], *, where: str = "") -> str:
         )
     found = plain or packed
     if not found:
-        raise UsageError("no session generation (session[.vN].jsonl[.zstd]) in this directory", path=where or None)
+        try:
+            missing = session_not_found(decode_segment(PurePath(where).name)) + ": " if where else ""
+        except UsageError:
+            missing = ""  # not a directory dsh would look a session up in
+        raise UsageError(f"{missing}no session generation (session[.vN].jsonl[.zstd]) in this directory", path=where or None)
     return max(found)[1]
 
 

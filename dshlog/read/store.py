@@ -34,6 +34,7 @@ from ..protocol.layout import (
     project_key,
     session_dir,
 )
+from ..protocol.texts import session_not_found
 from ..protocol.zstd import ZSTD_MAGIC
 from .container import SourceInfo, iter_lines, iter_zstd_lines, select_generation
 
@@ -359,7 +360,8 @@ def _by_id(arg: str, root: Path) -> Resolved:
                 prefix.append((sid, sdir))
     found = exact or prefix
     if not found:
-        raise UsageError(f"no such file, and no session id or id prefix {arg!r} under {root}")
+        # dsh's words for an id it cannot open; what dshlog looked for around them
+        raise UsageError(f"{session_not_found(arg)}: no such file, and no session id or id prefix {arg!r} under {root}")
     if len(found) > 1:
         cands = ", ".join(f"{sid} ({d.parent.name})" for sid, d in found[:10]) + (f", ... {len(found) - 10} more" if len(found) > 10 else "")
         what = "session id" if exact else "id prefix"
