@@ -332,3 +332,50 @@ def test_a_session_id_not_in_the_store_is_dsh_not_found(tmp_path: Path) -> None:
     empty.mkdir()
     code, out, err = run_env("events", str(empty))
     assert code == ExitCode.USAGE and 'session "gone-0001" not found' in err.decode(), err
+
+
+# ----------------------------------------------------------------------------- the root dsh opens a session in
+
+
+def test_a_root_dsh_refuses_is_named_for_each_of_its_sessions(tmp_path: Path) -> None:
+    """dsh refuses every session of a root holding a flat ``<project>/<name>.jsonl[.zstd]`` file, or a generation
+    of the other encoding; the dsh views and ``validate`` refuse in dsh's words, ``ls`` names each session."""
+    body = LOOP.read_bytes()
+    flat = _store(tmp_path, body)
+    (flat / "--home-ann-demo--" / "loop-0001.jsonl").write_bytes(body)
+    mixed = _store(tmp_path, body)
+    other = mixed / "--home-ann-demo--" / "other-session"
+    other.mkdir()
+    own = body.replace(b'"id":"loop-0001"', b'"id":"other-session"', 1)
+    (other / "session.v4.jsonl.zstd").write_bytes(b"".join(frame(line) for line in own.splitlines(keepends=True)))
+    cases = {
+        flat: f'session artifact "{flat}/--home-ann-demo--/loop-0001.jsonl" uses the unsupported flat-file layout; '
+              "use a separate root or move it into a project/session directory before loading",
+        mixed: f'session artifact "{other}/session.v4.jsonl.zstd" uses .jsonl.zstd, but this backend is configured for '
+               'compression "none"; use a separate root or select the matching compression mode',
+    }
+    for root, sentence in cases.items():
+        path = root / "--home-ann-demo--" / "loop-0001" / "session.v4.jsonl"
+        for argv in (["events", str(path), "--v4", "--json"], ["validate", str(path)], ["validate", str(path.parent)]):
+            code, _, err = run_env(*argv)
+            assert code == ExitCode.CORRUPT, (argv, err)
+        code, out, _ = run_env("validate", str(path))
+        assert sentence in out.decode(), out
+        code, out, err = run_env("ls", str(root), "--json")
+        errors = {json.loads(line)["id"]: json.loads(line)["error"] for line in out.splitlines()}
+        assert errors["loop-0001"] == sentence, errors
+    # the zstd session of the mixed root is refused naming the plain one
+    code, out, _ = run_env("validate", str(other / "session.v4.jsonl.zstd"))
+    assert code == ExitCode.CORRUPT and f'session artifact "{mixed}/--home-ann-demo--/loop-0001/session.v4.jsonl" uses .jsonl, but' in out.decode()
+
+
+@requires_cases
+@pytest.mark.parametrize("name", ["3a", "3b"])
+def test_validate_and_ls_name_an_identity_refusal(name: str, tmp_path: Path) -> None:
+    """``validate`` (which lists rows leniently) adds dsh's identity refusal; ``ls`` names it in dsh's words."""
+    root, expected = _case(name)
+    sentence = _dsh_sentence(expected["error"]["message"], root)
+    code, out, _ = run_env("validate", str(_generation(root)))
+    assert code == ExitCode.CORRUPT and sentence in out.decode(), out
+    code, out, _ = run_env("ls", str(root), "--json")
+    assert [json.loads(line)["error"] for line in out.splitlines()] == [sentence]

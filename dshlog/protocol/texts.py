@@ -33,6 +33,10 @@ __all__ = [
     "reserved_block_type",
     "reserved_frame_header_bit",
     "session_not_found",
+    "encoding_mismatch",
+    "flat_file_layout",
+    "identity_mismatch",
+    "requested_id_mismatch",
     "ZSTD_CORRUPT",
     "newer_version",
     "older_version",
@@ -188,6 +192,36 @@ def frame_failed_validation(byte: int) -> str:
 def session_not_found(session_id: str) -> str:
     """dsh's ``SessionPersistenceNotFoundError``: no generation of that id in the root."""
     return f'session "{session_id}" not found'
+
+
+def requested_id_mismatch(path: object, requested: str, header_id: str) -> str:
+    """dsh's bound storage identity: the session directory (the id it was opened by) names another id."""
+    return f'corrupt session log "{path}": requested id "{requested}" does not match header id "{header_id}"'
+
+
+def identity_mismatch(path: object, header_id: str, expected: object) -> str:
+    """dsh's bound storage identity: the header's id and cwd derive another path than the file's."""
+    return f'corrupt session log "{path}": header id "{header_id}" and cwd identify "{expected}"'
+
+
+def flat_file_layout(path: object) -> str:
+    """dsh's refusal of a root holding a flat ``<project>/<name>.jsonl[.zstd]`` file (an older layout)."""
+    return (
+        f'session artifact "{path}" uses the unsupported flat-file layout; '
+        "use a separate root or move it into a project/session directory before loading"
+    )
+
+
+def encoding_mismatch(path: object, compressed: bool) -> str:
+    """dsh's refusal of a root where ``path`` uses the other encoding than the one it is configured for.
+
+    ``compressed``: the encoding of ``path`` (dsh is configured for the other one).
+    """
+    suffix, configured = (".jsonl.zstd", "none") if compressed else (".jsonl", "zstd")
+    return (
+        f'session artifact "{path}" uses {suffix}, but this backend is configured for compression "{configured}"; '
+        "use a separate root or select the matching compression mode"
+    )
 
 
 #: dsh's refusal of a current zstd generation whose complete frames do not end on

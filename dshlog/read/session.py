@@ -33,9 +33,10 @@ from ..check.surface import NodeNote, SurfaceFold
 from ..check.validate import Validator
 from . import lazy
 from .lazy import LazyRecord, RowGate
+from .place import place_refusal
 from .rows import RowDecoder
 from ..protocol.jsjson import JsonError, dumps, iter_array, js_string, loads, top_level_keys
-from ..protocol.layout import identity_refusal, parse_generation, persistence_root
+from ..protocol.layout import parse_generation, persistence_root
 from ..protocol.texts import EMPTY_LOG, EMPTY_ZSTD_LOG, FORMAT_VERSION_REFUSAL, TORN_RECORD_IN_FRAME, invalid_frame_magic, newer_version, older_version, transformed_artifact_refusal, unparsable_row
 from ..protocol.values import is_count, is_placeholder, is_safe_integer, placeholder_bytes_search, safe_int
 from ..protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES, SUMMARY_DATA_TYPES
@@ -410,7 +411,7 @@ class SessionLog:
             v = decision.stored_version
             assert v is not None
             self._check_name(v)
-            refusal = identity_refusal(self.path, h.get("id"), h.get("cwd"))
+            refusal = place_refusal(self.path, h.get("id"), h.get("cwd"), compressed=self.info.container == Container.ZSTD)
             if refusal is not None:
                 raise CorruptLog(refusal, path=self.path, loc=self.header_loc)
             return v

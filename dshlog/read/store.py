@@ -29,14 +29,17 @@ from ..protocol.layout import (
     NO_CWD,
     decode_segment,
     encode_segment,
+    identity_refusal,
     is_project_dir,
     parse_generation,
     project_key,
+    root_refusal,
     session_dir,
 )
 from ..protocol.texts import session_not_found
 from ..protocol.zstd import ZSTD_MAGIC
 from .container import SourceInfo, iter_lines, iter_zstd_lines, select_generation
+from .place import root_look
 
 # ----------------------------------------------------------------------------- naming
 
@@ -243,7 +246,7 @@ def _entry(project_dir: Path, session_path: Path, *, header: bool) -> SessionEnt
             hid = (e.header or {}).get("id")
             if isinstance(hid, str) and hid:
                 e.id = hid
-                e.error = _identity_problem(e, hid)
+                e.error = identity_refusal(e.path, hid, (e.header or {}).get("cwd"))
             elif e.header is None:
                 e.error = "unreadable session header"
     except DshlogError as exc:
@@ -251,18 +254,6 @@ def _entry(project_dir: Path, session_path: Path, *, header: bool) -> SessionEnt
     except OSError as exc:
         e.error = exc.strerror or str(exc)
     return e
-
-
-def _identity_problem(e: SessionEntry, hid: str) -> str | None:
-    """dsh's identity rule (FORMAT.md 1.1): a generation must sit where its header says."""
-    cwd = (e.header or {}).get("cwd")
-    try:
-        expected = Path(e.dir.parent.parent) / project_key(cwd if isinstance(cwd, str) else None) / encode_segment(hid)
-    except UsageError as exc:
-        return exc.message
-    if expected != e.dir:
-        return f'header id "{hid}" and cwd identify "{expected}"'
-    return None
 
 
 def _has_generation(d: Path) -> bool:
@@ -298,6 +289,10 @@ def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = 
     if not root.is_dir():
         raise IOFailure("no such session root (set DSH_HOME or pass ROOT)", path=str(root))
     entries = [_entry(p, s, header=True) for p, s in _session_dirs(root, project)]
+    look = root_look(root)  # once for the root: dsh refuses every session of a root it refuses
+    for e in entries:
+        if e.error is None and e.path is not None:
+            e.error = root_refusal(look, e.path.name.endswith(layout.ZSTD_SUFFIX))
     if scan:
         for e in entries:
             e.scan()
