@@ -125,7 +125,7 @@ def test_damage_after_the_last_turn_end_is_dropped_as_dsh_drops_it(tmp_path: Pat
 def test_damage_committed_by_a_later_turn_end_is_refused_with_dsh_text(tmp_path: Path) -> None:
     end = ev(42, "turn/end", {"turn": 5, "reason": {"kind": "completed"}})
     p = _loop_with(tmp_path, tail=[[], end])
-    with open_session(p) as log, pytest.raises(CorruptLog, match=r"^released v2 row 41 must be an object$"):
+    with open_session(p) as log, pytest.raises(CorruptLog, match=r"^corrupt session log: invalid committed event at line 42: released v2 row 41 must be an object$"):
         list(log.v4())
     v0 = _write(tmp_path, TEXT_TURN.read_bytes() + jsonl([], ev(43, "turn/end", {"turn": 2, "reason": {"kind": "completed"}})), "session.jsonl")
     with open_session(v0) as log, pytest.raises(CorruptLog, match=r"^released Session row 24 must be a JSON object$"):

@@ -198,14 +198,13 @@ def test_minus_zero_is_refused_where_dsh_refuses_it(tmp_path: Path, field: str) 
 
 def test_migrate_recursive_follows_symlinked_session_directories(tmp_path: Path) -> None:
     """A linked session directory was skipped silently ("0 migrated"); now it is migrated, once, and a cycle ends."""
-    import shutil
-
     src = FIXTURES / "v0" / "text-turn" / "session.jsonl"
-    root = tmp_path / "root" / "--p--"
+    root = tmp_path / "root" / "--home-ann-demo--"  # the fixture's cwd: each copy sits where dsh looks for its id
     (root / "real").mkdir(parents=True)
-    shutil.copy(src, root / "real" / "session.jsonl")
+    sid = b"5f0c2d1e-8a43-4b7e-9d61-2c9a7e3b1f00"
+    (root / "real" / "session.jsonl").write_bytes(src.read_bytes().replace(sid, b"real", 1))
     (tmp_path / "elsewhere" / "linked").mkdir(parents=True)
-    shutil.copy(src, tmp_path / "elsewhere" / "linked" / "session.jsonl")
+    (tmp_path / "elsewhere" / "linked" / "session.jsonl").write_bytes(src.read_bytes().replace(sid, b"linked", 1))
     os.symlink("../../elsewhere/linked", root / "linked")
     os.symlink("..", root / "real" / "loop")  # a cycle back to the project directory
     code, out, err = FUZZ.run_command(["migrate", "--check", "--recursive", "--no-children", str(tmp_path / "root")])

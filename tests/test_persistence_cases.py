@@ -246,3 +246,136 @@ def test_every_identity_mismatch(tmp_path: Path) -> None:
     other.mkdir(parents=True)
     (other / "session.v4.jsonl").write_bytes(body)
     assert run_env("events", str(other / "session.v4.jsonl"), "--v4", "--json")[0] == ExitCode.OK
+
+
+# ----------------------------------------------------------------------------- dsh's words (REPORT.md, "Same verdict, different words")
+
+
+def _block_header_at(f: bytes) -> int:
+    """Offset of a frame's first block header (after magic, descriptor, window, dictionary id, content size)."""
+    desc = f[4]
+    single = (desc >> 5) & 1
+    fcs_flag = desc >> 6
+    fcs_len = single if fcs_flag == 0 else (1, 2, 4, 8)[fcs_flag]
+    return 5 + (0 if single else 1) + (0, 1, 2, 4)[desc & 3] + fcs_len
+
+
+def _refused(path: Path, sentence: str) -> None:
+    """Every view refuses ``path`` (exit 4) with dsh's sentence in its message."""
+    for argv in (["events", str(path), "--v4", "--json"], ["info", str(path)], ["repair", str(path), "--json"]):
+        code, _, err = run_env(*argv)
+        assert code == ExitCode.CORRUPT and sentence in err.decode(), (argv, sentence, err)
+
+
+def test_zstd_frame_refusals_are_dsh_scanner_and_decoder_texts(tmp_path: Path) -> None:
+    """A damaged frame of every kind, in every frame of a small zstd log: dsh's frame scanner's and decoder's texts,
+    with the byte dsh names (the descriptor, the block header, the frame's start)."""
+    lines = LOOP.read_bytes().splitlines(keepends=True)[:12]
+    frames = [frame(line) for line in lines]
+    assert all(f[4] & 0x04 for f in frames)  # content checksums, as dsh writes them
+    for k in range(len(frames)):
+        start = sum(len(f) for f in frames[:k])
+        kinds: dict[str, tuple[int, int]] = {
+            f"reserved frame-header bit at byte {start + 4}": (4, 0x10),
+            f"reserved block type at byte {start + _block_header_at(frames[k])}": (_block_header_at(frames[k]), 0x06),
+            f"frame at byte {start} failed validation": (len(frames[k]) - 1, 0x01),  # its checksum
+        }
+        if k:
+            kinds[f"invalid frame magic at byte {start}"] = (0, 0x01)
+        for sentence, (at, bits) in kinds.items():
+            bad = bytearray(frames[k])
+            bad[at] |= bits if bits != 0x01 else 0
+            bad[at] ^= bits if bits == 0x01 else 0
+            body = b"".join(frames[:k]) + bytes(bad) + b"".join(frames[k + 1:])
+            _refused(_generation(_store(tmp_path, body, "session.v4.jsonl.zstd")), "corrupt Zstandard session log: " + sentence)
+
+
+def test_a_damaged_first_magic_and_an_empty_zstd_log_are_dsh_texts(tmp_path: Path) -> None:
+    """dsh reads a ``.zstd`` generation as frames: a damaged first magic is ``invalid frame magic at byte 0``
+    (not a header that is not UTF-8), an empty one ``empty or header-less Zstandard session log``."""
+    frames = [frame(line) for line in LOOP.read_bytes().splitlines(keepends=True)]
+    for at in range(4):
+        bad = bytearray(frames[0])
+        bad[at] ^= 0x01
+        path = _generation(_store(tmp_path, bytes(bad) + b"".join(frames[1:]), "session.v4.jsonl.zstd"))
+        _refused(path, "corrupt Zstandard session log: invalid frame magic at byte 0")
+    for body in (b"", frames[0][:3]):
+        path = _generation(_store(tmp_path, body, "session.v4.jsonl.zstd"))
+        code, _, err = run_env("events", str(path), "--v4", "--json")
+        assert code == ExitCode.CORRUPT and "empty or header-less Zstandard session log" in err.decode(), err
+    code, _, err = run_env("events", str(_generation(_store(tmp_path, b""))), "--v4", "--json")
+    assert code == ExitCode.CORRUPT and "empty or header-less session log" in err.decode() and "Zstandard" not in err.decode(), err
+
+
+def test_a_committed_row_the_codec_refuses_is_worded_as_dsh_current_scanner(tmp_path: Path) -> None:
+    """dsh's current-slot scanner wraps its codec's refusal: ``invalid committed event at line N: …`` (event rows
+    counted); a historical generation's reader does not."""
+    lines = LOOP.read_bytes().splitlines(keepends=True)
+    last_end = max(i for i, line in enumerate(lines) if b'"turn/end"' in line)
+    for k in range(1, last_end):
+        gap = json.loads(lines[k])
+        gap["seq"] += 5
+        body = b"".join(lines[:k]) + json.dumps(gap, separators=(",", ":")).encode() + b"\n" + b"".join(lines[k + 1:])
+        code, out, err = run_env("events", str(_generation(_store(tmp_path, body))), "--v4", "--json")
+        want = f"corrupt session log: invalid committed event at line {k}: released v2 row {k - 1} has seq gap (expected {k - 1}, got {k + 4})"
+        assert (code, out) == (ExitCode.CORRUPT, b"") and want in err.decode(), (k, err)
+
+
+def test_a_session_id_not_in_the_store_is_dsh_not_found(tmp_path: Path) -> None:
+    """dsh opens a session by id: ``session "…" not found``; dshlog says where it looked around it."""
+    root = _store(tmp_path, LOOP.read_bytes())
+    home = tmp_path / "home"
+    root.rename(home / "sessions") if (home.mkdir() or True) else None
+    code, out, err = run_env("events", "no-such-session", dsh_home=str(home))
+    assert (code, out) == (ExitCode.USAGE, b"") and 'session "no-such-session" not found' in err.decode(), err
+    empty = home / "sessions" / "--home-ann-demo--" / "gone-0001"
+    empty.mkdir()
+    code, out, err = run_env("events", str(empty))
+    assert code == ExitCode.USAGE and 'session "gone-0001" not found' in err.decode(), err
+
+
+# ----------------------------------------------------------------------------- the root dsh opens a session in
+
+
+def test_a_root_dsh_refuses_is_named_for_each_of_its_sessions(tmp_path: Path) -> None:
+    """dsh refuses every session of a root holding a flat ``<project>/<name>.jsonl[.zstd]`` file, or a generation
+    of the other encoding; the dsh views and ``validate`` refuse in dsh's words, ``ls`` names each session."""
+    body = LOOP.read_bytes()
+    flat = _store(tmp_path, body)
+    (flat / "--home-ann-demo--" / "loop-0001.jsonl").write_bytes(body)
+    mixed = _store(tmp_path, body)
+    other = mixed / "--home-ann-demo--" / "other-session"
+    other.mkdir()
+    own = body.replace(b'"id":"loop-0001"', b'"id":"other-session"', 1)
+    (other / "session.v4.jsonl.zstd").write_bytes(b"".join(frame(line) for line in own.splitlines(keepends=True)))
+    cases = {
+        flat: f'session artifact "{flat}/--home-ann-demo--/loop-0001.jsonl" uses the unsupported flat-file layout; '
+              "use a separate root or move it into a project/session directory before loading",
+        mixed: f'session artifact "{other}/session.v4.jsonl.zstd" uses .jsonl.zstd, but this backend is configured for '
+               'compression "none"; use a separate root or select the matching compression mode',
+    }
+    for root, sentence in cases.items():
+        path = root / "--home-ann-demo--" / "loop-0001" / "session.v4.jsonl"
+        for argv in (["events", str(path), "--v4", "--json"], ["validate", str(path)], ["validate", str(path.parent)]):
+            code, _, err = run_env(*argv)
+            assert code == ExitCode.CORRUPT, (argv, err)
+        code, out, _ = run_env("validate", str(path))
+        assert sentence in out.decode(), out
+        code, out, err = run_env("ls", str(root), "--json")
+        errors = {json.loads(line)["id"]: json.loads(line)["error"] for line in out.splitlines()}
+        assert errors["loop-0001"] == sentence, errors
+    # the zstd session of the mixed root is refused naming the plain one
+    code, out, _ = run_env("validate", str(other / "session.v4.jsonl.zstd"))
+    assert code == ExitCode.CORRUPT and f'session artifact "{mixed}/--home-ann-demo--/loop-0001/session.v4.jsonl" uses .jsonl, but' in out.decode()
+
+
+@requires_cases
+@pytest.mark.parametrize("name", ["3a", "3b"])
+def test_validate_and_ls_name_an_identity_refusal(name: str, tmp_path: Path) -> None:
+    """``validate`` (which lists rows leniently) adds dsh's identity refusal; ``ls`` names it in dsh's words."""
+    root, expected = _case(name)
+    sentence = _dsh_sentence(expected["error"]["message"], root)
+    code, out, _ = run_env("validate", str(_generation(root)))
+    assert code == ExitCode.CORRUPT and sentence in out.decode(), out
+    code, out, _ = run_env("ls", str(root), "--json")
+    assert [json.loads(line)["error"] for line in out.splitlines()] == [sentence]

@@ -80,8 +80,9 @@ def test_damaged_complete_frame_is_corruption(tmp_path):
     data[-2] ^= 0xFF  # checksum of the complete last frame
     p = tmp_path / "session.v4.jsonl.zstd"
     p.write_bytes(bytes(data))
-    with pytest.raises(CorruptLog, match="frame 1"):
+    with pytest.raises(CorruptLog, match="frame at byte 106 failed validation") as exc:  # dsh's words
         records(p)
+    assert exc.value.loc is not None and exc.value.loc.frame == 1  # dshlog's location around them
 
 
 def test_record_split_across_complete_frames_is_corruption(tmp_path):

@@ -26,7 +26,8 @@ from ..errors import DshlogError, ExitCode, MigrationRefused, NotASessionLog, Un
 from ..executor import Executor, InProcess, helpers_allowed
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
-from ..read.container import Position
+from ..read.container import Container, Position
+from ..read.place import place_refusal
 from ..read.session import is_dsh_refusal, open_session
 from ..read.store import Unreadable, in_walk_order
 
@@ -169,7 +170,9 @@ def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, form
     """
     decision = getattr(log, "decision", None)
     if log.version == CURRENT_VERSION and (decision is None or decision.admitted) and not report.count("error") and not report.count("warning"):
-        return
+        header = log.header or {}
+        if target == "-" or place_refusal(log.path, header.get("id"), header.get("cwd"), compressed=log.info.container == Container.ZSTD) is None:
+            return  # otherwise dsh refuses it for where it sits: the strict open below says so
     try:
         with open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
                           parallel=parallel, stream=again(), progress=progress) as log:

@@ -15,11 +15,12 @@ Pure functions over names: listing a directory is the caller's business.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePath
 from typing import Final, NamedTuple
 
 from ..errors import UnsupportedVersion, UsageError
+from .texts import encoding_mismatch, flat_file_layout, identity_mismatch, requested_id_mismatch, session_not_found
 from .values import MAX_SAFE_INTEGER
 
 __all__ = [
@@ -34,6 +35,9 @@ __all__ = [
     "encode_segment",
     "generation_name",
     "identity_refusal",
+    "look_at_root",
+    "root_refusal",
+    "RootLook",
     "is_project_dir",
     "is_migration_staging_name",
     "is_staging_name",
@@ -109,7 +113,13 @@ def choose_generation(names: Iterable[str], *, where: str = "") -> str:
         )
     found = plain or packed
     if not found:
-        raise UsageError("no session generation (session[.vN].jsonl[.zstd]) in this directory", path=where or None)
+        try:
+            # dsh's words only for a directory where dsh looks a session up: in a project directory
+            inside = where and is_project_dir(PurePath(where).parent.name)
+            missing = session_not_found(decode_segment(PurePath(where).name)) + ": " if inside else ""
+        except UsageError:
+            missing = ""  # not a directory dsh would look a session up in
+        raise UsageError(f"{missing}no session generation (session[.vN].jsonl[.zstd]) in this directory", path=where or None)
     return max(found)[1]
 
 
@@ -223,14 +233,87 @@ def identity_refusal(path: str | PurePath, header_id: object, cwd: object) -> st
     except UsageError:
         return None  # not a name dsh gives a session directory
     if requested != header_id:
-        return f'corrupt session log "{p}": requested id "{requested}" does not match header id "{header_id}"'
+        return requested_id_mismatch(p, requested, header_id)
     try:
         expected = session_dir(root, cwd, header_id) / p.name
     except UsageError:
         return None
     if expected != p:
-        return f'corrupt session log "{p}": header id "{header_id}" and cwd identify "{expected}"'
+        return identity_mismatch(p, header_id, expected)
     return None
+
+
+#: How many directory entries :func:`look_at_root` reads before it gives up: a root of a
+#: few thousand sessions is judged whole, a larger one is not judged (a look per session
+#: must stay cheap, and the store commands judge a root once).
+ROOT_LOOK_BUDGET: Final[int] = 50_000
+
+#: A directory entry as :func:`look_at_root` needs it: its name, whether it is a directory,
+#: whether it is a regular file (symbolic links are neither, as dsh's directory listing says).
+Entry = tuple[str, bool, bool]
+
+
+class RootLook(NamedTuple):
+    """What dsh's check of a root meets first, in its walk order (``(position, path)`` each).
+
+    dsh refuses to open any session of a root holding a flat ``<project>/<name>.jsonl[.zstd]``
+    file, or a generation of the encoding it is not configured for ("a root belongs to one
+    encoding"); it walks every project directory, the flat files of each before its session
+    directories.
+    """
+
+    flat: tuple[int, Path] | None
+    plain: tuple[int, Path] | None
+    packed: tuple[int, Path] | None
+
+
+def look_at_root(root: Path, listdir: Callable[[Path], list[Entry]], *, budget: int = ROOT_LOOK_BUDGET) -> RootLook | None:
+    """The first flat file and the first generation of each encoding of a root, or ``None``
+    when the root has more than ``budget`` entries to look at (then nothing is judged).
+
+    Pure over what ``listdir`` answers (the caller's I/O; an unreadable directory answers
+    ``[]``); names are taken in sorted order, where dsh takes its directory's order.
+    """
+    found: dict[str, tuple[int, Path]] = {}
+    seen = 0
+    position = 0
+    for name, is_dir, _ in sorted(listdir(root)):
+        if not is_dir:
+            continue
+        project = root / name
+        entries = sorted(listdir(project))
+        seen += len(entries)
+        for entry, _, is_file in entries:
+            if is_file and (entry.endswith(".jsonl") or entry.endswith(ZSTD_SUFFIX) and entry[: -len(ZSTD_SUFFIX)].endswith(".jsonl")):
+                found.setdefault("flat", (position, project / entry))
+                position += 1
+                break
+        for entry, is_dir, _ in entries:
+            if not is_dir:
+                continue
+            names = [n for n, _, _ in listdir(project / entry)]
+            seen += len(names)
+            if seen > budget:
+                return None
+            for compressed in (False, True):
+                versions = [(g.version, n) for n in names if (g := parse_generation(n)) is not None and g.compressed == compressed]
+                if versions:
+                    found.setdefault("packed" if compressed else "plain", (position, project / entry / max(versions)[1]))
+            position += 1
+        if len(found) == 3:
+            break
+    return RootLook(found.get("flat"), found.get("plain"), found.get("packed"))
+
+
+def root_refusal(look: RootLook | None, compressed: bool) -> str | None:
+    """dsh's refusal of a session of the root ``look`` describes, in encoding ``compressed``, or ``None``."""
+    if look is None:
+        return None
+    opposite = look.plain if compressed else look.packed
+    first = min((f for f in (look.flat, opposite) if f is not None), default=None, key=lambda f: f[0])
+    if first is None:
+        return None
+    return flat_file_layout(first[1]) if first is look.flat else encoding_mismatch(first[1], not compressed)
 
 
 def default_root(dsh_home: str | None, home: Path) -> Path:

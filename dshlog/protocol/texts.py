@@ -25,6 +25,19 @@ __all__ = [
     "codec_row_label",
     "edge_refusal",
     "EMPTY_FORK",
+    "EMPTY_LOG",
+    "EMPTY_ZSTD_LOG",
+    "frame_failed_validation",
+    "invalid_committed_event",
+    "invalid_frame_magic",
+    "reserved_block_type",
+    "reserved_frame_header_bit",
+    "session_not_found",
+    "encoding_mismatch",
+    "flat_file_layout",
+    "identity_mismatch",
+    "requested_id_mismatch",
+    "ZSTD_CORRUPT",
     "newer_version",
     "older_version",
     "TORN_RECORD_IN_FRAME",
@@ -137,6 +150,78 @@ def unparsable_row(version: int, current: int, row: int) -> str:
     if version >= current:
         return f"corrupt session log: unparsable committed event at line {row}"
     return f"corrupt session log: row {row} is not valid JSON"
+
+
+def invalid_committed_event(row: int, detail: str) -> str:
+    """dsh's current-generation scanner around a row its codec refuses (``row``: 1-based, after the header).
+
+    Only the current slot's scanner wraps the codec's text so; a historical
+    generation's reader raises the codec's text as it is.
+    """
+    return f"corrupt session log: invalid committed event at line {row}: {detail}"
+
+
+#: dsh's refusal of a plain file without a complete first line.
+EMPTY_LOG: Final[str] = "empty or header-less session log"
+#: dsh's refusal of a zstd generation without one complete frame.
+EMPTY_ZSTD_LOG: Final[str] = "empty or header-less Zstandard session log"
+#: What dsh's frame scanner and decoder put before each of their refusals.
+ZSTD_CORRUPT: Final[str] = "corrupt Zstandard session log: "
+
+
+def invalid_frame_magic(byte: int) -> str:
+    """dsh's frame scanner where a frame should start and none does (a skippable frame too)."""
+    return f"{ZSTD_CORRUPT}invalid frame magic at byte {byte}"
+
+
+def reserved_frame_header_bit(byte: int) -> str:
+    """dsh's frame scanner on a descriptor (at ``byte``) with a reserved bit set."""
+    return f"{ZSTD_CORRUPT}reserved frame-header bit at byte {byte}"
+
+
+def reserved_block_type(byte: int) -> str:
+    """dsh's frame scanner on a block header (at ``byte``) of the reserved type 3."""
+    return f"{ZSTD_CORRUPT}reserved block type at byte {byte}"
+
+
+def frame_failed_validation(byte: int) -> str:
+    """dsh's frame decoder on a complete frame (starting at ``byte``) that does not decode or verify."""
+    return f"{ZSTD_CORRUPT}frame at byte {byte} failed validation"
+
+
+def session_not_found(session_id: str) -> str:
+    """dsh's ``SessionPersistenceNotFoundError``: no generation of that id in the root."""
+    return f'session "{session_id}" not found'
+
+
+def requested_id_mismatch(path: object, requested: str, header_id: str) -> str:
+    """dsh's bound storage identity: the session directory (the id it was opened by) names another id."""
+    return f'corrupt session log "{path}": requested id "{requested}" does not match header id "{header_id}"'
+
+
+def identity_mismatch(path: object, header_id: str, expected: object) -> str:
+    """dsh's bound storage identity: the header's id and cwd derive another path than the file's."""
+    return f'corrupt session log "{path}": header id "{header_id}" and cwd identify "{expected}"'
+
+
+def flat_file_layout(path: object) -> str:
+    """dsh's refusal of a root holding a flat ``<project>/<name>.jsonl[.zstd]`` file (an older layout)."""
+    return (
+        f'session artifact "{path}" uses the unsupported flat-file layout; '
+        "use a separate root or move it into a project/session directory before loading"
+    )
+
+
+def encoding_mismatch(path: object, compressed: bool) -> str:
+    """dsh's refusal of a root where ``path`` uses the other encoding than the one it is configured for.
+
+    ``compressed``: the encoding of ``path`` (dsh is configured for the other one).
+    """
+    suffix, configured = (".jsonl.zstd", "none") if compressed else (".jsonl", "zstd")
+    return (
+        f'session artifact "{path}" uses {suffix}, but this backend is configured for compression "{configured}"; '
+        "use a separate root or select the matching compression mode"
+    )
 
 
 #: dsh's refusal of a current zstd generation whose complete frames do not end on

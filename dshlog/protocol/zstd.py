@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from ..errors import CorruptLog, Location
+from .texts import frame_failed_validation, invalid_frame_magic, reserved_block_type, reserved_frame_header_bit
 
 __all__ = ["BIG_FRAME", "FrameWalker", "STREAM_PIECE", "ZSTD_MAGIC"]
 
@@ -72,7 +73,7 @@ class FrameWalker:
         self._zerr: type[Exception] = zstandard.ZstdError
 
     def _corrupt(self, msg: str, index: int) -> CorruptLog:
-        return CorruptLog(f"corrupt Zstandard session log: {msg}", path=self._path, loc=Location(frame=index))
+        return CorruptLog(msg, path=self._path, loc=Location(frame=index))
 
     def pieces(self) -> Iterator[tuple[int, int, bytes, bool | None]]:
         """Yield ``(frame index, frame file offset, plaintext, end)``.
@@ -120,7 +121,7 @@ class FrameWalker:
                 yield index, start, b"", False
                 return
             if buf[p : p + 4] != ZSTD_MAGIC:
-                raise self._corrupt(f"invalid frame magic at byte {start}", index)
+                raise self._corrupt(invalid_frame_magic(start), index)
             dobj = None  # streaming decoder, only for big or size-less frames
             torn = False
             fcs: int | None = None
@@ -129,7 +130,7 @@ class FrameWalker:
             else:
                 desc = buf[p + 4]
                 if desc & 0x18:
-                    raise self._corrupt(f"reserved frame header bits set at byte {start + 4}", index)
+                    raise self._corrupt(reserved_frame_header_bit(start + 4), index)
                 single = (desc >> 5) & 1
                 fcs_flag = desc >> 6
                 did_len = (0, 1, 2, 4)[desc & 3]
@@ -154,7 +155,7 @@ class FrameWalker:
                         v = buf[q] | (buf[q + 1] << 8) | (buf[q + 2] << 16)
                         btype = (v >> 1) & 3
                         if btype == 3:
-                            raise self._corrupt(f"reserved block type in frame {index}", index)
+                            raise self._corrupt(reserved_block_type(base + q), index)
                         need = 3 + (1 if btype == 1 else v >> 3)
                         if q - pos >= STREAM_PIECE or blocks >= STREAM_BLOCKS:
                             # a big frame (a migrated body is one): decode the blocks we hold
@@ -164,7 +165,7 @@ class FrameWalker:
                             try:
                                 out = dobj.decompress(buf[pos:q])
                             except zerr as exc:
-                                raise self._corrupt(f"frame {index} at byte {start} does not decode: {exc}", index) from None
+                                raise self._corrupt(f"{frame_failed_validation(start)} ({exc})", index) from None
                             pos = q
                             blocks = 0
                             if out:
@@ -210,7 +211,7 @@ class FrameWalker:
                         dobj = dctx.decompressobj()
                     out = dobj.decompress(frame)
                     if not dobj.eof:
-                        raise self._corrupt(f"frame {index - 1} at byte {start} ends before its content", index - 1)
+                        raise self._corrupt(f"{frame_failed_validation(start)} (it ends before its content)", index - 1)
             except zerr as exc:
-                raise self._corrupt(f"frame {index - 1} at byte {start} does not decode: {exc}", index - 1) from None
+                raise self._corrupt(f"{frame_failed_validation(start)} ({exc})", index - 1) from None
             yield index - 1, start, out, True

@@ -30,10 +30,10 @@ from ..check.envelope import check_envelope, well_formed
 from ..check.problems import Problem, Problems, Severity
 from ..errors import CorruptLog, DshlogError, Location
 from ..protocol.packed import PackedRun, expand_packed, expand_seq_refs
-from ..protocol.texts import codec_row_label, row_not_an_object, row_seq_gap
+from ..protocol.texts import codec_row_label, invalid_committed_event, row_not_an_object, row_seq_gap
 from ..protocol.values import MAX_SAFE_INTEGER, is_count, is_safe_integer, safe_int
 from ..protocol.jsjson import js_string
-from ..protocol.vocabulary import ENVELOPE_KEYS, PACKED_KEYS, PACKED_TYPES, PROJECTED_PACKED_KEYS
+from ..protocol.vocabulary import CURRENT_VERSION, ENVELOPE_KEYS, PACKED_KEYS, PACKED_TYPES, PROJECTED_PACKED_KEYS
 
 #: Members every v2..v4 row must have, in the order dsh's decoder names the first one missing.
 _V2_REQUIRED = ("type", "seq", "time", "data")
@@ -171,9 +171,13 @@ class RowDecoder:
                 self._problem(row_not_an_object(self.version, index), loc)
             events = self._decode(obj, loc)
         except _Held as held:
-            self.issue, self.issue_loc = held.error.with_context(path=self.path, loc=loc), loc
+            error = held.error
+            if self.version >= CURRENT_VERSION:
+                # the current slot's scanner words a codec refusal with the row it counts
+                error = CorruptLog(invalid_committed_event(index + 1, error.message), path=self.path, loc=error.loc, seq=error.seq)
+            self.issue, self.issue_loc = error.with_context(path=self.path, loc=loc), loc
             if held.gap and isinstance(obj, dict) and obj.get("type") == "turn/end":
-                raise held.error from None  # a committed turn/end with the wrong seq
+                raise error from None  # a committed turn/end with the wrong seq
             return []
         for ev in events:
             if type(ev) is dict and ev.get("type") == "session/end-seed":

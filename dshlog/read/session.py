@@ -33,10 +33,11 @@ from ..check.surface import NodeNote, SurfaceFold
 from ..check.validate import Validator
 from . import lazy
 from .lazy import LazyRecord, RowGate
+from .place import place_refusal
 from .rows import RowDecoder
 from ..protocol.jsjson import JsonError, dumps, iter_array, js_string, loads, top_level_keys
-from ..protocol.layout import identity_refusal, parse_generation, persistence_root
-from ..protocol.texts import FORMAT_VERSION_REFUSAL, TORN_RECORD_IN_FRAME, newer_version, older_version, transformed_artifact_refusal, unparsable_row
+from ..protocol.layout import parse_generation, persistence_root
+from ..protocol.texts import EMPTY_LOG, EMPTY_ZSTD_LOG, FORMAT_VERSION_REFUSAL, TORN_RECORD_IN_FRAME, invalid_frame_magic, newer_version, older_version, transformed_artifact_refusal, unparsable_row
 from ..protocol.values import is_count, is_placeholder, is_safe_integer, placeholder_bytes_search, safe_int
 from ..protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES, SUMMARY_DATA_TYPES
 from ..model.summary import DATA_VIEWS
@@ -192,6 +193,11 @@ class SessionLog:
         self._spool: IO[bytes] | None = None
         head = fh.peek(65536)[:65536] if hasattr(fh, "peek") else b""
         container = sniff(head)
+        named = parse_generation(os.path.basename(path)) if stream is None else None
+        if named is not None and named.compressed and len(head) >= 4 and container != Container.ZSTD:
+            # dsh's configured compression follows the generation's name: its frame scanner
+            # refuses the first bytes, where dshlog's content sniff would read them as text
+            raise CorruptLog(invalid_frame_magic(0), path=path, loc=Location(frame=0))
         if container == "json-document" or (target == "-" and container in (Container.ARRAY,)):
             container = self._sniff_document(head) if container == "json-document" else container
         self.info = SourceInfo(path=path, container=container, size_on_disk=size)
@@ -243,7 +249,8 @@ class SessionLog:
             lines = iter_lines(self._fh, self.info) if c == Container.JSONL else iter_zstd_lines(self._fh, self.info, self.parallel)
             first = next(lines, None)
             if first is None:
-                raise CorruptLog("empty or header-less session log", path=path, loc=Location(line=1, offset=0))
+                zstd = c == Container.ZSTD or path.endswith(".jsonl.zstd")
+                raise CorruptLog(EMPTY_ZSTD_LOG if zstd else EMPTY_LOG, path=path, loc=Location(line=1, offset=0))
             obj = self._first_row(first.raw or b"", first.loc())
             if isinstance(obj, dict) and (obj.get("type") == "session" or _damaged_header(obj)):
                 self.header, self.header_raw, self.header_loc = obj, first.raw, first.loc()
@@ -422,7 +429,7 @@ class SessionLog:
             v = decision.stored_version
             assert v is not None
             self._check_name(v)
-            refusal = identity_refusal(self.path, h.get("id"), h.get("cwd"))
+            refusal = place_refusal(self.path, h.get("id"), h.get("cwd"), compressed=self.info.container == Container.ZSTD)
             if refusal is not None:
                 raise CorruptLog(refusal, path=self.path, loc=self.header_loc)
             return v

@@ -31,13 +31,17 @@ from ..protocol.layout import (
     choose_generation,
     decode_segment,
     encode_segment,
+    identity_refusal,
     is_project_dir,
     parse_generation,
     project_key,
+    root_refusal,
     session_dir,
 )
+from ..protocol.texts import session_not_found
 from ..protocol.zstd import ZSTD_MAGIC
 from .container import SourceInfo, file_kind, iter_lines, iter_zstd_lines, open_regular
+from .place import root_look
 
 # ----------------------------------------------------------------------------- naming
 
@@ -245,7 +249,7 @@ def _entry(found: str | Unreadable, *, header: bool) -> SessionEntry:
             hid = (e.header or {}).get("id")
             if isinstance(hid, str) and hid:
                 e.id = hid
-                e.error = _identity_problem(e, hid)
+                e.error = identity_refusal(path, hid, (e.header or {}).get("cwd"))
             elif e.header is None:
                 e.error = "unreadable session header"
     except DshlogError as exc:
@@ -260,18 +264,6 @@ def _segment_id(name: str) -> str | None:
         return decode_segment(name)
     except UsageError:
         return None
-
-
-def _identity_problem(e: SessionEntry, hid: str) -> str | None:
-    """dsh's identity rule (FORMAT.md 1.1): a generation must sit where its header says."""
-    cwd = (e.header or {}).get("cwd")
-    try:
-        expected = Path(e.dir.parent.parent) / project_key(cwd if isinstance(cwd, str) else None) / encode_segment(hid)
-    except UsageError as exc:
-        return exc.message
-    if expected != e.dir:
-        return f'header id "{hid}" and cwd identify "{expected}"'
-    return None
 
 
 # ----------------------------------------------------------------------------- walking a store
@@ -454,6 +446,10 @@ def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = 
     else:
         found = list(_walk_tree(root, projects_only=True))
     entries = [_entry(f, header=True) for f in found]
+    look = root_look(root)  # once for the root: dsh refuses every session of a root it refuses
+    for e in entries:
+        if e.error is None and e.path is not None:
+            e.error = root_refusal(look, e.path.name.endswith(layout.ZSTD_SUFFIX))
     if scan and scanner is not None:
         scanner(entries)
     elif scan:
@@ -520,7 +516,8 @@ def _by_id(arg: str, root: Path) -> Resolved:
                 prefix.append((sid, where))
     found = exact or prefix
     if not found:
-        raise UsageError(f"no such file, and no session id or id prefix {arg!r} under {root}")
+        # dsh's words for an id it cannot open; what dshlog looked for around them
+        raise UsageError(f"{session_not_found(arg)}: no such file, and no session id or id prefix {arg!r} under {root}")
     if len(found) > 1:
         cands = ", ".join(f"{sid} ({d.parent.name})" for sid, d in found[:10]) + (f", ... {len(found) - 10} more" if len(found) > 10 else "")
         what = "session id" if exact else "id prefix"

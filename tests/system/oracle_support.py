@@ -600,6 +600,20 @@ def oracle_refusal(ans: dict) -> str:
     return f"refused ({ans['phase']}, {ans.get('headerStatus') or ans['error']['name']}): {ans['error']['message']}"
 
 
+_SCANNER_WRAP = re.compile(r"corrupt session log: invalid committed event at line (\d+): (.*)\Z", re.S)
+
+
+def _scanner_wrapped(message: str, codec: str) -> bool:
+    """Whether ``message`` is the codec's refusal ``codec`` of body row K as dsh's current-slot scanner words it
+    (``invalid committed event at line K+1: …``): this oracle asks the format catalog, which does not wrap it;
+    dsh's persistence code, which opens the file, does (tests/test_persistence_cases.py)."""
+    m = _SCANNER_WRAP.match(message)
+    if m is None or m.group(2) != codec:
+        return False
+    row = re.search(r"\brow (\d+) ", codec)
+    return row is None or int(row.group(1)) + 1 == int(m.group(1))
+
+
 def _refusal_verdict(ans: dict, code: int, error_line: str, accepted: str) -> Verdict:
     """dsh refused: dshlog must fail with dsh's message and the exit code of its class."""
     expected = refusal_exit(ans)
@@ -612,7 +626,7 @@ def _refusal_verdict(ans: dict, code: int, error_line: str, accepted: str) -> Ve
         # V8's JSON.parse text / the oracle's own boundary wording: only the class counts
         ok = code == expected
         return Verdict(ok, want, got, "" if ok else f"exit {code}, dsh's refusal is exit {expected}")
-    if message != ans["error"]["message"]:
+    if message != ans["error"]["message"] and not _scanner_wrapped(message, ans["error"]["message"]):
         return Verdict(False, want, got, "both refuse, with different messages")
     if code != expected:
         return Verdict(False, want, got, f"same message, but exit {code} where the class of dsh's refusal is exit {expected}")

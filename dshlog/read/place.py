@@ -1,0 +1,47 @@
+"""Where a generation sits in a store, judged as dsh judges it when it opens a session by id.
+
+dsh opens a session by id in its root, and refuses it when the file is not where
+its header says (:func:`~dshlog.protocol.layout.identity_refusal`), or when the
+root holds a flat ``<project>/<name>.jsonl[.zstd]`` file or a generation of the
+other encoding (:func:`~dshlog.protocol.layout.root_refusal`).  The rules and
+their words are the protocol layer's; this module only lists the directories
+they look at: names and entry types, no file is opened.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePath
+
+from ..protocol.layout import Entry, RootLook, identity_refusal, look_at_root, persistence_root, root_refusal
+
+__all__ = ["entries", "place_refusal", "root_look"]
+
+
+def entries(directory: Path) -> list[Entry]:
+    """``(name, is directory, is regular file)`` of a directory's entries, links not followed; ``[]`` when unreadable."""
+    try:
+        with os.scandir(directory) as it:
+            return [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in it]
+    except OSError:
+        return []
+
+
+def root_look(root: Path) -> RootLook | None:
+    """What dsh's check of ``root`` meets (a bounded look: ``None`` for a root too large to judge)."""
+    return look_at_root(root, entries)
+
+
+def place_refusal(path: str | PurePath, header_id: object, cwd: object, *, compressed: bool) -> str | None:
+    """dsh's refusal to open the session of generation ``path`` because of where it sits, or ``None``.
+
+    A path outside the store layout is not judged.  ``compressed``: the
+    generation's encoding, the one dsh would be configured for to read it.
+    """
+    refusal = identity_refusal(path, header_id, cwd)
+    if refusal is not None:
+        return refusal
+    root = persistence_root(path)
+    if root is None:
+        return None
+    return root_refusal(root_look(root), compressed)
