@@ -165,6 +165,50 @@ def test_surface_and_requests_tabs_with_a_diff() -> None:
     assert "+ added" in diff and "echo: one" in diff
 
 
+@pytest.mark.parametrize("key, tab, table, name", [("3", "surface", "#surface-table", "surface_view"),
+                                                   ("4", "requests", "#request-table", "request_rows")])
+def test_a_tab_shows_its_progress_while_it_loads_and_not_after(monkeypatch: pytest.MonkeyPatch, key: str, tab: str,
+                                                               table: str, name: str) -> None:
+    import threading
+
+    import dshlog.browse.app as app_module
+    from textual.widgets import ProgressBar
+
+    real = getattr(app_module, name)
+    release = threading.Event()
+
+    def held(ix: Any, progress: Any = None) -> Any:
+        """The tab's pass, which waits after each report of its progress until the test has looked (a large log's pace)."""
+
+        def told(done: int, total: int | None) -> None:
+            if progress is not None:
+                progress(done, total)
+            assert release.wait(20)
+
+        return real(ix, told)
+
+    monkeypatch.setattr(app_module, name, held)
+
+    async def steps(pilot, app):
+        await pilot.press(key)
+        bar = None
+        try:
+            for _ in range(200):  # the first report comes from the worker's thread
+                await pilot.pause(0.01)
+                bar = next(app.screen.query(f"#{tab}-progress").results(ProgressBar), None)
+                if bar is not None and bar.total is not None:
+                    break
+            assert bar is not None and bar.display and bar.total and bar.progress > 0, "no progress shown while loading"
+            assert rows(app, table) == []
+        finally:
+            release.set()
+        await settle(pilot, app)
+        return list(app.screen.query(f"#{tab}-progress")), rows(app, table)
+
+    bars, filled = run(BrowseApp(target=str(LOOP_V4)), steps)
+    assert bars == [] and filled
+
+
 def test_an_old_log_is_shown_as_v4() -> None:
     async def steps(pilot, app):
         return text_of(app, "#session-title"), conversation(app)

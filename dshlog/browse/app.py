@@ -9,7 +9,8 @@ as markup, so ``[b]`` in a message is shown as written.
 The session screen holds an :class:`~dshlog.read.pages.EventIndex`, never the
 events: the conversation shows one turn at a time, the events table one page of
 rows, and the surface and requests tabs run their single pass in a worker thread
-the first time they are shown.
+the first time they are shown, a progress bar in the tab saying how far the pass is
+(the reader's ``progress`` hook, drawn through ``call_from_thread``) until the tab is filled.
 
 Textual is a dependency of this module only (``dshlog browse`` imports it lazily).
 """
@@ -22,11 +23,12 @@ from typing import Any, ClassVar
 from rich.console import Group, JustifyMethod
 from rich.text import Text
 from textual import on, work
+from textual.worker import get_current_worker
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Input, ProgressBar, Static, TabbedContent, TabPane
 
 from ..errors import DshlogError, UsageError
 from ..model.transcript import Item
@@ -37,6 +39,7 @@ from ..output.terminal import renderable
 from ..output.table import GAP, Column, fit_table
 from ..output.text import human_bytes, local_minutes, sanitize
 from ..ops.transcript import rescue_target
+from ..read.container import Position
 from ..read.pages import EventIndex, open_index
 from ..read.session import dsh_refusal, open_session
 from ..model.selection import Selection
@@ -311,11 +314,13 @@ class SessionView(Screen[None]):
                 events: DataTable[Text] = DataTable(id="event-table", cursor_type="row", zebra_stripes=True)
                 yield events
             with TabPane("Surface", id="surface"):
+                yield ProgressBar(id="surface-progress", show_eta=False)
                 nodes: DataTable[Text] = DataTable(id="surface-table", cursor_type="row", zebra_stripes=True)
                 yield nodes
                 yield Static(id="surface-notes")
             with TabPane("Requests", id="requests"):
                 yield Static("Enter on a request: its diff against the one before", id="requests-title")
+                yield ProgressBar(id="requests-progress", show_eta=False)
                 reqs: DataTable[Text] = DataTable(id="request-table", cursor_type="row", zebra_stripes=True)
                 yield reqs
         yield Footer()
@@ -386,11 +391,32 @@ class SessionView(Screen[None]):
         elif name == "surface" and name not in self.loaded:
             self.loaded.add(name)
             self.query_one("#surface-table", DataTable).loading = True
-            self.load_surface()
+            self.load_surface(self._reading("#surface-progress"))
         elif name == "requests" and name not in self.loaded:
             self.loaded.add(name)
             self.query_one("#request-table", DataTable).loading = True
-            self.load_requests()
+            self.load_requests(self._reading("#requests-progress"))
+
+    def _reading(self, bar_id: str) -> Position:
+        """The progress hook of a tab's pass: it runs in the worker, and draws on the tab's bar in the app's thread.
+
+        The bar is shown now (the pass may take seconds on a large log) and removed
+        when the tab is filled (:meth:`_read`).
+        """
+        bar = self.query_one(bar_id, ProgressBar)
+        bar.display = True
+        app = self.app
+
+        def told(done: int, total: int | None) -> None:
+            if not get_current_worker().is_cancelled:  # the screen was left: nothing to draw on
+                app.call_from_thread(bar.update, total=total, progress=done)
+
+        return told
+
+    def _read(self, bar_id: str) -> None:
+        """A tab's pass is over (filled or failed): its progress bar goes."""
+        for bar in self.query(bar_id):
+            bar.remove()
 
     # -- conversation
     def show_turn(self, ordinal: int, seq: int | None = None) -> None:
@@ -510,15 +536,16 @@ class SessionView(Screen[None]):
 
     # -- surface and requests: one pass each, in a worker
     @work(thread=True, exclusive=True, group="surface")
-    def load_surface(self) -> None:
+    def load_surface(self, progress: Position) -> None:
         try:
-            view = surface_view(self.ix)
+            view = surface_view(self.ix, progress)
         except DshlogError as exc:
             self.app.call_from_thread(self.surface_failed, exc.one_line())
             return
         self.app.call_from_thread(self.surface_loaded, view)
 
     def surface_loaded(self, view: Any) -> None:
+        self._read("#surface-progress")
         table = self.query_one("#surface-table", DataTable)
         table.loading = False
         for row in view.nodes:
@@ -527,19 +554,21 @@ class SessionView(Screen[None]):
         self.query_one("#surface-notes", Static).update(_t("\n".join(notes)))
 
     def surface_failed(self, message: str) -> None:
+        self._read("#surface-progress")
         self.query_one("#surface-table", DataTable).loading = False
         self.query_one("#surface-notes", Static).update(_t(f"the surface cannot be folded: {message}"))
 
     @work(thread=True, exclusive=True, group="requests")
-    def load_requests(self) -> None:
+    def load_requests(self, progress: Position) -> None:
         try:
-            rows = [describe_request(r) for r in request_rows(self.ix)]
+            rows = [describe_request(r) for r in request_rows(self.ix, progress)]
         except DshlogError as exc:
             self.app.call_from_thread(self.requests_failed, exc.one_line())
             return
         self.app.call_from_thread(self.requests_loaded, rows)
 
     def requests_loaded(self, rows: list[tuple[str, ...]]) -> None:
+        self._read("#requests-progress")
         table = self.query_one("#request-table", DataTable)
         table.loading = False
         for row in rows:
@@ -548,6 +577,7 @@ class SessionView(Screen[None]):
         self.query_one("#requests-title", Static).update(_t(f"{len(rows)} requests, prefix reuse broke {broken} times · Enter: diff against the previous request"))
 
     def requests_failed(self, message: str) -> None:
+        self._read("#requests-progress")
         self.query_one("#request-table", DataTable).loading = False
         self.query_one("#requests-title", Static).update(_t(f"the requests cannot be rebuilt: {message}"))
 
@@ -664,6 +694,7 @@ class BrowseApp(App[None]):
     .hit { background: $warning 20%; }
     #event-table, #surface-table, #request-table, #list { height: 1fr; }
     #surface-notes { height: auto; max-height: 8; color: $text-muted; }
+    #surface-progress, #requests-progress { display: none; height: 1; padding: 0 1; }
     #event-filter, #list-filter { margin: 0 1; }
     Prompt { align: center middle; }
     #prompt { width: 70; height: auto; border: round $accent; padding: 0 1; background: $surface; }

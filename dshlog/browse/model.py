@@ -3,7 +3,8 @@
 Each function reads only the events it needs through the index (a turn, a page of
 rows, one event), except the surface and the request series, which are one pass
 over the log by nature (the fold and the request builder are folds); the app runs
-those two in a worker thread when their tab is first shown.
+those two in a worker thread when their tab is first shown, and they tell a reader's
+``progress`` hook how far they are (a fold of a large log takes seconds).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..output.diff import diff_lines
 from ..output.text import preview
 from ..protocol.jsjson import dumps_pretty
 from ..model.selection import smart_case
+from ..read.container import PROGRESS_STEP, Position
 from ..read.pages import EventIndex
 from ..read.store import SessionEntry, sort_entries
 
@@ -255,9 +257,25 @@ class SurfaceView:
     replacements: list[str]
 
 
-def surface_view(ix: EventIndex) -> SurfaceView:
-    """The fold over the whole log (one pass; the fold holds only the surface)."""
-    state = fold(ix.events(), strict_unknown=False)
+def _told(ix: EventIndex, progress: Position | None) -> Iterator[dict[str, Any]]:
+    """The events of ``ix`` in order, telling ``progress`` how far the pass is (bytes of the indexed text, of
+    all) about every :data:`~dshlog.read.container.PROGRESS_STEP` bytes and at the end, as a reader tells it."""
+    if progress is None:
+        yield from ix.events()
+        return
+    total = ix.ends[-1] if len(ix) else 0
+    due = 0
+    for i, event in enumerate(ix.events()):
+        if ix.ends[i] >= due:
+            progress(ix.ends[i], total)
+            due = ix.ends[i] + PROGRESS_STEP
+        yield event
+    progress(total, total)
+
+
+def surface_view(ix: EventIndex, progress: Position | None = None) -> SurfaceView:
+    """The fold over the whole log (one pass; the fold holds only the surface); ``progress``: told how far it is."""
+    state = fold(_told(ix, progress), strict_unknown=False)
     shadows = {r["seq"]: r.get("shadowedSeqs") or [] for r in state.replacements}
     nodes = []
     for n in state.node_info():
@@ -271,10 +289,10 @@ def surface_view(ix: EventIndex) -> SurfaceView:
     return SurfaceView(nodes, reps)
 
 
-def request_rows(ix: EventIndex) -> Iterator[RequestInfo]:
-    """The request series (one pass), as ``dshlog requests`` lists it."""
+def request_rows(ix: EventIndex, progress: Position | None = None) -> Iterator[RequestInfo]:
+    """The request series (one pass), as ``dshlog requests`` lists it; ``progress``: told how far it is."""
     session_id = ix.header.get("id") if isinstance(ix.header, dict) else None
-    return iter_requests(ix.events(), session_id=session_id if isinstance(session_id, str) else None, strict_unknown=False)
+    return iter_requests(_told(ix, progress), session_id=session_id if isinstance(session_id, str) else None, strict_unknown=False)
 
 
 def request_diff(ix: EventIndex, number: int) -> list[str]:

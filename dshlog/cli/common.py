@@ -325,6 +325,11 @@ def emit(data: bytes) -> None:
     _quiet(current()).env.stdout.write(data)
 
 
+def flush() -> None:
+    """What was written to stdout so far, out now (a line a person waits for, before slow work goes on)."""
+    current().env.stdout.flush()
+
+
 def emit_json(obj: Any, pretty: bool = True) -> None:
     """One JSON document to stdout, written as dsh's ``JSON.stringify`` writes it."""
     emit((dumps_pretty(obj) if pretty else dumps(obj)) + b"\n")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -14,10 +13,9 @@ from ..ops.transcript import export_to
 from ..output.export import FORMATS
 from ..output.labels import TO_BRING_BACK, rescue_command
 from ..write.target import STDOUT
-from ..read.store import is_session_directory
 from ..model.selection import Selection
 from .app import command_app
-from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, say, selection
+from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, is_root, of_roots, say, selection
 from .common import (
     BatchedStdout,
     FileArg,
@@ -70,11 +68,10 @@ def export(
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose {', '.join(FORMATS)})")
     chosen = selection(since, until, project, cwd)
-    if file and Path(file).is_dir() and not is_session_directory(Path(file)):
+    if file and is_root(file):
         _export_root(file, fmt, output, full=full, redact=redact, chosen=chosen, force=force)
         return
-    if (since, until, project, cwd) != (None, None, None, None):
-        raise UsageError("--since, --until, --project and --cwd select sessions of a root: give a ROOT with --format html -o DIR")
+    of_roots(chosen, [file], "give a ROOT with --format html -o DIR")
     path = resolve(file)
     if force and (output is None or output == STDOUT):
         raise UsageError("--force replaces an earlier export at -o OUT: give -o")

@@ -7,9 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ExitCode, UsageError
-from ..model.search import ROLES, Query
+from ..model.search import ROLES, Hit, Query
 from ..ops.sessions import store_sessions
-from ..ops.search import pin
+from ..ops.search import SessionHits, pin
 from ..ops.sessions import session_ids, unique_prefixes
 from ..ops.search import search as search_sessions
 from ..output.usage import hit_document, hit_line
@@ -23,6 +23,7 @@ from .common import (
     emit,
     emit_json,
     err,
+    flush,
     out,
     print_problems,
     screen,
@@ -97,23 +98,30 @@ def search(
     # a terminal shows ids people can type and a hit per screen line; piped, every id and text is whole
     short = unique_prefixes(session_ids(p for p in paths if isinstance(p, str))) if scr.tty else {}
     width = (scr.width or 80) if scr.tty else None
-    with batch_executor(jobs, scheduler, paths) as ex:
-        for r in search_sessions(paths, query, executor=ex):
-            if r.error is not None:
+    seen: set[str] = set()  # -l: the sessions already named
+
+    def shown(r: SessionHits, hit: Hit) -> None:
+        """One hit, written and flushed as it is found: the first of a large log shows long before its read ends."""
+        if files_only:
+            if r.path in seen:
+                return
+            seen.add(r.path)
+            if json_:
+                emit_json({"shape": JSON_SHAPE, "session": r.id, "path": r.path}, pretty=False)
+            else:
+                out(r.path)
+        elif json_:
+            emit_json(hit_document(r.id, r.path, hit, JSON_SHAPE), pretty=False)
+        else:
+            label = short.get(r.id, r.id) if r.id else r.path
+            emit((hit_line(label, hit, color=colour, width=width) + "\n").encode("utf-8"))  # hit_line sanitises each piece
+        flush()
+
+    # the paths are sessions: one of them is searched here, where its hits can be shown as they are found
+    with batch_executor(jobs, scheduler, paths, one_each=True) as ex:
+        for r in search_sessions(paths, query, executor=ex, on_hit=shown):
+            if r.error is not None:  # after the hits found before it
                 err(f"dshlog: {r.error}")
                 current().note_outcome(ExitCode(r.exit_code))
                 continue
             print_problems(r.path, r.notes, r.suppressed)
-            if files_only:
-                if r.hits:
-                    if json_:
-                        emit_json({"shape": JSON_SHAPE, "session": r.id, "path": r.path}, pretty=False)
-                    else:
-                        out(r.path)
-                continue
-            label = short.get(r.id, r.id) if r.id else r.path
-            for hit in r.hits:
-                if json_:
-                    emit_json(hit_document(r.id, r.path, hit, JSON_SHAPE), pretty=False)
-                else:
-                    emit((hit_line(label, hit, color=colour, width=width) + "\n").encode("utf-8"))  # hit_line sanitises each piece

@@ -1,23 +1,28 @@
 """The options that select sessions, shared by every command over a store (one spelling, one help text).
 
-``ls``, ``report``, ``search``, ``export ROOT`` and ``browse`` declare ``--since``,
+``ls``, ``report``, ``search``, ``export ROOT``, ``validate``, ``stats`` and ``browse`` declare ``--since``,
 ``--until``, ``--project`` and ``--cwd`` with these aliases and turn them into one
 :class:`~dshlog.model.selection.Selection` with :func:`selection`; the grammar is
 :mod:`dshlog.model.selection`'s.  :func:`say` prints a selection's note (``--cwd``
-matched nothing) so that an empty answer is never silent.
+matched nothing) so that an empty answer is never silent.  :func:`of_roots` refuses them
+where a command is given one log rather than a root (``export``, ``validate``, ``stats``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from ..errors import UsageError
 from ..model.period import zone_named
 from ..model.selection import Pinned, Selection, parse_selection
+from ..read.store import is_session_directory
 from .common import current, err
 
-__all__ = ["CwdOpt", "ProjectOpt", "SinceOpt", "UntilOpt", "say", "selection"]
+__all__ = ["CwdOpt", "ProjectOpt", "SinceOpt", "UntilOpt", "is_root", "of_roots", "say", "selection"]
 
 #: The forms ``--since`` and ``--until`` take, said once for every command's help.
 WHEN_FORMS = "a date (2026-11-01), a date and time (2026-11-01T09:30), today, yesterday, or a duration back (7d, 12h)"
@@ -45,3 +50,19 @@ def say(pinned: Pinned | str | None) -> None:
     note = pinned.note if isinstance(pinned, Pinned) else pinned
     if note:
         err(f"dshlog: note: {note}")
+
+
+def is_root(path: str) -> bool:
+    """Whether ``path`` holds sessions to select among: a persistence root or a project directory, not one session's."""
+    return Path(path).is_dir() and not is_session_directory(Path(path))
+
+
+def of_roots(chosen: Selection, given: Sequence[str | None], hint: str) -> None:
+    """Refuse the selecting options unless every target in ``given`` is a root or project directory.
+
+    They select sessions of a root; on one log (a file, a session directory, ``-``, an id,
+    the current session: ``None``) there is nothing to select, and a filter that kept or
+    dropped the one log a person named would only hide it.  ``hint``: what to give instead.
+    """
+    if chosen != Selection() and not all(g is not None and is_root(g) for g in given):
+        raise UsageError(f"--since, --until, --project and --cwd select sessions of a root: {hint}")

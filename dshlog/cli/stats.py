@@ -7,12 +7,13 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..model.stats import total_stats
-from ..ops.sessions import Unreadable, store_sessions, unique_prefixes
+from ..ops.sessions import Unreadable, select_sessions, store_sessions, unique_prefixes
 from ..ops.stats import stats_many
 from ..output import labels
 from ..output.table import Column, table
 from ..output.text import human_duration
 from .app import command_app
+from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, of_roots, say, selection
 from .common import (
     FormatOpt,
     JSON_SHAPE,
@@ -43,6 +44,10 @@ def stats(
     format_version: FormatOpt = None,
     jobs: JobsOpt = None,
     scheduler: SchedulerOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    project: ProjectOpt = None,
+    cwd: CwdOpt = None,
 ) -> None:
     """Per session and in total: turns, steps, model calls, retries, cancellations, tools with errors, tokens per model, time.
 
@@ -52,7 +57,11 @@ def stats(
     """
     sessions = []
     current: list[str | None] = [None]  # no FILE: the current session
-    targets = store_sessions([resolve(f) for f in files or current])  # a root or project directory: its sessions
+    chosen = selection(since, until, project, cwd)
+    of_roots(chosen, files or current, "give a ROOT or a project directory")
+    targets, note = select_sessions(store_sessions([resolve(f) for f in files or current]), chosen,
+                                    cache=cache_dir())  # a root or project directory: its sessions, as ls keeps them
+    say(note)
     stdin = stdin_stream() if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin,

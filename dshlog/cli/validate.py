@@ -10,8 +10,9 @@ import typer
 from ..ops.outcome import worst
 from ..ops.validate import validate_many
 from ..output import labels
-from ..ops.sessions import store_sessions
+from ..ops.sessions import select_sessions, store_sessions
 from .app import command_app
+from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, of_roots, say, selection
 from .common import (
     FormatOpt,
     JSON_SHAPE,
@@ -20,6 +21,7 @@ from .common import (
     SchedulerOpt,
     SelectOpt,
     batch_executor,
+    cache_dir,
     emit_json,
     err,
     may_fork,
@@ -41,6 +43,10 @@ def validate(
     format_version: FormatOpt = None,
     jobs: JobsOpt = None,
     scheduler: SchedulerOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    project: ProjectOpt = None,
+    cwd: CwdOpt = None,
 ) -> None:
     """Every check a released dsh reader makes; reports every problem with its location. Never writes.
 
@@ -50,7 +56,11 @@ def validate(
     """
     reports = []
     current: list[str | None] = [None]  # no FILE: the current session
-    targets = store_sessions([resolve(f) for f in files or current])  # a root or project directory: its sessions
+    chosen = selection(since, until, project, cwd)
+    of_roots(chosen, files or current, "give a ROOT or a project directory")
+    targets, note = select_sessions(store_sessions([resolve(f) for f in files or current]), chosen,
+                                    cache=cache_dir())  # a root or project directory: its sessions, as ls keeps them
+    say(note)
     stream = stdin_for("-") if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for report in validate_many(targets, select=select, format_version=format_version,

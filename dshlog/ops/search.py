@@ -2,12 +2,15 @@
 
 A task (:func:`search_session`) gets a path and the query, opens the session as
 ``events`` reads it (the stored events, any version, plain or zstd), and returns
-its hits; the caller receives the sessions' results in input order.
+its hits; the caller receives the sessions' results in input order.  A caller that
+shows hits as they come passes ``on_hit``: a session searched in this process tells
+it of each hit as the read finds it (the first hit of a large log is shown long before
+the read ends), a pool's results when they arrive, so the hits come in the same order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -22,12 +25,12 @@ from ..model.selection import Pinned, Selection
 from ..read.store import Unreadable, in_walk_order, read_header
 from .report import project_of
 
-__all__ = ["SessionHits", "pin", "search", "search_session"]
+__all__ = ["OnHit", "SessionHits", "pin", "search", "search_session"]
 
 
 @dataclass
 class SessionHits:
-    """One session's hits, in log order; ``error`` when it could not be read."""
+    """One session's hits, in log order; ``error`` when it could not be read (the hits found before it stay)."""
 
     path: str
     id: str | None = None
@@ -39,10 +42,19 @@ class SessionHits:
     suppressed: dict[str, int] = field(default_factory=dict)
 
 
-def search_session(path: str, query: Query) -> SessionHits:
-    """The hits of ``query`` in one session; never raises for the session's own problems."""
+#: Told of one hit and the result of its session so far (its path and id known; its notes not yet).
+OnHit = Callable[[SessionHits, Hit], None]
+
+
+def search_session(path: str, query: Query, on_hit: OnHit | None = None) -> SessionHits:
+    """The hits of ``query`` in one session; never raises for the session's own problems.
+
+    ``on_hit``: each hit goes to it as the read finds it, and not into the result (a log's
+    hits are then never held); only for a task run in the caller's process.
+    """
     out = SessionHits(path)
     searcher = Searcher(query)
+    found = False
     try:
         with open_session(path, strict=False) as log:
             out.path, out.id = log.path, log.session_id
@@ -53,8 +65,13 @@ def search_session(path: str, query: Query) -> SessionHits:
             for ev in log.stored_runs():
                 if type(ev) is PackedRun:  # v0/v1 streaming chunks: the settled message holds their text
                     continue
-                out.hits.extend(searcher.feed(ev))
-                if query.first_only and out.hits:
+                for hit in searcher.feed(ev):
+                    found = True
+                    if on_hit is None:
+                        out.hits.append(hit)
+                    else:
+                        on_hit(out, hit)
+                if query.first_only and found:
                     break
             out.notes, out.suppressed = list(log.notes), dict(log.notes.suppressed())
     except DshlogError as exc:
@@ -79,11 +96,24 @@ def pin(paths: list[str | Unreadable], selection: Selection) -> Pinned:
     return selection.pin(cwds)
 
 
-def search(paths: Iterable[str | Unreadable], query: Query, *, executor: Executor | None = None) -> Iterator[SessionHits]:
+def search(paths: Iterable[str | Unreadable], query: Query, *, executor: Executor | None = None,
+           on_hit: OnHit | None = None) -> Iterator[SessionHits]:
     """Each session's hits, in input order (sessions without hits included, with none); a session
-    a store's walk could not read (:func:`~dshlog.read.store.walk_sessions`) has its ``error``."""
+    a store's walk could not read (:func:`~dshlog.read.store.walk_sessions`) has its ``error``.
+
+    ``on_hit``: told of every hit, in input order, and the results carry none.  With an
+    :class:`~dshlog.executor.InProcess` executor each hit as the read finds it (before its
+    session's result is yielded); with a pool, a session's hits when its result arrives (a
+    worker's result comes back whole).  Either way the same hits, in the same order.
+    """
     Searcher(query)  # a bad pattern is the caller's error, raised before any task runs
     ex = executor if executor is not None else InProcess()
-    task = partial(search_session, query=query)
-    yield from in_walk_order(list(paths), lambda readable: ex.map(task, readable),
-                             lambda u: SessionHits(u.path, error=u.error, exit_code=u.exit_code))
+    streamed = on_hit is not None and isinstance(ex, InProcess)
+    task = partial(search_session, query=query, on_hit=on_hit if streamed else None)
+    for r in in_walk_order(list(paths), lambda readable: ex.map(task, readable),
+                           lambda u: SessionHits(u.path, error=u.error, exit_code=u.exit_code)):
+        if on_hit is not None and not streamed:
+            for hit in r.hits:
+                on_hit(r, hit)
+            r.hits = []
+        yield r

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from ..check.problems import Problems
-from ..errors import DshlogError, UsageError
+from ..errors import DshlogError, ExitCode, UsageError
 from ..executor import Executor, InProcess, helpers_allowed
 from ..model.content import SEARCH, message_text
 from ..model.selection import Selection, smart_case
@@ -21,10 +21,10 @@ from ..protocol.vocabulary import ROLE_OF_TYPE
 from ..read.cache import Kind, cached_map, open_cache
 from ..read.container import Container, Position
 from ..read.session import SessionLog, open_session
-from ..read.store import SessionEntry, Unreadable, list_sessions, project_key, raw_lines, sort_entries, walk_sessions
+from ..read.store import SessionEntry, Unreadable, list_sessions, project_key, raw_lines, read_header, sort_entries, walk_sessions
 
 __all__ = ["Listing", "OpenLog", "Target", "Unreadable", "grep_session", "list_store", "located", "message_texts", "open_target",
-           "select_entries", "session_ids", "store_sessions", "unique_prefixes"]
+           "select_entries", "select_sessions", "session_ids", "store_sessions", "unique_prefixes"]
 
 #: What names a log for an operation: a path (a generation file, a session directory, ``-``).
 Target = str | os.PathLike[str]
@@ -137,6 +137,43 @@ def select_entries(entries: list[SessionEntry], selection: Selection) -> tuple[l
     sel = pinned.selection
     kept = [e for e in entries if sel.keeps_place(e.cwd, e.project) and sel.keeps_span(_created(e), e.last_activity)]
     return kept, pinned.note
+
+
+def select_sessions(found: Sequence[str | Unreadable], selection: Selection, *,
+                    cache: str | None = None) -> tuple[list[str | Unreadable], str | None]:
+    """The sessions of a walk (:func:`store_sessions`) that ``selection`` keeps, in walk order, and its note.
+
+    They are kept as ``ls`` keeps its entries (:func:`select_entries`), so that ``validate`` and
+    ``stats`` over a root work on the sessions ``ls`` lists with the same filters.  A session the
+    walk (or this look at it) could not read stays whatever the filters: the command names it and
+    it sets the exit code.  Only headers are read, unless ``--since``/``--until`` ask for a
+    session's last activity (a scan, served from the cache in ``cache`` when there is one).
+    """
+    if selection == Selection():
+        return list(found), None
+    entries: dict[int, SessionEntry] = {}
+    for i, f in enumerate(found):
+        if isinstance(f, str) and f != "-":
+            p = Path(f)
+            e = SessionEntry(dir=p.parent, project=p.parent.parent.name, path=p)
+            try:
+                e.mtime_ms = p.stat().st_mtime_ns // 1_000_000
+                e.header = read_header(p)
+            except DshlogError as exc:
+                e.exit_code = exc.exit_code
+            except OSError:
+                e.exit_code = ExitCode.IO
+            entries[i] = e
+    readable = [e for e in entries.values() if not e.exit_code]
+    if selection.since is not None or selection.until is not None:  # a span needs each session's last event
+        if cache is not None:
+            cached_scanner(cache)(readable)
+        else:
+            for e in readable:
+                e.scan()
+    kept, note = select_entries(readable, selection)
+    keep = {id(e) for e in kept}
+    return [f for i, f in enumerate(found) if i not in entries or entries[i].exit_code or id(entries[i]) in keep], note
 
 
 def scan_record(path: str) -> list[Any]:
