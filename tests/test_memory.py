@@ -327,3 +327,27 @@ def test_rebuild_of_the_last_request_stays_within_the_bound(tmp_path_factory: py
     assert code == 0
     assert written.stat().st_size > len(data) // 3  # the request holds the log's messages
     assert peak <= RSS_BOUND, f"rebuild --request {last} of a {RSS_LOG} log peaked at {peak >> 20} MB"
+
+
+@pytest.mark.skipif(not hasattr(os, "wait4"), reason="os.wait4 measures one child's peak")
+def test_rescue_of_a_large_refused_log_stays_within_the_bound(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``rescue --publish`` keeps the stored events, its candidates and the successor's texts on disk.
+
+    Holding the stored events as dicts (about eleven times the log's bytes) made a
+    30 MB refused log peak at about 400 MB; the plan's logs live in temporary files
+    now, read an event at a time, like every other reader.
+    """
+    gen = load_bench_script("generate")
+    out = tmp_path_factory.mktemp("memory-rescue-rss")
+    plain = gen.generate(out, RSS_LOG, 0, seed=11, zstd=False)["plain"]
+    d = out / "root" / "--home-ann-bench--" / "refused"
+    d.mkdir(parents=True)
+    head, _, body = plain.read_bytes().partition(b"\n")
+    (d / "session.jsonl").write_bytes(head.replace(b',"delegationDepth":0', b"") + b"\n" + body)
+    plain.unlink()
+    written = out / "rescue.json"
+    code, peak = _peak_rss(["rescue", str(d / "session.jsonl"), "--all", "--publish", "--json"], written)
+    assert code == 0
+    assert orjson.loads(written.read_bytes())["status"] == "rescued"
+    assert (d / "session.v4.jsonl").stat().st_size > len(body) // 2
+    assert peak <= RSS_BOUND, f"rescue of a {RSS_LOG} refused log peaked at {peak >> 20} MB"

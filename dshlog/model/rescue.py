@@ -7,7 +7,10 @@ the smallest change that keeps every byte of content the user saw: it edits the
 *stored* log (header and events of the stored version, before migration) and
 says, event by event, what it changed and why (:class:`Change`).
 
-Everything here is pure: a :class:`Stored` log in, a new one out.  Whether a
+Everything here is pure: a :class:`Stored` log in, a new one out.  Only where
+events are kept is not: a log's events live encoded in a temporary file
+(:class:`SpooledEvents`) and are decoded as they are read, so a rescue holds a few
+events at a time, not its logs.  Whether a
 change actually resolves dsh's refusal is not decided here but by dsh's own view
 of the result, which :func:`plan` receives as a ``judge`` (the operation passes
 the strict reader of :mod:`dshlog.read.session`).  That keeps this module below
@@ -22,9 +25,16 @@ placed before the source event it names).  No transformation drops an event.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import bisect
+import os
+import pickle
+import struct
+import tempfile
+import weakref
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import IO, Any, Final, overload
 
 from ..protocol.vocabulary import SURFACE_TYPES
 
@@ -32,17 +42,228 @@ __all__ = [
     "BY_NAME",
     "TRANSFORMATIONS",
     "Change",
+    "EventColumn",
     "Plan",
     "Refusal",
+    "SpooledEvents",
+    "Spooler",
     "Step",
     "Stored",
     "Transformation",
+    "iter_message_texts",
     "message_texts",
     "plan",
+    "spool_events",
 ]
 
 #: How many transformations one plan may chain (each is used at most once).
 MAX_STEPS: Final[int] = 16
+
+# ----------------------------------------------------------------------------- where events are kept
+
+#: How many encoded bytes one read of a spool takes while its events are walked in order.
+_BLOCK: Final[int] = 1 << 16
+#: The encoding of a spooled event: pickle round-trips every value the reader makes exactly
+#: (integers past 64 bits, -0.0, lone surrogates, key order), which JSON through orjson does not.
+_PROTOCOL: Final[int] = pickle.HIGHEST_PROTOCOL
+#: Each encoded event is framed by its length, so a spool is walked without an offset per event.
+_FRAME: Final[struct.Struct] = struct.Struct("<Q")
+#: A spool remembers where every this-many-th event starts: finding an event reads at most this many frames.
+_EVERY: Final[int] = 64
+_INT64: Final[range] = range(-(1 << 63), 1 << 63)
+
+
+class EventColumn(Sequence[Any]):
+    """A column of per-event values (seqs, origins) kept as runs of consecutive integers.
+
+    A tuple of a log's seqs costs a pointer and an int object per event, an array
+    8 bytes; a log's seqs are one run (``0, 1, 2, ...``) and a rescued log's
+    origins a few (one more at each inserted or moved event), so here a column
+    costs a few bytes a run.  A value that is not an integer (``None`` for an
+    inserted event, a malformed seq) is kept as it is, in a table of exceptions.
+    """
+
+    __slots__ = ("_starts", "_firsts", "_other", "_n", "_last")
+
+    def __init__(self, values: Iterable[Any] = ()) -> None:
+        self._starts = array("q")  # where each run begins
+        self._firsts = array("q")  # the value it begins with
+        self._other: dict[int, Any] = {}
+        self._n = 0
+        self._last: int | None = None  # the previous value, when it is in a run
+        for value in values:
+            self.append(value)
+
+    def append(self, value: Any) -> None:
+        if type(value) is int and value in _INT64:
+            if self._last is None or value != self._last + 1:
+                self._starts.append(self._n)
+                self._firsts.append(value)
+            self._last = value
+        else:
+            self._other[self._n] = value
+            self._last = None
+        self._n += 1
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Any, ...]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return tuple(self[k] for k in range(*i.indices(self._n)))
+        k = i + self._n if i < 0 else i
+        if not 0 <= k < self._n:
+            raise IndexError("column index out of range")
+        if k in self._other:
+            return self._other[k]
+        r = bisect.bisect_right(self._starts, k) - 1
+        return self._firsts[r] + (k - self._starts[r])
+
+    def dense(self) -> bool:
+        """Every value is its own position (``0, 1, 2, ...``), as the seqs of every stored log are."""
+        return not self._other and (self._n == 0 or (len(self._starts) == 1 and self._firsts[0] == 0))
+
+
+class SpooledEvents(Sequence[dict[str, Any]]):
+    """A log's events encoded in an anonymous temporary file, decoded when they are read.
+
+    A stored log held as dicts needs about eleven times its bytes; rescue keeps the
+    source, the current result and a candidate at once, so it held several logs'
+    worth.  Here a log costs a few bytes per :data:`_EVERY` events in memory
+    (where those start in the file) and its ``seqs`` a few bytes a run: events
+    are decoded one at a time, walked in order through reads of a block at a
+    time.  The file is deleted when the last reference to the events goes.
+    """
+
+    __slots__ = ("_file", "_fd", "_index", "_n", "_size", "seqs", "__weakref__")
+
+    def __init__(self, file: IO[bytes], index: array[int], n: int, size: int, seqs: EventColumn) -> None:
+        self._file = file
+        self._fd = file.fileno()
+        self._index = index
+        self._n = n
+        self._size = size
+        #: Each event's ``seq`` as it was spooled (what a rebuild remaps references by).
+        self.seqs = seqs
+        weakref.finalize(self, file.close)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[dict[str, Any], ...]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return tuple(self[k] for k in range(*i.indices(self._n)))
+        k = i + self._n if i < 0 else i
+        if not 0 <= k < self._n:
+            raise IndexError("event index out of range")
+        for raw in self.encoded(k, k + 1):
+            return pickle.loads(raw)
+        raise IndexError("event index out of range")  # pragma: no cover - encoded yields it
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self.range(0, self._n)
+
+    def range(self, start: int, stop: int) -> Iterator[dict[str, Any]]:
+        """The events ``start`` to ``stop`` (excluded), decoded one at a time."""
+        for raw in self.encoded(start, stop):
+            yield pickle.loads(raw)
+
+    def encoded(self, start: int, stop: int) -> Iterator[bytes]:
+        """The encoded events ``start`` to ``stop`` (excluded), read a block at a time."""
+        stop = min(stop, self._n)
+        if start >= stop:
+            return
+        at = self._index[start // _EVERY]  # where the file bytes in ``buf`` begin
+        buf, p = b"", 0
+        for k in range(start - start % _EVERY, stop):
+            for size in (_FRAME.size, -1):
+                if size < 0:
+                    size = _FRAME.unpack_from(buf, p - _FRAME.size)[0]
+                if p + size > len(buf):  # the next frame or event goes past the block: read on
+                    rest = buf[p:]
+                    at += p
+                    want = min(max(size, _BLOCK), self._size - at) - len(rest)
+                    buf, p = rest + self._read(at + len(rest), want), 0
+                    if len(buf) < size:
+                        raise OSError(f"the event spool ends {size - len(buf)} bytes early")
+                p += size
+            if k >= start:
+                yield buf[p - size:p]
+
+    def _read(self, offset: int, size: int) -> bytes:
+        data = os.pread(self._fd, size, offset)
+        while len(data) < size:  # a short read: a regular file gives one only at its end
+            more = os.pread(self._fd, size - len(data), offset + len(data))
+            if not more:
+                break
+            data += more
+        return data
+
+
+class Spooler:
+    """Builds :class:`SpooledEvents`: events appended one at a time, or copied encoded from another spool."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] = tempfile.TemporaryFile(buffering=_BLOCK)  # noqa: SIM115 - owned by the events
+        self._close = weakref.finalize(self, self._file.close)
+        self._index = array("q")
+        self._n = 0
+        self._size = 0
+        self._seqs = EventColumn()
+
+    def append(self, ev: dict[str, Any]) -> None:
+        self._put(pickle.dumps(ev, protocol=_PROTOCOL), ev.get("seq"))
+
+    def extend(self, events: Sequence[dict[str, Any]], start: int, stop: int) -> None:
+        """Events ``start`` to ``stop`` of ``events`` unchanged (copied as they are encoded when they are spooled)."""
+        if isinstance(events, SpooledEvents):
+            for k, raw in enumerate(events.encoded(start, stop), start):
+                self._put(raw, events.seqs[k])
+        else:
+            for ev in events[start:stop]:
+                self.append(ev)
+
+    def _put(self, raw: bytes, seq: Any) -> None:
+        if self._n % _EVERY == 0:
+            self._index.append(self._size)
+        self._file.write(_FRAME.pack(len(raw)))
+        self._file.write(raw)
+        self._size += _FRAME.size + len(raw)
+        self._n += 1
+        self._seqs.append(seq)
+
+    def finish(self) -> SpooledEvents:
+        """The events appended so far, ready to read (the spooler is done)."""
+        self._file.flush()
+        self._close.detach()
+        return SpooledEvents(self._file, self._index, self._n, self._size, self._seqs)
+
+
+def spool_events(events: Iterable[dict[str, Any]]) -> SpooledEvents:
+    """``events`` spooled to a temporary file (:class:`SpooledEvents`), read one at a time."""
+    out = Spooler()
+    for ev in events:
+        out.append(ev)
+    return out.finish()
+
+
+def _range(events: Sequence[dict[str, Any]], start: int, stop: int) -> Iterator[dict[str, Any]]:
+    """Events ``start`` to ``stop`` of ``events`` one at a time (a spool decodes them as they come)."""
+    if isinstance(events, SpooledEvents):
+        return events.range(start, stop)
+    return iter(events[start:stop])
+
+
+def _seqs(events: Sequence[dict[str, Any]]) -> Sequence[Any]:
+    return events.seqs if isinstance(events, SpooledEvents) else [ev.get("seq") for ev in events]
 
 
 @dataclass(frozen=True)
@@ -51,19 +272,24 @@ class Stored:
 
     ``origins[i]`` is the source seq of ``events[i]`` (``None`` for an event a
     transformation inserted); ``version`` is the version the body was read as and
-    ``version_proof`` says why when the header does not say it.
+    ``version_proof`` says why when the header does not say it.  ``events`` is any
+    sequence of events; the transformations write theirs to a spool
+    (:class:`SpooledEvents`), whose ``origins`` are a :class:`EventColumn`.
     """
 
     header: dict[str, Any]
-    events: tuple[dict[str, Any], ...]
+    events: Sequence[dict[str, Any]]
     version: int
     projection: bool = False
     version_proof: str = ""
-    origins: tuple[int | None, ...] = ()
+    origins: Sequence[int | None] = ()
 
     def __post_init__(self) -> None:
         if not self.origins:
-            object.__setattr__(self, "origins", tuple(ev.get("seq") for ev in self.events))
+            if isinstance(self.events, SpooledEvents):
+                object.__setattr__(self, "origins", self.events.seqs)
+            else:
+                object.__setattr__(self, "origins", tuple(ev.get("seq") for ev in self.events))
 
 
 @dataclass(frozen=True)
@@ -143,33 +369,95 @@ def _remap_data(t: Any, data: Any, m: Callable[[Any], Any]) -> Any:
     return data
 
 
-def _rebuild(s: Stored, items: list[tuple[int | None, dict[str, Any]]]) -> Stored:
-    """A log from ``items``: (index of an event of ``s`` or ``None`` for a new one, event).
+#: One piece of a rebuilt log: a run of the source's events (by index), one of them, or a new event.
+Item = range | int | dict[str, Any]
+
+
+def _rebuild(s: Stored, items: list[Item]) -> Stored:
+    """A log from ``items``: runs and single events of ``s`` (by index) and new events, in order.
 
     Seqs become positions again (dense from 0, as every stored version requires)
-    and every seq reference of a kept event follows the event it names.
+    and every seq reference of a kept event follows the event it names.  Where
+    the source's seqs are its positions (every log the reader gives), where an
+    event went follows from the runs of ``items``; otherwise from a table by seq,
+    a later event's entry replacing an earlier one's.
     """
-    old_seq_to_new: dict[Any, int] = {}
-    for pos, (index, _ev) in enumerate(items):
-        if index is not None:
-            old_seq_to_new[s.events[index].get("seq")] = pos
+    n = len(s.events)
+    # where each run of source events went: source indices [start, stop) to positions from ``to``
+    runs: list[tuple[int, int, int]] = []
+    pos = 0
+    for item in items:
+        if isinstance(item, dict):
+            pos += 1
+            continue
+        run = range(item, item + 1) if isinstance(item, int) else item
+        if run:
+            runs.append((run.start, run.stop, pos))
+        pos += len(run)
+    seqs = _seqs(s.events)
+    if isinstance(seqs, EventColumn) and seqs.dense():
+        runs.sort()
+        starts = [start for start, _, _ in runs]
 
-    def m(value: Any) -> Any:
-        return old_seq_to_new.get(value, value) if type(value) is int else value
+        def m(value: Any) -> Any:
+            if type(value) is int and 0 <= value < n:
+                r = bisect.bisect_right(starts, value) - 1
+                if r >= 0 and value < runs[r][1]:
+                    return runs[r][2] + value - runs[r][0]
+            return value
+    else:
+        old_seq_to_new: dict[Any, int] = {}
+        for start, stop, to in runs:
+            for k in range(start, stop):
+                old_seq_to_new[seqs[k]] = to + k - start
 
-    events: list[dict[str, Any]] = []
-    origins: list[int | None] = []
-    for pos, (index, ev) in enumerate(items):
-        new = {**ev, "seq": pos}
-        if index is not None:
+        def m(value: Any) -> Any:
+            return old_seq_to_new.get(value, value) if type(value) is int else value
+
+    out = Spooler()
+    origins = EventColumn()
+    pos = 0
+    for item in items:
+        if isinstance(item, dict):
+            out.append({**item, "seq": pos})
+            origins.append(None)
+            pos += 1
+            continue
+        run = range(item, item + 1) if isinstance(item, int) else item
+        for k, ev in zip(run, _range(s.events, run.start, run.stop)):
+            new = {**ev, "seq": pos}
             if isinstance(new.get("sourceEventSeqs"), list):
                 new["sourceEventSeqs"] = [m(v) for v in new["sourceEventSeqs"]]
             if isinstance(new.get("surfaceOp"), dict):
                 new["surfaceOp"] = _remap_range(new["surfaceOp"], m)
             new["data"] = _remap_data(new.get("type"), new.get("data"), m)
-        events.append(new)
-        origins.append(s.origins[index] if index is not None else None)
-    return replace(s, events=tuple(events), origins=tuple(origins))
+            out.append(new)
+            origins.append(s.origins[k])
+            pos += 1
+    return replace(s, events=out.finish(), origins=origins)
+
+
+def _edit(s: Stored, edit: Callable[[int, dict[str, Any]], dict[str, Any] | None]) -> Stored | None:
+    """``s`` with each event ``edit`` returns a new one for replaced by it (``None``: nothing to edit).
+
+    The events in between are copied as they are encoded, and the spool is only
+    started at the first edit.
+    """
+    out: Spooler | None = None
+    done = 0  # the events before this one are in ``out``
+    for i, ev in enumerate(s.events):
+        new = edit(i, ev)
+        if new is None:
+            continue
+        if out is None:
+            out = Spooler()
+        out.extend(s.events, done, i)
+        out.append(new)
+        done = i + 1
+    if out is None:
+        return None
+    out.extend(s.events, done, len(s.events))
+    return replace(s, events=out.finish())
 
 
 def _synthetic(type_: str, data: dict[str, Any], anchor: dict[str, Any]) -> dict[str, Any]:
@@ -229,39 +517,43 @@ DEFAULT_DESCRIPTOR_LABEL: Final[str] = "subagent"
 
 
 def _descriptor_v3(s: Stored) -> tuple[Stored, list[Change]] | None:
-    events = list(s.events)
     changes: list[Change] = []
-    for i, ev in enumerate(events):
+
+    def edit(i: int, ev: dict[str, Any]) -> dict[str, Any] | None:
         data = _data(ev)
         if ev.get("type") != "subagent/descriptor" or data.get("version") != 2:
-            continue
+            return None
         new = {**data, "version": 3}
         why = "descriptor version 2 carries every field version 3 requires (mode, provider); only the version number changes"
         if new.get("mode") == "continuable" and not isinstance(new.get("label"), str):
             new["label"] = DEFAULT_DESCRIPTOR_LABEL
             why += f'; a continuable version-3 descriptor needs a label: "{DEFAULT_DESCRIPTOR_LABEL}" (a stated default)'
-        events[i] = {**ev, "data": new}
         changes.append(Change("descriptor-v3", s.origins[i], data, new, why))
-    return (replace(s, events=tuple(events)), changes) if changes else None
+        return {**ev, "data": new}
+
+    out = _edit(s, edit)
+    return (out, changes) if out is not None else None
 
 
 def _tool_definitions(s: Stored) -> tuple[Stored, list[Change]] | None:
-    events = list(s.events)
     changes: list[Change] = []
-    for i, ev in enumerate(events):
+
+    def edit(i: int, ev: dict[str, Any]) -> dict[str, Any] | None:
         data = _data(ev)
         header = data.get("header")
         if ev.get("type") != "request/header" or not isinstance(header, dict) or not isinstance(header.get("tools"), list):
-            continue
+            return None
         tools = header["tools"]
         if not any(isinstance(t, str) for t in tools):
-            continue
+            return None
         new_tools = [{"name": t, "description": "", "parameters": {}} if isinstance(t, str) else t for t in tools]
-        events[i] = {**ev, "data": {**data, "header": {**header, "tools": new_tools}}}
         changes.append(Change("tool-definitions", s.origins[i], tools, new_tools,
                               "the writer kept only each tool's name; dsh needs a definition object: the name is kept, "
                               "with an empty description and an empty parameters object (stated defaults)"))
-    return (replace(s, events=tuple(events)), changes) if changes else None
+        return {**ev, "data": {**data, "header": {**header, "tools": new_tools}}}
+
+    out = _edit(s, edit)
+    return (out, changes) if out is not None else None
 
 
 #: Hook dialects renamed after early writers recorded them: early name -> the name dsh reads.
@@ -269,34 +561,38 @@ HOOK_DIALECT_RENAMES: Final[dict[str, str]] = {"claude": "claude-code"}
 
 
 def _hook_dialect(s: Stored) -> tuple[Stored, list[Change]] | None:
-    events = list(s.events)
     changes: list[Change] = []
-    for i, ev in enumerate(events):
+
+    def edit(i: int, ev: dict[str, Any]) -> dict[str, Any] | None:
         data = _data(ev)
         if not str(ev.get("type", "")).startswith("hook/") or data.get("dialect") not in HOOK_DIALECT_RENAMES:
-            continue
+            return None
         new = {**data, "dialect": HOOK_DIALECT_RENAMES[data["dialect"]]}
-        events[i] = {**ev, "data": new}
         changes.append(Change("hook-dialect", s.origins[i], {"dialect": data["dialect"]}, {"dialect": new["dialect"]},
                               "an early writer spelt the Claude Code hook dialect \"claude\"; dsh knows it as \"claude-code\" "
                               "(the handler id keeps the writer's spelling)"))
-    return (replace(s, events=tuple(events)), changes) if changes else None
+        return {**ev, "data": new}
+
+    out = _edit(s, edit)
+    return (out, changes) if out is not None else None
 
 
 def _surface_marker(s: Stored) -> tuple[Stored, list[Change]] | None:
     surface = SURFACE_TYPES.get(s.version, frozenset())
-    events = list(s.events)
     changes: list[Change] = []
-    for i, ev in enumerate(events):
+
+    def edit(i: int, ev: dict[str, Any]) -> dict[str, Any] | None:
         if ev.get("type") not in surface or "surfaceOp" in ev:
-            continue
+            return None
         new = dict(ev)
         new["surfaceOp"] = "append"
-        events[i] = new
         changes.append(Change("surface-marker", s.origins[i], None, {"surfaceOp": "append"},
                               "a pre-release writer left the surface marker out; it wrote no replacements, so the "
                               "message was appended"))
-    return (replace(s, events=tuple(events)), changes) if changes else None
+        return new
+
+    out = _edit(s, edit)
+    return (out, changes) if out is not None else None
 
 
 # ----------------------------------------------------------------------------- steps
@@ -355,9 +651,10 @@ def _open_step_early(s: Stored) -> tuple[Stored, list[Change]] | None:
 
 def _open_step_at(s: Stored, i: int, reason: str, changes: list[Change]) -> Stored | None:
     events = s.events
+    n = len(events)
     turn: Any = None
     steps_in_turn = 0
-    for ev in events[:i]:
+    for ev in _range(events, 0, i):
         t = ev.get("type")
         if t == "turn/start":
             turn, steps_in_turn = _data(ev).get("turn"), 0
@@ -368,33 +665,28 @@ def _open_step_at(s: Stored, i: int, reason: str, changes: list[Change]) -> Stor
     if turn is None:
         return None
     anchor = events[i]
-    items: list[tuple[int | None, dict[str, Any]]] = [(k, ev) for k, ev in enumerate(events)]
     # the turn's next step/start, if it opens before the turn ends
-    k = i
-    end_of_turn = len(events)
-    while k < len(events):
-        t = events[k].get("type")
+    end_of_turn = n
+    for k, ev in enumerate(_range(events, i, n), i):
+        t = ev.get("type")
         if t == "step/start":
-            moved = events[k]
-            del items[k]
-            items.insert(i, (k, moved))
+            moved = ev
             changes.append(Change(
-                "open-step-early", s.origins[k], {"step/start": _data(moved), "placedBefore": s.origins[k + 1] if k + 1 < len(events) else None},
+                "open-step-early", s.origins[k], {"step/start": _data(moved), "placedBefore": s.origins[k + 1] if k + 1 < n else None},
                 {"step/start": _data(moved), "placedBefore": s.origins[i]},
                 f"{reason}: this turn's step/start is moved up to it (nothing else changes; the step opens earlier)"))
-            return _rebuild(s, items)
+            return _rebuild(s, [range(0, i), k, range(i, k), range(k + 1, n)])
         if t == "turn/end":
             end_of_turn = k
             break
-        k += 1
     step = {"turn": turn, "step": steps_in_turn + 1}
-    end_anchor = events[end_of_turn] if end_of_turn < len(events) else events[-1]
-    items.insert(end_of_turn, (None, _synthetic("step/end", dict(step), end_anchor)))
-    items.insert(i, (None, _synthetic("step/start", dict(step), anchor)))
+    end_anchor = events[end_of_turn] if end_of_turn < n else events[-1]
+    items: list[Item] = [range(0, i), _synthetic("step/start", dict(step), anchor), range(i, end_of_turn),
+                         _synthetic("step/end", dict(step), end_anchor), range(end_of_turn, n)]
     changes.append(Change("open-step-early", s.origins[i], None, step,
                           f"{reason} and the turn opens no step: a step/start is inserted before it"))
-    changes.append(Change("open-step-early", s.origins[end_of_turn] if end_of_turn < len(events) else None, None, step,
-                          "the inserted step closes before its turn ends" if end_of_turn < len(events)
+    changes.append(Change("open-step-early", s.origins[end_of_turn] if end_of_turn < n else None, None, step,
+                          "the inserted step closes before its turn ends" if end_of_turn < n
                           else "the inserted step closes at the end of the log"))
     return _rebuild(s, items)
 
@@ -411,7 +703,8 @@ def _checkpoint_id(ev: dict[str, Any]) -> Any:
 
 
 def _compaction_start(s: Stored) -> tuple[Stored, list[Change]] | None:
-    items: list[tuple[int | None, dict[str, Any]]] = []
+    items: list[Item] = []
+    done = 0  # the events before this one are in ``items``
     changes: list[Change] = []
     open_ids: set[Any] = set()
     turn: Any = None
@@ -428,23 +721,24 @@ def _compaction_start(s: Stored) -> tuple[Stored, list[Change]] | None:
             open_ids.discard(data.get("compactionId"))
         cid = _checkpoint_id(ev)
         if cid is None or cid in open_ids:
-            items.append((k, ev))
             continue
         owner = {"compactionId": cid, "turn": turn}
         source = data.get("source")
         if isinstance(source, dict) and "sourceCommandId" in source:
             owner["sourceCommandId"] = source["sourceCommandId"]
         end = {**owner, "error": "the log holds no record of this compaction; this pair was inserted by a rescue"}
-        items.append((None, _synthetic("compaction/start", owner, ev)))
-        items.append((k, ev))
-        items.append((None, _synthetic("compaction/end", end, ev)))
+        items += [range(done, k), _synthetic("compaction/start", owner, ev), k, _synthetic("compaction/end", end, ev)]
+        done = k + 1
         changes.append(Change("compaction-start", s.origins[k], None, owner,
                               "a compaction checkpoint replaces messages but no compaction/start opened it: the start is "
                               "inserted before the checkpoint"))
         changes.append(Change("compaction-start", s.origins[k], None, end,
                               "and the compaction is closed right after it, with an error saying it was reconstructed "
                               "(a successful end would need a summary the log does not have)"))
-    return (_rebuild(s, items), changes) if changes else None
+    if not changes:
+        return None
+    items.append(range(done, len(s.events)))
+    return _rebuild(s, items), changes
 
 
 # ----------------------------------------------------------------------------- the catalogue
@@ -558,9 +852,12 @@ def message_texts(events: Iterable[dict[str, Any]]) -> list[str]:
     What "content the user saw" means for the rescue's own check: each of these
     texts must still be in the successor.
     """
-    out: list[str] = []
+    return list(iter_message_texts(events))
+
+
+def iter_message_texts(events: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """:func:`message_texts` one at a time, for a check that reads a log's texts without holding them."""
     for ev in events:
         if ev.get("type") in ("user/message", "assistant/message", "tool/result", "system/message",
                               "developer/message", "agent/inbox/spliced"):
-            out.extend(t for t in _texts(ev.get("data")) if t)
-    return out
+            yield from (t for t in _texts(ev.get("data")) if t)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import DshlogError, IOFailure, UsageError
-from ..model.rescue import Refusal, Stored, plan
+from ..model.rescue import Refusal, Stored, plan, spool_events
 from ..output.labels import rescue_may_note, rescue_note, rescue_target
 from ..protocol.jsjson import dumps
 from ..read.container import Container, Position
@@ -131,14 +131,14 @@ def _stored(source: Path, *, parallel: bool = False, progress: Position | None =
             raise UsageError(f"only session generation files can be rescued (this is a {log.info.container} input)", path=log.path)
         proof = "; ".join(p.message for p in log.notes
                           if p.code == "prerelease" or (p.code == "header" and "lacks version" in p.message))
-        events = tuple(r.event for r in log.stored())
+        events = spool_events(r.event for r in log.stored())
         return Stored(dict(log.header), events, log.version, projection=log.projection, version_proof=proof)
 
 
 #: The largest log (decoded bytes, estimated for zstd) the note of ``validate`` and ``migrate`` judges:
-#: rescue's plan holds the stored events in memory (about ten times the log's bytes), so a larger log is
-#: not judged there (those commands stay within the memory of every reader) and the note points to
-#: ``dshlog rescue ID --check``, which judges it.
+#: rescue's plan reads and judges the whole log once per transformation it tries (its events are spooled
+#: to a temporary file, so memory stays bounded, but the time grows with the log), so a larger log is not
+#: judged there and the note points to ``dshlog rescue ID --check``, which judges it.
 HINT_LIMIT: int = 4 << 20
 #: How many decoded bytes a byte of a zstd generation is taken to stand for (JSON logs compress ~5-20x).
 _ZSTD_RATIO: int = 16

@@ -14,17 +14,22 @@ every change).  The source is only ever opened for reading.
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import os
 import re
 import stat
+import tempfile
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import IO, Any
 
 from ..errors import DshlogError, ExitCode, UnsupportedVersion, UsageError
-from ..model.rescue import BY_NAME, Plan, Stored, message_texts, plan
+from ..model.rescue import BY_NAME, Plan, Stored, iter_message_texts, plan
 from ..protocol.jsjson import dumps_pretty
 from ..protocol.layout import rescue_record_name
 from ..read.container import select_generation
@@ -203,7 +208,7 @@ def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: Rescue
         taken=f'a file already exists at "{target}"; rescue never overwrites',
     )
     record_path = target.with_name(rescue_record_name(target.name))
-    with pub, write_candidate(p.result) as spool:
+    with pub, write_candidate(p.result) as spool, _Texts() as have:
         out.notes.extend(pub.notes)
         staged = pub.stage()
         size_hint = spool.seek(0, os.SEEK_END)
@@ -215,10 +220,10 @@ def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: Rescue
                           parallel=parallel) as check:
                 w = LogWriter(staged, compressed=False, projection=log.projection, tee=check.tee)
                 w.header(header if header is not None else {})
-                have: list[str] = []  # the successor's message texts, not its events
                 for ev in view:
                     w.event(ev)
-                    have.extend(message_texts((ev,)))
+                    for text in iter_message_texts((ev,)):  # the successor's message texts, not its events
+                        have.add(text)
                 size, digest = w.close()
                 out.texts_kept = _texts_kept(p.source, have)
                 record = _record(source, data, p, target, w.events, size, digest)
@@ -229,14 +234,101 @@ def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: Rescue
     out.target, out.record, out.events, out.bytes = str(target), str(record_path), w.events, size
 
 
-def _texts_kept(source: Stored, have: list[str]) -> int:
+#: How much of the successor's texts one read of the substring search takes.
+_BLOCK: int = 1 << 16
+
+
+def _digest(raw: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
+
+
+class _Texts:
+    """The successor's message texts for the check that nothing was lost: on disk, joined by newlines.
+
+    Holding every text of a large successor (a log's worth of strings) made the
+    check the largest thing a rescue held.  Here each text costs 24 bytes of
+    memory (its digest and where it is); a source text found whole among them is
+    confirmed by reading it back, and any other is looked for in the joined
+    texts a block at a time, as ``text in "\\n".join(texts)`` would find it.
+    """
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] = tempfile.TemporaryFile(buffering=_BLOCK)  # noqa: SIM115 - closed by __exit__
+        self._digests = array("q")
+        self._starts = array("q")
+        self._ends = array("q")
+        self._size = 0
+        self._sorted = array("q")
+        self._order = array("q")
+
+    def __enter__(self) -> _Texts:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._file.close()
+
+    def add(self, text: str) -> None:
+        raw = text.encode("utf-8", "surrogatepass")  # one code point at a time: substrings stay substrings
+        if self._starts:
+            self._file.write(b"\n")
+            self._size += 1
+        self._file.write(raw)
+        self._digests.append(_digest(raw))
+        self._starts.append(self._size)
+        self._size += len(raw)
+        self._ends.append(self._size)
+
+    def seal(self) -> None:
+        """Every text is added: sort the digests for the look-ups."""
+        self._file.flush()
+        order = sorted(range(len(self._digests)), key=self._digests.__getitem__)
+        self._order = array("q", order)
+        self._sorted = array("q", (self._digests[k] for k in order))
+
+    def __contains__(self, text: str) -> bool:
+        """Whether ``text`` is in the texts joined by newlines (after :meth:`seal`)."""
+        raw = text.encode("utf-8", "surrogatepass")
+        digest = _digest(raw)
+        k = bisect.bisect_left(self._sorted, digest)
+        while k < len(self._sorted) and self._sorted[k] == digest:
+            i = self._order[k]
+            if self._ends[i] - self._starts[i] == len(raw) and self._read(self._starts[i], len(raw)) == raw:
+                return True
+            k += 1
+        return self._search(raw)
+
+    def _search(self, raw: bytes) -> bool:
+        keep = len(raw) - 1  # a match may begin in the block before
+        tail = b""
+        at = 0
+        while at < self._size:
+            block = self._read(at, min(_BLOCK, self._size - at))
+            window = tail + block
+            if raw in window:
+                return True
+            tail = window[max(0, len(window) - keep):] if keep else b""
+            at += len(block)
+        return False
+
+    def _read(self, offset: int, size: int) -> bytes:
+        data = os.pread(self._file.fileno(), size, offset)
+        while len(data) < size:
+            more = os.pread(self._file.fileno(), size - len(data), offset + len(data))
+            if not more:
+                raise OSError("the successor's texts end early")
+            data += more
+        return data
+
+
+def _texts_kept(source: Stored, have: _Texts) -> int:
     """How many message texts of the source the successor's texts ``have`` hold; refuses when one is missing."""
-    joined = "\n".join(have)
-    want = message_texts(source.events)
-    missing = [t for t in want if t not in joined]
-    if missing:
-        raise UnsupportedVersion(f"the successor would lose a message text of the source: {missing[0][:80]!r}; nothing was published")
-    return len(want)
+    have.seal()
+    kept = 0
+    for t in iter_message_texts(source.events):
+        if t not in have:
+            raise UnsupportedVersion(f"the successor would lose a message text of the source: {t[:80]!r}; nothing was published")
+        kept += 1
+    return kept
 
 
 # ----------------------------------------------------------------------------- a whole store
