@@ -14,6 +14,7 @@ import pytest
 
 import dshlog
 from conftest import FIXTURES, ROOT, run_cli
+from test_reliability_support import stored_as
 from dshlog.protocol.layout import encode_segment, project_key
 
 PAGE = ROOT / "docs" / "python-api.md"
@@ -55,7 +56,7 @@ def root(tmp_path: Path) -> Path:
     project = root / project_key("/home/ann/demo")
     old = project / encode_segment("old-0001") / "session.jsonl"
     old.parent.mkdir(parents=True)
-    shutil.copy(V0, old)
+    old.write_bytes(stored_as(V0.read_bytes(), "old-0001", "/home/ann/demo"))  # where dsh would have stored it
     (project / encode_segment("loop-0001")).mkdir()
     shutil.copy(LOOP, project / encode_segment("loop-0001") / "session.v4.jsonl")
     _prompt_change_at_request_3(project / encode_segment("prompt-0001") / "session.v4.jsonl")
@@ -95,7 +96,7 @@ def test_migrate_example(root: Path) -> None:
 def test_migrate_example_reports_a_failure(root: Path) -> None:
     bad = root / project_key("/home/ann/demo") / encode_segment("bad-0001") / "session.jsonl"
     bad.parent.mkdir()
-    bad.write_bytes(V0.read_bytes().replace(b'"version":0', b'"version":0,"x":'))
+    bad.write_bytes(stored_as(V0.read_bytes(), "bad-0001", "/home/ann/demo").replace(b'"version":0', b'"version":0,"x":'))
     done = run(examples()[0][1], root)
     assert done.returncode == int(dshlog.ExitCode.CORRUPT), done.stderr
     assert f"failed {bad}" in done.stderr

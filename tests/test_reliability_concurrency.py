@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import pytest
 
-from test_reliability_support import assert_clean_failure, record_figures, run, stress_scale
+from test_reliability_support import assert_clean_failure, record_figures, run, stored_as, stress_scale
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
@@ -148,10 +148,10 @@ def test_writers_refuse_while_another_process_holds_the_lock(tmp_path: Path) -> 
     """migrate and repair --write exit 5 naming the holder's pid; nothing is written."""
     v0 = tmp_path / "--p--" / "m"
     v0.mkdir(parents=True)
-    (v0 / "session.jsonl").write_bytes((FIXTURES / "v0" / "text-turn" / "session.jsonl").read_bytes())
+    (v0 / "session.jsonl").write_bytes(stored_as((FIXTURES / "v0" / "text-turn" / "session.jsonl").read_bytes(), "m", "/p"))
     v4 = tmp_path / "--p--" / "c"
     v4.mkdir(parents=True)
-    crash = (FIXTURES / "v4" / "crash" / "session.v4.jsonl").read_bytes() + b'{"type":"tool/r'
+    crash = stored_as((FIXTURES / "v4" / "crash" / "session.v4.jsonl").read_bytes(), "c", "/p") + b'{"type":"tool/r'
     (v4 / "session.v4.jsonl").write_bytes(crash)
     holders = []
     try:

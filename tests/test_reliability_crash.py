@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 import pytest
 
-from test_reliability_support import cut_open_tail, dshlog_cmd, generated, leftovers, record_figures, run, stress_scale
+from test_reliability_support import cut_open_tail, dshlog_cmd, generated, leftovers, record_figures, run, stored_as, stress_scale
 
 PROJECT = "--home-ann-crash--"
 
@@ -301,7 +301,7 @@ def test_kill9_writers_stress(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 def test_repair_rerun_accepts_the_sidecar_a_killed_run_kept(tmp_path: Path) -> None:
     """Killed after keeping the torn bytes but before the swap: the rerun must not refuse its own sidecar."""
-    lines = (Path(__file__).resolve().parents[1] / "fixtures" / "v4" / "crash" / "session.v4.jsonl").read_bytes()
+    lines = stored_as((Path(__file__).resolve().parents[1] / "fixtures" / "v4" / "crash" / "session.v4.jsonl").read_bytes(), "s", "/home/ann/crash")
     torn = b'{"type":"tool/res'
     d = tmp_path / PROJECT / "s"
     d.mkdir(parents=True)
@@ -322,7 +322,7 @@ def test_migrate_cleans_temp_left_after_publication(tmp_path: Path) -> None:
     src = Path(__file__).resolve().parents[1] / "fixtures" / "v0" / "text-turn" / "session.jsonl"
     d = tmp_path / PROJECT / "s"
     d.mkdir(parents=True)
-    shutil.copy2(src, d / "session.jsonl")
+    (d / "session.jsonl").write_bytes(stored_as(src.read_bytes(), "s", "/home/ann/crash"))
     assert run("migrate", "--no-children", str(d)).returncode == 0
     stale = d / "session.migration.0123456789abcdef.jsonl.tmp"
     stale.write_bytes((d / "session.v4.jsonl").read_bytes())

@@ -31,7 +31,7 @@ import dshlog.ops.rescue  # noqa: F401
 from conftest import FIXTURES
 from dshlog.cli import main
 from dshlog.errors import ExitCode
-from test_reliability_support import leftovers, run
+from test_reliability_support import leftovers, run, stored_as
 
 V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 V4 = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
@@ -202,7 +202,7 @@ def test_a_migration_removes_an_orphan_record(tmp_path: Path) -> None:
     """A successor published by ``migrate`` beside a killed rescue's record must not look rescued."""
     d = tmp_path / PROJECT / "s-1"
     d.mkdir(parents=True)
-    shutil.copy(V0, d / "session.jsonl")
+    (d / "session.jsonl").write_bytes(stored_as(V0.read_bytes(), "s-1", "/home/ann/rescue"))
     (d / RECORD).write_bytes(b'{"kind": "dshlog-rescue"}\n')
     p = run("migrate", "--no-children", "--json", str(d))
     assert p.returncode == 0, p.stderr

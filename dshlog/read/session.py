@@ -308,7 +308,8 @@ class SessionLog:
             if named or raw.lstrip(b" \t\r\xef\xbb\xbf").startswith(b"{"):
                 raise
             raise NotASessionLog("line 1 is not JSON", path=self.path) from None
-        if not named and not (isinstance(obj, dict) and (_damaged_header(obj) or any(k in obj for k in ("type", "seq", "data")))):
+        wrapped = isinstance(obj, dict) and "method" in obj and "params" in obj  # a JSON-RPC stream in a zstd container
+        if not named and not wrapped and not (isinstance(obj, dict) and (_damaged_header(obj) or any(k in obj for k in ("type", "seq", "data")))):
             raise NotASessionLog("line 1 is JSON, but neither a session header nor an event", path=self.path)
         return obj
 
