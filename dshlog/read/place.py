@@ -27,9 +27,47 @@ def entries(directory: Path) -> list[Entry]:
         return []
 
 
+#: The last looks at roots, each with the stamp of the root it was taken of (:func:`_root_stamp`).
+_LOOKS: dict[Path, tuple[tuple[int, ...], RootLook | None]] = {}
+#: How many roots :data:`_LOOKS` remembers (a process walks one or a few).
+_LOOKS_KEPT = 4
+
+
+def _root_stamp(root: Path) -> tuple[int, ...] | None:
+    """The modification times of ``root`` and of its project directories, or ``None`` when unreadable.
+
+    A session added or removed anywhere changes one of them; what it does not see is a
+    generation added to an existing session directory, which changes no encoding
+    dsh's check meets unless a writer adds the other encoding beside a session.
+    """
+    try:
+        stamps = [os.stat(root).st_mtime_ns]
+        with os.scandir(root) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    stamps.append(e.stat(follow_symlinks=False).st_mtime_ns)
+    except OSError:
+        return None
+    return tuple(sorted(stamps))
+
+
 def root_look(root: Path) -> RootLook | None:
-    """What dsh's check of ``root`` meets (a bounded look: ``None`` for a root too large to judge)."""
-    return look_at_root(root, entries)
+    """What dsh's check of ``root`` meets (a bounded look: ``None`` for a root too large to judge).
+
+    Every strict open of a session in a store asks this of its root: the look is kept
+    while the root and its project directories are unchanged, so that a batch over a
+    store of n sessions lists it once, not n times.
+    """
+    stamp = _root_stamp(root)
+    kept = _LOOKS.get(root)
+    if stamp is not None and kept is not None and kept[0] == stamp:
+        return kept[1]
+    look = look_at_root(root, entries)
+    if stamp is not None:
+        if len(_LOOKS) >= _LOOKS_KEPT:
+            _LOOKS.pop(next(iter(_LOOKS)))
+        _LOOKS[root] = (stamp, look)
+    return look
 
 
 def place_refusal(path: str | PurePath, header_id: object, cwd: object, *, compressed: bool) -> str | None:
