@@ -30,7 +30,7 @@ def files(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_corpus_store(tmp_path_factory.mktemp("home"))
+    return build_corpus_store(tmp_path_factory.mktemp("home"), one_encoding=True)  # both encodings: dsh opens none
 
 
 # ----------------------------------------------------------------------------- -R ROOT --publish
@@ -186,3 +186,25 @@ def test_an_unreadable_log_is_an_io_error(tmp_path: Path) -> None:
     if b"Permission denied" in proc.stderr and b"dshlog" not in proc.stderr:
         pytest.skip(f"the unprivileged user cannot run the interpreter here: {proc.stderr[:200]!r}")
     assert proc.returncode == ExitCode.IO and proc.stderr.count(b"\n") == 1, proc.stderr
+
+
+def test_a_session_refused_for_where_it_sits_is_not_offered_rescue(tmp_path: Path) -> None:
+    """A successor beside it would sit in the same place: rescue, validate and migrate say so, never "rescue can"."""
+    from dshlog.output.labels import PLACE_NOT_RESCUED
+
+    root = tmp_path / "sessions"
+    d = root / "--home-ann-demo--" / "another-id"  # the header says 5f0c2d1e-...: dsh refuses the lookup by this id
+    d.mkdir(parents=True)
+    src = d / "session.jsonl"
+    src.write_bytes(V0.read_bytes().replace(b',"delegationDepth":0}', b"}", 1))
+    code, out, err = run_env("rescue", str(src), "--json")
+    outcome = json.loads(out)
+    assert outcome["status"] == "cannot" and outcome["why"].startswith(f"{PLACE_NOT_RESCUED}: "), outcome
+    assert 'requested id "another-id" does not match header id' in outcome["why"]
+    assert code == ExitCode.CORRUPT
+    for argv in (["validate", str(src)], ["migrate", str(src.parent), "--no-children", "--dry-run"]):
+        code, out, err = run_env(*argv)
+        assert code == ExitCode.CORRUPT and b"dshlog rescue" not in out + err, (argv, out, err)
+    # written elsewhere (-o), the successor is not bound to this place: rescue goes on
+    code, out, err = run_env("rescue", str(src), "--all", "-o", str(tmp_path / "out.jsonl"))
+    assert code == ExitCode.OK, err

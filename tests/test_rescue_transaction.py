@@ -96,8 +96,8 @@ def refused(root: Path, name: str, variant: int = 0) -> Path:
     src = d / "session.jsonl"
     data = V0.read_bytes().replace(b',"delegationDepth":0}', b"}", 1)
     if variant:
-        data = data.replace(b'"id":"', f'"id":"v{variant}-'.encode(), 1)
-    src.write_bytes(data)
+        data = data.replace(b"single word: READY.", f"single word: READY{variant}.".encode())  # another log, not a copy
+    src.write_bytes(stored_as(data, name, "/home/ann/rescue"))  # where dsh would have stored it
     return src
 
 
@@ -177,7 +177,7 @@ def test_a_kill_at_any_step_of_a_store_rescue_is_completed_by_the_next_run(tmp_p
     def build(root: Path) -> list[Path]:
         ok = root / PROJECT / "s-0"
         ok.mkdir(parents=True)
-        shutil.copy(V4, ok / "session.v4.jsonl")
+        (ok / "session.v4.jsonl").write_bytes(stored_as(V4.read_bytes(), "s-0", "/home/ann/rescue"))
         return [refused(root, "s-1"), refused(root, "s-2", variant=2), ok / "session.v4.jsonl"]
 
     def argv(root: Path) -> list[str]:

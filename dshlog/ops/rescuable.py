@@ -22,6 +22,8 @@ from ..model.rescue import Refusal, Stored, plan, spool_events
 from ..output.labels import rescue_may_note, rescue_note, rescue_target
 from ..protocol.jsjson import dumps
 from ..read.container import Container, Position
+from ..read.store import read_header
+from ..read.place import place_refusal
 from ..read.session import SessionLog, open_session
 
 __all__ = ["HINT_LIMIT", "SourceFacts", "candidate_rows", "judge", "open_candidate", "read_stored", "rescue_hint", "serialize",
@@ -148,14 +150,18 @@ def rescue_hint(source: str | Path, *, parallel: bool = False) -> str | None:
     """``rescue can bring this session back: dshlog rescue ID`` when rescue's plan ends in a log dsh accepts.
 
     Asked only of a session dsh refuses (it reads and judges the log again);
-    ``None`` when rescue cannot bring it back or the log cannot be read.  A log
+    ``None`` when rescue cannot bring it back (dsh refuses the session for where it
+    sits, which a successor beside it does not change) or the log cannot be read.  A log
     over :data:`HINT_LIMIT` is not judged: the note says rescue may bring it back
     and names ``--check``.
     """
     try:
         size = os.stat(source).st_size
-    except OSError:
+        header = read_header(Path(source)) or {}
+    except (DshlogError, OSError):
         return None
+    if place_refusal(source, header.get("id"), header.get("cwd"), compressed=str(source).endswith(".zstd")) is not None:
+        return None  # refused for where it sits: a successor beside it would sit in the same place
     if size * (_ZSTD_RATIO if str(source).endswith(".zstd") else 1) > HINT_LIMIT:
         return rescue_may_note(rescue_target(None, str(source)))
     try:

@@ -31,9 +31,11 @@ from typing import IO, Any
 from ..errors import DshlogError, ExitCode, UnsupportedVersion, UsageError
 from ..model.rescue import BY_NAME, Plan, Stored, iter_message_texts, plan
 from ..protocol.jsjson import dumps_pretty
-from ..protocol.layout import rescue_record_name
+from ..output.labels import PLACE_NOT_RESCUED
+from ..protocol.layout import ZSTD_SUFFIX, rescue_record_name
 from ..read.container import select_generation
 from ..read.container import Position
+from ..read.place import place_refusal
 from ..write.transaction import Publication, output_lock, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
@@ -127,6 +129,13 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
             source = select_generation(source)
             out.source = str(source)
         stored, data = read_stored(source, parallel=parallel, progress=progress)
+        where = place_refusal(source, stored.header.get("id"), stored.header.get("cwd"), compressed=source.name.endswith(ZSTD_SUFFIX))
+        if where is not None and output is None:
+            # refused for where it sits: a successor published beside it would sit in the same place
+            out.status = "cannot"
+            out.error = f"{PLACE_NOT_RESCUED}: {where}"
+            out.exit_code = ExitCode.CORRUPT
+            return out
         p = plan(stored, judge, allowed)
         out.plan = p
         if not p.refused:
