@@ -218,8 +218,13 @@ def lock_held_elsewhere(session_dir: Path):
         holder.wait()
 
 
-def build_corpus_store(home: Path) -> Path:
-    """``home/sessions``: a dsh store built from the shared corpus by its own tool (skips when absent)."""
+def build_corpus_store(home: Path, *, one_encoding: bool = False) -> Path:
+    """``home/sessions``: a dsh store built from the shared corpus by its own tool (skips when absent).
+
+    The tool stores every 4th v4 session as ``.zstd``: a root of both encodings, every
+    session of which dsh refuses ("a root belongs to one encoding").  ``one_encoding``
+    makes it the store a dsh configured for no compression keeps (:func:`as_one_encoding`).
+    """
     import subprocess
     import sys
 
@@ -228,4 +233,21 @@ def build_corpus_store(home: Path) -> Path:
         pytest.skip(f"{tool} or the shared corpus absent (set DSHLOG_SHARED)")
     subprocess.run([sys.executable, str(tool), "--corpus", str(CORPUS), "--home", str(home)],
                    check=True, capture_output=True, timeout=600)
-    return home / "sessions"
+    root = home / "sessions"
+    if one_encoding:
+        as_one_encoding(root)
+    return root
+
+
+def as_one_encoding(root: Path) -> None:
+    """Every ``.zstd`` generation under ``root`` replaced by its plain text (mtime kept): one encoding."""
+    import zstandard
+
+    for packed in sorted(root.rglob("*.jsonl.zstd")):
+        st = packed.stat()
+        with packed.open("rb") as fh:
+            text = b"".join(zstandard.ZstdDecompressor().read_to_iter(fh))  # a torn last frame: what it holds
+        plain = packed.with_name(packed.name[: -len(".zstd")])
+        plain.write_bytes(text)
+        os.utime(plain, ns=(st.st_atime_ns, st.st_mtime_ns))
+        packed.unlink()

@@ -47,7 +47,7 @@ def test_ls_json_shape(root, capsysbinary):
     assert loop["children"] == ["fork-0002"] and rows[1]["parentSession"] == "loop-0001"
     z = rows[3]
     assert z["generation"] == "session.v4.jsonl.zstd" and z["project"] == "--srv-zz--"
-    assert "identify" in z["error"]  # header and location disagree, as dsh would refuse
+    assert "does not match header id" in z["error"]  # header and location disagree: dsh refuses, in its words
 
 
 def test_ls_plain_is_tab_separated_when_piped(root):
@@ -58,7 +58,7 @@ def test_ls_plain_is_tab_separated_when_piped(root):
     cells = dict((ln.split("\t")[0], ln.split("\t")) for ln in lines[1:3])
     assert cells["fork-0002"][7] == "parent loop-0001"
     assert cells["crash-0001"][5] == "1"
-    assert b"identify" in err  # the misplaced generation is reported on stderr
+    assert b"does not match header id" in err  # the misplaced generation is reported on stderr
 
 
 def test_ls_sort_and_reverse(root, capsysbinary):

@@ -9,12 +9,10 @@ from __future__ import annotations
 import json
 import re
 from functools import partial
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import NO_DEPTH_REASON, ROOT, SHARED, no_depth_session, run_cli, run_env
+from conftest import NO_DEPTH_REASON, ROOT, build_corpus_store, no_depth_session, run_cli, run_env
 
 from dshlog.errors import ExitCode
 from dshlog.ops.stance import STANCES, Stance, commands
@@ -174,13 +172,8 @@ def test_export_of_a_root_writes_the_page_of_a_refused_session(tmp_path: Path, c
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
-    tool = SHARED / "tools" / "make_store.py"
-    if not tool.is_file() or not (SHARED / "corpus").is_dir():
-        pytest.skip(f"{tool} or the shared corpus absent (set DSHLOG_SHARED)")
-    home = tmp_path_factory.mktemp("home")
-    subprocess.run([sys.executable, str(tool), "--corpus", str(SHARED / "corpus"), "--home", str(home)],
-                   check=True, capture_output=True, timeout=600)
-    return home / "sessions"
+    """The corpus store in one encoding: as built, with both, dsh refuses every session for its root alone."""
+    return build_corpus_store(tmp_path_factory.mktemp("home"), one_encoding=True)
 
 
 def _refused(root: Path) -> list[tuple[str, int, str]]:
