@@ -208,3 +208,21 @@ def test_a_session_refused_for_where_it_sits_is_not_offered_rescue(tmp_path: Pat
     # written elsewhere (-o), the successor is not bound to this place: rescue goes on
     code, out, err = run_env("rescue", str(src), "--all", "-o", str(tmp_path / "out.jsonl"))
     assert code == ExitCode.OK, err
+
+
+def test_the_banner_of_a_session_refused_for_where_it_sits_names_no_rescue(tmp_path: Path) -> None:
+    """show, export md and export json say dsh's refusal, and that rescue does not change where it sits."""
+    from dshlog.output.labels import PLACE_NOT_RESCUED
+
+    d = tmp_path / "sessions" / "--home-ann-demo--" / "another-id"
+    d.mkdir(parents=True)
+    (d / "session.jsonl").write_bytes(V0.read_bytes())  # a log dsh opens, stored under another id
+    code, out, err = run_env("show", str(d))
+    assert code == ExitCode.CORRUPT, err
+    first, second = out.decode().splitlines()[:2]
+    assert 'requested id "another-id" does not match header id' in first, first
+    assert second.endswith(PLACE_NOT_RESCUED) and "dshlog rescue" not in out.decode(), second
+    code, out, err = run_env("export", str(d), "-f", "json")
+    assert json.loads(out)["refusal"]["rescue"] is None
+    code, out, err = run_env("export", str(d), "-f", "md")
+    assert PLACE_NOT_RESCUED in out.decode() and "dshlog rescue" not in out.decode()

@@ -42,6 +42,7 @@ from ..ops.transcript import rescue_target
 from ..read.container import Position
 from ..read.pages import EventIndex, open_index
 from ..read.session import dsh_refusal, open_session
+from ..read.store import place_refused
 from ..model.selection import Selection
 from ..ops.sessions import select_entries, unique_prefixes
 from ..read.store import SessionEntry, list_sessions
@@ -334,7 +335,8 @@ class SessionView(Screen[None]):
         refused = self.ix.refusal
         if refused is None:
             return Text()
-        lines = L.refusal_lines(refused.message, rescue_target(self._session_id(), self.ix.source))
+        placed = place_refused(self.ix.source) is not None  # rescue's successor would sit in the same place
+        lines = L.refusal_lines(refused.message, None if placed else rescue_target(self._session_id(), self.ix.source))
         return Text(sanitize("\n".join(lines)), style="bold")
 
     def _heading(self) -> Text:

@@ -250,12 +250,13 @@ class Refusal:
     ``kind`` is the error's kind (``corrupt``, ``unsupported``), ``reason`` dsh's
     own words, ``rescue`` what ``dshlog rescue`` takes to bring the session back
     (its id where the log sits in a persistence root, where ids are looked up;
-    else its path).
+    else its path), ``None`` where dsh refuses the session for where it sits,
+    which a rescued successor beside it would not change.
     """
 
     kind: str
     reason: str
-    rescue: str
+    rescue: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,7 @@ from ..model.rescue import Refusal, Stored, plan, spool_events
 from ..output.labels import rescue_may_note, rescue_note, rescue_target
 from ..protocol.jsjson import dumps
 from ..read.container import Container, Position
-from ..read.store import read_header
-from ..read.place import place_refusal
+from ..read.store import place_refused
 from ..read.session import SessionLog, open_session
 
 __all__ = ["HINT_LIMIT", "SourceFacts", "candidate_rows", "judge", "open_candidate", "read_stored", "rescue_hint", "serialize",
@@ -157,11 +156,10 @@ def rescue_hint(source: str | Path, *, parallel: bool = False) -> str | None:
     """
     try:
         size = os.stat(source).st_size
-        header = read_header(Path(source)) or {}
-    except (DshlogError, OSError):
+    except OSError:
         return None
-    if place_refusal(source, header.get("id"), header.get("cwd"), compressed=str(source).endswith(".zstd")) is not None:
-        return None  # refused for where it sits: a successor beside it would sit in the same place
+    if place_refused(source) is not None:
+        return None
     if size * (_ZSTD_RATIO if str(source).endswith(".zstd") else 1) > HINT_LIMIT:
         return rescue_may_note(rescue_target(None, str(source)))
     try:

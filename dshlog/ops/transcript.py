@@ -45,6 +45,7 @@ from ..output.labels import refusal_mark, rescue_target
 from ..output.renderer import Renderer, render
 from ..read.container import Position
 from ..read.session import SessionLog, dsh_refusal, is_dsh_refusal
+from ..read.store import place_refused
 from .results import ReadNotes
 from .sessions import OpenLog, located, open_target
 from .stance import stance
@@ -106,7 +107,8 @@ class Reading(OpenLog):
         log = self._log
         refusal = None
         if self.refused is not None:
-            refusal = Refusal(self.refused.kind, self.refused.message, rescue_target(log.session_id, log.path))
+            placed = place_refused(log.path) is not None  # rescue's successor would sit in the same place
+            refusal = Refusal(self.refused.kind, self.refused.message, None if placed else rescue_target(log.session_id, log.path))
         self.head = SessionHead(log.session_id, log.version, log.path, log.projection, refusal=refusal)
 
     @property

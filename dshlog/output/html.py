@@ -476,7 +476,8 @@ def refusal_html(head: SessionHead) -> str:
         return ""
     return (
         f"<div class=\"refusal\" id=\"refusal\" role=\"alert\"><strong>{_e(L.DSH_REFUSES)}:</strong> {_e(r.reason)}"
-        f"<br>{_e(L.capital(L.SHOWN_AS_STORED))}; {_e(L.TO_BRING_BACK)}: <code>{_e(L.rescue_command(r.rescue))}</code></div>\n"
+        + (f"<br>{_e(L.capital(L.SHOWN_AS_STORED))}; {_e(L.TO_BRING_BACK)}: <code>{_e(L.rescue_command(r.rescue))}</code></div>\n"
+           if r.rescue is not None else f"<br>{_e(L.capital(L.SHOWN_AS_STORED))}; {_e(L.bring_back(None))}</div>\n")
     )
 
 

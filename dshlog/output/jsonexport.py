@@ -1,7 +1,8 @@
 """The JSON transcript export: ``{"shape":1,"session":{…},"turns":[…],"summary":{…}}``.
 
 A log dsh refuses has ``"refusal":{"kind","reason","rescue"}`` right after ``shape``
-(dsh's words, and the ``dshlog rescue`` command line); the key is absent otherwise.
+(dsh's words, and the ``dshlog rescue`` command line, ``null`` for a session dsh refuses for where
+it sits, which rescue does not change); the key is absent otherwise.
 
 Written one turn per line as the turns arrive (only the current turn's items are
 held); items keep the field names of the transcript dataclasses (``kind`` first).
@@ -33,7 +34,7 @@ class JsonRenderer:
         self._write(b'{"shape":' + str(SHAPE).encode())
         if head.refusal is not None:  # first: what follows is not a session dsh opens (absent when dsh opens it)
             r = head.refusal
-            refusal = {"kind": r.kind, "reason": r.reason, "rescue": L.rescue_command(r.rescue)}
+            refusal = {"kind": r.kind, "reason": r.reason, "rescue": L.rescue_command(r.rescue) if r.rescue is not None else None}
             self._write(b',"refusal":' + dumps(refusal))
         self._write(b',"session":' + dumps(head.facts) + b',"turns":[')
 

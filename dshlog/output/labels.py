@@ -294,6 +294,12 @@ def rescue_may_note(target: str) -> str:
     return f"{RESCUE_MAY}: {rescue_command(target)} --check"
 
 
-def refusal_lines(reason: str, target: str) -> tuple[str, str]:
+def bring_back(target: str | None) -> str:
+    """How to bring a refused session back: ``to bring it back: dshlog rescue <id>``, or, for a
+    session dsh refuses for where it sits (``target`` ``None``), why rescue does not."""
+    return f"{TO_BRING_BACK}: {rescue_command(target)}" if target is not None else PLACE_NOT_RESCUED
+
+
+def refusal_lines(reason: str, target: str | None) -> tuple[str, str]:
     """The banner of a refused log's transcript: dsh's refusal, then what is shown and how to bring it back."""
-    return refusal_mark(reason), f"{SHOWN_AS_STORED}; {TO_BRING_BACK}: {rescue_command(target)}"
+    return refusal_mark(reason), f"{SHOWN_AS_STORED}; {bring_back(target)}"

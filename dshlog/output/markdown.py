@@ -78,8 +78,8 @@ class MarkdownRenderer(Document):
         self.out(f"# {title(head.facts)}\n\n")
         if head.refusal is not None:  # before the facts: what follows is not a session dsh opens
             r = head.refusal
-            self.out(f"> **{L.DSH_REFUSES}:** {r.reason}\n>\n> {L.capital(L.SHOWN_AS_STORED)}; {L.TO_BRING_BACK}: "
-                     f"{_code(L.rescue_command(r.rescue))}\n\n")
+            back = f"{L.TO_BRING_BACK}: {_code(L.rescue_command(r.rescue))}" if r.rescue is not None else L.bring_back(None)
+            self.out(f"> **{L.DSH_REFUSES}:** {r.reason}\n>\n> {L.capital(L.SHOWN_AS_STORED)}; {back}\n\n")
         for label, text in facts(head.facts):
             self.out(f"- **{label}**: {text}\n")
         self.out("\n")

@@ -88,7 +88,7 @@ def render(
     if redact is not None:
         refusal = head.refusal
         if refusal is not None:
-            refusal = replace(refusal, reason=redact(refusal.reason), rescue=redact(refusal.rescue))
+            refusal = replace(refusal, reason=redact(refusal.reason), rescue=redact(refusal.rescue) if refusal.rescue is not None else None)
         head = replace(head, facts={k: redact(v) if isinstance(v, str) else v for k, v in head.facts.items()}, refusal=refusal)
     reader = TranscriptReader(limits=FULL if full else Limits(), redact=redact)
     renderer.begin(head)

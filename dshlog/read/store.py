@@ -41,7 +41,7 @@ from ..protocol.layout import (
 from ..protocol.texts import session_not_found
 from ..protocol.zstd import ZSTD_MAGIC
 from .container import SourceInfo, file_kind, iter_lines, iter_zstd_lines, open_regular
-from .place import root_look
+from .place import place_refusal, root_look
 
 # ----------------------------------------------------------------------------- naming
 
@@ -264,6 +264,19 @@ def _segment_id(name: str) -> str | None:
         return decode_segment(name)
     except UsageError:
         return None
+
+
+def place_refused(source: str | Path) -> str | None:
+    """dsh's refusal of the generation at ``source`` for where it sits in its store, or ``None``.
+
+    Rescue publishes its successor beside the source, in the same place: such a
+    session is not one it brings back, whatever the log holds.
+    """
+    try:
+        header = read_header(Path(source)) or {}
+    except (DshlogError, OSError):
+        return None
+    return place_refusal(source, header.get("id"), header.get("cwd"), compressed=str(source).endswith(layout.ZSTD_SUFFIX))
 
 
 # ----------------------------------------------------------------------------- walking a store
@@ -590,6 +603,7 @@ __all__ = [
     "most_recent",
     "parse_since",
     "project_key",
+    "place_refused",
     "read_header",
     "resolve_session",
     "resolve_target",
