@@ -3,7 +3,7 @@
     python bench/cache.py [--count 355] [--scale 1] [--seed 7] [--out bench/data] [--repeat 3] [--root ROOT]
 
 Uses the many-small root of ``bench/generate.py`` (``--count`` sessions, plain), or the root
-given with ``--root`` (``/work/shared/tools/make_store.py`` builds a realistic one).  Each
+given with ``--root`` (``../shared/tools/make_store.py`` builds a realistic one).  Each
 measurement runs the real command in a fresh process with its own ``XDG_CACHE_HOME``:
 ``off`` with ``--no-cache``, ``cold`` with an empty cache (it fills it), ``warm`` the same
 command again.  Best wall time of ``--repeat`` rounds (each round starts from an empty
