@@ -238,9 +238,9 @@ def refused_v0(tmp_path_factory: pytest.TempPathFactory) -> Path:
     gen = load_bench_script("generate")
     out = tmp_path_factory.mktemp("memory-rescue")
     plain = gen.generate(out, SMALL, 0, seed=11, zstd=False)["plain"]
-    d = out / "root" / "--home-ann-bench--" / "refused"
-    d.mkdir(parents=True)
     head, _, body = plain.read_bytes().partition(b"\n")
+    d = out / "root" / "--home-ann-bench--" / orjson.loads(head)["id"]  # where dsh would have stored it
+    d.mkdir(parents=True)
     (d / "session.jsonl").write_bytes(head.replace(b',"delegationDepth":0', b"") + b"\n" + body)
     return d / "session.jsonl"
 
@@ -277,7 +277,7 @@ def test_rescue_judges_and_publishes_without_a_copy_of_the_candidate(refused_v0:
         held = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    d = tmp_path / "--home-ann-bench--" / "s"
+    d = tmp_path / "--home-ann-bench--" / str(stored.header["id"])  # where dsh would have stored it
     d.mkdir(parents=True)
     shutil.copy(refused_v0, d / "session.jsonl")
     out: list[object] = []
@@ -340,9 +340,9 @@ def test_rescue_of_a_large_refused_log_stays_within_the_bound(tmp_path_factory: 
     gen = load_bench_script("generate")
     out = tmp_path_factory.mktemp("memory-rescue-rss")
     plain = gen.generate(out, RSS_LOG, 0, seed=11, zstd=False)["plain"]
-    d = out / "root" / "--home-ann-bench--" / "refused"
-    d.mkdir(parents=True)
     head, _, body = plain.read_bytes().partition(b"\n")
+    d = out / "root" / "--home-ann-bench--" / orjson.loads(head)["id"]  # where dsh would have stored it
+    d.mkdir(parents=True)
     (d / "session.jsonl").write_bytes(head.replace(b',"delegationDepth":0', b"") + b"\n" + body)
     plain.unlink()
     written = out / "rescue.json"
