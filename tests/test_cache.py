@@ -33,6 +33,9 @@ COMMANDS = [
     ("stats", "--json"),
     ("ls", "--json"),
     ("ls",),
+    ("validate",),
+    ("validate", "--json"),
+    ("info", "--json"),
 ]
 
 
@@ -73,9 +76,17 @@ def _files(home: Path) -> list[str]:
     return sorted(str(p) for p in (home / "sessions").rglob("session*.jsonl*"))
 
 
+def _args(home: Path, cmd: tuple[str, ...]) -> tuple[str, ...]:
+    """The command over the store's files (``info``: the damaged one, whose notes are on stderr)."""
+    if cmd[0] in ("stats", "validate"):
+        return (*cmd, *_files(home))
+    if cmd[0] == "info":
+        return (*cmd, next(f for f in _files(home) if "damaged" in f))
+    return cmd
+
+
 def _run(home: Path, cmd: tuple[str, ...], cache: Path | None) -> tuple[int, bytes, bytes]:
-    args = (*cmd, *_files(home)) if cmd[0] == "stats" else cmd
-    return run_env(*args, dsh_home=str(home), cache_dir=cache)
+    return run_env(*_args(home, cmd), dsh_home=str(home), cache_dir=cache)
 
 
 def _tree(root: Path) -> list[tuple[str, int, int]]:
@@ -230,7 +241,8 @@ def test_a_damaged_cache_file_is_made_again(home, tmp_path, kind):
 
 
 def test_random_damage_to_the_cache_never_changes_an_answer(home, tmp_path):
-    cmds = [("report", "--by", "session", "--json"), ("stats", "--json"), ("ls", "--json")]
+    cmds = [("report", "--by", "session", "--json"), ("stats", "--json"), ("ls", "--json"), ("validate", "--json"),
+            ("info", "--json")]
     off = [_run(home, cmd, None) for cmd in cmds]
     cache = tmp_path / "cache"
     db = cache / CACHE_FILE
@@ -279,8 +291,7 @@ def test_two_processes_fill_the_cache_at_once(home, tmp_path):
 def test_no_cache_leaves_no_cache_file(home, tmp_path):
     cache = tmp_path / "cache"
     for cmd in COMMANDS:
-        args = (*cmd, *_files(home)) if cmd[0] == "stats" else cmd
-        run_env("--no-cache", *args, dsh_home=str(home), cache_dir=cache)
+        run_env("--no-cache", *_args(home, cmd), dsh_home=str(home), cache_dir=cache)
     assert not cache.exists()
 
 
