@@ -18,19 +18,17 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
-from pathlib import Path
 from typing import IO, Any
 
 from ..check.problems import Problem, Severity
 from ..check.validate import Validator
 from ..errors import DshlogError, ExitCode, MigrationRefused, NotASessionLog, UnsupportedVersion
 from ..executor import Executor, InProcess, helpers_allowed
-from ..protocol.layout import persistence_root
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.cache import Kind, cached_map, open_cache, problem_of, problem_record
 from ..read.container import Container, Position
-from ..read.place import place_refusal, root_look
+from ..read.place import place_keys, place_refusal
 from ..read.session import is_dsh_refusal, open_session
 from ..read.store import Unreadable, in_walk_order
 
@@ -336,27 +334,6 @@ def _lasting(r: Report) -> bool:
     return r.exit_code != ExitCode.IO
 
 
-def _places() -> Callable[[str], str]:
-    """What a verdict depends on besides its file: the root dsh judges the generation's place by.
-
-    dsh refuses a session of a root that holds a flat file or a generation of the other
-    encoding (:func:`~dshlog.read.place.place_refusal`), whatever the file holds: the look
-    at that root is part of the entry's key.  It is taken once per root in a batch, as the
-    store's walk takes it.
-    """
-    looks: dict[Path, str] = {}
-
-    def place(target: str) -> str:
-        root = persistence_root(target)
-        if root is None:
-            return ""
-        if root not in looks:
-            looks[root] = repr(root_look(root))
-        return looks[root]
-
-    return place
-
-
 def validate_many(targets: Iterable[str | Unreadable], *, select: str | None = None, format_version: int | None = None,
                   system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
                   parallel: bool = False, stream: IO[bytes] | None = None,
@@ -381,4 +358,4 @@ def validate_many(targets: Iterable[str | Unreadable], *, select: str | None = N
     options = repr((select, format_version, tuple(system_prompt_plugins)))
     yield from in_walk_order(list(targets), lambda readable: cached_map(open_cache(cache), REPORT, task, readable, ex,
                                                                        options=options, keep=_lasting,
-                                                                       depends=_places()), unreadable_report)
+                                                                       depends=place_keys()), unreadable_report)
