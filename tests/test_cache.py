@@ -36,6 +36,7 @@ COMMANDS = [
     ("validate",),
     ("validate", "--json"),
     ("info", "--json"),
+    ("surface", "--json"),
 ]
 
 
@@ -77,11 +78,13 @@ def _files(home: Path) -> list[str]:
 
 
 def _args(home: Path, cmd: tuple[str, ...]) -> tuple[str, ...]:
-    """The command over the store's files (``info``: the damaged one, whose notes are on stderr)."""
+    """The command over the store's files (``info``: the damaged one, whose notes are on stderr; ``surface``: one dsh reads)."""
     if cmd[0] in ("stats", "validate"):
         return (*cmd, *_files(home))
     if cmd[0] == "info":
         return (*cmd, next(f for f in _files(home) if "damaged" in f))
+    if cmd[0] == "surface":
+        return (*cmd, next(f for f in _files(home) if "loop-0001" in f))
     return cmd
 
 
@@ -242,7 +245,7 @@ def test_a_damaged_cache_file_is_made_again(home, tmp_path, kind):
 
 def test_random_damage_to_the_cache_never_changes_an_answer(home, tmp_path):
     cmds = [("report", "--by", "session", "--json"), ("stats", "--json"), ("ls", "--json"), ("validate", "--json"),
-            ("info", "--json")]
+            ("info", "--json"), ("surface", "--json")]
     off = [_run(home, cmd, None) for cmd in cmds]
     cache = tmp_path / "cache"
     db = cache / CACHE_FILE

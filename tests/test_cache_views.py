@@ -1,4 +1,4 @@
-"""The cache serves the reading commands of one log: ``validate``, ``stats`` and ``info`` of a file.
+"""The cache serves the reading commands of one log: ``validate``, ``stats``, ``info`` and ``surface`` of a file.
 
 A second run on an unchanged file is answered from the cache without opening the log,
 and prints the very bytes, with the very exit code, of a run without the cache; the
@@ -9,19 +9,23 @@ writers at once: ``tests/test_cache.py``, whose commands include these.)
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 from conftest import CORPUS, FIXTURES, corpus_files, requires_corpus, run_env
 
+from dshlog.errors import DshlogError
 from dshlog.executor import InProcess
 from dshlog.ops import stats as stats_ops
+from dshlog.ops import surface as surface_ops
 from dshlog.ops import validate as validate_ops
 from dshlog.ops import views
 from dshlog.read import cache as cache_mod
@@ -38,6 +42,10 @@ COMMANDS = [
     ("info", "--json"),
     ("stats",),
     ("stats", "--json"),
+    ("surface",),
+    ("surface", "--json"),
+    ("surface", "--json", "--messages"),
+    ("surface", "--at", "5"),
 ]
 
 
@@ -51,7 +59,10 @@ def _fresh_connections():
 
 @pytest.fixture
 def no_reading(monkeypatch):
-    """Makes every open of a log by ``validate``, ``stats`` and ``info`` fail, and lists it."""
+    """Makes every open of a log by ``validate``, ``stats`` and ``info``, and ``surface``'s fold, fail, and lists them.
+
+    ``surface --messages`` still reads the messages from the log: its opens are listed, not refused.
+    """
 
     def forbid() -> list[object]:
         opened: list[object] = []
@@ -60,9 +71,17 @@ def no_reading(monkeypatch):
             opened.append(target)
             raise AssertionError("the log was opened: the answer was not served from the cache")
 
+        real_open = surface_ops.open_target
+
+        def listed(target: object, **options: object) -> object:
+            opened.append(("messages", target))
+            return real_open(target, **options)  # type: ignore[arg-type]
+
         monkeypatch.setattr(views, "_open", unreadable)
         monkeypatch.setattr(validate_ops, "open_session", unreadable)
         monkeypatch.setattr(stats_ops, "open_session", unreadable)
+        monkeypatch.setattr(surface_ops, "_surface_rows", unreadable)
+        monkeypatch.setattr(surface_ops, "open_target", listed)
         return opened
 
     return forbid
@@ -81,7 +100,7 @@ def test_the_command_sees_the_read_being_forbidden(no_reading, tmp_path):
     for cmd in COMMANDS:
         opened = no_reading()
         code, _out, _err = run_env(*cmd, FILES[0], cache_dir=None)
-        assert opened == [FILES[0]] and code != 0
+        assert len(opened) == 1 and code != 0
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)
@@ -91,12 +110,14 @@ def test_a_second_run_is_served_from_the_cache(cmd, path, tmp_path, no_reading):
     off = run_env(*cmd, path, cache_dir=None)
     cold = run_env(*cmd, path, cache_dir=cache)
     assert cold == off
-    kind = {"validate": "validate", "info": "info", "stats": "stats"}[cmd[0]]
-    assert (kind, path) in _entries(cache)
+    if off[0] != 0 and cmd[0] == "surface":  # a log dsh refuses has no surface: nothing is kept, it is asked again
+        assert ("surface", path) not in _entries(cache)
+        return
+    assert (cmd[0], path) in _entries(cache)
     close_caches()
     opened = no_reading()
     warm = run_env(*cmd, path, cache_dir=cache)
-    assert opened == []
+    assert opened == ([("messages", path)] if "--messages" in cmd else [])
     assert warm == off
 
 
@@ -113,6 +134,15 @@ def test_the_typed_results_round_trip_exactly(path):
     report = next(validate_ops.validate_many([path]))
     back = again(validate_ops.REPORT, report)
     assert back == report and back.as_dict() == report.as_dict()  # type: ignore[attr-defined]
+    try:
+        rows = surface_ops.surface_rows(path)
+    except DshlogError:
+        return  # dsh refuses it: no surface
+    kept: Any = dataclasses.replace(again(surface_ops.SURFACE, rows), reread=rows.reread)  # type: ignore[type-var]
+    assert list(kept.rows()) == list(rows.rows()) and list(kept.replacements()) == list(rows.replacements())
+    assert (kept.notes, kept.path, kept.suppressed, kept.allow_unknown) == (rows.notes, rows.path, rows.suppressed,
+                                                                             rows.allow_unknown)
+    assert b"".join(kept.json_pieces(messages=True)) == b"".join(rows.json_pieces(messages=True))
 
 
 def test_a_torn_tail_round_trips(tmp_path):
@@ -228,20 +258,32 @@ def test_a_value_larger_than_the_bound_is_not_kept(tmp_path, monkeypatch):
     assert cache.get(kind, "large", stamp) is None
 
 
+def test_a_surface_larger_than_the_bound_is_read_afresh(tmp_path, monkeypatch):
+    path = str(FIXTURES / "v4" / "loop" / "session.v4.jsonl")
+    cache = tmp_path / "cache"
+    off = run_env("surface", "--json", path, cache_dir=None)
+    monkeypatch.setattr(surface_ops, "MAX_VALUE_BYTES", 200)  # the fold's nodes alone pass it: the record stops early
+    assert run_env("surface", "--json", path, cache_dir=cache) == off
+    assert ("surface", path) not in _entries(cache)
+    monkeypatch.undo()
+    assert run_env("surface", "--json", path, cache_dir=cache) == off
+    assert ("surface", path) in _entries(cache)
+
+
 @requires_corpus
 def test_the_corpus_answers_the_same_with_the_cache(tmp_path):
-    """Every corpus file: ``validate`` and ``stats`` (all at once) and ``info`` (each) off, cold and warm."""
+    """Every corpus file: ``validate`` and ``stats`` (all at once), ``info`` and ``surface`` (each) off, cold and warm."""
     files = [str(p) for p in corpus_files()]
     assert files, f"no session file in {CORPUS}"
     cache = tmp_path / "cache"
     runs = [("validate", "--json", *files), ("stats", "--json", *files)]
-    runs += [("info", "--json", f) for f in files]
+    runs += [(cmd, "--json", f) for f in files for cmd in ("info", "surface")]
     off = [run_env(*r, cache_dir=None) for r in runs]
     assert [run_env(*r, cache_dir=cache) for r in runs] == off
     close_caches()
     assert [run_env(*r, cache_dir=cache) for r in runs] == off
     kinds = {k for k, _ in _entries(cache)}
-    assert {"validate", "stats", "info"} <= kinds
+    assert {"validate", "stats", "info", "surface"} <= kinds
 
 
 def _cli(*args: str, cache_home: Path) -> subprocess.CompletedProcess[bytes]:
@@ -252,7 +294,8 @@ def _cli(*args: str, cache_home: Path) -> subprocess.CompletedProcess[bytes]:
 
 def test_two_processes_fill_the_cache_with_one_log_at_once(tmp_path):
     xdg = tmp_path / "xdg"
-    cmds = [("validate", "--json", *FILES), ("info", "--json", FILES[0]), ("stats", "--json", *FILES)]
+    loop = str(FIXTURES / "v4" / "loop" / "session.v4.jsonl")
+    cmds = [("validate", "--json", *FILES), ("info", "--json", FILES[0]), ("stats", "--json", *FILES), ("surface", loop)]
     off = [_cli("--no-cache", *c, cache_home=xdg) for c in cmds]
     assert not xdg.exists()
     for c, want in zip(cmds, off):
