@@ -1,8 +1,8 @@
 """A verified cache of what was derived from a log; the log stays the one source of truth.
 
 Store-wide commands (``report``, ``stats``, ``validate``, ``ls``) read every session again
-on each run, and the reading commands of one log (``info``, ``stats``, ``validate``) read a
-large log whole, though dsh's logs change rarely once a session is over.  This module
+on each run, and the reading commands of one log (``info``, ``stats``, ``validate``,
+``surface``) read a large log whole, though dsh's logs change rarely once a session is over.  This module
 keeps each session's result in a SQLite database in the user's cache directory (the
 caller passes it; it is never inside dsh's store) and serves it again only for the very
 same file:
