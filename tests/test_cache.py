@@ -14,6 +14,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,26 @@ def test_only_regular_files_are_cached(tmp_path):
     assert stamp_of(str(fifo)) is None  # opened without blocking, never read
     assert stamp_of(str(tmp_path)) is None
     assert stamp_of(str(tmp_path / "gone")) is None
+
+
+def test_a_fifo_is_not_opened_for_its_stamp(tmp_path):
+    """Opening a FIFO to stamp it met its writer, and the command's own read then found nobody writing."""
+    fifo = tmp_path / "session.v4.jsonl"
+    os.mkfifo(fifo)
+    opened = threading.Event()
+
+    def writer() -> None:
+        with open(fifo, "wb") as fh:  # blocks until a reader opens the FIFO
+            opened.set()
+            fh.write(b"the log\n")
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    assert stamp_of(str(fifo)) is None
+    assert not opened.wait(0.3)  # the writer still waits for the reader that will read it
+    with open(fifo, "rb") as fh:
+        assert fh.read() == b"the log\n"
+    t.join(5)
 
 
 def _corrupt_with(kind: str, path: Path) -> None:

@@ -87,16 +87,25 @@ class Stamp:
 def stamp_of(path: str) -> Stamp | None:
     """The stamp of a regular file, or ``None`` (not a regular file, gone, unreadable: never cached).
 
-    The file is opened without blocking and checked with ``fstat``, so a FIFO or a
-    device is neither waited on nor read.
+    Anything but a regular file is refused before it is opened: opening a FIFO, even
+    without blocking, would meet its writer, which then writes to a reader that goes
+    away, and the command's own read would find nobody writing.  The file opened (without
+    blocking) is checked with ``fstat`` to be the one looked at, so a FIFO or a device
+    put in its place meanwhile is neither waited on nor read.
     """
+    try:
+        looked = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(looked.st_mode):
+        return None
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (looked.st_dev, looked.st_ino):
             return None
         h = hashlib.blake2b(digest_size=16)
         h.update(os.pread(fd, HEAD_BYTES, 0))
