@@ -14,6 +14,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,10 @@ COMMANDS = [
     ("stats", "--json"),
     ("ls", "--json"),
     ("ls",),
+    ("validate",),
+    ("validate", "--json"),
+    ("info", "--json"),
+    ("surface", "--json"),
 ]
 
 
@@ -73,9 +78,19 @@ def _files(home: Path) -> list[str]:
     return sorted(str(p) for p in (home / "sessions").rglob("session*.jsonl*"))
 
 
+def _args(home: Path, cmd: tuple[str, ...]) -> tuple[str, ...]:
+    """The command over the store's files (``info``: the damaged one, whose notes are on stderr; ``surface``: one dsh reads)."""
+    if cmd[0] in ("stats", "validate"):
+        return (*cmd, *_files(home))
+    if cmd[0] == "info":
+        return (*cmd, next(f for f in _files(home) if "damaged" in f))
+    if cmd[0] == "surface":
+        return (*cmd, next(f for f in _files(home) if "loop-0001" in f))
+    return cmd
+
+
 def _run(home: Path, cmd: tuple[str, ...], cache: Path | None) -> tuple[int, bytes, bytes]:
-    args = (*cmd, *_files(home)) if cmd[0] == "stats" else cmd
-    return run_env(*args, dsh_home=str(home), cache_dir=cache)
+    return run_env(*_args(home, cmd), dsh_home=str(home), cache_dir=cache)
 
 
 def _tree(root: Path) -> list[tuple[str, int, int]]:
@@ -185,6 +200,26 @@ def test_only_regular_files_are_cached(tmp_path):
     assert stamp_of(str(tmp_path / "gone")) is None
 
 
+def test_a_fifo_is_not_opened_for_its_stamp(tmp_path):
+    """Opening a FIFO to stamp it met its writer, and the command's own read then found nobody writing."""
+    fifo = tmp_path / "session.v4.jsonl"
+    os.mkfifo(fifo)
+    opened = threading.Event()
+
+    def writer() -> None:
+        with open(fifo, "wb") as fh:  # blocks until a reader opens the FIFO
+            opened.set()
+            fh.write(b"the log\n")
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    assert stamp_of(str(fifo)) is None
+    assert not opened.wait(0.3)  # the writer still waits for the reader that will read it
+    with open(fifo, "rb") as fh:
+        assert fh.read() == b"the log\n"
+    t.join(5)
+
+
 def _corrupt_with(kind: str, path: Path) -> None:
     if kind == "garbage":
         path.write_bytes(os.urandom(8192))
@@ -230,7 +265,8 @@ def test_a_damaged_cache_file_is_made_again(home, tmp_path, kind):
 
 
 def test_random_damage_to_the_cache_never_changes_an_answer(home, tmp_path):
-    cmds = [("report", "--by", "session", "--json"), ("stats", "--json"), ("ls", "--json")]
+    cmds = [("report", "--by", "session", "--json"), ("stats", "--json"), ("ls", "--json"), ("validate", "--json"),
+            ("info", "--json"), ("surface", "--json")]
     off = [_run(home, cmd, None) for cmd in cmds]
     cache = tmp_path / "cache"
     db = cache / CACHE_FILE
@@ -279,8 +315,7 @@ def test_two_processes_fill_the_cache_at_once(home, tmp_path):
 def test_no_cache_leaves_no_cache_file(home, tmp_path):
     cache = tmp_path / "cache"
     for cmd in COMMANDS:
-        args = (*cmd, *_files(home)) if cmd[0] == "stats" else cmd
-        run_env("--no-cache", *args, dsh_home=str(home), cache_dir=cache)
+        run_env("--no-cache", *_args(home, cmd), dsh_home=str(home), cache_dir=cache)
     assert not cache.exists()
 
 

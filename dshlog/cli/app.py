@@ -140,9 +140,9 @@ def _root(
         "naming the line. It bounds memory against huge lines and decompression bombs.")] = DEFAULT_MAX_LINE_BYTES >> 20,
     no_cache: Annotated[bool, typer.Option(
         "--no-cache",
-        help="Read every log afresh and keep no cache of per-session results (report, stats, ls); "
-        "also DSHLOG_NO_CACHE=1. The cache is in $XDG_CACHE_HOME/dshlog (~/.cache/dshlog), "
-        "each entry checked against its file.")] = False,
+        help="Read every log afresh and keep no cache of per-session results (report, stats, validate, "
+        "info, surface, ls); also DSHLOG_NO_CACHE=1. The cache is in $XDG_CACHE_HOME/dshlog "
+        "(~/.cache/dshlog), each entry checked against its file.")] = False,
 ) -> None:
     """Inspect and repair DeepSeek Harness session logs from outside dsh.
 

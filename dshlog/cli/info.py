@@ -18,6 +18,7 @@ from .common import (
     current,
     JsonOpt,
     SelectOpt,
+    cache_dir,
     emit_json,
     js,
     out,
@@ -37,7 +38,7 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
     Example: dshlog info session.v4.jsonl --json | jq .summary.tokens
     """
     path = resolve(file)
-    result = session_info(path, select=select, format_version=format_version, **reading(path))
+    result = session_info(path, select=select, format_version=format_version, **reading(path), cache=cache_dir())
     if json_:
         emit_json(result.as_dict())
         print_notes(result, quiet=True)  # the notes are in the document; the exit code is the same as without --json

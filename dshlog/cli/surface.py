@@ -18,6 +18,7 @@ from .common import (
     SelectOpt,
     UnknownOpt,
     BatchedStdout,
+    cache_dir,
     out,
     print_notes,
     read_progress,
@@ -48,7 +49,7 @@ def surface(
     path = resolve(file)
     # the lean fold: a row per node, not its message; --messages reads the messages again as they are written
     view = surface_rows(path, at=at, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path),
-                        progress=read_progress())
+                        progress=read_progress(), cache=cache_dir())
     done()
     if json_:
         batch = BatchedStdout()

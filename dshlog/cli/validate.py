@@ -65,7 +65,7 @@ def validate(
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
         for report in validate_many(targets, select=select, format_version=format_version,
                                     system_prompt_plugins=plugins(), executor=ex, parallel=may_fork(), stream=stream,
-                                    progress=read_progress() if len(targets) == 1 else None):
+                                    progress=read_progress() if len(targets) == 1 else None, cache=cache_dir()):
             reports.append(report)
             if json_:
                 continue

@@ -7,7 +7,7 @@ alike), so ``info`` can describe a log without migrating it.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import accumulate
 from typing import Any
 from collections.abc import Iterable
@@ -307,6 +307,31 @@ class Summary:
             "durationMs": self.duration_ms,
             "byType": dict(sorted(self.by_type.items())),
         }
+
+
+def summary_record(s: Summary) -> list[Any]:
+    """A summary as a plain list (the cache's form, :mod:`dshlog.read.cache`): every field in
+    declaration order, a counter as its ``[key, count]`` pairs in its order, a tuple as a list."""
+    return [[[k, n] for k, n in v.items()] if isinstance(v, Counter) else list(v) if isinstance(v, tuple) else v
+            for v in (getattr(s, f.name) for f in fields(Summary))]
+
+
+def summary_of(rec: list[Any]) -> Summary:
+    """:func:`summary_record` back, equal to the summary it was made of; raises on anything it did not write."""
+    names = [f.name for f in fields(Summary)]
+    if len(rec) != len(names):
+        raise ValueError("not a summary's record")
+    values: dict[str, Any] = {}
+    for f, v in zip(fields(Summary), rec):
+        if f.default_factory is Counter:
+            counter: Counter[Any] = Counter()
+            for k, n in v:
+                counter[k] = n
+            v = counter
+        values[f.name] = v
+    if values["_last_settlement"] is not None:
+        values["_last_settlement"] = tuple(values["_last_settlement"])
+    return Summary(**values)
 
 
 def summarize(events: Iterable[dict[str, Any]]) -> Summary:

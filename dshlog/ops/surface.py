@@ -16,6 +16,12 @@ buffer that holds only the nodes a replacement placed before older ones), and th
 JSON document is written piece by piece (:func:`~dshlog.protocol.jsjson.pretty_pieces`).
 A stream (``-``) cannot be read twice, so there the fold keeps the messages.
 The bytes printed are those of the library's view (a test compares them).
+
+What the fold leaves (each node's seq, type, note and projected message, the
+replacements, the reader's notes) is what the verified cache keeps of a file
+(:mod:`dshlog.read.cache`, the kind :data:`SURFACE`): an unchanged log is not folded
+again, and ``--messages`` still reads its messages from the log.  A surface whose kept
+form would be larger than the cache's bound is not kept (:func:`_kept_record` stops early).
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ import os
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import IO, Any, NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import IO, Any, NamedTuple, Protocol
 
 from ..check.problems import Problem
 from ..check.surface import SurfaceFold, derive_message
@@ -34,11 +40,13 @@ from ..output.jsondoc import SHAPE
 from ..output.text import preview
 from ..protocol.jsjson import Items, pretty_pieces
 from ..protocol.vocabulary import message_of
+from ..read.cache import MAX_VALUE_BYTES, STDIN, Kind, cached_call, open_cache, problem_of, problem_record
 from ..read.container import Position
+from ..read.place import place_keys
 from ..read.session import SessionLog
 from .sessions import located, open_target
 
-__all__ = ["NodeRow", "Note", "SurfaceRows", "command_fold", "node_note", "surface_rows"]
+__all__ = ["KeptFold", "NodeRow", "Note", "SurfaceRows", "command_fold", "node_note", "surface_rows"]
 
 
 class NodeRow(NamedTuple):
@@ -91,6 +99,43 @@ def _unpack(note: Note) -> tuple[Any, Any, bool, str]:
     return sys.intern(role), id_, note[:1] == b"1", text
 
 
+class FoldedSurface(Protocol):
+    """What :class:`SurfaceRows` reads of a fold: the fold itself, or what the cache kept of it."""
+
+    @property
+    def projected(self) -> Mapping[int, Any]: ...
+
+    def node_notes(self) -> Iterator[tuple[int, str, Any, dict[str, Any] | None]]: ...
+
+    def iter_replacements(self) -> Iterator[dict[str, Any]]: ...
+
+    def messages(self) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KeptFold:
+    """What the cache keeps of a command's fold: each current node's facts, the replacements.
+
+    ``projected`` holds the projected messages of the current nodes only: the second pass
+    of ``--messages`` asks for no other.  It keeps no message: the messages are read again
+    from the log (a :class:`SurfaceRows` of a kept fold always has its ``reread``).
+    """
+
+    nodes: tuple[tuple[int, str, Note], ...]
+    replacements: tuple[dict[str, Any], ...]
+    projected: Mapping[int, Any]
+
+    def node_notes(self) -> Iterator[tuple[int, str, Any, dict[str, Any] | None]]:
+        for seq, etype, note in self.nodes:
+            yield seq, etype, note, self.projected.get(seq)
+
+    def iter_replacements(self) -> Iterator[dict[str, Any]]:
+        return iter(self.replacements)
+
+    def messages(self) -> list[dict[str, Any]]:
+        raise RuntimeError("a kept fold keeps no messages: they are read again from the log")
+
+
 @dataclass(frozen=True, slots=True)
 class SurfaceRows:
     """The lean ``dshlog surface``: a row per current node, the replacements, and the messages on demand.
@@ -99,7 +144,7 @@ class SurfaceRows:
     bytes a node stay in the fold, never a list of rows beside them).
     """
 
-    fold: SurfaceFold
+    fold: FoldedSurface
     #: opens the log again to read the derived messages (``None``: the fold kept them)
     reread: Callable[[], SessionLog] | None
     allow_unknown: bool
@@ -196,15 +241,32 @@ def command_fold(*, strict_unknown: bool = True, keep_messages: bool = False) ->
 def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow_unknown: bool = False,
                  select: str | None = None, format_version: int | None = None,
                  system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-                 parallel: bool = False, progress: Position | None = None) -> SurfaceRows:
-    """Fold the log (or its prefix up to seq ``at``) keeping the printed row of each node, not its message."""
+                 parallel: bool = False, progress: Position | None = None, cache: str | None = None) -> SurfaceRows:
+    """Fold the log (or its prefix up to seq ``at``) keeping the printed row of each node, not its message.
+
+    ``cache``: the directory of the verified cache of per-session results
+    (:mod:`dshlog.read.cache`), or none; a regular file unchanged since its surface was
+    kept (with these options, in the same root) is not folded again.
+    """
 
     def reopen() -> SessionLog:
         return open_target(target, select=select, format_version=format_version,
                            system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel,
                            progress=progress)
 
-    if at is None and stream is None:
+    def fold(_path: str) -> SurfaceRows:
+        return _surface_rows(reopen, at, allow_unknown, stream is not None)
+
+    path = os.fspath(target)
+    if stream is not None or path == STDIN:
+        return fold(path)
+    options = repr((at, allow_unknown, select, format_version, tuple(system_prompt_plugins)))
+    rows = cached_call(open_cache(cache), SURFACE, fold, path, options=options, depends=place_keys())
+    return replace(rows, reread=reopen)  # a kept fold reads its messages from the log, as the command's own does
+
+
+def _surface_rows(reopen: Callable[[], SessionLog], at: int | None, allow_unknown: bool, streamed: bool) -> SurfaceRows:
+    if at is None and not streamed:
         # the whole log: dsh's restore folds it anyway, and where it found nothing its fold is the command's
         with reopen() as log:
             with located(log.path), log.v4(allow_unknown=allow_unknown, surface_note=node_note) as view:
@@ -212,7 +274,7 @@ def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow
             shared = view.surface
             if shared is not None:
                 return SurfaceRows(shared, reopen, allow_unknown, tuple(log.notes), log.path, log.notes.suppressed())
-    state = command_fold(strict_unknown=not allow_unknown, keep_messages=stream is not None)
+    state = command_fold(strict_unknown=not allow_unknown, keep_messages=streamed)
     with reopen() as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             if at is None or at >= 0:
@@ -222,5 +284,55 @@ def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow
                         break
         if at is not None and state.next_seq <= at:
             raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
-        return SurfaceRows(state, reopen if stream is None else None, allow_unknown, tuple(log.notes), log.path,
+        return SurfaceRows(state, None if streamed else reopen, allow_unknown, tuple(log.notes), log.path,
                            log.notes.suppressed())
+
+
+def _kept_record(s: SurfaceRows) -> list[Any]:
+    """The surface as a plain form for the cache; raises ``ValueError`` as soon as it grows past the bound.
+
+    The nodes' notes are most of it (a few hundred bytes a node): they are counted as they
+    are taken, so a surface too large to keep is never held twice in memory.
+    """
+    nodes: list[list[Any]] = []
+    size = 0
+    for seq, etype, note, projected in s.fold.node_notes():
+        size += 32 + len(etype) + (len(note) if isinstance(note, bytes) else sum(len(str(x)) for x in note))
+        if projected is not None:
+            size += len(str(projected))
+        if size > MAX_VALUE_BYTES:
+            raise ValueError("the surface is larger than the cache keeps")
+        nodes.append([seq, etype, note, projected])
+    return [nodes, list(s.fold.iter_replacements()), s.allow_unknown, [problem_record(n) for n in s.notes], s.path,
+            dict(s.suppressed)]
+
+
+def _kept_of(rec: list[Any]) -> SurfaceRows:
+    """:func:`_kept_record` back (its ``reread`` is the caller's); raises on anything it did not write."""
+    nodes, replacements, allow_unknown, notes, path, suppressed = rec
+    if not isinstance(path, str) or not isinstance(suppressed, dict):
+        raise TypeError("not a surface's record")
+    kept: list[tuple[int, str, Note]] = []
+    projected: dict[int, Any] = {}
+    for seq, etype, note, message in nodes:
+        if not isinstance(seq, int) or not isinstance(etype, str) or not isinstance(note, (bytes, list)):
+            raise TypeError("not a node's record")
+        kept.append((seq, sys.intern(etype), note if isinstance(note, bytes) else _note_of(note)))
+        if message is not None:
+            projected[seq] = message
+    if not all(isinstance(r, dict) for r in replacements):
+        raise TypeError("a replacement is a map")
+    fold = KeptFold(tuple(kept), tuple(replacements), projected)
+    return SurfaceRows(fold, None, bool(allow_unknown), tuple(problem_of(n) for n in notes), path, suppressed)
+
+
+def _note_of(rec: list[Any]) -> tuple[Any, Any, bool, str]:
+    """A note kept as its four facts (:func:`node_note`'s tuple) back."""
+    role, id_, empty, text = rec
+    if not isinstance(empty, bool) or not isinstance(text, str):
+        raise TypeError("not a node's facts")
+    return role, id_, empty, text
+
+
+#: ``surface``'s folds in the cache (bump ``version`` when :class:`KeptFold` or a node's note changes).
+SURFACE = Kind("surface", 1, _kept_record, _kept_of)

@@ -26,8 +26,9 @@ from ..errors import DshlogError, ExitCode, MigrationRefused, NotASessionLog, Un
 from ..executor import Executor, InProcess, helpers_allowed
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
+from ..read.cache import Kind, cached_map, open_cache, problem_of, problem_record
 from ..read.container import Container, Position
-from ..read.place import place_refusal
+from ..read.place import place_keys, place_refusal
 from ..read.session import is_dsh_refusal, open_session
 from ..read.store import Unreadable, in_walk_order
 
@@ -308,10 +309,35 @@ def unreadable_report(u: Unreadable) -> Report:
     return report
 
 
+def _report_record(r: Report) -> list[Any]:
+    """A verdict as a plain form for the cache (a task's report: the walk's ``unread`` is never one)."""
+    return [r.path, r.version, r.events, r.projection, [problem_record(p) for p in r.problems], r.dropped,
+            r.unsupported, r.rescue]
+
+
+def _report_of(rec: list[Any]) -> Report:
+    """:func:`_report_record` back; raises on anything it did not write."""
+    path, version, events, projection, problems, dropped, unsupported, rescue = rec
+    if not isinstance(path, str) or not isinstance(events, int) or not isinstance(dropped, int):
+        raise TypeError("not a verdict's record")
+    if rescue is not None and not isinstance(rescue, str):
+        raise TypeError("a rescue note is text")
+    return Report(path, version, events, bool(projection), [problem_of(p) for p in problems], dropped, bool(unsupported), rescue)
+
+
+#: ``validate``'s verdicts in the cache (bump ``version`` when :class:`Report` changes).
+REPORT = Kind("validate", 1, _report_record, _report_of)
+
+
+def _lasting(r: Report) -> bool:
+    """Whether a verdict is a fact of its file (a file that could not be read is asked again)."""
+    return r.exit_code != ExitCode.IO
+
+
 def validate_many(targets: Iterable[str | Unreadable], *, select: str | None = None, format_version: int | None = None,
                   system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
                   parallel: bool = False, stream: IO[bytes] | None = None,
-                  progress: Position | None = None) -> Iterator[Report]:
+                  progress: Position | None = None, cache: str | None = None) -> Iterator[Report]:
     """:func:`validate_log` of each target, in input order, through the caller's executor.
 
     ``progress``: told how far the read of a single target is, when the batch is that one
@@ -320,10 +346,16 @@ def validate_many(targets: Iterable[str | Unreadable], *, select: str | None = N
     ``stream``: what a target ``-`` reads (the caller's standard input).  With one, the
     batch runs in this process whatever ``executor`` says: an open stream is this
     process's and cannot travel to a worker.
+
+    ``cache``: the directory of the verified cache of per-session results
+    (:mod:`dshlog.read.cache`), or none; only regular files are served from it (never ``-``).
     """
     ex = executor if executor is not None and stream is None else InProcess()
     targets = list(targets)
     told = progress if len(targets) == 1 and isinstance(ex, InProcess) else None
     task = partial(_validate_target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
                    parallel=helpers_allowed(ex, parallel), stream=stream, progress=told)
-    yield from in_walk_order(list(targets), lambda readable: ex.map(task, readable), unreadable_report)
+    options = repr((select, format_version, tuple(system_prompt_plugins)))
+    yield from in_walk_order(list(targets), lambda readable: cached_map(open_cache(cache), REPORT, task, readable, ex,
+                                                                       options=options, keep=_lasting,
+                                                                       depends=place_keys()), unreadable_report)

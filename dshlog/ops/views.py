@@ -8,15 +8,17 @@ readers, the fold and its result, not every writer the facade also offers.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
-from typing import IO
+from typing import IO, Any
 
 from ..check.surface import fold
 from ..errors import UsageError, boundary
 from ..model.requests import iter_requests
 from ..model.requests import rebuild as rebuild_from
-from ..model.summary import summarize
-from ..read.container import Position
+from ..model.summary import summarize, summary_of, summary_record
+from ..read.cache import STDIN, Kind, cached_call, open_cache, problem_of, problem_record
+from ..read.container import Position, Torn
 from .results import RebuiltRequest, RequestRow, RequestSeries, SessionInfo, SurfaceView
 from .sessions import Target, located
 from .sessions import open_target as _open
@@ -28,16 +30,54 @@ __all__ = ["rebuild_request", "request_series", "session_info", "surface"]
 @boundary
 def session_info(target: Target, *, select: str | None = None, format_version: int | None = None,
                  system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
-                 parallel: bool = False) -> SessionInfo:
+                 parallel: bool = False, cache: str | None = None) -> SessionInfo:
     """``dshlog info``: header, container, sizes, counts by type, turns, tokens (the stored events).
 
     ``stream``, here and below: read this open binary stream (what ``-`` names), as :func:`open_session`;
     ``progress``: told how far the read is (:data:`~dshlog.read.container.Position`).
+    ``cache``: the directory of the verified cache of per-session results
+    (:mod:`dshlog.read.cache`), or none; a regular file unchanged since its info was kept
+    is not read again.
     """
-    with _open(target, strict=False, select=select, format_version=format_version,
-               system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel) as log, located(log.path):
-        summary = summarize(log.counted())
-        return SessionInfo.of(log, summary)
+    plugins = tuple(system_prompt_plugins)
+
+    def read(path: str) -> SessionInfo:
+        with _open(path, strict=False, select=select, format_version=format_version,
+                   system_prompt_plugins=plugins, stream=stream, parallel=parallel) as log, located(log.path):
+            summary = summarize(log.counted())
+            return SessionInfo.of(log, summary)
+
+    path = os.fspath(target)
+    if stream is not None or path == STDIN:
+        return read(path)
+    return cached_call(open_cache(cache), INFO, read, path, options=repr((select, format_version, plugins)))
+
+
+def _info_record(i: SessionInfo) -> list[Any]:
+    """``info``'s result as a plain form for the cache."""
+    t = i.torn
+    torn = None if t is None else [t.offset, t.length, t.frame, t.frame_offset, t.data]
+    return [i.path, i.container, i.version, i.projection, i.header, i.size_on_disk, i.decoded_bytes, i.frames,
+            i.torn_tail, list(i.sessions), summary_record(i.summary), [problem_record(n) for n in i.notes],
+            dict(i.suppressed), torn]
+
+
+def _info_of(rec: list[Any]) -> SessionInfo:
+    """:func:`_info_record` back; raises on anything it did not write."""
+    (path, container, version, projection, header, size, decoded, frames, torn_tail, sessions, summary, notes,
+     suppressed, torn) = rec
+    if not isinstance(path, str) or not isinstance(container, str) or not isinstance(suppressed, dict):
+        raise TypeError("not an info record")
+    if header is not None and not isinstance(header, dict):
+        raise TypeError("a header is a map")
+    return SessionInfo(path=path, container=container, version=version, projection=bool(projection), header=header,
+                       size_on_disk=size, decoded_bytes=decoded, frames=frames, torn_tail=torn_tail,
+                       sessions=tuple(sessions), summary=summary_of(summary), notes=tuple(problem_of(n) for n in notes),
+                       suppressed=suppressed, torn=None if torn is None else Torn(*torn))
+
+
+#: ``info``'s results in the cache (bump ``version`` when :class:`SessionInfo`, ``Summary`` or ``Torn`` change).
+INFO = Kind("info", 1, _info_record, _info_of)
 
 
 @boundary

@@ -1,13 +1,15 @@
 """A verified cache of what was derived from a log; the log stays the one source of truth.
 
-Store-wide commands (``report``, ``stats`` of many sessions, ``ls``) read every session
-again on each run, though dsh's logs change rarely once a session is over.  This module
-keeps each session's summary in a SQLite database in the user's cache directory (the
+Store-wide commands (``report``, ``stats``, ``validate``, ``ls``) read every session again
+on each run, and the reading commands of one log (``info``, ``stats``, ``validate``,
+``surface``) read a large log whole, though dsh's logs change rarely once a session is over.  This module
+keeps each session's result in a SQLite database in the user's cache directory (the
 caller passes it; it is never inside dsh's store) and serves it again only for the very
 same file:
 
-* an entry is keyed by what was asked (its ``kind``, the path as given and the options
-  that change the answer) and holds the file's revision identity as dsh judges a file
+* an entry is keyed by what was asked (its ``kind``, the path as given, the options
+  that change the answer and anything else outside the file the answer depends on, such as
+  the root dsh judges a generation's place by) and holds the file's revision identity as dsh judges a file
   unchanged (device, inode, size, nanosecond mtime and ctime) plus a digest of its first
   and last bytes; anything else is a miss, so an appended, touched or replaced file is
   read again;
@@ -17,11 +19,14 @@ same file:
 * values are msgpack of a plain form the caller gives (self-describing), tagged with the
   kind's own version and dshlog's version, so a change of a result type or of a rule
   never serves an answer an older build derived;
+* a value whose encoded form is larger than :data:`MAX_VALUE_BYTES` is not kept: reading
+  it back would cost more memory than the commands' bounded reads;
 * SQLite's write-ahead log and a busy timeout let two processes fill it at once; a cache
   that cannot be created, read or written is silently not used.
 
 The batch helper :func:`cached_map` looks up every item in the caller's process and sends
-only the misses to the executor, so a warm run starts no worker at all.
+only the misses to the executor, so a warm run starts no worker at all; :func:`cached_call`
+is the same for one log read in this process.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -40,10 +45,11 @@ import msgspec
 from .._version import __version__
 from ..check.problems import Problem, Severity
 from ..errors import Location
-from ..executor import Executor
+from ..executor import Executor, InProcess
 from .container import LINE_LIMIT
 
-__all__ = ["CACHE_FILE", "Kind", "ResultCache", "Stamp", "cached_map", "close_caches", "open_cache", "problem_of", "problem_record", "stamp_of"]
+__all__ = ["CACHE_FILE", "MAX_VALUE_BYTES", "Kind", "ResultCache", "Stamp", "cached_call", "cached_map", "close_caches",
+           "open_cache", "problem_of", "problem_record", "stamp_of"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -57,6 +63,10 @@ APPLICATION_ID = 0x6473686C
 #: Bytes of the file's start and end that take part in its stamp.
 HEAD_BYTES = 4096
 TAIL_BYTES = 16384
+#: The largest encoded value kept (a surface of a long session may be larger: it is then read afresh).
+MAX_VALUE_BYTES = 64 << 20
+#: The name that stands for the caller's standard input, never a file: never stamped, never cached.
+STDIN = "-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +87,25 @@ class Stamp:
 def stamp_of(path: str) -> Stamp | None:
     """The stamp of a regular file, or ``None`` (not a regular file, gone, unreadable: never cached).
 
-    The file is opened without blocking and checked with ``fstat``, so a FIFO or a
-    device is neither waited on nor read.
+    Anything but a regular file is refused before it is opened: opening a FIFO, even
+    without blocking, would meet its writer, which then writes to a reader that goes
+    away, and the command's own read would find nobody writing.  The file opened (without
+    blocking) is checked with ``fstat`` to be the one looked at, so a FIFO or a device
+    put in its place meanwhile is neither waited on nor read.
     """
+    try:
+        looked = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(looked.st_mode):
+        return None
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (looked.st_dev, looked.st_ino):
             return None
         h = hashlib.blake2b(digest_size=16)
         h.update(os.pread(fd, HEAD_BYTES, 0))
@@ -138,7 +157,7 @@ class ResultCache:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
             self._db = self._connect()
-        except sqlite3.DatabaseError:  # not our database: made again
+        except (sqlite3.DatabaseError, ValueError):  # not our database (a damaged name does not decode): made again
             self._discard()
             self._db = self._connect()
 
@@ -188,7 +207,7 @@ class ResultCache:
         try:
             self._discard()
             self._db = self._connect()
-        except (OSError, self._sqlite3.Error):
+        except (OSError, ValueError, self._sqlite3.Error):
             self._db = None
 
     def close(self) -> None:
@@ -211,7 +230,7 @@ class ResultCache:
         except self._sqlite3.DatabaseError:
             self._repair()
             return None
-        except self._sqlite3.Error:
+        except (self._sqlite3.Error, ValueError):  # a damaged text column does not decode: a miss
             return None
         if row is None or tuple(row[:6]) != stamp.row():
             return None
@@ -230,6 +249,8 @@ class ResultCache:
         try:
             value = msgspec.msgpack.encode(kind.encode(result))
         except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+            return
+        if len(value) > MAX_VALUE_BYTES:
             return
         tag = kind.tag()
         self._pending.append((tag, key, *stamp.row(), value, _check(f"{tag}\0{key}", stamp, value)))
@@ -272,7 +293,7 @@ def open_cache(directory: str | os.PathLike[str] | None) -> ResultCache | None:
 
         try:
             _OPEN[key] = ResultCache(sqlite3, Path(directory))
-        except (OSError, sqlite3.Error):
+        except (OSError, ValueError, sqlite3.Error):
             _OPEN[key] = None
     return _OPEN[key]
 
@@ -287,34 +308,52 @@ def close_caches() -> None:
 
 def cached_map(cache: ResultCache | None, kind: Kind, fn: Callable[[str], R], items: list[str],
                executor: Executor, *, options: str = "",
-               keep: Callable[[R], bool] = lambda _r: True) -> Iterator[R]:
+               keep: Callable[[R], bool] = lambda _r: True,
+               depends: Callable[[str], str] | None = None) -> Generator[R, None, None]:
     """``executor.map(fn, items)`` in input order, the results the cache holds served from it.
 
-    Each item is a path; ``options`` is every other argument of ``fn`` that changes its
-    answer.  Lookups run in this process; only the misses go to the executor, and a
-    result is kept only when the file's stamp is the same after ``fn`` as before it
-    (a file changed meanwhile is read again next time) and ``keep`` says it may be (an
-    I/O failure is not a fact about the log).  An error ``fn`` raises is raised at its
-    item's turn, as ``executor.map`` does.
+    Each item is a path (``-``, the caller's standard input, is never served nor kept);
+    ``options`` is every other argument of ``fn`` that changes its answer, and
+    ``depends`` (when given) says, per item, what else outside the file its answer
+    depends on (asked in this process, before the lookup and again after ``fn``).
+    Lookups run in this process; only the misses go to the executor, and a result is
+    kept only when the file's stamp and ``depends`` are the same after ``fn`` as
+    before it (a file changed meanwhile is read again next time) and ``keep`` says it
+    may be (an I/O failure is not a fact about the log).  An error ``fn`` raises is
+    raised at its item's turn, as ``executor.map`` does.
     """
     if cache is None:
         yield from executor.map(fn, items)
         return
-    stamps = [stamp_of(item) for item in items]
-    hits: list[Any] = [cache.get(kind, f"{item}\0{options}", s) if s is not None else None
-                       for item, s in zip(items, stamps)]
+
+    def key(item: str) -> str:
+        return f"{item}\0{options}" if depends is None else f"{item}\0{options}\0{depends(item)}"
+
+    stamps = [stamp_of(item) if item != STDIN else None for item in items]
+    keys = [key(item) if s is not None else "" for item, s in zip(items, stamps)]
+    hits: list[Any] = [cache.get(kind, k, s) if s is not None else None for k, s in zip(keys, stamps)]
     misses = iter(executor.map(fn, [item for item, hit in zip(items, hits) if hit is None]))
     try:
-        for item, s, hit in zip(items, stamps, hits):
+        for item, k, s, hit in zip(items, keys, stamps, hits):
             if hit is not None:
                 yield hit
                 continue
             result = next(misses)
-            if s is not None and keep(result) and stamp_of(item) == s:
-                cache.put(kind, f"{item}\0{options}", s, result)
+            if s is not None and keep(result) and stamp_of(item) == s and key(item) == k:
+                cache.put(kind, k, s, result)
             yield result
     finally:
         cache.flush()
+
+
+def cached_call(cache: ResultCache | None, kind: Kind, fn: Callable[[str], R], item: str, *, options: str = "",
+                keep: Callable[[R], bool] = lambda _r: True, depends: Callable[[str], str] | None = None) -> R:
+    """``fn(item)`` in this process, served from the cache when it holds it (:func:`cached_map` of one item)."""
+    results = cached_map(cache, kind, fn, [item], InProcess(), options=options, keep=keep, depends=depends)
+    try:
+        return next(results)
+    finally:
+        results.close()  # writes what it kept now, not when the generator is collected
 
 
 # ----------------------------------------------------------------------------- plain forms shared by the kinds

@@ -11,11 +11,12 @@ they look at: names and entry types, no file is opened.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path, PurePath
 
 from ..protocol.layout import Entry, RootLook, identity_refusal, look_at_root, persistence_root, root_refusal
 
-__all__ = ["entries", "place_refusal", "root_look"]
+__all__ = ["entries", "place_keys", "place_refusal", "root_look"]
 
 
 def entries(directory: Path) -> list[Entry]:
@@ -83,3 +84,25 @@ def place_refusal(path: str | PurePath, header_id: object, cwd: object, *, compr
     if root is None:
         return None
     return root_refusal(root_look(root), compressed)
+
+
+def place_keys() -> Callable[[str], str]:
+    """What dsh's judgment of a generation's place reads besides the file, as text: a cache key's part.
+
+    dsh refuses a session of a root that holds a flat file or a generation of the other
+    encoding, whatever the file holds (:func:`place_refusal`), so a cached verdict of a
+    strict read is keyed by the look at that root too (the rest of the judgment is the
+    path's and the header's).  The function returned takes that look once per root, as
+    the store's walk takes it: one batch judges its sessions against one look.
+    """
+    looks: dict[Path, str] = {}
+
+    def key(path: str) -> str:
+        root = persistence_root(path)
+        if root is None:
+            return ""
+        if root not in looks:
+            looks[root] = repr(root_look(root))
+        return looks[root]
+
+    return key
