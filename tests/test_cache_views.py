@@ -75,7 +75,7 @@ def no_reading(monkeypatch):
 
         def listed(target: object, **options: object) -> object:
             opened.append(("messages", target))
-            return real_open(target, **options)  # type: ignore[arg-type]
+            return real_open(target, **options)  # type: ignore[arg-type]  # the patched opener takes the real one's options as given
 
         monkeypatch.setattr(views, "_open", unreadable)
         monkeypatch.setattr(validate_ops, "open_session", unreadable)
@@ -130,15 +130,15 @@ def test_the_typed_results_round_trip_exactly(path):
 
     info = views.session_info(path)
     back = again(views.INFO, info)
-    assert back == info and back.summary == info.summary and back.torn == info.torn  # type: ignore[attr-defined]
+    assert back == info and back.summary == info.summary and back.torn == info.torn  # type: ignore[attr-defined]  # the record's decoded value is the kind's result type, typed Any by the cache
     report = next(validate_ops.validate_many([path]))
     back = again(validate_ops.REPORT, report)
-    assert back == report and back.as_dict() == report.as_dict()  # type: ignore[attr-defined]
+    assert back == report and back.as_dict() == report.as_dict()  # type: ignore[attr-defined]  # the record's decoded value is the kind's result type, typed Any by the cache
     try:
         rows = surface_ops.surface_rows(path)
     except DshlogError:
         return  # dsh refuses it: no surface
-    kept: Any = dataclasses.replace(again(surface_ops.SURFACE, rows), reread=rows.reread)  # type: ignore[type-var]
+    kept: Any = dataclasses.replace(again(surface_ops.SURFACE, rows), reread=rows.reread)  # type: ignore[type-var]  # the surface kind's value is a dataclass the cache types loosely
     assert list(kept.rows()) == list(rows.rows()) and list(kept.replacements()) == list(rows.replacements())
     assert (kept.notes, kept.path, kept.suppressed, kept.allow_unknown) == (rows.notes, rows.path, rows.suppressed,
                                                                              rows.allow_unknown)
