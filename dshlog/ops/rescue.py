@@ -32,17 +32,16 @@ from ..errors import DshlogError, ExitCode, UnsupportedVersion, UsageError
 from ..model.rescue import BY_NAME, Plan, Stored, iter_message_texts, plan
 from ..protocol.jsjson import dumps_pretty
 from ..output.labels import PLACE_NOT_RESCUED
-from ..protocol.layout import ZSTD_SUFFIX, rescue_record_name
+from ..protocol.layout import rescue_record_name
 from ..read.container import select_generation
 from ..read.container import Position
-from ..read.place import place_refusal
 from ..write.transaction import Publication, output_lock, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .migrate import target_name
 from .outcome import worst
 from .rescuable import SourceFacts, judge, open_candidate, read_stored, serialize, write_candidate
-from ..read.store import Unreadable, walk_sessions
+from ..read.store import Unreadable, place_refused, walk_sessions
 
 __all__ = ["RescueOutcome", "StoreSummary", "judge", "read_stored", "rescue_session", "rescue_store", "serialize"]
 
@@ -129,7 +128,7 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
             source = select_generation(source)
             out.source = str(source)
         stored, data = read_stored(source, parallel=parallel, progress=progress)
-        where = place_refusal(source, stored.header.get("id"), stored.header.get("cwd"), compressed=source.name.endswith(ZSTD_SUFFIX))
+        where = place_refused(source)
         if where is not None and output is None:
             # refused for where it sits: a successor published beside it would sit in the same place
             out.status = "cannot"

@@ -92,17 +92,12 @@ def place_keys() -> Callable[[str], str]:
     dsh refuses a session of a root that holds a flat file or a generation of the other
     encoding, whatever the file holds (:func:`place_refusal`), so a cached verdict of a
     strict read is keyed by the look at that root too (the rest of the judgment is the
-    path's and the header's).  The function returned takes that look once per root, as
-    the store's walk takes it: one batch judges its sessions against one look.
+    path's and the header's).  :func:`root_look` keeps the look while the root is
+    unchanged, so a batch lists its root once.
     """
-    looks: dict[Path, str] = {}
 
     def key(path: str) -> str:
         root = persistence_root(path)
-        if root is None:
-            return ""
-        if root not in looks:
-            looks[root] = repr(root_look(root))
-        return looks[root]
+        return "" if root is None else repr(root_look(root))
 
     return key
