@@ -410,6 +410,25 @@ def test_the_current_format_version_is_spelt_only_by_the_protocol() -> None:
     assert found == [], "\n".join(found)
 
 
+
+def _is_int_literal(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def test_exit_codes_are_spelt_only_by_the_error_table() -> None:
+    """An ``exit_code`` given as a bare number would not follow ``errors.ExitCode`` when a code
+    is renumbered or documented anew: every exit code outside ``dshlog.errors`` is a member of it."""
+    found = []
+    for mod, node in _code_nodes({"dshlog.errors"}):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_int_literal(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any("exit_code" in ast.unparse(t) for t in targets):
+                found.append(f"{mod}:{node.lineno} {ast.unparse(node)}")
+        elif isinstance(node, ast.keyword) and node.arg == "exit_code" and _is_int_literal(node.value):
+            found.append(f"{mod}:{getattr(node, 'lineno', 0)} {ast.unparse(node)}")
+    assert found == [], "\n".join(found)
+
+
 # ----------------------------------------------------------------------------- a thin CLI, one environment
 
 #: What the command line may import from the layers below it: the operations, the renderers,

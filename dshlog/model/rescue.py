@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any, Final, overload
 
+from ..errors import ExitCode
 from ..protocol.vocabulary import SURFACE_TYPES
 
 __all__ = [
@@ -314,7 +315,7 @@ class Refusal:
     kind: str
     message: str
     seq: int | None = None
-    exit_code: int = 4
+    exit_code: int = ExitCode.CORRUPT
 
     def describe(self) -> str:
         return f"{self.kind}: seq {self.seq}: {self.message}" if self.seq is not None else f"{self.kind}: {self.message}"

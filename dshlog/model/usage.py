@@ -29,6 +29,7 @@ from datetime import tzinfo
 from typing import Any
 
 from ..check.problems import Problem, Severity
+from ..errors import ExitCode
 from ..protocol.packed import PackedRun
 from .period import QUANTUM_MS, bucket_label
 from .stats import session_stats
@@ -200,7 +201,7 @@ class SessionUsage:
     spans: dict[int | None, Usage] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
-    exit_code: int = 0  # the error's (:class:`~dshlog.errors.ExitCode`), so a batch exits with its worst
+    exit_code: int = ExitCode.OK  # the error's, so a batch exits with its worst
     #: what the reader noticed; an error among them means rows were skipped, so the session counts only in part
     notes: list[Problem] = field(default_factory=list)
     suppressed: dict[str, int] = field(default_factory=dict)
