@@ -179,3 +179,15 @@ def test_stdin_is_still_stdin(here):
     data = (FIXTURES / "v4/loop/session.v4.jsonl").read_bytes()
     code, out, err = in_here(here, "events", "-", stdin=data)
     assert code == 0 and out.count(b"\n") == 41 and b"using session" not in err
+
+
+def test_a_reason_many_sessions_share_is_said_once(root, capsysbinary):
+    """The fixture root mixes encodings, so dsh refuses each of its plain sessions for the one
+    compressed generation: stderr says that once, with how many and the first, not once a session."""
+    code, out, err = run_cli(capsysbinary, "ls", str(root), "--sort", "id")
+    lines = err.decode().splitlines()
+    shared = [ln for ln in lines if "configured for compression" in ln]
+    assert len(shared) == 1, lines
+    assert shared[0].startswith(f"dshlog: 3 sessions, the first {root}")
+    assert sum("does not match header id" in ln for ln in lines) == 1  # a reason of one session names it alone
+    assert len(out.decode().splitlines()) == 5  # every session is still a row

@@ -9,6 +9,7 @@ import typer
 
 from ..ops.outcome import worst
 from ..ops.sessions import list_store, unique_prefixes
+from ..output.labels import shared_reason
 from ..output.table import Column, table
 from ..model.period import zone_named
 from ..output.text import human_bytes, local_minutes, zone_text
@@ -65,9 +66,7 @@ def ls_(
         for e in entries:
             emit_json(e.as_dict(), pretty=False)
         return
-    for e in entries:
-        if e.error:
-            err(f"dshlog: {e.dir}: {e.error}")
+    _say_unread(entries)
     scr = screen()
     tz, zone = zone_named(env.timezone)
     short = unique_prefixes([e.id for e in entries if e.id]) if scr.tty else {}
@@ -82,3 +81,17 @@ def ls_(
             for e in entries
         ),
     )
+
+
+def _say_unread(entries: list[SessionEntry]) -> None:
+    """Name each session that could not be read, on stderr; a reason many share is said once.
+
+    A root that mixes encodings makes dsh refuse every session in it: one line per session
+    would bury the table under the same sentence, so such a reason names how many and the first.
+    """
+    dirs: dict[str, list[Path]] = {}
+    for e in entries:
+        if e.error:
+            dirs.setdefault(e.error, []).append(e.dir)
+    for reason, where in dirs.items():
+        err(f"dshlog: {where[0] if len(where) == 1 else shared_reason(len(where), where[0])}: {reason}")
