@@ -341,11 +341,8 @@ KNOWN_TWINS: dict[str, set[str]] = {
     # one name for two different things (a rename is welcome)
     "canonical_header": {"dshlog.migrate.chain", "dshlog.model.requests"},  # key order / the request's header
     "message_texts": {"dshlog.model.rescue", "dshlog.ops.sessions"},  # events' texts / a file's, streamed
-    "read_header": {"dshlog.read.header", "dshlog.read.store"},  # dsh's decision / a file's first line
     "request_diff": {"dshlog.browse.model", "dshlog.ops.diff"},  # a screen's lines / the operation
     "transcript": {"dshlog.model.transcript", "dshlog.ops.transcript"},  # items of events / a file opened
-    # the store's name for the layout's root (it delegates)
-    "default_root": {"dshlog.protocol.layout", "dshlog.read.store"},
 }
 
 

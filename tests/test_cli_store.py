@@ -23,7 +23,7 @@ import zstandard
 from conftest import FIXTURES, ROOT, load_bench_script, run_cli, run_env
 
 from dshlog.protocol.layout import project_key, session_dir
-from dshlog.read.store import read_header
+from dshlog.read.store import first_header
 
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 CRASH = FIXTURES / "v4" / "crash" / "session.v4.jsonl"
@@ -34,7 +34,7 @@ MIDNIGHT = 1792540800000
 
 def _place(root: Path, src: Path, name: str | None = None, data: bytes | None = None) -> Path:
     """A copy of a fixture where dsh keeps it (``<root>/<project>/<id>/``)."""
-    h = read_header(src) or {}
+    h = first_header(src) or {}
     d = session_dir(root, h.get("cwd"), h["id"])
     d.mkdir(parents=True)
     dst = d / (name or src.name)

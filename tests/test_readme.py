@@ -65,7 +65,7 @@ def examples(text: str) -> list[Example]:
 def scratch(base: Path) -> Path:
     """The directory the examples run in."""
     from dshlog.protocol.layout import session_dir
-    from dshlog.read.store import read_header
+    from dshlog.read.store import first_header
 
     work = base / "work"
     shutil.copytree(FIXTURES, work / "fixtures", ignore=shutil.ignore_patterns("build.py", "__pycache__"))
@@ -76,7 +76,7 @@ def scratch(base: Path) -> Path:
     (work / "fixtures-copy" / "no-depth" / "session.jsonl").write_bytes(lines[0].replace(b',"delegationDepth":0', b"") + b"\n" + lines[1])
     for name in ("loop", "crash"):
         src = FIXTURES / "v4" / name / "session.v4.jsonl"
-        h = read_header(src) or {}
+        h = first_header(src) or {}
         d = session_dir(work / "root", h.get("cwd"), h["id"])
         d.mkdir(parents=True)
         shutil.copy(src, d / src.name)

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from dshlog.errors import UsageError
+from dshlog.protocol.layout import default_root
 from dshlog.read.store import (
     decode_segment,
-    default_root,
     encode_segment,
     list_sessions,
     parse_since,

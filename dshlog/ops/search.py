@@ -22,7 +22,7 @@ from ..model.search import Hit, Query, Searcher
 from ..protocol.packed import PackedRun
 from ..read.session import open_session
 from ..model.selection import Pinned, Selection
-from ..read.store import Unreadable, in_walk_order, read_header
+from ..read.store import Unreadable, in_walk_order, first_header
 from .report import project_of
 
 __all__ = ["OnHit", "SessionHits", "pin", "search", "search_session"]
@@ -88,7 +88,7 @@ def pin(paths: list[str | Unreadable], selection: Selection) -> Pinned:
         if isinstance(p, Unreadable):  # named at its turn by the search
             continue
         try:
-            h = read_header(Path(p))
+            h = first_header(Path(p))
         except (DshlogError, OSError):  # the search names a session it cannot read at its turn
             continue
         cwd = h.get("cwd") if isinstance(h, dict) else None

@@ -21,7 +21,7 @@ from ..protocol.vocabulary import ROLE_OF_TYPE
 from ..read.cache import Kind, cached_map, open_cache
 from ..read.container import Container, Position
 from ..read.session import SessionLog, open_session
-from ..read.store import SessionEntry, Unreadable, list_sessions, project_key, raw_lines, read_header, sort_entries, walk_sessions
+from ..read.store import SessionEntry, Unreadable, list_sessions, project_key, raw_lines, first_header, sort_entries, walk_sessions
 
 __all__ = ["Listing", "OpenLog", "Target", "Unreadable", "grep_session", "list_store", "located", "message_texts", "open_target",
            "select_entries", "select_sessions", "session_ids", "store_sessions", "unique_prefixes"]
@@ -158,7 +158,7 @@ def select_sessions(found: Sequence[str | Unreadable], selection: Selection, *,
             e = SessionEntry(dir=p.parent, project=p.parent.parent.name, path=p)
             try:
                 e.mtime_ms = p.stat().st_mtime_ns // 1_000_000
-                e.header = read_header(p)
+                e.header = first_header(p)
             except DshlogError as exc:
                 e.exit_code = exc.exit_code
             except OSError:

@@ -46,11 +46,6 @@ from .place import place_refusal, root_look
 # ----------------------------------------------------------------------------- naming
 
 
-def default_root(dsh_home: str | None, home: Path) -> Path:
-    """``$DSH_HOME/sessions`` (``~/.dsh/sessions`` when ``DSH_HOME`` is unset or empty), from values the caller read."""
-    return layout.default_root(dsh_home, home)
-
-
 def is_session_directory(directory: Path) -> bool:
     """Whether ``directory`` holds a session: its ``session.lock`` or a generation file."""
     try:
@@ -81,7 +76,7 @@ def raw_lines(path: Path, *, parallel: bool = False) -> Iterator[bytes]:
                 yield rec.raw
 
 
-def read_header(path: Path) -> dict[str, Any] | None:
+def first_header(path: Path) -> dict[str, Any] | None:
     """The physical header of a generation, reading only its first line (zstd: its first frame)."""
     with _open_raw(path) as fh:
         lines = iter_zstd_lines(fh, SourceInfo(path=str(path), container="jsonl.zstd"), parallel=False) \
@@ -245,7 +240,7 @@ def _entry(found: str | Unreadable, *, header: bool) -> SessionEntry:
         e.size = st.st_size
         e.mtime_ms = st.st_mtime_ns // 1_000_000
         if header:
-            e.header = read_header(path)
+            e.header = first_header(path)
             hid = (e.header or {}).get("id")
             if isinstance(hid, str) and hid:
                 e.id = hid
@@ -273,7 +268,7 @@ def place_refused(source: str | Path) -> str | None:
     session is not one it brings back, whatever the log holds.
     """
     try:
-        header = read_header(Path(source)) or {}
+        header = first_header(Path(source)) or {}
     except (DshlogError, OSError):
         return None
     return place_refusal(source, header.get("id"), header.get("cwd"), compressed=str(source).endswith(layout.ZSTD_SUFFIX))
@@ -597,14 +592,13 @@ __all__ = [
     "Unreadable",
     "decode_segment",
     "is_session_directory",
-    "default_root",
     "encode_segment",
     "list_sessions",
     "most_recent",
     "parse_since",
     "project_key",
     "place_refused",
-    "read_header",
+    "first_header",
     "resolve_session",
     "resolve_target",
     "session_dir",
