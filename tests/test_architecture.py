@@ -337,7 +337,6 @@ KNOWN_TWINS: dict[str, set[str]] = {
     "Ownership": {"dshlog.check.ownership", "dshlog.write.transaction"},
     "Usage": {"dshlog.model.transcript", "dshlog.model.usage"},
     "SessionStats": {"dshlog.ops.results", "dshlog.ops.stats"},
-    "Refusal": {"dshlog.model.rescue", "dshlog.model.transcript"},
     # one name for two different things (a rename is welcome)
     "canonical_header": {"dshlog.migrate.chain", "dshlog.model.requests"},  # key order / the request's header
     "message_texts": {"dshlog.model.rescue", "dshlog.ops.sessions"},  # events' texts / a file's, streamed

@@ -244,7 +244,7 @@ def map_text(item: Item, fn: Callable[[str], str]) -> Item:
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
+class RefusalNotice:
     """dsh's refusal of a log whose transcript is shown anyway: what a reader is told before anything else.
 
     ``kind`` is the error's kind (``corrupt``, ``unsupported``), ``reason`` dsh's
@@ -273,7 +273,7 @@ class SessionHead:
     path: str
     projection: bool = False
     facts: dict[str, Any] = field(default_factory=dict)
-    refusal: Refusal | None = None
+    refusal: RefusalNotice | None = None
 
 
 @dataclass(frozen=True, slots=True)

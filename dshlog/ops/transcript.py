@@ -39,7 +39,7 @@ from typing import IO, Any, Protocol
 
 from ..check.problems import Problems
 from ..errors import DshlogError
-from ..model.transcript import Refusal, SessionHead, session_facts
+from ..model.transcript import RefusalNotice, SessionHead, session_facts
 from ..output.export import export as render_export
 from ..output.labels import refusal_mark, rescue_target
 from ..output.renderer import Renderer, render
@@ -108,7 +108,7 @@ class Reading(OpenLog):
         refusal = None
         if self.refused is not None:
             placed = place_refused(log.path) is not None  # rescue's successor would sit in the same place
-            refusal = Refusal(self.refused.kind, self.refused.message, None if placed else rescue_target(log.session_id, log.path))
+            refusal = RefusalNotice(self.refused.kind, self.refused.message, None if placed else rescue_target(log.session_id, log.path))
         self.head = SessionHead(log.session_id, log.version, log.path, log.projection, refusal=refusal)
 
     @property
