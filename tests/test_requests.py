@@ -12,7 +12,7 @@ import pytest
 
 from conftest import FIXTURES, corpus_files, corpus_ids, read_log, requires_corpus
 from dshlog.errors import CorruptLog, UsageError
-from dshlog.model.requests import RequestBuilder, ToolHistory, canonical_header, iter_requests, rebuild
+from dshlog.model.requests import RequestBuilder, ToolHistory, request_header, iter_requests, rebuild
 from dshlog.check.surface import fold
 
 # ---------------------------------------------------------------- builders (v4 in-memory events)
@@ -91,12 +91,12 @@ def numbered(events: list[dict]) -> list[dict]:
 def test_canonical_header() -> None:
     h = {"config": {"provider": "p", "model": "m", "maxTokens": 5}, "adapterDefaults": {"maxTokens": True},
          "tools": [A]}
-    assert canonical_header(h) == h and list(canonical_header(h)) == ["config", "adapterDefaults", "tools"]
-    assert canonical_header({"config": {"provider": "p"}, "adapterDefaults": {"maxTokens": False}}) == {
+    assert request_header(h) == h and list(request_header(h)) == ["config", "adapterDefaults", "tools"]
+    assert request_header({"config": {"provider": "p"}, "adapterDefaults": {"maxTokens": False}}) == {
         "config": {"provider": "p"}
     }
-    assert canonical_header({"config": {}, "tools": []}) == {"config": {}}
-    assert canonical_header({"config": {}, "tools": "{{tools}}"}) == {"config": {}, "tools": "{{tools}}"}
+    assert request_header({"config": {}, "tools": []}) == {"config": {}}
+    assert request_header({"config": {}, "tools": "{{tools}}"}) == {"config": {}, "tools": "{{tools}}"}
 
 
 def test_request_key_order_and_config_passthrough() -> None:

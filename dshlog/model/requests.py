@@ -42,7 +42,7 @@ def _js_text(value: Any) -> bytes:
 # --------------------------------------------------------------------------- header
 
 
-def canonical_header(header: dict[str, Any]) -> dict[str, Any]:
+def request_header(header: dict[str, Any]) -> dict[str, Any]:
     """Canonical form of a logged header (SEMANTICS §4.3).
 
     ``config`` as stored; ``adapterDefaults`` only when one of its markers is
@@ -491,7 +491,7 @@ class RequestBuilder:
             self._since_projection = True
         if etype == "request/header":
             data = event["data"]
-            self.header = canonical_header(data["header"])
+            self.header = request_header(data["header"])
             self.header_seq = event["seq"]
             self._since_header_reason = data.get("reason")
             if data.get("reason") == "series" or data.get("startsSeries") is True:
