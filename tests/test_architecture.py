@@ -338,8 +338,6 @@ KNOWN_TWINS: dict[str, set[str]] = {
     "Usage": {"dshlog.model.transcript", "dshlog.model.usage"},
     "SessionStats": {"dshlog.ops.results", "dshlog.ops.stats"},
     # one name for two different things (a rename is welcome)
-    "message_texts": {"dshlog.model.rescue", "dshlog.ops.sessions"},  # events' texts / a file's, streamed
-    "request_diff": {"dshlog.browse.model", "dshlog.ops.diff"},  # a screen's lines / the operation
     "transcript": {"dshlog.model.transcript", "dshlog.ops.transcript"},  # items of events / a file opened
 }
 

@@ -57,7 +57,7 @@ from .model import (
     listed_sessions,
     parse_filter,
     parse_jump,
-    request_diff,
+    diff_screen,
     request_rows,
     session_title,
     surface_view,
@@ -591,7 +591,7 @@ class SessionView(Screen[None]):
     @work(thread=True, exclusive=True, group="diff")
     def load_diff(self, number: int) -> None:
         try:
-            lines = request_diff(self.ix, number)
+            lines = diff_screen(self.ix, number)
         except DshlogError as exc:
             lines = [exc.one_line()]
         self.app.call_from_thread(self.app.push_screen, TextScreen(f"request {number} against request {number - 1}  ·  Escape closes", _t("\n".join(lines)), screen_id="diff"))

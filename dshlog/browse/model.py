@@ -44,7 +44,7 @@ __all__ = [
     "listed_sessions",
     "parse_filter",
     "parse_jump",
-    "request_diff",
+    "diff_screen",
     "request_rows",
     "session_title",
     "surface_view",
@@ -295,7 +295,7 @@ def request_rows(ix: EventIndex, progress: Position | None = None) -> Iterator[R
     return iter_requests(_told(ix, progress), session_id=session_id if isinstance(session_id, str) else None, strict_unknown=False)
 
 
-def request_diff(ix: EventIndex, number: int) -> list[str]:
+def diff_screen(ix: EventIndex, number: int) -> list[str]:
     """Request ``number`` against the one before it, as ``dshlog diff`` says it."""
     if number <= 1:
         return [f"request {number} is the first: there is nothing before it to compare"]

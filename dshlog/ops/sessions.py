@@ -23,7 +23,7 @@ from ..read.container import Container, Position
 from ..read.session import SessionLog, open_session
 from ..read.store import SessionEntry, Unreadable, list_sessions, project_key, raw_lines, first_header, sort_entries, walk_sessions
 
-__all__ = ["Listing", "OpenLog", "Target", "Unreadable", "grep_session", "list_store", "located", "message_texts", "open_target",
+__all__ = ["Listing", "OpenLog", "Target", "Unreadable", "grep_session", "list_store", "located", "logged_message_texts", "open_target",
            "select_entries", "select_sessions", "session_ids", "store_sessions", "unique_prefixes"]
 
 #: What names a log for an operation: a path (a generation file, a session directory, ``-``).
@@ -95,7 +95,7 @@ _SEARCHED: frozenset[str] = frozenset(t for t, role in ROLE_OF_TYPE.items() if r
 _NEEDLES: tuple[bytes, ...] = tuple(t.encode() for t in sorted(_SEARCHED))
 
 
-def message_texts(path: Path, *, parallel: bool = False) -> Iterator[str]:
+def logged_message_texts(path: Path, *, parallel: bool = False) -> Iterator[str]:
     """Text of every user and assistant message in a generation, streamed (only those lines are parsed).
 
     The text is the one extractor's :data:`~dshlog.model.content.SEARCH` rule:
@@ -122,8 +122,8 @@ def grep_session(path: Path, needle: str, *, parallel: bool = False) -> bool:
     :func:`~dshlog.model.selection.smart_case`)."""
     if smart_case(needle):
         n = needle.casefold()
-        return any(n in t.casefold() for t in message_texts(path, parallel=parallel))
-    return any(needle in t for t in message_texts(path, parallel=parallel))
+        return any(n in t.casefold() for t in logged_message_texts(path, parallel=parallel))
+    return any(needle in t for t in logged_message_texts(path, parallel=parallel))
 
 
 def _created(e: SessionEntry) -> int | None:
