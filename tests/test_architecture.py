@@ -332,13 +332,9 @@ NAMES_BY_DESIGN = ("dshlog.ops.api", "dshlog.cli", "dshlog.__main__")
 #: test below fails on a new twin and on an entry that no longer is one.
 KNOWN_TWINS: dict[str, set[str]] = {
     # twins of public classes, to be merged by the redesign of the typed results
-    "EventFilter": {"dshlog.browse.model", "dshlog.ops.events"},
-    "SurfaceView": {"dshlog.browse.model", "dshlog.ops.results"},
     "Ownership": {"dshlog.check.ownership", "dshlog.write.transaction"},
     "Usage": {"dshlog.model.transcript", "dshlog.model.usage"},
     "SessionStats": {"dshlog.ops.results", "dshlog.ops.stats"},
-    # one name for two different things (a rename is welcome)
-    "transcript": {"dshlog.model.transcript", "dshlog.ops.transcript"},  # items of events / a file opened
 }
 
 

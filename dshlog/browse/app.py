@@ -48,7 +48,7 @@ from ..ops.sessions import select_entries, unique_prefixes
 from ..read.store import SessionEntry, list_sessions
 from .model import (
     PREVIEW,
-    EventFilter,
+    BrowseFilter,
     describe_request,
     event_json,
     event_row,
@@ -503,7 +503,7 @@ class SessionView(Screen[None]):
     @on(Input.Submitted, "#event-filter")
     def filter_events(self, event: Input.Submitted) -> None:
         try:
-            flt = parse_filter(event.value) if event.value.strip() else EventFilter()
+            flt = parse_filter(event.value) if event.value.strip() else BrowseFilter()
         except DshlogError as exc:
             self.notify(exc.message, severity="error")
             return

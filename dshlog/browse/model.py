@@ -33,9 +33,9 @@ from ..read.pages import EventIndex
 from ..read.store import SessionEntry, sort_entries
 
 __all__ = [
-    "EventFilter",
+    "BrowseFilter",
     "Jump",
-    "SurfaceView",
+    "SurfaceScreen",
     "describe_request",
     "event_json",
     "event_row",
@@ -143,7 +143,7 @@ def item_preview(item: Item, limit: int = PREVIEW) -> tuple[Item, int]:
 
 
 @dataclass(frozen=True, slots=True)
-class EventFilter:
+class BrowseFilter:
     """``type:GLOB turn:N[-M] seq:A-B`` plus free words (all must match the type or the row text)."""
 
     types: tuple[str, ...] = ()
@@ -184,7 +184,7 @@ def _range(word: str, value: str) -> tuple[int, int]:
     return (lo, hi) if lo <= hi else (hi, lo)
 
 
-def parse_filter(text: str) -> EventFilter:
+def parse_filter(text: str) -> BrowseFilter:
     """``type:tool/* turn:37 seq:100-200``; a bare word is a type glob (``tool/*``, ``*retry*``)."""
     types: list[str] = []
     turns = seqs = None
@@ -200,7 +200,7 @@ def parse_filter(text: str) -> EventFilter:
             seqs = _range(key, value)
         else:
             raise UsageError(f"unknown filter {key}: (use type:, turn:, seq:)")
-    return EventFilter(tuple(types), turns, seqs)
+    return BrowseFilter(tuple(types), turns, seqs)
 
 
 def event_row(ix: EventIndex, i: int, width: int = 70) -> tuple[str, str, str, str]:
@@ -250,7 +250,7 @@ def parse_jump(ix: EventIndex, text: str) -> Jump:
 
 
 @dataclass(frozen=True, slots=True)
-class SurfaceView:
+class SurfaceScreen:
     """The model's view: one row per node (seq, type, role, what it shadows, preview), the replacements."""
 
     nodes: list[tuple[str, str, str, str, str]]
@@ -273,7 +273,7 @@ def _told(ix: EventIndex, progress: Position | None) -> Iterator[dict[str, Any]]
     progress(total, total)
 
 
-def surface_view(ix: EventIndex, progress: Position | None = None) -> SurfaceView:
+def surface_view(ix: EventIndex, progress: Position | None = None) -> SurfaceScreen:
     """The fold over the whole log (one pass; the fold holds only the surface); ``progress``: told how far it is."""
     state = fold(_told(ix, progress), strict_unknown=False)
     shadows = {r["seq"]: r.get("shadowedSeqs") or [] for r in state.replacements}
@@ -286,7 +286,7 @@ def surface_view(ix: EventIndex, progress: Position | None = None) -> SurfaceVie
     reps = [
         f"seq {r['seq']} replaced {r['start']}..{r['end']} (shadowed {', '.join(map(str, r.get('shadowedSeqs') or []))})" for r in state.replacements
     ]
-    return SurfaceView(nodes, reps)
+    return SurfaceScreen(nodes, reps)
 
 
 def request_rows(ix: EventIndex, progress: Position | None = None) -> Iterator[RequestInfo]:

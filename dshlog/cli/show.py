@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..ops.transcript import transcript
+from ..ops.transcript import open_transcript
 from ..output.plain import PlainRenderer
 from ..output.terminal import TerminalRenderer
 from .app import command_app
@@ -36,7 +36,7 @@ def show(
     run = current()
     path = resolve(file)
     scr = run.env.screen()
-    with transcript(path, select=select, format_version=format_version, **reading(path),
+    with open_transcript(path, select=select, format_version=format_version, **reading(path),
                     progress=read_progress()) as t:
         if scr.terminal:
             done()  # the transcript is drawn on the terminal (or a pager) from here: no line under it

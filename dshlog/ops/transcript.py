@@ -50,7 +50,7 @@ from .results import ReadNotes
 from .sessions import OpenLog, located, open_target
 from .stance import stance
 
-__all__ = ["Reading", "Shown", "Transcript", "export_to", "open_reading", "rescue_target", "transcript"]
+__all__ = ["Reading", "Shown", "Transcript", "export_to", "open_reading", "open_transcript", "rescue_target"]
 
 
 class Shown(Renderer, Protocol):
@@ -194,7 +194,7 @@ def open_reading(target: str | os.PathLike[str], *, select: str | None = None, f
                            system_prompt_plugins=system_prompt_plugins, parallel=parallel, progress=progress))
 
 
-def transcript(target: str | os.PathLike[str], *, select: str | None = None, format_version: int | None = None,
+def open_transcript(target: str | os.PathLike[str], *, select: str | None = None, format_version: int | None = None,
                system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
                parallel: bool = False, progress: Position | None = None) -> Transcript:
     """Open ``target`` for ``show`` (dsh's decision first; see :class:`Reading`)."""
