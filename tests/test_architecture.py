@@ -332,8 +332,6 @@ NAMES_BY_DESIGN = ("dshlog.ops.api", "dshlog.cli", "dshlog.__main__")
 #: test below fails on a new twin and on an entry that no longer is one.
 KNOWN_TWINS: dict[str, set[str]] = {
     # twins of public classes, to be merged by the redesign of the typed results
-    "Ownership": {"dshlog.check.ownership", "dshlog.write.transaction"},
-    "Usage": {"dshlog.model.transcript", "dshlog.model.usage"},
     "SessionStats": {"dshlog.ops.results", "dshlog.ops.stats"},
 }
 

@@ -179,6 +179,6 @@ def test_stats_and_the_transcript_read_an_attempts_usage_alike():
         {"type": "assistant/attempt", "seq": 2, "time": 3, "data": {"turn": 1, "step": 1, "stream": stream}},
         {"type": "turn/end", "seq": 3, "time": 4, "data": {"turn": 1, "outcome": {"kind": "error"}}},
     ]
-    shown = [i.tokens for i in tr.transcript(events) if isinstance(i, tr.Usage)]
+    shown = [i.tokens for i in tr.transcript(events) if isinstance(i, tr.StepUsage)]
     assert summarize(events).tokens == {"inputTokens": 3, "outputTokens": 1}
     assert shown == [summarize(events).tokens]

@@ -80,7 +80,7 @@ def test_turn3_cancellation_keeps_interrupted_text() -> None:
 
 
 def test_usage_per_step() -> None:
-    usage = [(i.turn, i.step, i.tokens) for i in items_of(golden_events()) if isinstance(i, tr.Usage)]
+    usage = [(i.turn, i.step, i.tokens) for i in items_of(golden_events()) if isinstance(i, tr.StepUsage)]
     assert usage == [
         (1, 1, {"inputTokens": 10, "outputTokens": 5}),
         (1, 2, {"inputTokens": 10, "outputTokens": 4}),

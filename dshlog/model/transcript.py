@@ -204,7 +204,7 @@ class ToolChange(Item):
 
 
 @dataclass(slots=True)
-class Usage(Item):
+class StepUsage(Item):
     """Token usage of one step (summed over its model calls)."""
 
     kind: ClassVar[str] = "usage"
@@ -224,7 +224,7 @@ class Note(Item):
 
 ITEM_KINDS: dict[str, type[Item]] = {
     c.kind: c
-    for c in (TurnStart, TurnEnd, SystemPrompt, UserText, AssistantText, Reasoning, ToolCall, ToolResult, Failure, Retry, Replacement, ToolChange, Usage, Note)
+    for c in (TurnStart, TurnEnd, SystemPrompt, UserText, AssistantText, Reasoning, ToolCall, ToolResult, Failure, Retry, Replacement, ToolChange, StepUsage, Note)
 }
 
 
@@ -447,7 +447,7 @@ class TranscriptReader:
     def _usage_flush(self, seq: int | None) -> Iterator[Item]:
         if self._step_usage:
             turn, step = self._step_key or (self._turn, None)
-            yield Usage(seq, turn=turn, step=step, tokens=dict(self._step_usage))
+            yield StepUsage(seq, turn=turn, step=step, tokens=dict(self._step_usage))
         self._step_usage = {}
 
     def _add_usage(self, usage: Any) -> None:

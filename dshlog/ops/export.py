@@ -29,7 +29,7 @@ from ..output.renderer import render
 from ..protocol.layout import encode_segment
 from ..read.store import SessionEntry, list_sessions, sort_entries
 from ..write.target import output_path
-from ..write.transaction import Ownership, Publication, make_directory, output_lock
+from ..write.transaction import FileOwner, Publication, make_directory, output_lock
 from ..model.selection import Selection
 from .sessions import select_entries
 from .transcript import Reading, open_reading
@@ -53,13 +53,13 @@ def export_to_file(
     export at that name is replaced (still staged first, then renamed over it).
     """
     head = reading.export_head()
-    target = output_path(out, export_name(head, fmt), owner=Ownership.shared(), what="export")
+    target = output_path(out, export_name(head, fmt), owner=FileOwner.shared(), what="export")
     source = Path(reading.path) if reading.path != "-" else None  # standard input has no identity to check
     pub = Publication(
         target,
         lock=output_lock(target),
         source=source if source is not None and source.is_file() else None,
-        owner=Ownership.shared(),
+        owner=FileOwner.shared(),
         changed="the log changed while it was exported; nothing was written",
         overwrite=force,
     )
@@ -127,7 +127,7 @@ def _ordered(entries: list[SessionEntry]) -> list[tuple[SessionEntry, int]]:
 
 
 def _publish(target: Path, write_page: Callable[[Callable[[bytes], None]], None], force: bool = False) -> list[str]:
-    pub = Publication(target, lock=None, owner=Ownership.shared(), overwrite=force)
+    pub = Publication(target, lock=None, owner=FileOwner.shared(), overwrite=force)
     with pub:
         staged = pub.stage()
         write_page(staged.write)

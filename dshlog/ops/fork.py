@@ -25,7 +25,7 @@ from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.container import resolve_path
 from ..protocol.texts import EMPTY_FORK
 from ..read.session import SessionLog, open_session
-from ..write.transaction import Ownership, Publication, make_directory, output_lock
+from ..write.transaction import FileOwner, Publication, make_directory, output_lock
 from ..write.target import is_persistence_root, means_directory, output_path
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
@@ -92,12 +92,12 @@ def write_fork(
         child_dir = session_dir(Path(out), parent_header.get("cwd") if isinstance(parent_header.get("cwd"), str) else None, new_id)
         if not child_dir.parent.is_dir():
             made.append(child_dir.parent)
-        make_directory(child_dir.parent, Ownership.of(source))
+        make_directory(child_dir.parent, FileOwner.of(source))
         out = f"{child_dir}{os.sep}"
     if means_directory(out) and not Path(out).is_dir():
         made.append(Path(out))
     try:
-        out = output_path(out, name, owner=Ownership.of(source), what="fork")
+        out = output_path(out, name, owner=FileOwner.of(source), what="fork")
         return _write_child(out, source, parent_header=parent_header, new_id=new_id, created=created, compressed=compressed,
                             parent_id=parent_id, at=at, target=target, open_log=_open, parallel=parallel)
     except BaseException:

@@ -31,7 +31,7 @@ from ..read.session import open_session
 from ..protocol.layout import generation_name
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..write.target import means_directory, output_path
-from ..write.transaction import Ownership, Publication, output_lock
+from ..write.transaction import FileOwner, Publication, output_lock
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter, frame
 
@@ -121,7 +121,7 @@ def repair_copy(target: str, out: Path | str, *, select: str | None = None, form
     source = _regular_source(target)
     if means_directory(out):
         compressed = source is not None and source.name.endswith(".zstd")
-        out = output_path(out, generation_name(CURRENT_VERSION, compressed), owner=Ownership.of(source) if source else None, what="repair")
+        out = output_path(out, generation_name(CURRENT_VERSION, compressed), owner=FileOwner.of(source) if source else None, what="repair")
     else:
         out = output_path(out, "", owner=None, what="repair")
     compressed = out.name.endswith(".zstd")

@@ -53,7 +53,7 @@ from ..model.transcript import (
     Totals,
     TurnEnd,
     TurnStart,
-    Usage,
+    StepUsage,
     UserText,
 )
 from ..protocol.jsjson import format_number
@@ -337,7 +337,7 @@ class HtmlRenderer(Document):
             o(f"<div class=\"msg replacement\"{seq}><div class=\"who\">{_e(L.replacement_title(item))}</div><div class=\"md\">{markdown_html(item.text)}</div></div>\n")
         elif isinstance(item, ToolChange):
             o(f"<p class=\"note\" data-f=\"system\"{seq}>{L.capital(L.TOOLS_CHANGED)}: {_e(', '.join(L.tool_changes(item)))}</p>\n")
-        elif isinstance(item, Usage):
+        elif isinstance(item, StepUsage):
             o(f"<p class=\"usage\" data-f=\"system\"{seq}>{_e(L.capital(L.usage_text(item.step, item.tokens)))}</p>\n")
         elif isinstance(item, Note):
             o(f"<p class=\"note\" data-f=\"system\"{seq}>{_e(item.text)}</p>\n")

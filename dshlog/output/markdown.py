@@ -26,7 +26,7 @@ from ..model.transcript import (
     Totals,
     TurnEnd,
     TurnStart,
-    Usage,
+    StepUsage,
     UserText,
 )
 from ..protocol.jsjson import dumps
@@ -125,7 +125,7 @@ class MarkdownRenderer(Document):
             o(f"**{L.capital(L.replacement_title(item))}**:\n\n" + _quote(item.text))
         elif isinstance(item, ToolChange):
             o(f"*{L.capital(L.TOOLS_CHANGED)}: " + ", ".join(L.tool_changes(item)) + "*\n\n")
-        elif isinstance(item, Usage):
+        elif isinstance(item, StepUsage):
             o(f"*{L.capital(L.usage_text(item.step, item.tokens))}*\n\n")
         elif isinstance(item, Note):
             o(f"*{item.text}*\n\n")

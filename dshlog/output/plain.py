@@ -25,7 +25,7 @@ from ..model.transcript import (
     Totals,
     TurnEnd,
     TurnStart,
-    Usage,
+    StepUsage,
     UserText,
 )
 from . import labels as L
@@ -82,7 +82,7 @@ def item_lines(item: Item, *, reasoning: bool = False) -> list[str]:  # noqa: C9
         return [f"[{L.replacement_title(item)}]"] + _indent(item.text, "  | ")
     if isinstance(item, ToolChange):
         return [f"  [{L.TOOLS} {' '.join(L.tool_changes(item))}]"]
-    if isinstance(item, Usage):
+    if isinstance(item, StepUsage):
         return [f"  ({L.usage_text(item.step, item.tokens)})"]
     if isinstance(item, Note):
         return [f"  {L.NOTE.plain} {item.text}"]

@@ -31,7 +31,7 @@ from ..model.transcript import (
     Totals,
     TurnEnd,
     TurnStart,
-    Usage,
+    StepUsage,
     UserText,
 )
 from . import labels as L
@@ -114,7 +114,7 @@ def renderable(item: Item, *, reasoning: bool = False, hints: L.Hints = L.SHOW_H
         return Panel(text(item.text), title=text(L.replacement_title(item)), title_align="left", border_style="yellow")
     if isinstance(item, ToolChange):
         return text(f"  {L.TOOLS} " + " ".join(L.tool_changes(item)), "blue")
-    if isinstance(item, Usage):
+    if isinstance(item, StepUsage):
         return text(f"  {L.usage_text(item.step, item.tokens)}", "dim")
     if isinstance(item, Note):
         return text(f"  {L.NOTE.symbol} {item.text}", "dim")

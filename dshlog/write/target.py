@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..protocol.layout import is_project_dir, persistence_root
-from .transaction import Ownership, make_directory
+from .transaction import FileOwner, make_directory
 
 __all__ = ["STDOUT", "is_persistence_root", "means_directory", "output_path"]
 
@@ -32,7 +32,7 @@ def means_directory(out: str | os.PathLike[str]) -> bool:
     return text.endswith(("/", os.sep)) or Path(text).is_dir()
 
 
-def output_path(out: str | os.PathLike[str], name: str, *, owner: Ownership | None, what: str) -> Path:
+def output_path(out: str | os.PathLike[str], name: str, *, owner: FileOwner | None, what: str) -> Path:
     """The file ``-o OUT`` names for a writer whose own file name is ``name``.
 
     ``what`` names the writer in the usage errors (``"repair"``, ``"fork"``).

@@ -74,7 +74,7 @@ def source_identity(path: Path | str) -> Identity:
 
 
 @dataclass(frozen=True, slots=True)
-class Ownership:
+class FileOwner:
     """Owner, group and permission bits a published file receives.
 
     ``uid``/``gid`` of ``None`` leave the file to whoever runs the command.
@@ -85,19 +85,19 @@ class Ownership:
     mode: int
 
     @classmethod
-    def like(cls, st: os.stat_result) -> Ownership:
+    def like(cls, st: os.stat_result) -> FileOwner:
         """The owner, group and mode of an existing file (the source, or the log replaced)."""
         return cls(st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode))
 
     @classmethod
-    def of(cls, path: Path | str) -> Ownership:
+    def of(cls, path: Path | str) -> FileOwner:
         try:
             return cls.like(os.stat(path))
         except OSError as exc:
             raise io_failure(exc, path, "stat the source") from exc
 
     @classmethod
-    def shared(cls) -> Ownership:
+    def shared(cls) -> FileOwner:
         """A file to share (an export): the runner's, with the usual ``0666 & ~umask`` mode."""
         umask = os.umask(0o22)
         os.umask(umask)
@@ -124,7 +124,7 @@ def output_lock(final: Path) -> Path | None:
     return None
 
 
-def make_directory(path: Path, owner: Ownership | None) -> None:
+def make_directory(path: Path, owner: FileOwner | None) -> None:
     """Create an output directory (0700, as dsh creates session directories), given to ``owner``."""
     try:
         path.mkdir(mode=0o700)
@@ -174,7 +174,7 @@ class Publication:
         session_id: str | None = None,
         source: Path | None = None,
         changed: str | None = None,
-        owner: Ownership | Literal["source"] | None = None,
+        owner: FileOwner | Literal["source"] | None = None,
         migration: bool = False,
         successor: bool = False,
         taken: str | None = None,
@@ -204,7 +204,7 @@ class Publication:
         self.source = Path(source) if source is not None else None
         self.changed = changed or f"the source changed while {self.final.name} was written; nothing was published"
         self._owner_spec = owner
-        self.owner: Ownership | None = owner if isinstance(owner, Ownership) else None
+        self.owner: FileOwner | None = owner if isinstance(owner, FileOwner) else None
         self.migration = migration
         self.successor = successor
         self.taken = taken or atomic.taken_message(self.final)
@@ -230,7 +230,7 @@ class Publication:
     def _open(self) -> None:
         source_stat = self._stat_source()
         if self._owner_spec == "source":
-            self.owner = Ownership.like(source_stat) if source_stat is not None else None
+            self.owner = FileOwner.like(source_stat) if source_stat is not None else None
         if self.lock_dir is not None:
             ids = self.owner.ids if self.owner is not None else None
             self._lock = acquire_session_lock(self.lock_dir, session_id=self.session_id, owner=ids)
@@ -408,7 +408,7 @@ class Publication:
         except OSError as exc:
             raise io_failure(exc, staged.path, "set the owner and mode of the staged file") from exc
 
-    def _chown(self, fd: int, st: os.stat_result, owner: Ownership) -> None:
+    def _chown(self, fd: int, st: os.stat_result, owner: FileOwner) -> None:
         assert owner.uid is not None and owner.gid is not None
         try:
             os.fchown(fd, owner.uid, owner.gid)
@@ -483,7 +483,7 @@ def _same_dir(a: Path, b: Path) -> bool:
 
 __all__ = [
     "Identity",
-    "Ownership",
+    "FileOwner",
     "Publication",
     "is_session_directory",
     "make_directory",
