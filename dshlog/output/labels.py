@@ -277,13 +277,13 @@ def rescue_command(target: str) -> str:
 #: The note ``validate`` and ``migrate`` add when dsh refuses a session that rescue can bring back.
 RESCUE_CAN = "rescue can bring this session back"
 #: why rescue leaves a session dsh refuses for where it sits (its id, its project, its root): a successor sits there too
+PLACE_NOT_RESCUED = "dsh refuses this session for where it sits, which a rescued successor beside it does not change"
+
+
 def shared_reason(count: int, first: object) -> str:
     """Where ``count`` sessions could not be read for one reason (dsh refuses every session of a
     root that mixes encodings): the reason is said once, with how many and the first of them."""
     return f"{plural(count, 'session')}, the first {first}"
-
-
-PLACE_NOT_RESCUED = "dsh refuses this session for where it sits, which a rescued successor beside it does not change"
 
 
 def rescue_note(target: str) -> str:
