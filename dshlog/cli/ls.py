@@ -89,9 +89,10 @@ def _say_unread(entries: list[SessionEntry]) -> None:
     A root that mixes encodings makes dsh refuse every session in it: one line per session
     would bury the table under the same sentence, so such a reason names how many and the first.
     """
-    dirs: dict[str, list[Path]] = {}
+    seen: dict[str, tuple[Path, int]] = {}  # reason -> (the first session with it, how many)
     for e in entries:
         if e.error:
-            dirs.setdefault(e.error, []).append(e.dir)
-    for reason, where in dirs.items():
-        err(f"dshlog: {where[0] if len(where) == 1 else shared_reason(len(where), where[0])}: {reason}")
+            first, n = seen.get(e.error, (e.dir, 0))
+            seen[e.error] = (first, n + 1)
+    for reason, (first, n) in seen.items():
+        err(f"dshlog: {first if n == 1 else shared_reason(n, first)}: {reason}")
