@@ -86,19 +86,19 @@ _OWNERS: dict[str, str] = {
     "ProcessPool": "dshlog.executor",
     "DaskExecutor": "dshlog.executor",
     # typed results
-    "SHAPE": "dshlog.ops.results",
+    "SHAPE": "dshlog.output.jsondoc",
     "ExportResult": "dshlog.ops.results",
     "ForkResult": "dshlog.ops.results",
     "Migration": "dshlog.ops.results",
     "MigrationOutcome": "dshlog.ops.results",
-    "RebuiltRequest": "dshlog.ops.results",
+    "RebuiltRequest": "dshlog.ops.rebuild",
     "RepairOutcome": "dshlog.ops.results",
-    "RequestRow": "dshlog.ops.results",
-    "RequestSeries": "dshlog.ops.results",
-    "SessionInfo": "dshlog.ops.results",
+    "RequestRow": "dshlog.ops.requests",
+    "RequestSeries": "dshlog.ops.requests",
+    "SessionInfo": "dshlog.ops.info",
     "SessionStats": "dshlog.ops.results",
     "Stats": "dshlog.ops.results",
-    "SurfaceView": "dshlog.ops.results",
+    "SurfaceView": "dshlog.ops.surface",
     "Validation": "dshlog.ops.results",
     "ValidationReport": "dshlog.ops.results",
     # the records of a log
@@ -203,19 +203,19 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.api import v4_events as v4_events
     from .ops.api import validate as validate
     from .ops.api import validate_many as validate_many
-    from .ops.results import SHAPE as SHAPE
+    from .output.jsondoc import SHAPE as SHAPE
     from .ops.results import ExportResult as ExportResult
     from .ops.results import ForkResult as ForkResult
     from .ops.results import Migration as Migration
     from .ops.results import MigrationOutcome as MigrationOutcome
-    from .ops.results import RebuiltRequest as RebuiltRequest
+    from .ops.rebuild import RebuiltRequest as RebuiltRequest
     from .ops.results import RepairOutcome as RepairOutcome
-    from .ops.results import RequestRow as RequestRow
-    from .ops.results import RequestSeries as RequestSeries
-    from .ops.results import SessionInfo as SessionInfo
+    from .ops.requests import RequestRow as RequestRow
+    from .ops.requests import RequestSeries as RequestSeries
+    from .ops.info import SessionInfo as SessionInfo
     from .ops.results import SessionStats as SessionStats
     from .ops.results import Stats as Stats
-    from .ops.results import SurfaceView as SurfaceView
+    from .ops.surface import SurfaceView as SurfaceView
     from .ops.results import Validation as Validation
     from .ops.results import ValidationReport as ValidationReport
     from .ops.rescue import RescueOutcome as RescueOutcome

@@ -27,7 +27,7 @@ from dshlog.executor import InProcess
 from dshlog.ops import stats as stats_ops
 from dshlog.ops import surface as surface_ops
 from dshlog.ops import validate as validate_ops
-from dshlog.ops import views
+from dshlog.ops import info as info_ops
 from dshlog.read import cache as cache_mod
 from dshlog.read.cache import CACHE_FILE, Kind, cached_map, close_caches, open_cache
 from dshlog.read.store import session_dir
@@ -77,7 +77,7 @@ def no_reading(monkeypatch):
             opened.append(("messages", target))
             return real_open(target, **options)  # type: ignore[arg-type]  # the patched opener takes the real one's options as given
 
-        monkeypatch.setattr(views, "_open", unreadable)
+        monkeypatch.setattr(info_ops, "_open", unreadable)
         monkeypatch.setattr(validate_ops, "open_session", unreadable)
         monkeypatch.setattr(stats_ops, "open_session", unreadable)
         monkeypatch.setattr(surface_ops, "_surface_rows", unreadable)
@@ -128,8 +128,8 @@ def test_the_typed_results_round_trip_exactly(path):
     def again(kind: Kind, result: object) -> object:
         return kind.decode(msgspec.msgpack.decode(msgspec.msgpack.encode(kind.encode(result))))
 
-    info = views.session_info(path)
-    back = again(views.INFO, info)
+    info = info_ops.session_info(path)
+    back = again(info_ops.INFO, info)
     assert back == info and back.summary == info.summary and back.torn == info.torn  # type: ignore[attr-defined]  # the record's decoded value is the kind's result type, typed Any by the cache
     report = next(validate_ops.validate_many([path]))
     back = again(validate_ops.REPORT, report)
@@ -148,9 +148,9 @@ def test_the_typed_results_round_trip_exactly(path):
 def test_a_torn_tail_round_trips(tmp_path):
     p = tmp_path / "session.v4.jsonl"
     p.write_bytes((FIXTURES / "v4" / "loop" / "session.v4.jsonl").read_bytes() + b'{"type":"turn/st')
-    info = views.session_info(str(p))
+    info = info_ops.session_info(str(p))
     assert info.torn is not None and info.torn.data
-    assert views.INFO.decode(msgspec.msgpack.decode(msgspec.msgpack.encode(views.INFO.encode(info)))) == info
+    assert info_ops.INFO.decode(msgspec.msgpack.decode(msgspec.msgpack.encode(info_ops.INFO.encode(info)))) == info
     cache = tmp_path / "cache"
     off = [run_env(*cmd, str(p), cache_dir=None) for cmd in COMMANDS]
     assert [run_env(*cmd, str(p), cache_dir=cache) for cmd in COMMANDS] == off

@@ -18,7 +18,8 @@ import pytest
 
 from conftest import FIXTURES, corpus_files, corpus_ids, load_bench_script, requires_corpus, run_env
 from dshlog.errors import DshlogError, exit_code_of
-from dshlog.ops.views import rebuild_request, request_series
+from dshlog.ops.rebuild import rebuild_request
+from dshlog.ops.requests import request_series
 
 OPTIONS = ([], ["--compact"], ["--messages-only"], ["--compact", "--messages-only"])
 

@@ -358,7 +358,7 @@ def print_notes(log: Any, quiet: bool = False) -> None:
 
     This is the exit-code policy of every reader that shows what it can: what it
     skipped is said here, once, and the run exits with the code of the worst of it.
-    ``log`` is an opened log or a result of reading one (:class:`~dshlog.ops.results.Noted`).
+    ``log`` is an opened log or a result of reading one (:class:`~dshlog.ops.outcome.Noted`).
     """
     suppressed = log.notes.suppressed() if isinstance(log.notes, Problems) else log.suppressed
     print_problems(log.path, log.notes, suppressed, quiet=quiet)

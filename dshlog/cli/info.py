@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import tzinfo
 
-from ..ops.views import session_info
-from ..ops.results import SessionInfo
+from ..ops.info import SessionInfo, session_info
 from ..output import labels
 from ..model.period import zone_named
 from ..output.table import Column, table

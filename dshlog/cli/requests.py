@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ops.views import request_series
+from ..ops.requests import request_series
 from ..output import labels
 from ..output.table import Column, table
 from ..protocol.jsjson import dumps

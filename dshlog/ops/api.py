@@ -47,7 +47,10 @@ from .search import SessionHits
 from .sessions import Target, located
 from .transcript import export_to, open_reading
 from .sessions import open_target as _open
-from .views import rebuild_request, request_series, session_info, surface
+from .info import session_info
+from .rebuild import rebuild_request
+from .requests import request_series
+from .surface import surface
 from .results import (
     ExportResult,
     ForkResult,

@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import IO, Any
 
 from ..model.diff import diff_requests, requests_at
-from .results import ReadNotes, RequestDiff
+from ..output.jsondoc import SHAPE, diff_document
+from .outcome import ReadNotes
 from .sessions import Target, located, open_target
 
-__all__ = ["request_diff"]
+__all__ = ["RequestDiff", "request_diff"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestDiff:
+    """``dshlog diff``: what changed from request ``a`` to request ``b`` (of one log or two).
+
+    ``changes`` is :func:`dshlog.model.diff.diff_requests`'s document: config,
+    tools, messages added, removed or replaced, where the byte prefix broke.
+    """
+
+    a: Mapping[str, Any]
+    b: Mapping[str, Any]
+    changes: Mapping[str, Any]
+
+    def as_dict(self, label_a: str = "a", label_b: str = "b") -> dict[str, Any]:
+        """``diff --json``, the two requests named by their labels."""
+        return {"shape": SHAPE, **diff_document(dict(self.changes), label_a, label_b)}
 
 
 def _requests(target: Target, numbers: list[int], *, read: Callable[[ReadNotes], None] | None,

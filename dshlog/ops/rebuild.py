@@ -1,6 +1,6 @@
 """``dshlog rebuild`` in memory that does not follow the size of the request it writes.
 
-The library's :func:`~dshlog.ops.api.rebuild_request` returns the request as one
+The library's :func:`rebuild_request` returns the request as one
 mapping; of a log that never compacts, the last request holds every message of the
 log, and the command held them all, then their JSON text beside them (93 MB at a
 30 MB log, 291 MB at 120 MB).  The command's fold is the lean checking fold (dsh's
@@ -12,7 +12,7 @@ leaves its text unread in the spill.  The request is then written piece by piece
 from the spill in surface order; a message an ``image/offload`` projected is the
 fold's own and is encoded when it is written.  One pass over the log, so a stream
 (``-``) is read as a file is.  The bytes printed are those of the library's
-:meth:`~dshlog.ops.results.RebuiltRequest.to_json` (a test compares them).
+:meth:`RebuiltRequest.to_json` (a test compares them).
 """
 
 from __future__ import annotations
@@ -20,19 +20,22 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import IO, Any
 
 from ..check.problems import Problem
 from ..check.surface import derive_message
+from ..errors import boundary
 from ..model.requests import RequestBuilder, settle
+from ..model.requests import rebuild as rebuild_from
 from ..protocol.jsjson import Items, document_pieces, dumps, dumps_pretty
 from ..read.container import Position
-from .sessions import located, open_target
+from .sessions import Target, located, open_target
 from .stance import stance
 
-__all__ = ["MessageSpill", "RequestText", "rebuild_text"]
+__all__ = ["MessageSpill", "RebuiltRequest", "RequestText", "rebuild_request", "rebuild_text"]
 
 #: The spill stays in memory up to this size, then moves to a temporary file.
 _IN_MEMORY = 4 << 20
@@ -143,3 +146,39 @@ def rebuild_text(target: str | os.PathLike[str], number: int, *, pretty: bool = 
     except BaseException:
         spill.close()
         raise
+
+
+@dataclass(frozen=True, slots=True)
+class RebuiltRequest:
+    """``dshlog rebuild``: request ``number`` exactly as dsh sent it (dsh's own JSON, not a versioned shape)."""
+
+    number: int
+    request: Mapping[str, Any]
+    notes: tuple[Problem, ...] = ()
+    path: str = ""
+    suppressed: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def messages(self) -> list[Any]:
+        return list(self.request["messages"])
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.request)
+
+    def to_json(self, *, pretty: bool = True, messages_only: bool = False) -> bytes:
+        """The bytes ``rebuild`` prints (without the final newline): ``JSON.stringify`` exactly."""
+        value: Any = self.messages if messages_only else self.as_dict()
+        return dumps_pretty(value) if pretty else dumps(value)
+
+
+@boundary
+def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False, select: str | None = None,
+                    format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+                    stream: IO[bytes] | None = None, parallel: bool = False,
+                    progress: Position | None = None) -> RebuiltRequest:
+    """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
+    with open_target(target, strict=stance("rebuild").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel, progress=progress) as log:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
+            request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
+        return RebuiltRequest(number, request, tuple(log.notes), log.path, log.notes.suppressed())

@@ -1,7 +1,7 @@
 """``dshlog surface`` in memory that follows the surface's length, not its messages.
 
-The library's :func:`~dshlog.ops.api.surface` returns every current message (a
-:class:`~dshlog.ops.results.SurfaceView`); on a log that never compacts that is
+The library's :func:`surface` returns every current message (a
+:class:`SurfaceView`); on a log that never compacts that is
 every message of the log.  The command prints far less: per node its seq, type,
 role, id, whether it derives a message, and a 60-column preview.  So the command's
 fold is the lean checking fold (``keep_messages=False``, dsh's checks unchanged)
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field, replace
 from typing import IO, Any, NamedTuple, Protocol
 
 from ..check.problems import Problem
-from ..check.surface import SurfaceFold, derive_message
-from ..errors import CorruptLog, UsageError
+from ..check.surface import SurfaceFold, derive_message, fold
+from ..errors import CorruptLog, UsageError, boundary
 from ..output.jsondoc import SHAPE
 from ..output.text import preview
 from ..protocol.jsjson import Items, pretty_pieces
@@ -44,9 +44,10 @@ from ..read.cache import MAX_VALUE_BYTES, STDIN, Kind, cached_call, open_cache, 
 from ..read.container import Position
 from ..read.place import place_keys
 from ..read.session import SessionLog
-from .sessions import located, open_target
+from .sessions import Target, located, open_target
+from .stance import stance
 
-__all__ = ["KeptFold", "NodeRow", "Note", "SurfaceRows", "command_fold", "node_note", "surface_rows"]
+__all__ = ["KeptFold", "NodeRow", "Note", "SurfaceRows", "SurfaceView", "command_fold", "node_note", "surface", "surface_rows"]
 
 
 class NodeRow(NamedTuple):
@@ -336,3 +337,42 @@ def _note_of(rec: list[Any]) -> tuple[Any, Any, bool, str]:
 
 #: ``surface``'s folds in the cache (bump ``version`` when :class:`KeptFold` or a node's note changes).
 SURFACE = Kind("surface", 1, _kept_record, _kept_of)
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceView:
+    """``dshlog surface``: the surface nodes after the fold, the derived roles, the replacements."""
+
+    nodes: tuple[Mapping[str, Any], ...]  # seq, type, role, empty, ... and the message
+    messages: tuple[Mapping[str, Any], ...]  # the derived model messages, in surface order
+    replacements: tuple[Mapping[str, Any], ...]
+    notes: tuple[Problem, ...] = ()
+    path: str = ""
+    suppressed: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def roles(self) -> list[Any]:
+        return [m.get("role") for m in self.messages]
+
+    def as_dict(self, *, messages: bool = False) -> dict[str, Any]:
+        """``surface --json`` (``messages=True``: ``--messages`` too)."""
+        nodes = [{**{k: v for k, v in n.items() if k != "message"}, "preview": preview(n["message"])} for n in self.nodes]
+        doc: dict[str, Any] = {"shape": SHAPE, "nodes": nodes, "roles": self.roles, "replacements": list(self.replacements)}
+        if messages:
+            doc["messages"] = list(self.messages)
+        return doc
+
+
+@boundary
+def surface(target: Target, *, at: int | None = None, allow_unknown: bool = False, select: str | None = None,
+            format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+            stream: IO[bytes] | None = None, parallel: bool = False, progress: Position | None = None) -> SurfaceView:
+    """``dshlog surface``: the fold of the log (or of its prefix up to seq ``at``): nodes and derived messages."""
+    with open_target(target, strict=stance("surface").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               stream=stream, parallel=parallel, progress=progress) as log:
+        with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
+            state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
+        if at is not None and state.next_seq <= at:
+            raise UsageError(f"seq {at} does not exist: the log ends at seq {state.next_seq - 1}", path=log.path)
+        return SurfaceView(tuple(state.node_info()), tuple(state.messages()), tuple(state.replacements), tuple(log.notes),
+                           log.path, log.notes.suppressed())

@@ -46,7 +46,7 @@ from ..output.renderer import Renderer, render
 from ..read.container import Position
 from ..read.session import SessionLog, dsh_refusal, is_dsh_refusal
 from ..read.store import place_refused
-from .results import ReadNotes
+from .outcome import ReadNotes
 from .sessions import OpenLog, located, open_target
 from .stance import stance
 
