@@ -49,7 +49,7 @@ _OWNERS: dict[str, str] = {
     # checking, summaries
     "validate": "dshlog.ops.api",
     "session_info": "dshlog.ops.api",
-    "session_stats": "dshlog.ops.api",
+    "session_stats": "dshlog.ops.stats",
     "Problem": "dshlog.check.problems",
     "Severity": "dshlog.check.problems",
     "Summary": "dshlog.model.summary",
@@ -69,7 +69,7 @@ _OWNERS: dict[str, str] = {
     "SessionEntry": "dshlog.read.store",
     # many sessions: batches, usage, search, rescue
     "validate_many": "dshlog.ops.api",
-    "stats_many": "dshlog.ops.api",
+    "stats_many": "dshlog.ops.stats",
     "migrate_many": "dshlog.ops.api",
     "usage_report": "dshlog.ops.api",
     "UsageReport": "dshlog.model.usage",
@@ -96,8 +96,8 @@ _OWNERS: dict[str, str] = {
     "RequestRow": "dshlog.ops.requests",
     "RequestSeries": "dshlog.ops.requests",
     "SessionInfo": "dshlog.ops.info",
-    "SessionStats": "dshlog.ops.results",
-    "Stats": "dshlog.ops.results",
+    "SessionStats": "dshlog.ops.stats",
+    "Stats": "dshlog.ops.stats",
     "SurfaceView": "dshlog.ops.surface",
     "Validation": "dshlog.ops.results",
     "ValidationReport": "dshlog.ops.results",
@@ -195,8 +195,8 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.api import rescue as rescue
     from .ops.api import search as search
     from .ops.api import session_info as session_info
-    from .ops.api import session_stats as session_stats
-    from .ops.api import stats_many as stats_many
+    from .ops.stats import session_stats as session_stats
+    from .ops.stats import stats_many as stats_many
     from .ops.api import stored_events as stored_events
     from .ops.api import surface as surface
     from .ops.api import usage_report as usage_report
@@ -213,8 +213,8 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.requests import RequestRow as RequestRow
     from .ops.requests import RequestSeries as RequestSeries
     from .ops.info import SessionInfo as SessionInfo
-    from .ops.results import SessionStats as SessionStats
-    from .ops.results import Stats as Stats
+    from .ops.stats import SessionStats as SessionStats
+    from .ops.stats import Stats as Stats
     from .ops.surface import SurfaceView as SurfaceView
     from .ops.results import Validation as Validation
     from .ops.results import ValidationReport as ValidationReport

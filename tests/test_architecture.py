@@ -328,14 +328,6 @@ def test_fact_functions_are_defined_once(owner: str, names: list[str]) -> None:
 #: (``cli/<command>.py`` names its function after its command).
 NAMES_BY_DESIGN = ("dshlog.ops.api", "dshlog.cli", "dshlog.__main__")
 
-#: Public top-level names defined in two modules today.  The list may only shrink: the
-#: test below fails on a new twin and on an entry that no longer is one.
-KNOWN_TWINS: dict[str, set[str]] = {
-    # twins of public classes, to be merged by the redesign of the typed results
-    "SessionStats": {"dshlog.ops.results", "dshlog.ops.stats"},
-}
-
-
 def _top_level_names() -> dict[str, set[str]]:
     """Public top-level functions and classes, by name: the modules that define each."""
     defined: dict[str, set[str]] = defaultdict(set)
@@ -351,9 +343,8 @@ def _top_level_names() -> dict[str, set[str]]:
 def test_a_public_name_is_defined_in_one_module() -> None:
     """A second definition of a public name is a second owner of its fact, or a name that
     says two things; either way a reader (and an import) can pick the wrong one."""
-    twins = {n: mods for n, mods in _top_level_names().items() if len(mods) > 1}
-    assert {n: sorted(m) for n, m in twins.items() if KNOWN_TWINS.get(n) != m} == {}
-    assert sorted(set(KNOWN_TWINS) - set(twins)) == [], "no longer twins: remove them from KNOWN_TWINS"
+    twins = {n: sorted(mods) for n, mods in _top_level_names().items() if len(mods) > 1}
+    assert twins == {}
 
 
 #: The migration edges name their own two versions (``v3_v4``'s target is 4 whatever the

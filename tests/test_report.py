@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES, load_bench_script
 
 from dshlog.executor import InProcess, ProcessPool
-from dshlog.model.stats import session_stats, total_stats
+from dshlog.model.stats import stats_counters, total_stats
 from dshlog.model.summary import summarize
 from dshlog.model.usage import BY_KEYS, COUNTS, PriceTable, Usage, report_document
 from dshlog.ops.report import load_prices, session_usage, store_sessions, usage_report
@@ -38,7 +38,7 @@ def many(tmp_path_factory):
 
 
 def _stats_by_path(paths: list[str]) -> dict[str, dict]:
-    return {s.path: s.stats for s in stats_many(paths)}
+    return {s.path: s.counters for s in stats_many(paths)}
 
 
 def _sum_rows(rows: list[dict], key: str) -> int:
@@ -111,7 +111,7 @@ def test_costs_are_the_priced_sums(many, tmp_path, by):
 def test_children_count_in_their_parents_row(many):
     paths, manifest = many
     files = store_sessions([str(paths["plain"])])
-    per_session = {st_id: st for st_id, st in ((s.id, s.stats) for s in stats_many(files))}
+    per_session = {st_id: st for st_id, st in ((s.id, s.counters) for s in stats_many(files))}
     doc = _doc([paths["plain"]], ["session"])
     rows = {r["session"]: r for r in doc["rows"]}
     parents = [s for s in manifest["sessions"] if s["children"]]
@@ -188,7 +188,7 @@ def _window_usage(files: list[Path], lo: int | None, hi: int | None) -> Usage:
         evs = _events(f)
         upto = [e for e in evs if hi is None or e["time"] < hi]
         before = [e for e in evs if lo is not None and e["time"] < lo]
-        total.add(Usage.of_stats(session_stats(summarize(upto))).minus(Usage.of_stats(session_stats(summarize(before)))))
+        total.add(Usage.of_stats(stats_counters(summarize(upto))).minus(Usage.of_stats(stats_counters(summarize(before)))))
     return total
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import CORPUS, FIXTURES, GOLDEN, corpus_files, corpus_ids, requires_corpus, run_cli
 from dshlog.errors import ExitCode
-from dshlog.model.stats import session_stats, total_stats
+from dshlog.model.stats import stats_counters, total_stats
 from dshlog.model.summary import summarize
 
 LOOP = GOLDEN / "loop-events.json"
@@ -40,7 +40,7 @@ LOOP_STATS = {
 
 def test_loop_numbers():
     s = summarize(json.loads(LOOP.read_text()))
-    assert session_stats(s) == LOOP_STATS
+    assert stats_counters(s) == LOOP_STATS
 
 
 def test_retry_counts_once_when_the_log_also_has_llm_retry():

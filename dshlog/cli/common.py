@@ -391,7 +391,7 @@ def print_refusal(command: str, shown: Any) -> None:
     current().note_outcome(refused.exit_code)
 
 
-def print_problems(path: str, notes: Iterable[Any], suppressed: dict[str, int], quiet: bool = False) -> None:
+def print_problems(path: str, notes: Iterable[Any], suppressed: Mapping[str, int], quiet: bool = False) -> None:
     """:func:`print_notes` of a reader's notes that came back from a batch task (a worker read the log)."""
     notes = list(notes)
     for n in notes:

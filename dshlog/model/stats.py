@@ -14,7 +14,7 @@ from .summary import Summary
 COUNTERS = ("events", "turns", "steps", "modelCalls", "attempts", "retries", "interrupted", "cancellations", "durationMs")
 
 
-def session_stats(s: Summary, *, projection: bool = False) -> dict[str, Any]:
+def stats_counters(s: Summary, *, projection: bool = False) -> dict[str, Any]:
     """The ``stats`` view of one summary.
 
     ``timed`` is false when the events carry no real time (test-snapshot
@@ -44,7 +44,7 @@ def session_stats(s: Summary, *, projection: bool = False) -> dict[str, Any]:
 
 
 def total_stats(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Sum of several :func:`session_stats` results (durations add up; tool and token maps merge)."""
+    """Sum of several :func:`stats_counters` results (durations add up; tool and token maps merge)."""
     tot: dict[str, Any] = {k: 0 for k in COUNTERS}
     tot.update({"sessions": 0, "toolCalls": {}, "tokens": {}, "tokensByModel": {}})
     for p in parts:

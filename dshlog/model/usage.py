@@ -3,7 +3,7 @@
 Every figure is made of the per-session ``stats`` figures, so a report and
 ``dshlog stats`` can never disagree.  A session is read once, through the one
 summary (:class:`dshlog.model.summary.Summary`); :class:`SegmentedSummary` takes a
-snapshot of its cumulative :func:`~dshlog.model.stats.session_stats` whenever the
+snapshot of its cumulative :func:`~dshlog.model.stats.stats_counters` whenever the
 events cross into another 15-minute span of UTC (or cross ``--since``/``--until``),
 and a span's figures are the difference of two snapshots.  The differences of a
 session add up to its final ``stats``, exactly (they telescope), and every zone's
@@ -32,7 +32,7 @@ from ..check.problems import Problem, Severity
 from ..errors import ExitCode
 from ..protocol.packed import PackedRun
 from .period import QUANTUM_MS, bucket_label
-from .stats import session_stats
+from .stats import stats_counters
 from .summary import Summary
 
 __all__ = [
@@ -70,7 +70,7 @@ def _add_tokens(into: dict[str, int], more: dict[str, int], sign: int = 1) -> No
 class Usage:
     """Additive figures of some activity: counters and tokens per model.
 
-    Built from :func:`~dshlog.model.stats.session_stats` results only
+    Built from :func:`~dshlog.model.stats.stats_counters` results only
     (:meth:`of_stats`), so every figure means what ``stats`` means by it.
     ``counted`` is false for a per-model share, which carries tokens only: the
     other counters belong to the session, not to one model.
@@ -153,7 +153,7 @@ class SegmentedSummary:
         return lo, hi
 
     def _snapshot(self) -> Usage:
-        return Usage.of_stats(session_stats(self.summary.finish(), projection=self.projection))
+        return Usage.of_stats(stats_counters(self.summary.finish(), projection=self.projection))
 
     def _close(self, key: tuple[int, bool] | None) -> None:
         now = self._snapshot()
@@ -184,7 +184,7 @@ class SegmentedSummary:
     def finish(self) -> dict[str, Any]:
         """Close the last span; returns the session's ``stats`` (what ``dshlog stats`` shows for it)."""
         self._close(self._key)
-        return session_stats(self.summary.finish(), projection=self.projection)
+        return stats_counters(self.summary.finish(), projection=self.projection)
 
 
 @dataclass

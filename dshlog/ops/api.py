@@ -19,18 +19,15 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import IO, Literal, cast
 
-from ..errors import InternalError, UsageError, boundary
+from ..errors import UsageError, boundary
 from ..executor import Executor
 from ..model.search import Query
 from ..model.usage import PriceTable, UsageReport
-from ..model.stats import session_stats as stats_of
-from ..model.stats import total_stats
-from ..model.summary import summarize
 from ..output.export import FORMATS
 from ..protocol.events import Event
 from ..read.container import Position
 from ..read.session import EventRecord, SessionLog
-from ..read.store import SessionEntry, Unreadable, resolve_session
+from ..read.store import SessionEntry, resolve_session
 from ..read.store import list_sessions as _list_sessions
 from . import export as _export
 from . import fork as _fork
@@ -40,7 +37,6 @@ from . import report as _report
 from . import rescue as _rescue
 from . import search as _search
 from . import sessions as _sessions
-from . import stats as _stats
 from . import validate as _validate
 from .rescue import RescueOutcome
 from .search import SessionHits
@@ -50,6 +46,7 @@ from .sessions import open_target as _open
 from .info import session_info
 from .rebuild import rebuild_request
 from .requests import request_series
+from .stats import session_stats, stats_many
 from .surface import surface
 from .results import (
     ExportResult,
@@ -57,8 +54,6 @@ from .results import (
     Migration,
     MigrationOutcome,
     RepairOutcome,
-    SessionStats,
-    Stats,
     Validation,
     ValidationReport,
 )
@@ -169,19 +164,6 @@ def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None
 
 
 # ----------------------------------------------------------------------------- reading
-
-
-@boundary
-def session_stats(*targets: Target, select: str | None = None, format_version: int | None = None,
-                  parallel: bool = False) -> Stats:
-    """``dshlog stats``: per session and in total (turns, steps, calls, retries, tools, tokens, time)."""
-    sessions: list[SessionStats] = []
-    for target in targets:
-        with _open(target, strict=False, select=select, format_version=format_version, parallel=parallel) as log:
-            summary = summarize(log.counted())
-            sessions.append(SessionStats(log.path, log.session_id, log.version, log.projection,
-                                         stats_of(summary, projection=log.projection)))
-    return Stats(tuple(sessions), total_stats(s.as_dict() for s in sessions))
 
 
 @boundary
@@ -351,17 +333,6 @@ def validate_many(targets: Iterable[Target], *, select: str | None = None, forma
                                           system_prompt_plugins=tuple(system_prompt_plugins), executor=executor,
                                           parallel=parallel):
         yield ValidationReport.of(report)
-
-
-@boundary
-def stats_many(targets: Iterable[Target], *, select: str | None = None, format_version: int | None = None,
-               executor: Executor | None = None, parallel: bool = False) -> Iterator[SessionStats]:
-    """``stats`` of each target through ``executor``, in input order; a log that cannot be opened raises at its turn."""
-    for one in _stats.stats_many([os.fspath(t) for t in targets], select=select, format_version=format_version,
-                                 executor=executor, parallel=parallel):
-        if isinstance(one, Unreadable):  # pragma: no cover - paths as given are never walked
-            raise InternalError(one.error)
-        yield SessionStats(one.path, one.id, one.version, one.projection, one.stats)
 
 
 @boundary

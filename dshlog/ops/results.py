@@ -33,8 +33,6 @@ __all__ = [
     "Migration",
     "MigrationOutcome",
     "RepairOutcome",
-    "SessionStats",
-    "Stats",
     "Validation",
     "ValidationReport",
 ]
@@ -44,31 +42,6 @@ MIGRATION_STATUSES: tuple[str, ...] = ("migrated", "current", "needed", "would-m
 
 
 # ----------------------------------------------------------------------------- info and stats
-
-
-@dataclass(frozen=True, slots=True)
-class SessionStats:
-    """One session's counters (:func:`dshlog.model.stats.session_stats`), as ``stats`` lists it."""
-
-    path: str
-    id: str | None
-    version: int
-    projection: bool
-    counters: Mapping[str, Any]  # turns, steps, modelCalls, retries, toolCalls, tokens, durationMs, ...
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "id": self.id, "version": self.version, "projection": self.projection, **self.counters}
-
-
-@dataclass(frozen=True, slots=True)
-class Stats:
-    """``dshlog stats``: per session and in total."""
-
-    sessions: tuple[SessionStats, ...]
-    total: Mapping[str, Any]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"shape": SHAPE, "sessions": [s.as_dict() for s in self.sessions], "total": dict(self.total)}
 
 
 # ----------------------------------------------------------------------------- validate
