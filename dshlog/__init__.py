@@ -47,7 +47,7 @@ _OWNERS: dict[str, str] = {
     "rebuild_request": "dshlog.ops.api",
     "request_series": "dshlog.ops.api",
     # checking, summaries
-    "validate": "dshlog.ops.api",
+    "validate": "dshlog.ops.validate",
     "session_info": "dshlog.ops.api",
     "session_stats": "dshlog.ops.stats",
     "Problem": "dshlog.check.problems",
@@ -68,7 +68,7 @@ _OWNERS: dict[str, str] = {
     "grep_session": "dshlog.ops.api",
     "SessionEntry": "dshlog.read.store",
     # many sessions: batches, usage, search, rescue
-    "validate_many": "dshlog.ops.api",
+    "validate_many": "dshlog.ops.validate",
     "stats_many": "dshlog.ops.stats",
     "migrate_many": "dshlog.ops.api",
     "usage_report": "dshlog.ops.api",
@@ -99,8 +99,8 @@ _OWNERS: dict[str, str] = {
     "SessionStats": "dshlog.ops.stats",
     "Stats": "dshlog.ops.stats",
     "SurfaceView": "dshlog.ops.surface",
-    "Validation": "dshlog.ops.results",
-    "ValidationReport": "dshlog.ops.results",
+    "Validation": "dshlog.ops.validate",
+    "ValidationReport": "dshlog.ops.validate",
     # the records of a log
     "Event": "dshlog.protocol.events",
     "StoredEvent": "dshlog.protocol.events",
@@ -201,8 +201,8 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.api import surface as surface
     from .ops.api import usage_report as usage_report
     from .ops.api import v4_events as v4_events
-    from .ops.api import validate as validate
-    from .ops.api import validate_many as validate_many
+    from .ops.validate import validate as validate
+    from .ops.validate import validate_many as validate_many
     from .output.jsondoc import SHAPE as SHAPE
     from .ops.results import ExportResult as ExportResult
     from .ops.results import ForkResult as ForkResult
@@ -216,8 +216,8 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.stats import SessionStats as SessionStats
     from .ops.stats import Stats as Stats
     from .ops.surface import SurfaceView as SurfaceView
-    from .ops.results import Validation as Validation
-    from .ops.results import ValidationReport as ValidationReport
+    from .ops.validate import Validation as Validation
+    from .ops.validate import ValidationReport as ValidationReport
     from .ops.rescue import RescueOutcome as RescueOutcome
     from .ops.search import SessionHits as SessionHits
     from .read.session import EventRecord as EventRecord

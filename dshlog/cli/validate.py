@@ -82,8 +82,8 @@ def validate(
                     out(f"{report.path}: ... {labels.plural(len(more), 'more ' + first.code + ' problem')} after it, "
                         f"through {last} (most likely consequences of the one above)")
             out(f"{report.path}: {report.status} (v{report.version if report.version is not None else '?'}, "
-                f"{labels.plural(report.events, 'event')}, {labels.plural(report.count('error'), 'error')}, "
-                f"{labels.plural(report.count('warning'), 'warning')})")
+                f"{labels.plural(report.events, 'event')}, {labels.plural(len(report.errors), 'error')}, "
+                f"{labels.plural(len(report.warnings), 'warning')})")
             if report.rescue is not None:
                 err(f"{report.path}: {report.rescue}")
     if json_:

@@ -37,7 +37,6 @@ from . import report as _report
 from . import rescue as _rescue
 from . import search as _search
 from . import sessions as _sessions
-from . import validate as _validate
 from .rescue import RescueOutcome
 from .search import SessionHits
 from .sessions import Target, located
@@ -48,14 +47,13 @@ from .rebuild import rebuild_request
 from .requests import request_series
 from .stats import session_stats, stats_many
 from .surface import surface
+from .validate import validate, validate_many
 from .results import (
     ExportResult,
     ForkResult,
     Migration,
     MigrationOutcome,
     RepairOutcome,
-    Validation,
-    ValidationReport,
 )
 
 __all__ = [
@@ -164,21 +162,6 @@ def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None
 
 
 # ----------------------------------------------------------------------------- reading
-
-
-@boundary
-def validate(*targets: Target, select: str | None = None, format_version: int | None = None,
-             system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> Validation:
-    """``dshlog validate``: every problem of each input with its location; never raises for the log's own.
-
-    ``result.exit_code`` is the worst verdict (0 clean, 3 unsupported, 4 damaged, 6 unreadable).
-    """
-    plugins = tuple(system_prompt_plugins)
-    return Validation(tuple(
-        ValidationReport.of(_validate.validate_log(os.fspath(t), select=select, format_version=format_version,
-                                                   system_prompt_plugins=plugins, parallel=parallel))
-        for t in targets
-    ))
 
 
 # ----------------------------------------------------------------------------- the store
@@ -316,23 +299,6 @@ def export_bytes(target: Target, *, format: ExportFormat = "md", full: bool = Fa
 
 
 # ----------------------------------------------------------------------------- batches over many sessions
-
-
-@boundary
-def validate_many(targets: Iterable[Target], *, select: str | None = None, format_version: int | None = None,
-                  system_prompt_plugins: Iterable[str] = (), executor: Executor | None = None,
-                  parallel: bool = False) -> Iterator[ValidationReport]:
-    """``validate`` of each target, one task per session, yielded in input order as each turn comes.
-
-    ``executor`` is how the tasks run (:class:`~dshlog.executor.InProcess` by
-    default; a :class:`~dshlog.executor.ProcessPool` or a
-    :class:`~dshlog.executor.DaskExecutor` to use more cores or machines); only
-    paths travel to a worker.  Like :func:`validate`, it never raises for a log's own problems.
-    """
-    for report in _validate.validate_many([os.fspath(t) for t in targets], select=select, format_version=format_version,
-                                          system_prompt_plugins=tuple(system_prompt_plugins), executor=executor,
-                                          parallel=parallel):
-        yield ValidationReport.of(report)
 
 
 @boundary

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..check.problems import Problem, Severity
+from ..check.problems import Problem
 from ..errors import DshlogError, ExitCode
 from ..output.jsondoc import SHAPE
 from .outcome import ReadNotes
@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # the objects a result wraps: named in annotations only, so `
     from ..model.repair import PendingCall, RepairPlan
     from .migrate import Outcome
     from .repair import RepairResult
-    from .validate import Report
 
 __all__ = [
     "SHAPE",
@@ -33,8 +32,6 @@ __all__ = [
     "Migration",
     "MigrationOutcome",
     "RepairOutcome",
-    "Validation",
-    "ValidationReport",
 ]
 
 #: Migration statuses in the order the summary counts them (README: migrate).
@@ -45,56 +42,6 @@ MIGRATION_STATUSES: tuple[str, ...] = ("migrated", "current", "needed", "would-m
 
 
 # ----------------------------------------------------------------------------- validate
-
-
-@dataclass(frozen=True, slots=True)
-class ValidationReport:
-    """Every problem of one input, and its verdict (a wrapper of :class:`~dshlog.ops.validate.Report`)."""
-
-    path: str
-    version: int | None
-    events: int
-    projection: bool
-    problems: tuple[Problem, ...]
-    more_problems: int  # problems past the per-file limit, counted only
-    exit_code: ExitCode
-    _report: Report = field(repr=False, compare=False)
-
-    @classmethod
-    def of(cls, report: Report) -> ValidationReport:
-        return cls(report.path, report.version, report.events, report.projection, tuple(report.problems),
-                   report.dropped, report.exit_code, report)
-
-    @property
-    def status(self) -> str:
-        """``ok``, ``unsupported`` or ``damaged``."""
-        return str(self._report.as_dict()["status"])
-
-    @property
-    def errors(self) -> tuple[Problem, ...]:
-        return tuple(p for p in self.problems if p.severity == Severity.ERROR)
-
-    @property
-    def warnings(self) -> tuple[Problem, ...]:
-        return tuple(p for p in self.problems if p.severity == Severity.WARNING)
-
-    def as_dict(self) -> dict[str, Any]:
-        """One element of the ``files`` list ``validate --json`` prints."""
-        return self._report.as_dict()
-
-
-@dataclass(frozen=True, slots=True)
-class Validation:
-    """``dshlog validate``: one report per input; the exit code is the worst of them."""
-
-    files: tuple[ValidationReport, ...]
-
-    @property
-    def exit_code(self) -> ExitCode:
-        return max((f.exit_code for f in self.files), default=ExitCode.OK)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"shape": SHAPE, "files": [f.as_dict() for f in self.files]}
 
 
 # ----------------------------------------------------------------------------- model view

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from ..check.problems import Problem, Severity
 from ..check.validate import Validator
-from ..errors import DshlogError, ExitCode, MigrationRefused, NotASessionLog, UnsupportedVersion
+from ..errors import DshlogError, ExitCode, MigrationRefused, NotASessionLog, UnsupportedVersion, boundary
 from ..executor import Executor, InProcess, helpers_allowed
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
@@ -31,6 +31,9 @@ from ..read.container import Container, Position
 from ..read.place import place_keys, place_refusal
 from ..read.session import is_dsh_refusal, open_session
 from ..read.store import Unreadable, in_walk_order
+from ..output.jsondoc import SHAPE
+from .outcome import worst
+from .sessions import Target
 
 MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
 
@@ -49,13 +52,19 @@ STATUS = {ExitCode.OK: "ok", ExitCode.UNSUPPORTED: "unsupported", ExitCode.IO: "
 
 
 @dataclass
-class Report:
+class ValidationReport:
+    """Every problem of one input, with its location, and the verdict: what ``validate`` lists of one file.
+
+    Built as the input is read (:meth:`add`); ``problems`` keeps at most
+    :data:`MAX_PROBLEMS`, the rest are counted in ``more_problems``.
+    """
+
     path: str
     version: int | None = None
     events: int = 0
     projection: bool = False
     problems: list[Problem] = field(default_factory=list)
-    dropped: int = 0
+    more_problems: int = 0  # problems past the per-file limit, counted only
     unsupported: bool = False
     #: ``rescue can bring this session back: dshlog rescue ID``, when dsh refuses a session rescue brings back
     rescue: str | None = None
@@ -65,10 +74,15 @@ class Report:
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(problem)
         else:
-            self.dropped += 1
+            self.more_problems += 1
 
-    def count(self, severity: str) -> int:
-        return sum(1 for p in self.problems if p.severity == severity)
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if p.severity == Severity.ERROR)
+
+    @property
+    def warnings(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if p.severity == Severity.WARNING)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -79,9 +93,9 @@ class Report:
             return ExitCode.IO  # the file could not be read at all
         if errors and all(p.code == NOT_A_LOG for p in errors):
             return ExitCode.USAGE  # no session log at all: the wrong file was named, nothing is damaged
-        if errors and all(p.code in ("unsupported", "refused") for p in errors) and not self.dropped:
+        if errors and all(p.code in ("unsupported", "refused") for p in errors) and not self.more_problems:
             return ExitCode.UNSUPPORTED  # intact, but uses something this reader does not know
-        if errors or self.dropped:
+        if errors or self.more_problems:
             return ExitCode.CORRUPT
         if self.unsupported:
             return ExitCode.UNSUPPORTED
@@ -121,10 +135,10 @@ class Report:
             "events": self.events,
             "projection": self.projection,
             "status": self.status,
-            "errors": self.count("error"),
-            "warnings": self.count("warning"),
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
             "problems": [p.as_dict() for p in sorted(self.problems, key=_position)],
-            "moreProblems": self.dropped,
+            "moreProblems": self.more_problems,
             **({"rescue": self.rescue} if self.rescue is not None else {}),
         }
 
@@ -137,7 +151,7 @@ def _position(p: Problem) -> tuple[int, int]:
     return line, offset
 
 
-def _from_error(report: Report, exc: DshlogError) -> None:
+def _from_error(report: ValidationReport, exc: DshlogError) -> None:
     """A refusal that stopped the read: one error where it happened (the path when nothing finer is known)."""
     unsupported = isinstance(exc, UnsupportedVersion)
     if unsupported:
@@ -148,7 +162,7 @@ def _from_error(report: Report, exc: DshlogError) -> None:
     report.add(Problem(code, exc.message, Severity.ERROR, exc.seq, exc.loc, exc.path))
 
 
-def _feed_rules(report: Report, rules: Validator, events: Any) -> None:
+def _feed_rules(report: ValidationReport, rules: Validator, events: Any) -> None:
     for ev in events:
         report.events += 1
         for p in rules.feed(ev):
@@ -161,7 +175,7 @@ def _feed_rules(report: Report, rules: Validator, events: Any) -> None:
 Reopen = Callable[[], IO[bytes] | None]
 
 
-def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, format_version: int | None,
+def _dsh_verdict(report: ValidationReport, log: Any, target: str, select: str | None, format_version: int | None,
                  plugins: tuple[str, ...], parallel: bool, again: Reopen, progress: Position | None = None) -> None:
     """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
 
@@ -170,7 +184,7 @@ def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, form
     over rows that all decoded) is one dsh reads, so it is not read again.
     """
     decision = getattr(log, "decision", None)
-    if log.version == CURRENT_VERSION and (decision is None or decision.admitted) and not report.count("error") and not report.count("warning"):
+    if log.version == CURRENT_VERSION and (decision is None or decision.admitted) and not report.errors and not report.warnings:
         header = log.header or {}
         if target == "-" or place_refusal(log.path, header.get("id"), header.get("cwd"), compressed=log.info.container == Container.ZSTD) is None:
             return  # otherwise dsh refuses it for where it sits: the strict open below says so
@@ -195,7 +209,7 @@ def _dsh_verdict(report: Report, log: Any, target: str, select: str | None, form
 
 def validate_log(target: str, *, select: str | None = None, format_version: int | None = None,
                  system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False,
-                 stream: IO[bytes] | None = None, progress: Position | None = None) -> Report:
+                 stream: IO[bytes] | None = None, progress: Position | None = None) -> ValidationReport:
     """Check one input completely; never raises for problems in the log itself.
 
     ``system_prompt_plugins`` and ``parallel`` (forked helpers allowed): as
@@ -219,8 +233,8 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
 
 
 def _validate_log(target: str, select: str | None, format_version: int | None, system_prompt_plugins: tuple[str, ...],
-                  parallel: bool, again: Reopen, progress: Position | None = None) -> Report:
-    report = Report(path=target)
+                  parallel: bool, again: Reopen, progress: Position | None = None) -> ValidationReport:
+    report = ValidationReport(path=target)
     try:
         log = open_session(target, strict=False, select=select, format_version=format_version, parallel=parallel,
                            stream=again(), progress=progress)
@@ -279,7 +293,7 @@ def _validate_log(target: str, select: str | None, format_version: int | None, s
                 sev = Severity.WARNING
             report.add(n.with_severity(sev))
     _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins, parallel, again, progress)
-    if log.version is not None and log.version < CURRENT_VERSION and not report.count("error") and not report.unsupported:
+    if log.version is not None and log.version < CURRENT_VERSION and not report.errors and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
             log2 = open_session(target, strict=False, select=select, format_version=format_version,
@@ -296,49 +310,57 @@ def _validate_log(target: str, select: str | None, format_version: int | None, s
     return report
 
 
-def _validate_target(target: str, *, stream: IO[bytes] | None, **options: Any) -> Report:
+def _validate_target(target: str, *, stream: IO[bytes] | None, **options: Any) -> ValidationReport:
     """One target of a batch: ``-`` reads the batch's ``stream``, every other target its file."""
     return validate_log(target, stream=stream if target == "-" else None, **options)
 
 
-def unreadable_report(u: Unreadable) -> Report:
+def unreadable_report(u: Unreadable) -> ValidationReport:
     """The report of a session the store's walk could not read: its one problem, the walk's exit code."""
-    report = Report(path=u.path, unread=u.exit_code)
+    report = ValidationReport(path=u.path, unread=u.exit_code)
     kind, _, message = u.reason.partition(": ")
     report.add(Problem(kind, message, Severity.ERROR, None, None, u.path))
     return report
 
 
-def _report_record(r: Report) -> list[Any]:
+def _report_record(r: ValidationReport) -> list[Any]:
     """A verdict as a plain form for the cache (a task's report: the walk's ``unread`` is never one)."""
-    return [r.path, r.version, r.events, r.projection, [problem_record(p) for p in r.problems], r.dropped,
+    return [r.path, r.version, r.events, r.projection, [problem_record(p) for p in r.problems], r.more_problems,
             r.unsupported, r.rescue]
 
 
-def _report_of(rec: list[Any]) -> Report:
+def _report_of(rec: list[Any]) -> ValidationReport:
     """:func:`_report_record` back; raises on anything it did not write."""
     path, version, events, projection, problems, dropped, unsupported, rescue = rec
     if not isinstance(path, str) or not isinstance(events, int) or not isinstance(dropped, int):
         raise TypeError("not a verdict's record")
     if rescue is not None and not isinstance(rescue, str):
         raise TypeError("a rescue note is text")
-    return Report(path, version, events, bool(projection), [problem_of(p) for p in problems], dropped, bool(unsupported), rescue)
+    return ValidationReport(path, version, events, bool(projection), [problem_of(p) for p in problems], dropped, bool(unsupported), rescue)
 
 
-#: ``validate``'s verdicts in the cache (bump ``version`` when :class:`Report` changes).
-REPORT = Kind("validate", 1, _report_record, _report_of)
+#: ``validate``'s verdicts in the cache (bump ``version`` when :class:`ValidationReport` changes).
+REPORT = Kind("validate", 2, _report_record, _report_of)
 
 
-def _lasting(r: Report) -> bool:
+def _lasting(r: ValidationReport) -> bool:
     """Whether a verdict is a fact of its file (a file that could not be read is asked again)."""
     return r.exit_code != ExitCode.IO
 
 
-def validate_many(targets: Iterable[str | Unreadable], *, select: str | None = None, format_version: int | None = None,
-                  system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
+@boundary
+def validate_many(targets: Iterable[Target | Unreadable], *, select: str | None = None, format_version: int | None = None,
+                  system_prompt_plugins: Iterable[str] = (), executor: Executor | None = None,
                   parallel: bool = False, stream: IO[bytes] | None = None,
-                  progress: Position | None = None, cache: str | None = None) -> Iterator[Report]:
-    """:func:`validate_log` of each target, in input order, through the caller's executor.
+                  progress: Position | None = None, cache: str | None = None) -> Iterator[ValidationReport]:
+    """``validate`` of each target, one task per session, yielded in input order as each turn comes.
+
+    ``executor`` is how the tasks run (:class:`~dshlog.executor.InProcess` by
+    default; a :class:`~dshlog.executor.ProcessPool` or a
+    :class:`~dshlog.executor.DaskExecutor` to use more cores or machines); only
+    paths travel to a worker.  Like :func:`validate`, it never raises for a log's own problems;
+    a session a store's walk could not read (an :class:`~dshlog.read.store.Unreadable`) is a
+    report of its own.
 
     ``progress``: told how far the read of a single target is, when the batch is that one
     target read in this process (a hook does not travel to a worker).
@@ -351,11 +373,38 @@ def validate_many(targets: Iterable[str | Unreadable], *, select: str | None = N
     (:mod:`dshlog.read.cache`), or none; only regular files are served from it (never ``-``).
     """
     ex = executor if executor is not None and stream is None else InProcess()
-    targets = list(targets)
-    told = progress if len(targets) == 1 and isinstance(ex, InProcess) else None
+    paths = [t if isinstance(t, Unreadable) else os.fspath(t) for t in targets]
+    system_prompt_plugins = tuple(system_prompt_plugins)
+    told = progress if len(paths) == 1 and isinstance(ex, InProcess) else None
     task = partial(_validate_target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
                    parallel=helpers_allowed(ex, parallel), stream=stream, progress=told)
     options = repr((select, format_version, tuple(system_prompt_plugins)))
-    yield from in_walk_order(list(targets), lambda readable: cached_map(open_cache(cache), REPORT, task, readable, ex,
+    yield from in_walk_order(paths, lambda readable: cached_map(open_cache(cache), REPORT, task, readable, ex,
                                                                        options=options, keep=_lasting,
                                                                        depends=place_keys()), unreadable_report)
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """``dshlog validate``: one report per input; the exit code is the worst of them (:func:`~dshlog.ops.outcome.worst`)."""
+
+    files: tuple[ValidationReport, ...]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return worst(f.exit_code for f in self.files)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"shape": SHAPE, "files": [f.as_dict() for f in self.files]}
+
+
+@boundary
+def validate(*targets: Target, select: str | None = None, format_version: int | None = None,
+             system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> Validation:
+    """``dshlog validate``: every problem of each input with its location; never raises for the log's own.
+
+    ``result.exit_code`` is the worst verdict (0 clean, 3 unsupported, 4 damaged, 6 unreadable).
+    """
+    plugins = tuple(system_prompt_plugins)
+    return Validation(tuple(validate_log(os.fspath(t), select=select, format_version=format_version,
+                                         system_prompt_plugins=plugins, parallel=parallel) for t in targets))
