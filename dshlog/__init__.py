@@ -58,8 +58,8 @@ _OWNERS: dict[str, str] = {
     "repair_copy": "dshlog.ops.api",
     "repair_in_place": "dshlog.ops.api",
     "fork_session": "dshlog.ops.api",
-    "migrate_session": "dshlog.ops.api",
-    "migrate_sessions": "dshlog.ops.api",
+    "migrate_session": "dshlog.ops.migrate",
+    "migrate_sessions": "dshlog.ops.migrate",
     "export_transcript": "dshlog.ops.api",
     "export_bytes": "dshlog.ops.api",
     "RepairPlan": "dshlog.model.repair",
@@ -70,7 +70,7 @@ _OWNERS: dict[str, str] = {
     # many sessions: batches, usage, search, rescue
     "validate_many": "dshlog.ops.validate",
     "stats_many": "dshlog.ops.stats",
-    "migrate_many": "dshlog.ops.api",
+    "migrate_many": "dshlog.ops.migrate",
     "usage_report": "dshlog.ops.api",
     "UsageReport": "dshlog.model.usage",
     "PriceTable": "dshlog.model.usage",
@@ -89,8 +89,8 @@ _OWNERS: dict[str, str] = {
     "SHAPE": "dshlog.output.jsondoc",
     "ExportResult": "dshlog.ops.results",
     "ForkResult": "dshlog.ops.results",
-    "Migration": "dshlog.ops.results",
-    "MigrationOutcome": "dshlog.ops.results",
+    "Migration": "dshlog.ops.migrate",
+    "MigrationOutcome": "dshlog.ops.migrate",
     "RebuiltRequest": "dshlog.ops.rebuild",
     "RepairOutcome": "dshlog.ops.results",
     "RequestRow": "dshlog.ops.requests",
@@ -183,9 +183,9 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.api import fork_session as fork_session
     from .ops.api import grep_session as grep_session
     from .ops.api import list_sessions as list_sessions
-    from .ops.api import migrate_many as migrate_many
-    from .ops.api import migrate_session as migrate_session
-    from .ops.api import migrate_sessions as migrate_sessions
+    from .ops.migrate import migrate_many as migrate_many
+    from .ops.migrate import migrate_session as migrate_session
+    from .ops.migrate import migrate_sessions as migrate_sessions
     from .ops.api import open_session as open_session
     from .ops.api import plan_repair as plan_repair
     from .ops.api import rebuild_request as rebuild_request
@@ -206,8 +206,8 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .output.jsondoc import SHAPE as SHAPE
     from .ops.results import ExportResult as ExportResult
     from .ops.results import ForkResult as ForkResult
-    from .ops.results import Migration as Migration
-    from .ops.results import MigrationOutcome as MigrationOutcome
+    from .ops.migrate import Migration as Migration
+    from .ops.migrate import MigrationOutcome as MigrationOutcome
     from .ops.rebuild import RebuiltRequest as RebuiltRequest
     from .ops.results import RepairOutcome as RepairOutcome
     from .ops.requests import RequestRow as RequestRow

@@ -174,7 +174,7 @@ def test_every_historical_file_migrates_or_is_refused_as_dsh_refuses(path, tmp_p
         return
     successor = d / "session.v4.jsonl"
     report = validate_log(str(successor))
-    assert report.count("error") == 0, [p.as_dict() for p in report.problems if p.severity == "error"]
+    assert not report.errors, [p.as_dict() for p in report.errors]
     with open_session(successor) as s:
         published = list(s.v4())
     with open_session(path) as s:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..ops.migrate import Outcome, find_sessions, migrate_all
+from ..ops.migrate import MigrationOutcome, find_sessions, migrate_all
 from .app import command_app
 from .common import JobsOpt, JsonOpt, SchedulerOpt, batch_executor, emit_json, err, may_fork, out, plugins, resolve
 
@@ -35,7 +35,7 @@ def migrate(
     paths = [p if os.path.exists(p) else resolve(p) for p in paths] if paths else [resolve(None)]
     sources = list(find_sessions(paths, recursive=recursive))
     # on a terminal, progress is drawn by the batch's executor (batch_executor): one line on stderr
-    def report(o: Outcome) -> None:
+    def report(o: MigrationOutcome) -> None:
         if json_:
             return
         if o.status == "failed":
@@ -55,7 +55,7 @@ def migrate(
     with batch_executor(jobs, scheduler) as ex:
         batch = migrate_all(sources, check=check, dry_run=dry_run, children="none" if no_children else "auto",
                             system_prompt_plugins=plugins(), executor=ex, progress=report, parallel=may_fork())
-    counts = batch.counts()
+    counts = batch.summary
     if json_:
         emit_json(batch.as_dict())
     else:

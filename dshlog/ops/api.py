@@ -31,7 +31,6 @@ from ..read.store import SessionEntry, resolve_session
 from ..read.store import list_sessions as _list_sessions
 from . import export as _export
 from . import fork as _fork
-from . import migrate as _migrate
 from . import repair as _repair
 from . import report as _report
 from . import rescue as _rescue
@@ -46,13 +45,12 @@ from .info import session_info
 from .rebuild import rebuild_request
 from .requests import request_series
 from .stats import session_stats, stats_many
+from .migrate import migrate_many, migrate_session, migrate_sessions
 from .surface import surface
 from .validate import validate, validate_many
 from .results import (
     ExportResult,
     ForkResult,
-    Migration,
-    MigrationOutcome,
     RepairOutcome,
 )
 
@@ -86,7 +84,6 @@ __all__ = [
 ]
 
 ExportFormat = Literal["md", "html", "json"]
-Children = Literal["auto", "none"]
 
 
 # ----------------------------------------------------------------------------- opening
@@ -239,37 +236,6 @@ def fork_session(target: Target, out: Target | None, *, at: int | None = None, t
 
 
 @boundary
-def migrate_session(source: Target, *, check: bool = False, dry_run: bool = False, children: Children = "auto",
-                    system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> MigrationOutcome:
-    """``dshlog migrate`` for one session file: publish its v4 successor beside it, as dsh does.
-
-    Never raises for the session's own problems: a failure is ``status ==
-    "failed"`` with ``error`` and ``exit_code``.  ``check`` only says whether
-    work is needed; ``dry_run`` migrates in memory and counts the events;
-    ``children="none"`` states that the session has no child sessions (needed
-    outside a dsh persistence root).
-    """
-    return MigrationOutcome.of(_migrate.migrate_session(Path(source), check=check, dry_run=dry_run, children=children,
-                                                        system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel))
-
-
-@boundary
-def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = False, dry_run: bool = False,
-                     children: Children = "auto", system_prompt_plugins: Iterable[str] = (),
-                     parallel: bool = False) -> Migration:
-    """``dshlog migrate``: every session named or (``recursive``) found below ``paths``.
-
-    Each session is an outcome of its own; ``result.exit_code`` is the worst
-    failure, or, with ``check``, 10 when some session needs migrating.
-    """
-    plugins = tuple(system_prompt_plugins)
-    sources = _migrate.find_sessions([os.fspath(p) for p in paths], recursive=recursive)
-    outcomes = tuple(MigrationOutcome.of(o) for o in _migrate.migrate_many(sources, check=check, dry_run=dry_run, children=children,
-                                                                            system_prompt_plugins=plugins, parallel=parallel))
-    return Migration(outcomes, check=check)
-
-
-@boundary
 def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md", full: bool = False,
                       redact: bool = False, select: str | None = None, format_version: int | None = None,
                       system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
@@ -299,20 +265,6 @@ def export_bytes(target: Target, *, format: ExportFormat = "md", full: bool = Fa
 
 
 # ----------------------------------------------------------------------------- batches over many sessions
-
-
-@boundary
-def migrate_many(sources: Iterable[Target], *, check: bool = False, dry_run: bool = False, children: Children = "auto",
-                 system_prompt_plugins: Iterable[str] = (), executor: Executor | None = None,
-                 parallel: bool = False) -> Iterator[MigrationOutcome]:
-    """:func:`migrate_session` of each session file through ``executor``, in input order.
-
-    Each session is an outcome of its own, never an exception; sessions are
-    independent (each publication holds its own session's lock).
-    """
-    for o in _migrate.migrate_many([Path(s) for s in sources], check=check, dry_run=dry_run, children=children,
-                                   system_prompt_plugins=tuple(system_prompt_plugins), executor=executor, parallel=parallel):
-        yield MigrationOutcome.of(o)
 
 
 @boundary

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
 
-from ..errors import DshlogError, ExitCode, UsageError
+from ..errors import DshlogError, ExitCode, UsageError, boundary
 from ..executor import Executor, InProcess, helpers_allowed
 from ..output.jsondoc import SHAPE
 from ..protocol.layout import generation_name, parse_generation, persistence_root
@@ -34,11 +34,19 @@ from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .outcome import worst
 from .rescuable import rescue_hint
+from .sessions import Target
+
+#: Whether a session's child sessions are looked for in its persistence root (``none``: it has none).
+Children = Literal["auto", "none"]
 
 
 @dataclass
-class Outcome:
-    """The result for one session; ``status`` is one of the values documented in the README."""
+class MigrationOutcome:
+    """One session of ``dshlog migrate``; ``status`` is one of :data:`STATUSES` (the README says each).
+
+    ``error`` is the one line the command prints for a failed session; ``notes`` what the
+    run noticed (the generation dsh reads instead, what may bring a refused session back).
+    """
 
     source: str
     status: str  # migrated | current | needed | would-migrate | failed
@@ -47,7 +55,7 @@ class Outcome:
     events: int | None = None
     bytes: int | None = None
     error: str | None = None
-    exit_code: int = ExitCode.OK
+    exit_code: ExitCode = ExitCode.OK
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what publishing could not keep (the owner, a leftover)
 
@@ -64,36 +72,39 @@ class Outcome:
         return d
 
 
-#: Every status an :class:`Outcome` may have, in the order a summary lists them.
+#: Every status an :class:`MigrationOutcome` may have, in the order a summary lists them.
 STATUSES: tuple[str, ...] = ("migrated", "current", "needed", "would-migrate", "failed")
 
 
 @dataclass
-class Batch:
-    """The outcomes of one ``migrate`` run, their counts, and the batch's exit code."""
+class Migration:
+    """``dshlog migrate``: one outcome per session, the counts, and the run's exit code."""
 
-    outcomes: list[Outcome] = field(default_factory=list)
+    sessions: list[MigrationOutcome] = field(default_factory=list)
 
-    def counts(self) -> dict[str, int]:
-        return {k: sum(1 for o in self.outcomes if o.status == k) for k in STATUSES}
+    @property
+    def summary(self) -> dict[str, int]:
+        """How many sessions ended in each status."""
+        return {k: sum(1 for o in self.sessions if o.status == k) for k in STATUSES}
 
     @property
     def exit_code(self) -> ExitCode:
-        """The most severe per-session outcome (:func:`dshlog.ops.outcome.worst`)."""
-        return worst(o.exit_code for o in self.outcomes)
+        """The most severe per-session outcome (:func:`dshlog.ops.outcome.worst`): a failure, else
+        work pending (``check``) when a session needs migrating."""
+        return worst(o.exit_code for o in self.sessions)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"shape": SHAPE, "sessions": [o.as_dict() for o in self.outcomes], "summary": self.counts()}
+        return {"shape": SHAPE, "sessions": [o.as_dict() for o in self.sessions], "summary": self.summary}
 
 
-def migrate_all(sources: Iterable[Path | str | Unreadable], *, check: bool = False, dry_run: bool = False, children: str = "auto",
+def migrate_all(sources: Iterable[Path | str | Unreadable], *, check: bool = False, dry_run: bool = False, children: Children = "auto",
                 system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
-                progress: Callable[[Outcome], None] | None = None, parallel: bool = False) -> Batch:
-    """:func:`migrate_many` gathered into a :class:`Batch`; ``progress`` hears each outcome, in input order."""
-    batch = Batch()
+                progress: Callable[[MigrationOutcome], None] | None = None, parallel: bool = False) -> Migration:
+    """:func:`migrate_many` gathered into a :class:`Migration`; ``progress`` hears each outcome, in input order."""
+    batch = Migration()
     for o in migrate_many(list(sources), check=check, dry_run=dry_run, children=children,
                           system_prompt_plugins=system_prompt_plugins, executor=executor, parallel=parallel):
-        batch.outcomes.append(o)
+        batch.sessions.append(o)
         if progress is not None:
             progress(o)
     return batch
@@ -112,12 +123,12 @@ def find_sessions(paths: list[str], *, recursive: bool) -> list[str | Unreadable
     return walk_sessions(paths, recursive=recursive)
 
 
-def unreadable_outcome(u: Unreadable) -> Outcome:
+def unreadable_outcome(u: Unreadable) -> MigrationOutcome:
     """The failed outcome of a session the walk could not read."""
-    return Outcome(source=u.path, status="failed", error=u.error, exit_code=u.exit_code)
+    return MigrationOutcome(source=u.path, status="failed", error=u.error, exit_code=u.exit_code)
 
 
-def _child_facts(log: Any, children: str) -> list[dict[str, Any]]:
+def _child_facts(log: Any, children: Children) -> list[dict[str, Any]]:
     if children == "none":
         return []
     root = persistence_root(log.path)
@@ -130,16 +141,25 @@ def _child_facts(log: Any, children: str) -> list[dict[str, Any]]:
     return discover_child_facts(root, log.session_id or "", open_header=_open_header, open_events=_open_events)
 
 
-def migrate_session(source: Path, *, check: bool = False, dry_run: bool = False, children: str = "auto",
-                    system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False) -> Outcome:
-    """Migrate one session generation (see module docstring); never raises for the session's own problems.
+@boundary
+def migrate_session(source: Target, *, check: bool = False, dry_run: bool = False, children: Children = "auto",
+                    system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> MigrationOutcome:
+    """``dshlog migrate`` for one session file: publish its v4 successor beside it, as dsh does.
+
+    Never raises for the session's own problems: a failure is ``status ==
+    "failed"`` with ``error`` and ``exit_code``.  ``check`` only says whether
+    work is needed; ``dry_run`` migrates in memory and counts the events;
+    ``children="none"`` states that the session has no child sessions (needed
+    outside a dsh persistence root).
 
     ``system_prompt_plugins``: more package names the v3->v4 edge takes for dsh's
     system-prompt producer (``--system-prompt-plugin``); the outcome notes them.
     ``parallel``: the caller allows forked helpers (the decode of a large zstd
     source, the read-back of a large successor); by default everything runs in process.
     """
-    out = Outcome(source=str(source), status="failed")
+    source = Path(source)
+    system_prompt_plugins = tuple(system_prompt_plugins)
+    out = MigrationOutcome(source=str(source), status="failed")
     try:
         _require_regular(source)
         d = source.parent
@@ -195,7 +215,7 @@ def _require_regular(source: Path) -> None:
         raise UsageError("not a regular file: only session generation files can be migrated", path=str(source))
 
 
-def _clean_after_publication(d: Path, out: Outcome) -> None:
+def _clean_after_publication(d: Path, out: MigrationOutcome) -> None:
     """Remove temps of a run killed after it published the successor but before it dropped the temp name.
 
     The session is current now, so :func:`_publish` never runs again there (see
@@ -208,7 +228,7 @@ def _clean_after_publication(d: Path, out: Outcome) -> None:
         return  # best effort: the session itself is fine
 
 
-def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outcome, system_prompt_plugins: tuple[str, ...] = (),
+def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: MigrationOutcome, system_prompt_plugins: tuple[str, ...] = (),
              *, parallel: bool = False) -> None:
     """Stream the migrated events into the one publication transaction (see the module docstring)."""
     compressed = source.name.endswith(".zstd")
@@ -248,10 +268,11 @@ def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Outco
     out.bytes = size
 
 
-def migrate_many(sources: Sequence[Path | str | Unreadable], *, check: bool = False, dry_run: bool = False, children: str = "auto",
-                 system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
-                 parallel: bool = False) -> Iterator[Outcome]:
-    """:func:`migrate_session` of each source, in input order, through the caller's executor.
+@boundary
+def migrate_many(sources: Iterable[Target | Unreadable], *, check: bool = False, dry_run: bool = False,
+                 children: Children = "auto", system_prompt_plugins: Iterable[str] = (),
+                 executor: Executor | None = None, parallel: bool = False) -> Iterator[MigrationOutcome]:
+    """:func:`migrate_session` of each source through ``executor``, in input order; never raises for a session's own.
 
     Sessions are independent (each publication holds its own session's lock); a
     parent that reads its children's facts reads whichever generation of a child
@@ -259,7 +280,20 @@ def migrate_many(sources: Sequence[Path | str | Unreadable], *, check: bool = Fa
     same facts, so the order in which workers finish does not change any result.
     """
     ex = executor if executor is not None else InProcess()
-    task = partial(migrate_session, check=check, dry_run=dry_run, children=children, system_prompt_plugins=system_prompt_plugins,
+    task = partial(migrate_session, check=check, dry_run=dry_run, children=children, system_prompt_plugins=tuple(system_prompt_plugins),
                    parallel=helpers_allowed(ex, parallel))
-    found = [s if isinstance(s, Unreadable) else str(s) for s in sources]
+    found = [s if isinstance(s, Unreadable) else os.fspath(s) for s in sources]
     yield from in_walk_order(found, lambda readable: ex.map(task, [Path(p) for p in readable]), unreadable_outcome)
+
+
+@boundary
+def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = False, dry_run: bool = False,
+                     children: Children = "auto", system_prompt_plugins: Iterable[str] = (),
+                     parallel: bool = False) -> Migration:
+    """``dshlog migrate``: every session named or (``recursive``) found below ``paths``.
+
+    Each session is an outcome of its own; ``result.exit_code`` is the worst failure, or,
+    with ``check``, 10 when some session needs migrating.
+    """
+    return migrate_all(find_sessions([os.fspath(p) for p in paths], recursive=recursive), check=check, dry_run=dry_run,
+                       children=children, system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel)

@@ -22,21 +22,14 @@ from .outcome import ReadNotes
 
 if TYPE_CHECKING:  # the objects a result wraps: named in annotations only, so `info` does not load the writers
     from ..model.repair import PendingCall, RepairPlan
-    from .migrate import Outcome
     from .repair import RepairResult
 
 __all__ = [
     "SHAPE",
     "ExportResult",
     "ForkResult",
-    "Migration",
-    "MigrationOutcome",
     "RepairOutcome",
 ]
-
-#: Migration statuses in the order the summary counts them (README: migrate).
-MIGRATION_STATUSES: tuple[str, ...] = ("migrated", "current", "needed", "would-migrate", "failed")
-
 
 # ----------------------------------------------------------------------------- info and stats
 
@@ -132,57 +125,6 @@ class ForkResult:
         if self.warnings:
             doc["warnings"] = list(self.warnings)
         return doc
-
-
-@dataclass(frozen=True, slots=True)
-class MigrationOutcome:
-    """One session of ``dshlog migrate`` (a wrapper of :class:`~dshlog.ops.migrate.Outcome`)."""
-
-    source: str
-    status: str  # migrated | current | needed | would-migrate | failed
-    version: int | None
-    target: str | None
-    events: int | None
-    bytes: int | None
-    error: str | None  # the one line the CLI prints for a failed session
-    exit_code: ExitCode
-    notes: tuple[str, ...]
-    warnings: tuple[str, ...]
-    _outcome: Outcome = field(repr=False, compare=False)
-
-    @classmethod
-    def of(cls, o: Outcome) -> MigrationOutcome:
-        return cls(o.source, o.status, o.version, o.target, o.events, o.bytes, o.error, ExitCode(o.exit_code),
-                   tuple(o.notes), tuple(o.warnings), o)
-
-    def as_dict(self) -> dict[str, Any]:
-        """One element of the ``sessions`` list ``migrate --json`` prints."""
-        return self._outcome.as_dict()
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """``dshlog migrate``: one outcome per session, the counts, and the run's exit code."""
-
-    sessions: tuple[MigrationOutcome, ...]
-    check: bool = False  # ``--check``: a session that needs migrating is work pending
-
-    @property
-    def summary(self) -> dict[str, int]:
-        return {k: sum(1 for o in self.sessions if o.status == k) for k in MIGRATION_STATUSES}
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """The worst failure; else, with ``check``, work pending when a session needs migrating."""
-        failed = [o.exit_code for o in self.sessions if o.status == "failed"]
-        if failed:
-            return max(failed)
-        if self.check and any(o.status == "needed" for o in self.sessions):
-            return ExitCode.PENDING
-        return ExitCode.OK
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"shape": SHAPE, "sessions": [o.as_dict() for o in self.sessions], "summary": self.summary}
 
 
 @dataclass(frozen=True, slots=True)
