@@ -54,9 +54,9 @@ _OWNERS: dict[str, str] = {
     "Severity": "dshlog.check.problems",
     "Summary": "dshlog.model.summary",
     # writers
-    "plan_repair": "dshlog.ops.api",
-    "repair_copy": "dshlog.ops.api",
-    "repair_in_place": "dshlog.ops.api",
+    "plan_repair": "dshlog.ops.repair",
+    "repair_copy": "dshlog.ops.repair",
+    "repair_in_place": "dshlog.ops.repair",
     "fork_session": "dshlog.ops.api",
     "migrate_session": "dshlog.ops.migrate",
     "migrate_sessions": "dshlog.ops.migrate",
@@ -92,7 +92,7 @@ _OWNERS: dict[str, str] = {
     "Migration": "dshlog.ops.migrate",
     "MigrationOutcome": "dshlog.ops.migrate",
     "RebuiltRequest": "dshlog.ops.rebuild",
-    "RepairOutcome": "dshlog.ops.results",
+    "RepairOutcome": "dshlog.ops.repair",
     "RequestRow": "dshlog.ops.requests",
     "RequestSeries": "dshlog.ops.requests",
     "SessionInfo": "dshlog.ops.info",
@@ -187,10 +187,10 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.migrate import migrate_session as migrate_session
     from .ops.migrate import migrate_sessions as migrate_sessions
     from .ops.api import open_session as open_session
-    from .ops.api import plan_repair as plan_repair
+    from .ops.repair import plan_repair as plan_repair
     from .ops.api import rebuild_request as rebuild_request
-    from .ops.api import repair_copy as repair_copy
-    from .ops.api import repair_in_place as repair_in_place
+    from .ops.repair import repair_copy as repair_copy
+    from .ops.repair import repair_in_place as repair_in_place
     from .ops.api import request_series as request_series
     from .ops.api import rescue as rescue
     from .ops.api import search as search
@@ -209,7 +209,7 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.migrate import Migration as Migration
     from .ops.migrate import MigrationOutcome as MigrationOutcome
     from .ops.rebuild import RebuiltRequest as RebuiltRequest
-    from .ops.results import RepairOutcome as RepairOutcome
+    from .ops.repair import RepairOutcome as RepairOutcome
     from .ops.requests import RequestRow as RequestRow
     from .ops.requests import RequestSeries as RequestSeries
     from .ops.info import SessionInfo as SessionInfo

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ExitCode, UsageError
-from ..ops.api import plan_repair, repair_copy, repair_in_place
+from ..ops.repair import plan_repair, repair_copy, repair_in_place
 from .app import command_app
 from .common import (
     FileArg,

@@ -31,7 +31,6 @@ from ..read.store import SessionEntry, resolve_session
 from ..read.store import list_sessions as _list_sessions
 from . import export as _export
 from . import fork as _fork
-from . import repair as _repair
 from . import report as _report
 from . import rescue as _rescue
 from . import search as _search
@@ -46,12 +45,12 @@ from .rebuild import rebuild_request
 from .requests import request_series
 from .stats import session_stats, stats_many
 from .migrate import migrate_many, migrate_session, migrate_sessions
+from .repair import plan_repair, repair_copy, repair_in_place
 from .surface import surface
 from .validate import validate, validate_many
 from .results import (
     ExportResult,
     ForkResult,
-    RepairOutcome,
 )
 
 __all__ = [
@@ -181,37 +180,6 @@ def grep_session(path: Target, text: str, *, parallel: bool = False) -> bool:
 
 
 # ----------------------------------------------------------------------------- writers
-
-
-@boundary
-def plan_repair(target: Target, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
-                parallel: bool = False) -> RepairOutcome:
-    """``dshlog repair``: what is open at the tail and the closers dsh appends on resume; writes nothing."""
-    plan = _repair.plan_repair(os.fspath(target), select=select, format_version=format_version,
-                               system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel, stream=stream)
-    return RepairOutcome(plan)
-
-
-@boundary
-def repair_copy(target: Target, out: Target, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
-                parallel: bool = False) -> RepairOutcome:
-    """``dshlog repair -o OUT``: a repaired v4 copy at ``out`` (never over an existing file).
-
-    ``out`` is a file, or a directory to create the copy in (an existing one, or a
-    name ending in ``/``, which is why it is passed on as given, not as a ``Path``).
-    """
-    return RepairOutcome.of(_repair.repair_copy(os.fspath(target), os.fspath(out), select=select,
-                                                format_version=format_version,
-                                                system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel,
-                                                stream=stream))
-
-
-@boundary
-def repair_in_place(path: Target, *, parallel: bool = False) -> RepairOutcome:
-    """``dshlog repair --write``: the closers appended to the v4 log itself, under ``session.lock``."""
-    return RepairOutcome.of(_repair.repair_in_place(os.fspath(path), parallel=parallel))
 
 
 @boundary

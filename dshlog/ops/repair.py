@@ -18,13 +18,16 @@ its final name; otherwise nothing is published.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from typing import IO, Any
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DshlogError, Refused, UsageError
-from ..model.repair import RepairPlan, TailState
+from ..errors import DshlogError, ExitCode, Refused, UsageError, boundary
+from ..model.repair import PendingCall, RepairPlan, TailState
+from ..output.jsondoc import SHAPE
 from ..protocol.jsjson import dumps
 from ..read.container import Container, SourceInfo, resolve_path, torn_text
 from ..read.session import open_session
@@ -34,15 +37,52 @@ from ..write.target import means_directory, output_path
 from ..write.transaction import FileOwner, Publication, output_lock
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter, frame
+from .sessions import Target
 
 
-@dataclass
-class RepairResult:
+def _pending(c: PendingCall) -> dict[str, Any]:
+    return {"callId": c.call_id, "step": c.step, "started": c.started, "callSeq": c.call_seq}
+
+
+@dataclass(frozen=True, slots=True)
+class RepairOutcome:
+    """``dshlog repair``: what is open at the tail, the closers dsh appends, and what was written."""
+
     plan: RepairPlan
     written: str | None = None  # the file that now holds the repaired log
     sidecar: str | None = None  # where the cut torn bytes were kept
     in_place: bool = False
-    warnings: list[str] = field(default_factory=list)  # what publishing could not keep (the owner, a leftover)
+    publish_warnings: tuple[str, ...] = ()  # what publishing could not keep (the owner, a leftover)
+
+    @property
+    def healthy(self) -> bool:
+        return self.plan.healthy
+
+    @property
+    def closers(self) -> list[dict[str, Any]]:
+        return list(self.plan.closers)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """``repair --check``'s status: work needed when the tail is open."""
+        return ExitCode.OK if self.plan.healthy else ExitCode.PENDING
+
+    def as_dict(self) -> dict[str, Any]:
+        plan, rep = self.plan, self.plan.report
+        return {
+            "shape": SHAPE,
+            "path": plan.path,
+            "healthy": plan.healthy,
+            "openTurn": rep.open_turn,
+            "openStep": rep.open_step,
+            "pendingCalls": [_pending(c) for c in rep.pending],
+            "tornBytes": plan.torn_bytes,
+            "tornFrame": plan.torn_frame,
+            "closers": plan.closers,
+            "warnings": plan.warnings,
+            "written": self.written,
+            "sidecar": self.sidecar,
+        }
 
 
 class _Balanced:
@@ -61,17 +101,20 @@ class _Balanced:
             raise Refused(f"{self._subject} does not verify: its last turn is still open", path=self._path)
 
 
-def plan_repair(target: str, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False,
-                stream: IO[bytes] | None = None) -> RepairPlan:
-    """Read a log (any version, migrated in memory) and compute its interrupted-turn closers.
+@boundary
+def plan_repair(target: Target, *, select: str | None = None, format_version: int | None = None,
+                system_prompt_plugins: Iterable[str] = (), parallel: bool = False,
+                stream: IO[bytes] | None = None) -> RepairOutcome:
+    """``dshlog repair``: what is open at the tail and the closers dsh appends on resume; writes nothing.
+
+    The log (any version) is migrated in memory and its interrupted-turn closers computed.
 
     ``parallel``, here and in the writers below: the caller allows forked helpers
     (:mod:`dshlog.forked`); by default everything runs in process.  ``stream``:
     the open stream ``-`` names (a pipe is read once, so only the plan and a copy take one).
     """
-    with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
-                      parallel=parallel, stream=stream) as log:
+    with open_session(os.fspath(target), select=select, format_version=format_version,
+                      system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel, stream=stream) as log:
         state = TailState()
         n = 0
         comp: int | None = None
@@ -83,8 +126,8 @@ def plan_repair(target: str, *, select: str | None = None, format_version: int |
             elif t in ("compaction/end", "session/end-seed"):
                 comp = None
             n += 1
-        return RepairPlan(log.path, log.version, log.info.container, state.report(), state.closers("interrupted"),
-                          event_count=n, open_compaction=comp, **_torn(log.info))
+        return RepairOutcome(RepairPlan(log.path, log.version, log.info.container, state.report(), state.closers("interrupted"),
+                                        event_count=n, open_compaction=comp, **_torn(log.info)))
 
 
 def _torn(info: SourceInfo) -> dict[str, Any]:
@@ -110,14 +153,17 @@ def _regular_source(target: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def repair_copy(target: str, out: Path | str, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False,
-                stream: IO[bytes] | None = None) -> RepairResult:
-    """Write ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched.
+@boundary
+def repair_copy(target: Target, out: Target, *, select: str | None = None, format_version: int | None = None,
+                system_prompt_plugins: Iterable[str] = (), parallel: bool = False,
+                stream: IO[bytes] | None = None) -> RepairOutcome:
+    """``dshlog repair -o OUT``: ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched.
 
     ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`): into a
     directory, the copy is named as the v4 generation in the input's container.
     """
+    # a trailing slash names a directory to create the copy in: the name is passed on as given, not as a Path
+    target, out, system_prompt_plugins = os.fspath(target), os.fspath(out), tuple(system_prompt_plugins)
     source = _regular_source(target)
     if means_directory(out):
         compressed = source is not None and source.name.endswith(".zstd")
@@ -156,17 +202,19 @@ def repair_copy(target: str, out: Path | str, *, select: str | None = None, form
                 size, digest = w.close()
                 pub.publish(lambda path: check.verify(path, events=w.events, plain=(size, digest)))
             plan = RepairPlan(log.path, log.version, log.info.container, state.report(), closers, event_count=n, **_torn(log.info))
-    return RepairResult(plan, written=str(out), warnings=pub.warnings)
+    return RepairOutcome(plan, written=str(out), publish_warnings=tuple(pub.warnings))
 
 
-def repair_in_place(target: str, *, parallel: bool = False) -> RepairResult:
-    """Close an interrupted tail in the log file itself, under ``session.lock``.
+@boundary
+def repair_in_place(target: Target, *, parallel: bool = False) -> RepairOutcome:
+    """``dshlog repair --write``: close an interrupted tail in the log file itself, under ``session.lock``.
 
     The torn final line (or torn zstd frame) is cut first and its bytes are kept in
     a sidecar file next to the log; the repaired log is staged in full, verified by
     reading it back, and swapped in atomically, so a crash at any point leaves
     either the untouched log or the fully repaired one.
     """
+    target = os.fspath(target)
     if target == "-":
         raise UsageError("repair --write needs a file, not standard input (use -o OUT)")
     if not resolve_path(target).is_file():  # a pipe would be drained by the probe below
@@ -210,7 +258,7 @@ def repair_in_place(target: str, *, parallel: bool = False) -> RepairResult:
             closers = state.closers("interrupted")
             plan = RepairPlan(str(path), version, container, state.report(), closers, event_count=n, **_torn(log.info))
         if not closers:
-            return RepairResult(plan, warnings=pub.warnings)
+            return RepairOutcome(plan, publish_warnings=tuple(pub.warnings))
         if projection:  # its rows carry no seq/time and the closers would: refuse before staging anything
             raise UsageError("repair --write does not append to a test-snapshot projection (rows without seq/time); "
                              "use -o OUT for a repaired copy", path=str(path))
@@ -253,8 +301,8 @@ def repair_in_place(target: str, *, parallel: bool = False) -> RepairResult:
         # the torn bytes are kept only once the repaired log is ready (a failed staging leaves nothing)
         pub.publish(lambda p: check.verify(p, events=n + len(closers), plain=None),
                     companions=[(side, torn_raw)] if side is not None else [])
-    return RepairResult(plan, written=str(path), sidecar=str(side) if side is not None else None, in_place=True,
-                        warnings=pub.warnings)
+    return RepairOutcome(plan, written=str(path), sidecar=str(side) if side is not None else None, in_place=True,
+                         publish_warnings=tuple(pub.warnings))
 
 
-__all__ = ["RepairResult", "plan_repair", "repair_copy", "repair_in_place"]
+__all__ = ["RepairOutcome", "plan_repair", "repair_copy", "repair_in_place"]

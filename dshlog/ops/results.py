@@ -13,22 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..check.problems import Problem
-from ..errors import DshlogError, ExitCode
+from ..errors import DshlogError
 from ..output.jsondoc import SHAPE
 from .outcome import ReadNotes
-
-if TYPE_CHECKING:  # the objects a result wraps: named in annotations only, so `info` does not load the writers
-    from ..model.repair import PendingCall, RepairPlan
-    from .repair import RepairResult
 
 __all__ = [
     "SHAPE",
     "ExportResult",
     "ForkResult",
-    "RepairOutcome",
 ]
 
 # ----------------------------------------------------------------------------- info and stats
@@ -41,55 +36,6 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- writers
-
-
-def _pending(c: PendingCall) -> dict[str, Any]:
-    return {"callId": c.call_id, "step": c.step, "started": c.started, "callSeq": c.call_seq}
-
-
-@dataclass(frozen=True, slots=True)
-class RepairOutcome:
-    """``dshlog repair``: what is open at the tail, the closers dsh appends, and what was written."""
-
-    plan: RepairPlan
-    written: str | None = None  # the file that now holds the repaired log
-    sidecar: str | None = None  # where the cut torn bytes were kept
-    in_place: bool = False
-    publish_warnings: tuple[str, ...] = ()  # what publishing could not keep (the owner, a leftover)
-
-    @classmethod
-    def of(cls, result: RepairResult) -> RepairOutcome:
-        return cls(result.plan, result.written, result.sidecar, result.in_place, tuple(result.warnings))
-
-    @property
-    def healthy(self) -> bool:
-        return self.plan.healthy
-
-    @property
-    def closers(self) -> list[dict[str, Any]]:
-        return list(self.plan.closers)
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """``repair --check``'s status: work needed when the tail is open."""
-        return ExitCode.OK if self.plan.healthy else ExitCode.PENDING
-
-    def as_dict(self) -> dict[str, Any]:
-        plan, rep = self.plan, self.plan.report
-        return {
-            "shape": SHAPE,
-            "path": plan.path,
-            "healthy": plan.healthy,
-            "openTurn": rep.open_turn,
-            "openStep": rep.open_step,
-            "pendingCalls": [_pending(c) for c in rep.pending],
-            "tornBytes": plan.torn_bytes,
-            "tornFrame": plan.torn_frame,
-            "closers": plan.closers,
-            "warnings": plan.warnings,
-            "written": self.written,
-            "sidecar": self.sidecar,
-        }
 
 
 @dataclass(frozen=True, slots=True)
