@@ -57,7 +57,7 @@ _OWNERS: dict[str, str] = {
     "plan_repair": "dshlog.ops.repair",
     "repair_copy": "dshlog.ops.repair",
     "repair_in_place": "dshlog.ops.repair",
-    "fork_session": "dshlog.ops.api",
+    "fork_session": "dshlog.ops.fork",
     "migrate_session": "dshlog.ops.migrate",
     "migrate_sessions": "dshlog.ops.migrate",
     "export_transcript": "dshlog.ops.api",
@@ -88,7 +88,7 @@ _OWNERS: dict[str, str] = {
     # typed results
     "SHAPE": "dshlog.output.jsondoc",
     "ExportResult": "dshlog.ops.results",
-    "ForkResult": "dshlog.ops.results",
+    "ForkResult": "dshlog.ops.fork",
     "Migration": "dshlog.ops.migrate",
     "MigrationOutcome": "dshlog.ops.migrate",
     "RebuiltRequest": "dshlog.ops.rebuild",
@@ -180,7 +180,7 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.api import export_bytes as export_bytes
     from .ops.api import export_transcript as export_transcript
     from .ops.api import find_session as find_session
-    from .ops.api import fork_session as fork_session
+    from .ops.fork import fork_session as fork_session
     from .ops.api import grep_session as grep_session
     from .ops.api import list_sessions as list_sessions
     from .ops.migrate import migrate_many as migrate_many
@@ -205,7 +205,7 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.validate import validate_many as validate_many
     from .output.jsondoc import SHAPE as SHAPE
     from .ops.results import ExportResult as ExportResult
-    from .ops.results import ForkResult as ForkResult
+    from .ops.fork import ForkResult as ForkResult
     from .ops.migrate import Migration as Migration
     from .ops.migrate import MigrationOutcome as MigrationOutcome
     from .ops.rebuild import RebuiltRequest as RebuiltRequest

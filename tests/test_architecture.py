@@ -463,8 +463,8 @@ def test_the_cli_only_translates() -> None:
 def test_only_the_environment_reads_the_process() -> None:
     """Streams, isatty, the environment, the cwd and the clock are read once, by ``dshlog.cli.env``
     (``Env.from_process``); everything else gets them passed in."""
-    # the library facade's documented default for library callers: a fork child's creation time is now
-    allowed = {"dshlog.cli.env", "dshlog.__main__", "dshlog.ops.api"}
+    # the library's documented default for library callers: a fork child's creation time is now
+    allowed = {"dshlog.cli.env", "dshlog.__main__", "dshlog.ops.api", "dshlog.ops.fork"}
     # ``-`` as a target names the process's standard input when no stream is passed (the library's
     # default); the command line passes its Env's stdin where it opens the log itself
     stdin_default = {"dshlog.read.container", "dshlog.read.session"}

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from ..ops.api import fork_session
+from ..ops.fork import fork_session
 from .app import command_app
 from .common import (
     FileArg,

@@ -13,7 +13,6 @@ errors of :mod:`dshlog.errors` leave it (a bug is an
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, tzinfo
 from pathlib import Path
@@ -30,7 +29,6 @@ from ..read.session import EventRecord, SessionLog
 from ..read.store import SessionEntry, resolve_session
 from ..read.store import list_sessions as _list_sessions
 from . import export as _export
-from . import fork as _fork
 from . import report as _report
 from . import rescue as _rescue
 from . import search as _search
@@ -46,11 +44,11 @@ from .requests import request_series
 from .stats import session_stats, stats_many
 from .migrate import migrate_many, migrate_session, migrate_sessions
 from .repair import plan_repair, repair_copy, repair_in_place
+from .fork import fork_session
 from .surface import surface
 from .validate import validate, validate_many
 from .results import (
     ExportResult,
-    ForkResult,
 )
 
 __all__ = [
@@ -180,27 +178,6 @@ def grep_session(path: Target, text: str, *, parallel: bool = False) -> bool:
 
 
 # ----------------------------------------------------------------------------- writers
-
-
-@boundary
-def fork_session(target: Target, out: Target | None, *, at: int | None = None, turn: int | None = None,
-                 child_id: str | None = None, created_at: int | None = None, select: str | None = None,
-                 format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
-                 parallel: bool = False) -> ForkResult:
-    """``dshlog fork``: a child log at ``out`` (a file, a directory, or a persistence root) from the parent's prefix.
-
-    ``out=None`` puts the child where dsh keeps it in the parent's own persistence root.
-
-    ``at`` is the last parent seq kept, ``turn`` cuts after that turn's end
-    (default: the whole log); ``child_id`` and ``created_at`` (epoch ms) default
-    to a fresh UUID and the current time.
-    """
-    if at is not None and turn is not None:
-        raise UsageError("choose either at (a seq) or turn")
-    # a trailing slash names a directory to create the child in: the name is passed on as given
-    return ForkResult.of(_fork.write_fork(os.fspath(target), None if out is None else os.fspath(out), at=at, turn=turn, child_id=child_id,
-                                          created_at=created_at, now_ms=time.time_ns() // 1_000_000, select=select, format_version=format_version,
-                                          system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel))
 
 
 @boundary

@@ -13,12 +13,15 @@ generation is never published next to another session's generation.
 from __future__ import annotations
 
 import os
+import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Iterator
 
-from ..errors import UsageError
+from ..errors import UsageError, boundary
+from ..output.jsondoc import SHAPE
 from ..model.fork import ForkPlan, at_turn, build_fork_seed, child_header
 from ..protocol.layout import generation_name, persistence_root, session_dir
 from ..protocol.vocabulary import CURRENT_VERSION
@@ -29,31 +32,64 @@ from ..write.transaction import FileOwner, Publication, make_directory, output_l
 from ..write.target import is_persistence_root, means_directory, output_path
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
+from .sessions import Target
+
+__all__ = ["ForkResult", "fork_session"]
 
 
-def write_fork(
-    target: str,
-    out: Path | str | None,
+@dataclass(frozen=True, slots=True)
+class ForkResult:
+    """``dshlog fork``: the child written, cut after parent seq ``at``."""
+
+    path: str
+    child_id: str
+    parent_id: Any
+    at: int
+    events: int
+    closers: tuple[Mapping[str, Any], ...]
+    header: Mapping[str, Any]
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "shape": SHAPE,
+            "path": self.path,
+            "childId": self.child_id,
+            "parentId": self.parent_id,
+            "at": self.at,
+            "events": self.events,
+            "closers": list(self.closers),
+            "header": dict(self.header),
+        }
+        if self.warnings:
+            doc["warnings"] = list(self.warnings)
+        return doc
+
+
+@boundary
+def fork_session(
+    target: Target,
+    out: Target | None,
     *,
-    now_ms: int,
     at: int | None = None,
     turn: int | None = None,
     child_id: str | None = None,
     created_at: int | None = None,
     select: str | None = None,
     format_version: int | None = None,
-    system_prompt_plugins: tuple[str, ...] = (),
+    system_prompt_plugins: Iterable[str] = (),
     parallel: bool = False,
-) -> dict[str, Any]:
-    """Write the child of a fork as a new v4 log at ``out``; the parent is only read.
+) -> ForkResult:
+    """``dshlog fork``: the child of a fork as a new v4 log at ``out``, cut after parent seq ``at``
+    (or after turn ``turn``'s end; default: the whole log); the parent is only read.
 
     ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`):
     a file path, or a directory (existing, or named with a trailing slash) in
     which ``session.v4.jsonl[.zstd]`` is created.  A persistence root (the
     parent's, or one holding project directories; ``None`` means the parent's)
     gets the child where dsh would keep it,
-    ``<root>/<project key of cwd>/<encoded child id>/``.  ``now_ms`` is the
-    creation time (the caller's clock; ``created_at`` overrides it).  The child keeps the
+    ``<root>/<project key of cwd>/<encoded child id>/``.  ``child_id`` and ``created_at``
+    (epoch ms) default to a fresh UUID and the current time.  The child keeps the
     parent's container (plain or zstd).  Prefix events read from a v4 parent are
     copied as their original bytes.  The file is staged and published without
     overwriting, so a failure (or an invalid boundary found late) leaves nothing.
@@ -63,8 +99,15 @@ def write_fork(
     parent, the read-back of a large child); by default everything runs in process.
     """
 
+    if at is not None and turn is not None:
+        raise UsageError("choose either at (a seq) or turn")
+    # a trailing slash names a directory to create the child in: the name is passed on as given, not as a Path
+    target = os.fspath(target)
+    out = None if out is None else os.fspath(out)
+    plugins = tuple(system_prompt_plugins)
+
     def _open() -> SessionLog:
-        return open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
+        return open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
                             parallel=parallel)
 
     if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)
@@ -79,7 +122,7 @@ def write_fork(
     if child_id is not None and not child_id.strip():
         raise UsageError("--id needs a session id (leave it out for a fresh UUID)")
     new_id = child_id or str(uuid.uuid4())
-    created = created_at if created_at is not None else now_ms
+    created = created_at if created_at is not None else time.time_ns() // 1_000_000
     name = generation_name(CURRENT_VERSION, compressed)
     if out is None:  # next to the parent, where dsh keeps its sessions
         root = persistence_root(source)
@@ -110,7 +153,7 @@ def write_fork(
 
 
 def _write_child(out: Path, source: Path, *, parent_header: dict[str, Any], new_id: str, created: int, compressed: bool,
-                 parent_id: Any, at: int | None, target: str, open_log: Callable[[], SessionLog], parallel: bool) -> dict[str, Any]:
+                 parent_id: Any, at: int | None, target: str, open_log: Callable[[], SessionLog], parallel: bool) -> ForkResult:
     """Stage, verify and publish the child (the publication removes what it made when it fails)."""
     header = child_header(parent_header, new_id=new_id, created_at=created)
     pub = Publication(
@@ -150,18 +193,5 @@ def _write_child(out: Path, source: Path, *, parent_header: dict[str, Any], new_
                 if boundary is None:
                     raise UsageError(EMPTY_FORK, path=target)
                 pub.publish(lambda path: check.verify(path, events=w.events, plain=(size, digest)))
-    result: dict[str, Any] = {
-        "path": str(out),
-        "childId": new_id,
-        "parentId": parent_id,
-        "at": boundary if boundary is not None else -1,
-        "events": w.events,
-        "closers": closers,
-        "header": header,
-    }
-    if pub.warnings:
-        result["warnings"] = pub.warnings
-    return result
-
-
-__all__ = ["write_fork"]
+    return ForkResult(str(out), new_id, parent_id, boundary if boundary is not None else -1, w.events, tuple(closers),
+                      header, tuple(pub.warnings))

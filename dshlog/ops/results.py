@@ -23,7 +23,6 @@ from .outcome import ReadNotes
 __all__ = [
     "SHAPE",
     "ExportResult",
-    "ForkResult",
 ]
 
 # ----------------------------------------------------------------------------- info and stats
@@ -36,41 +35,6 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- writers
-
-
-@dataclass(frozen=True, slots=True)
-class ForkResult:
-    """``dshlog fork``: the child written, cut after parent seq ``at``."""
-
-    path: str
-    child_id: str
-    parent_id: Any
-    at: int
-    events: int
-    closers: tuple[Mapping[str, Any], ...]
-    header: Mapping[str, Any]
-    warnings: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, result: Mapping[str, Any]) -> ForkResult:
-        """From :func:`dshlog.ops.fork.write_fork`'s document."""
-        return cls(result["path"], result["childId"], result["parentId"], result["at"], result["events"],
-                   tuple(result["closers"]), result["header"], tuple(result.get("warnings", ())))
-
-    def as_dict(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "shape": SHAPE,
-            "path": self.path,
-            "childId": self.child_id,
-            "parentId": self.parent_id,
-            "at": self.at,
-            "events": self.events,
-            "closers": list(self.closers),
-            "header": dict(self.header),
-        }
-        if self.warnings:
-            doc["warnings"] = list(self.warnings)
-        return doc
 
 
 @dataclass(frozen=True, slots=True)
