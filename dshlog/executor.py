@@ -25,7 +25,6 @@ sessions.  Ctrl-C in the caller stops the workers and raises ``KeyboardInterrupt
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import threading
 from abc import ABC, abstractmethod
@@ -218,6 +217,8 @@ class ProcessPool(_Windowed):
 
     def _ensure(self) -> Any:
         if self._pool is None:
+            import multiprocessing  # late: 4 ms of start-up that only a pool of workers uses
+
             method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
             ctx = multiprocessing.get_context(method)
             self._pool = ctx.Pool(min(self.jobs, self._tasks), initializer=_ignore_sigint)
