@@ -13,13 +13,13 @@ from __future__ import annotations
 import sys
 import time
 
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 
 def once(path: str) -> tuple[float, float, float, int]:
     w, c, m = time.perf_counter(), time.process_time(), time.thread_time()
     n = 0
-    with open_session(path, strict=False) as log:
+    with open_log(path, strict=False) as log:
         for _ in log.stored():
             n += 1
     return time.perf_counter() - w, time.process_time() - c, time.thread_time() - m, n

@@ -32,10 +32,10 @@ from ._version import __version__
 #: Public name -> the module that owns it (one owner each; nothing is defined here).
 _OWNERS: dict[str, str] = {
     # opening a log, and its views
-    "open_session": "dshlog.ops.api",
-    "find_session": "dshlog.ops.api",
-    "stored_events": "dshlog.ops.api",
-    "v4_events": "dshlog.ops.api",
+    "open_session": "dshlog.ops.sessions",
+    "find_session": "dshlog.ops.sessions",
+    "stored_events": "dshlog.ops.sessions",
+    "v4_events": "dshlog.ops.sessions",
     "SessionLog": "dshlog.read.session",
     "V4View": "dshlog.read.session",
     "EventRecord": "dshlog.read.session",
@@ -43,12 +43,12 @@ _OWNERS: dict[str, str] = {
     "fold": "dshlog.check.surface",
     "SurfaceFold": "dshlog.check.surface",
     "derive_messages": "dshlog.model.messages",
-    "surface": "dshlog.ops.api",
-    "rebuild_request": "dshlog.ops.api",
-    "request_series": "dshlog.ops.api",
+    "surface": "dshlog.ops.surface",
+    "rebuild_request": "dshlog.ops.rebuild",
+    "request_series": "dshlog.ops.requests",
     # checking, summaries
     "validate": "dshlog.ops.validate",
-    "session_info": "dshlog.ops.api",
+    "session_info": "dshlog.ops.info",
     "session_stats": "dshlog.ops.stats",
     "Problem": "dshlog.check.problems",
     "Severity": "dshlog.check.problems",
@@ -60,25 +60,25 @@ _OWNERS: dict[str, str] = {
     "fork_session": "dshlog.ops.fork",
     "migrate_session": "dshlog.ops.migrate",
     "migrate_sessions": "dshlog.ops.migrate",
-    "export_transcript": "dshlog.ops.api",
-    "export_bytes": "dshlog.ops.api",
+    "export_transcript": "dshlog.ops.export",
+    "export_bytes": "dshlog.ops.export",
     "RepairPlan": "dshlog.model.repair",
     # the store
-    "list_sessions": "dshlog.ops.api",
-    "grep_session": "dshlog.ops.api",
+    "list_sessions": "dshlog.read.store",
+    "grep_session": "dshlog.ops.sessions",
     "SessionEntry": "dshlog.read.store",
     # many sessions: batches, usage, search, rescue
     "validate_many": "dshlog.ops.validate",
     "stats_many": "dshlog.ops.stats",
     "migrate_many": "dshlog.ops.migrate",
-    "usage_report": "dshlog.ops.api",
+    "usage_report": "dshlog.ops.report",
     "UsageReport": "dshlog.model.usage",
     "PriceTable": "dshlog.model.usage",
-    "search": "dshlog.ops.api",
+    "search": "dshlog.ops.search",
     "Query": "dshlog.model.search",
     "Hit": "dshlog.model.search",
     "SessionHits": "dshlog.ops.search",
-    "rescue": "dshlog.ops.api",
+    "rescue": "dshlog.ops.rescue",
     "RescueOutcome": "dshlog.ops.rescue",
     # how batch work runs (a policy the caller passes)
     "Executor": "dshlog.executor",
@@ -87,7 +87,7 @@ _OWNERS: dict[str, str] = {
     "DaskExecutor": "dshlog.executor",
     # typed results
     "SHAPE": "dshlog.output.jsondoc",
-    "ExportResult": "dshlog.ops.results",
+    "ExportResult": "dshlog.ops.export",
     "ForkResult": "dshlog.ops.fork",
     "Migration": "dshlog.ops.migrate",
     "MigrationOutcome": "dshlog.ops.migrate",
@@ -128,7 +128,7 @@ _OWNERS: dict[str, str] = {
 }
 
 #: What the name is called in its owner, where the public name differs.
-_RENAMED: dict[str, str] = {"derive_messages": "derive"}
+_RENAMED: dict[str, str] = {"derive_messages": "derive", "rescue": "rescue_session"}
 
 __all__ = ["__version__", *_OWNERS]
 
@@ -177,34 +177,34 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .model.usage import PriceTable as PriceTable
     from .model.usage import UsageReport as UsageReport
     from .model.summary import Summary as Summary
-    from .ops.api import export_bytes as export_bytes
-    from .ops.api import export_transcript as export_transcript
-    from .ops.api import find_session as find_session
+    from .ops.export import export_bytes as export_bytes
+    from .ops.export import export_transcript as export_transcript
+    from .ops.sessions import find_session as find_session
     from .ops.fork import fork_session as fork_session
-    from .ops.api import grep_session as grep_session
-    from .ops.api import list_sessions as list_sessions
+    from .ops.sessions import grep_session as grep_session
+    from .read.store import list_sessions as list_sessions
     from .ops.migrate import migrate_many as migrate_many
     from .ops.migrate import migrate_session as migrate_session
     from .ops.migrate import migrate_sessions as migrate_sessions
-    from .ops.api import open_session as open_session
+    from .ops.sessions import open_session as open_session
     from .ops.repair import plan_repair as plan_repair
-    from .ops.api import rebuild_request as rebuild_request
+    from .ops.rebuild import rebuild_request as rebuild_request
     from .ops.repair import repair_copy as repair_copy
     from .ops.repair import repair_in_place as repair_in_place
-    from .ops.api import request_series as request_series
-    from .ops.api import rescue as rescue
-    from .ops.api import search as search
-    from .ops.api import session_info as session_info
+    from .ops.requests import request_series as request_series
+    from .ops.rescue import rescue_session as rescue  # noqa: F401 - public: listed in __all__ through _OWNERS
+    from .ops.search import search as search
+    from .ops.info import session_info as session_info
     from .ops.stats import session_stats as session_stats
     from .ops.stats import stats_many as stats_many
-    from .ops.api import stored_events as stored_events
-    from .ops.api import surface as surface
-    from .ops.api import usage_report as usage_report
-    from .ops.api import v4_events as v4_events
+    from .ops.sessions import stored_events as stored_events
+    from .ops.surface import surface as surface
+    from .ops.report import usage_report as usage_report
+    from .ops.sessions import v4_events as v4_events
     from .ops.validate import validate as validate
     from .ops.validate import validate_many as validate_many
     from .output.jsondoc import SHAPE as SHAPE
-    from .ops.results import ExportResult as ExportResult
+    from .ops.export import ExportResult as ExportResult
     from .ops.fork import ForkResult as ForkResult
     from .ops.migrate import Migration as Migration
     from .ops.migrate import MigrationOutcome as MigrationOutcome

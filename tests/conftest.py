@@ -169,7 +169,7 @@ def read_log(source: Path | bytes, tmp_dir: Path | None = None, name: str = "ses
     ``source`` is a path, or the bytes of a log (written to ``tmp_dir/name`` first).
     Projections get seq by position and time 0; packed rows and ranges are expanded.
     """
-    from dshlog.read.session import open_session
+    from dshlog.read.session import open_log
 
     if isinstance(source, (bytes, bytearray)):
         import tempfile
@@ -179,7 +179,7 @@ def read_log(source: Path | bytes, tmp_dir: Path | None = None, name: str = "ses
         path.write_bytes(bytes(source))
     else:
         path = Path(source)
-    with open_session(path, strict=False) as log:
+    with open_log(path, strict=False) as log:
         return log.header, list(r.event for r in log.stored())
 
 

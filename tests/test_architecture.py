@@ -389,10 +389,9 @@ def test_fact_functions_are_defined_once(owner: str, names: list[str]) -> None:
     assert {n: mods for n, mods in defined.items() if mods != [owner]} == {}
 
 
-#: Modules whose top-level names repeat another module's by design: the facade's entry
-#: points (``ops/api.py`` wraps each operation under its public name) and the commands
+#: Modules whose top-level names repeat another module's by design: the commands
 #: (``cli/<command>.py`` names its function after its command).
-NAMES_BY_DESIGN = ("dshlog.ops.api", "dshlog.cli", "dshlog.__main__")
+NAMES_BY_DESIGN = ("dshlog.cli", "dshlog.__main__")
 
 def _top_level_names() -> dict[str, set[str]]:
     """Public top-level functions and classes, by name: the modules that define each."""
@@ -530,7 +529,7 @@ def test_only_the_environment_reads_the_process() -> None:
     """Streams, isatty, the environment, the cwd and the clock are read once, by ``dshlog.cli.env``
     (``Env.from_process``); everything else gets them passed in."""
     # the library's documented default for library callers: a fork child's creation time is now
-    allowed = {"dshlog.cli.env", "dshlog.__main__", "dshlog.ops.api", "dshlog.ops.fork"}
+    allowed = {"dshlog.cli.env", "dshlog.__main__", "dshlog.ops.fork"}
     # ``-`` as a target names the process's standard input when no stream is passed (the library's
     # default); the command line passes its Env's stdin where it opens the log itself
     stdin_default = {"dshlog.read.container", "dshlog.read.session"}
@@ -548,10 +547,10 @@ def test_only_the_environment_reads_the_process() -> None:
     assert not found, "\n".join(found)
 
 
-#: The commands that only read, and what they must not load at start-up: the facade (which
-#: loads every operation), the writers and what only writers or other commands use.
+#: The commands that only read, and what they must not load at start-up: the writers and
+#: what only writers or other commands use.
 READING_COMMANDS = ("info", "validate", "stats", "events", "tail", "surface", "requests", "rebuild")
-NOT_FOR_READERS = ("dshlog.ops.api", "dshlog.write", "dshlog.ops.migrate", "dshlog.ops.repair", "dshlog.ops.rescue",
+NOT_FOR_READERS = ("dshlog.write", "dshlog.ops.export", "dshlog.ops.fork", "dshlog.ops.migrate", "dshlog.ops.repair", "dshlog.ops.rescue",
                    "dshlog.model.rescue", "dshlog.model.usage", "dshlog.output.html")
 
 

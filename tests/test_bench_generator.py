@@ -14,7 +14,7 @@ import pytest
 from conftest import load_bench_script, run_cli
 from dshlog.ops.validate import validate_log
 from dshlog.read.container import SourceInfo, iter_zstd_lines
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def gen():
 
 
 def _events(path: Path) -> list[dict]:
-    with open_session(str(path), strict=True) as log:
+    with open_log(str(path), strict=True) as log:
         return list(r.event for r in log.stored())
 
 
@@ -43,7 +43,7 @@ def _check(paths: dict, version: int) -> None:
         info2 = SourceInfo(str(paths["zstd"]), "jsonl.zstd")
         forked = [(r.raw, r.line, r.offset, r.frame) for r in iter_zstd_lines(fh, info2, parallel=True, min_bytes=0)]
     assert serial == forked and info.frames == info2.frames and info.decoded_bytes == info2.decoded_bytes
-    with open_session(str(paths["zstd"])) as log:
+    with open_log(str(paths["zstd"])) as log:
         list(log.stored())
         assert log.info.frames > 10  # a header frame plus one frame per append batch
 

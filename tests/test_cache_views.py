@@ -78,8 +78,8 @@ def no_reading(monkeypatch):
             return real_open(target, **options)  # type: ignore[arg-type]  # the patched opener takes the real one's options as given
 
         monkeypatch.setattr(info_ops, "_open", unreadable)
-        monkeypatch.setattr(validate_ops, "open_session", unreadable)
-        monkeypatch.setattr(stats_ops, "open_session", unreadable)
+        monkeypatch.setattr(validate_ops, "open_log", unreadable)
+        monkeypatch.setattr(stats_ops, "open_log", unreadable)
         monkeypatch.setattr(surface_ops, "_surface_rows", unreadable)
         monkeypatch.setattr(surface_ops, "open_target", listed)
         return opened

@@ -32,7 +32,7 @@ from dshlog.check.titles import Titles
 from dshlog.check.validate import validate_events
 from dshlog.errors import CorruptLog, Location
 from dshlog.ops.validate import validate_log
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 HEADER = {"type": "session", "version": 4, "id": "s1", "createdAt": 1, "cwd": "/home/ann/p", "isSeeded": False, "delegationDepth": 0}
 
@@ -109,7 +109,7 @@ def test_reader_and_validator_share_the_envelope_rule(tmp_path: Path, capsysbina
     events = loop()
     events[3] = {**events[3], "extra": 1}
     path = write_log(tmp_path / "session.v4.jsonl", events)
-    with open_session(str(path), strict=False) as log:
+    with open_log(str(path), strict=False) as log:
         list(log.stored())
         notes = [n.message for n in log.notes if n.code == "envelope"]
     rules = [p.message for p in validate_events(HEADER, loop()[:3] + [{**loop()[3], "extra": 1}]) if p.code == "envelope"]
@@ -119,7 +119,7 @@ def test_reader_and_validator_share_the_envelope_rule(tmp_path: Path, capsysbina
     listed = [p for p in validate_log(str(path)).problems if p.code == "envelope"]
     assert [p.message for p in listed] == notes and listed[0].where().endswith("seq 3")
     with pytest.raises(CorruptLog, match="unexpected envelope key"):
-        with open_session(str(path)) as log:
+        with open_log(str(path)) as log:
             list(log.stored())
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import CORPUS, corpus_files, corpus_ids, requires_corpus, run_cli
 from dshlog.errors import DshlogError, ExitCode
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 FILES = corpus_files()
 IDS = corpus_ids()
@@ -23,7 +23,7 @@ def test_corpus_is_present_and_large():
 @requires_corpus
 @pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_opens_leniently(path):
-    with open_session(path, strict=False) as s:
+    with open_log(path, strict=False) as s:
         n = sum(1 for _ in s.stored())
     assert n >= 0
     assert s.version is not None
@@ -37,7 +37,7 @@ def test_reading_commands_run_without_traceback(path, capsysbinary):
         assert b"Traceback" not in err and b"internal error" not in err, (cmd, err.decode(errors="replace"))
         assert code in (ExitCode.OK, ExitCode.UNSUPPORTED, ExitCode.CORRUPT), (cmd, code, err.decode(errors="replace"))
         if cmd[0] == "events" and code == 0:
-            with open_session(path, strict=False) as s:
+            with open_log(path, strict=False) as s:
                 n = sum(1 for _ in s.stored())
             assert out.count(b"\n") == n, cmd
 
@@ -55,7 +55,7 @@ def test_zstd_copy_yields_same_events(path, tmp_path):
 
     def read(p):
         try:
-            with open_session(p, strict=False) as s:
+            with open_log(p, strict=False) as s:
                 return [(r.event, r.raw) for r in s.stored()], None
         except DshlogError as exc:
             return None, exc.message

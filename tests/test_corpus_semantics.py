@@ -22,7 +22,7 @@ from dshlog.protocol.jsjson import dumps
 from dshlog.model.messages import derive
 from dshlog.model.repair import open_compaction_of, open_turn_closers
 from dshlog.model.requests import iter_requests, rebuild
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 from dshlog.check.surface import fold
 from dshlog.check.validate import Validator
 
@@ -30,7 +30,7 @@ from dshlog.check.validate import Validator
 def load(path):
     """(v4 header, v4 events, snapshot?) or None when dsh itself refuses the file."""
     try:
-        with open_session(path) as s:
+        with open_log(path) as s:
             evs = list(s.v4())
             snapshot = s.snapshot
             header = s.v4().header if s.header is not None else None
@@ -145,7 +145,7 @@ HISTORICAL = [p for p in corpus_files() if p.suffix == ".jsonl"] if CORPUS.is_di
 
 def _version_of(path):
     try:
-        with open_session(path, strict=False) as s:
+        with open_log(path, strict=False) as s:
             return s.version, s.header is not None, s.info.container
     except DshlogError:
         return None, False, None
@@ -175,9 +175,9 @@ def test_every_historical_file_migrates_or_is_refused_as_dsh_refuses(path, tmp_p
     successor = d / "session.v4.jsonl"
     report = validate_log(str(successor))
     assert not report.errors, [p.as_dict() for p in report.errors]
-    with open_session(successor) as s:
+    with open_log(successor) as s:
         published = list(s.v4())
-    with open_session(path) as s:
+    with open_log(path) as s:
         in_memory = list(s.v4(child_facts=[]))
     assert len(published) == len(in_memory) == out.events
     a, b = fold(published), fold(in_memory)

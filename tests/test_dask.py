@@ -52,7 +52,7 @@ def order_and_errors(ex):
     return False
 
 def outputs(files, ex):
-    rep = usage_report(files, ["day", "session", "model"], tz=timezone.utc, zone="UTC", executor=ex)
+    rep = usage_report(*files, by=["day", "session", "model"], tz=timezone.utc, zone="UTC", executor=ex)
     hits = [(r.path, r.id, [h.as_dict() for h in r.hits]) for r in search(files, Query("the", ignore_case=True), executor=ex)]
     reports = [r.as_dict() for r in validate_many(files, executor=ex)]
     stats = [s.as_dict() for s in stats_many(files, executor=ex)]

@@ -15,7 +15,7 @@ import pytest
 from conftest import CORPUS, FIXTURES, ev, jsonl, requires_corpus, run_cli, v4_header
 from dshlog.errors import CorruptLog, ExitCode, MigrationRefused, UnsupportedVersion
 from dshlog.read.header import read_header
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 TEXT_TURN = FIXTURES / "v0" / "text-turn" / "session.jsonl"
@@ -69,9 +69,9 @@ def test_strict_open_refuses_and_lenient_open_shows_with_a_note(tmp_path: Path) 
     header = {k: v for k, v in V0.items() if k != "delegationDepth"}
     p = _write(tmp_path, jsonl(header, ev(0, "turn/start", {"turn": 1})), "session.jsonl")
     with pytest.raises(CorruptLog, match='lacks required member "delegationDepth"') as info:
-        open_session(p)
+        open_log(p)
     assert info.value.loc is not None and info.value.loc.line == 1
-    with open_session(p, strict=False) as log:
+    with open_log(p, strict=False) as log:
         assert [r.event["type"] for r in log.stored()] == ["turn/start"]
         assert any("dsh refuses this header" in n.message for n in log.notes)
 
@@ -80,7 +80,7 @@ def test_a_first_line_without_type_is_a_damaged_header(tmp_path: Path) -> None:
     header = {k: v for k, v in v4_header().items() if k != "type"}
     p = _write(tmp_path, jsonl(header, ev(0, "turn/start", {"turn": 1})))
     with pytest.raises(CorruptLog, match="released v2 physical header lacks type"):
-        open_session(p)
+        open_log(p)
 
 
 def test_every_dsh_view_refuses_the_header_and_validate_says_so(tmp_path: Path, capsysbinary) -> None:
@@ -111,11 +111,11 @@ def test_every_dsh_view_refuses_the_header_and_validate_says_so(tmp_path: Path, 
 
 def test_damage_after_the_last_turn_end_is_dropped_as_dsh_drops_it(tmp_path: Path, capsysbinary) -> None:
     p = _loop_with(tmp_path, tail=[ev(42, "turn/start", {"turn": 5})])  # the next seq is 41
-    with open_session(p) as log:
+    with open_log(p) as log:
         held = list(log.v4())
     assert len(held) == 41
     assert any(n.code == "recovered-tail" and "released v2 row 41 has seq gap (expected 41, got 42)" in n.message for n in log.notes)
-    with open_session(p) as log:  # the stored view of a strict open still refuses the row
+    with open_log(p) as log:  # the stored view of a strict open still refuses the row
         with pytest.raises(CorruptLog, match="seq gap in committed region"):
             list(log.stored())
     code, out, _ = run_cli(capsysbinary, "events", "--v4", "--json", str(p))
@@ -125,10 +125,10 @@ def test_damage_after_the_last_turn_end_is_dropped_as_dsh_drops_it(tmp_path: Pat
 def test_damage_committed_by_a_later_turn_end_is_refused_with_dsh_text(tmp_path: Path) -> None:
     end = ev(42, "turn/end", {"turn": 5, "reason": {"kind": "completed"}})
     p = _loop_with(tmp_path, tail=[[], end])
-    with open_session(p) as log, pytest.raises(CorruptLog, match=r"^corrupt session log: invalid committed event at line 42: released v2 row 41 must be an object$"):
+    with open_log(p) as log, pytest.raises(CorruptLog, match=r"^corrupt session log: invalid committed event at line 42: released v2 row 41 must be an object$"):
         list(log.v4())
     v0 = _write(tmp_path, TEXT_TURN.read_bytes() + jsonl([], ev(43, "turn/end", {"turn": 2, "reason": {"kind": "completed"}})), "session.jsonl")
-    with open_session(v0) as log, pytest.raises(CorruptLog, match=r"^released Session row 24 must be a JSON object$"):
+    with open_log(v0) as log, pytest.raises(CorruptLog, match=r"^released Session row 24 must be a JSON object$"):
         list(log.v4())
 
 
@@ -149,7 +149,7 @@ def test_repair_write_cuts_a_dropped_tail_as_dsh_write_open_does(tmp_path: Path)
 def test_an_unsupported_edge_refusal_passes_through_unwrapped(tmp_path: Path) -> None:
     rows = [V0, ev(0, "subagent/descriptor", {"mode": "one-shot", "version": 2, "provider": "p"})]
     p = _write(tmp_path, jsonl(*rows), "session.jsonl")
-    with open_session(p) as log, pytest.raises(MigrationRefused) as info:
+    with open_log(p) as log, pytest.raises(MigrationRefused) as info:
         list(log.v4(child_facts=[]))
     assert info.value.message == "subagent/descriptor 0 uses unsupported descriptor version 2"
     assert info.value.exit_code == ExitCode.UNSUPPORTED
@@ -158,7 +158,7 @@ def test_an_unsupported_edge_refusal_passes_through_unwrapped(tmp_path: Path) ->
 def test_a_plain_format_error_inside_an_edge_is_wrapped_with_the_edge(tmp_path: Path) -> None:
     rows = [V0, ev(0, "approval/policy", {"policy": "on-request"})]
     p = _write(tmp_path, jsonl(*rows), "session.jsonl")
-    with open_session(p) as log, pytest.raises(MigrationRefused) as info:
+    with open_log(p) as log, pytest.raises(MigrationRefused) as info:
         list(log.v4(child_facts=[]))
     assert info.value.message == ("@deepseek-ai/dsh-session-format-v0-to-v1 refuses this format v0 Session: "
                                   "approval/policy 0 policy must be one of ask, never")
@@ -188,7 +188,7 @@ def test_an_unknown_type_in_a_v4_log_refuses_every_dsh_view_and_prints_nothing(t
 def test_a_newer_version_is_unsupported_for_every_reader(tmp_path: Path) -> None:
     p = _write(tmp_path, jsonl({**v4_header(), "version": 5}), "session.v5.jsonl")
     with pytest.raises(UnsupportedVersion, match="uses log format v5"):
-        open_session(p)
+        open_log(p)
 
 
 # ------------------------------------------------------------------ fork, and fork-built logs

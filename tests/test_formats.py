@@ -7,7 +7,7 @@ import pytest
 from conftest import FIXTURES, ev, jsonl, v4_header
 from dshlog.errors import CorruptLog, UnsupportedVersion
 from dshlog.protocol.packed import expand_packed, expand_seq_refs
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 
 def write(tmp_path, data: bytes, name: str = "session.v4.jsonl"):
@@ -17,7 +17,7 @@ def write(tmp_path, data: bytes, name: str = "session.v4.jsonl"):
 
 
 def events(path, **kw):
-    with open_session(path, **kw) as s:
+    with open_log(path, **kw) as s:
         return list(r.event for r in s.stored()), s
 
 
@@ -63,7 +63,7 @@ def test_v1_ranges_are_expanded_but_raw_line_kept(tmp_path):
     rows = [ev(i, "plan/mode", {"active": True}) for i in range(4)]
     rows.append(ev(4, "user/message", {"content": [], "source": {"kind": "user"}, "role": "user", "id": "m"}, surfaceOp="append", sourceEventSeqs=[[0, 3]]))
     p = write(tmp_path, jsonl(h, *rows), "session.v1.jsonl")
-    with open_session(p) as s:
+    with open_log(p) as s:
         recs = list(s.stored())
     assert recs[4].event["sourceEventSeqs"] == [0, 1, 2, 3]
     assert b"[[0,3]]" in recs[4].raw

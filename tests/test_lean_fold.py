@@ -26,7 +26,7 @@ from dshlog.check.keys import equality_digest, message_digest
 from dshlog.check.surface import SurfaceFold
 from dshlog.errors import DshlogError
 from dshlog.protocol.jsjson import json_equal
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 
 def _outcomes(events: list[Any]) -> list[tuple[Any, ...]]:
@@ -119,7 +119,7 @@ def test_equality_digest_of_equal_values(a: Any) -> None:
 
 def _v4_events(path: Path) -> list[Any] | None:
     try:
-        with open_session(str(path), strict=False) as log:
+        with open_log(str(path), strict=False) as log:
             return list(log.v4())
     except DshlogError:
         return None

@@ -18,14 +18,14 @@ from conftest import FIXTURES, corpus_files, jsonl, load_bench_script
 from dshlog.protocol import jsjson
 from dshlog.errors import DshlogError
 from dshlog.protocol.values import MAX_SAFE_INTEGER as MAX_SAFE
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 
 
 def _migrate(path: Path, compact: bool, strict: bool = True) -> tuple[Any, ...]:
     """(header bytes, v4 event bytes..., inherited cut) or the error the migration stops with."""
     try:
-        with open_session(str(path), strict=strict) as log:
+        with open_log(str(path), strict=strict) as log:
             if log.version > 1:
                 return ("not-v0-v1",)
             view = log.v4(child_facts=[], runs=compact)
@@ -48,7 +48,7 @@ def _v01_corpus() -> list[Path]:
     out = []
     for p in corpus_files():
         try:
-            with open_session(str(p), strict=False) as log:
+            with open_log(str(p), strict=False) as log:
                 if log.version <= 1:
                     out.append(p)
         except DshlogError:

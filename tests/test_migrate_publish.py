@@ -13,7 +13,7 @@ import zstandard
 from conftest import CORPUS, FIXTURES, lock_held_elsewhere, requires_corpus, run_cli
 from dshlog.errors import ExitCode
 from dshlog.ops import migrate as publish
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 from dshlog.write import verify
 
 TEXT_TURN = FIXTURES / "v0" / "text-turn" / "session.jsonl"
@@ -39,7 +39,7 @@ def test_text_turn_25_rows_become_17_events(tmp_path, capsysbinary):
     assert sorted(p.name for p in d.iterdir()) == ["session.jsonl", "session.lock", "session.v4.jsonl"]
     assert sha(d / "session.jsonl") == before
     assert (d / "session.lock").stat().st_size == 0
-    with open_session(d) as s:
+    with open_log(d) as s:
         assert s.version == 4 and s.info.container == "jsonl"
         evs = list(r.event for r in s.stored())
     assert len(evs) == 17
@@ -199,7 +199,7 @@ def test_corpus_v1_text_turn_projection_migrates_to_17(tmp_path, capsysbinary):
     d = session_dir(tmp_path, src, "session.v1.jsonl")
     code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
     assert code == 0, err
-    with open_session(d) as s:
+    with open_log(d) as s:
         assert sum(1 for _ in (r.event for r in s.stored())) == 17
         assert s.version == 4 and s.projection  # written in the same snapshot form as its source
 

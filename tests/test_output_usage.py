@@ -30,7 +30,7 @@ def root(tmp_path_factory):
 @pytest.mark.parametrize("priced", [False, True])
 def test_the_table_fits_80_columns(root, by, priced):
     prices = PriceTable({"deepseek-v4-flash": {"input_cost_per_token": 1e-7, "output_cost_per_token": 1e-6}}) if priced else None
-    rep = usage_report([root], by, tz=UTC, zone="UTC", prices=prices)
+    rep = usage_report(root, by=by, tz=UTC, zone="UTC", prices=prices)
     buf = io.BytesIO()
     short = unique_prefixes([r.key[by.index("session")] for r in rep.rows]) if "session" in by else {}  # as the command does on a terminal
     report_table(Screen(buf, terminal=True, tty=True, width=80), rep, short)
@@ -41,7 +41,7 @@ def test_the_table_fits_80_columns(root, by, priced):
 
 
 def test_csv_has_a_row_per_report_row_and_the_total(root):
-    rep = usage_report([root], ["day", "model"], tz=UTC, zone="UTC")
+    rep = usage_report(root, by=["day", "model"], tz=UTC, zone="UTC")
     rows = list(csv.DictReader(io.StringIO(report_csv(rep))))
     assert len(rows) == len(rep.rows) + 1 and rows[-1]["day"] == "total"
     assert sum(int(r["inputTokens"]) for r in rows[:-1]) == int(rows[-1]["inputTokens"]) == rep.total.usage.tokens["inputTokens"]

@@ -8,14 +8,14 @@ import pytest
 from conftest import FIXTURES, ev, jsonl, v4_header
 
 from dshlog.read.pages import DAMAGED, open_index
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 LOOP_V4 = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 V0_TEXT_TURN = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 
 
 def _events(path) -> list[dict]:
-    with open_session(str(path)) as log:
+    with open_log(str(path)) as log:
         return list(log.v4())
 
 

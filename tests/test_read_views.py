@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import FIXTURES, jsonl, v4_header
 from dshlog.protocol.packed import PackedRun
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 TEXT_TURN_V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
@@ -17,22 +17,22 @@ def test_the_v4_header_needs_no_body(tmp_path: Path) -> None:
     """A broken body does not stop the header of the v4 view."""
     p = tmp_path / "session.jsonl"
     p.write_bytes(TEXT_TURN_V0.read_bytes().splitlines(keepends=True)[0] + b"{not json\n")
-    with open_session(p, strict=True) as log:
+    with open_log(p, strict=True) as log:
         header = log.v4().header
     assert header is not None and header["version"] == 4 and header["id"] == json.loads(p.read_bytes().splitlines()[0])["id"]
 
 
 def test_a_v4_log_is_its_stored_events_with_their_bytes() -> None:
-    with open_session(LOOP) as log:
+    with open_log(LOOP) as log:
         records = list(log.v4().records())
     lines = LOOP.read_bytes().splitlines()[1:]
     assert [raw for _ev, raw in records] == lines
 
 
 def test_stored_runs_keep_packed_rows_whole_and_count_the_same() -> None:
-    with open_session(TEXT_TURN_V0) as log:
+    with open_log(TEXT_TURN_V0) as log:
         runs = list(log.stored_runs())
-    with open_session(TEXT_TURN_V0) as log:
+    with open_log(TEXT_TURN_V0) as log:
         expanded = list(log.stored())
     assert any(isinstance(r, PackedRun) for r in runs)
     assert sum(r.count if isinstance(r, PackedRun) else 1 for r in runs) == len(expanded)
@@ -48,7 +48,7 @@ def test_a_wrapped_stream_migrates_under_its_own_session_id(tmp_path: Path) -> N
     wrapped = [{"type": "session_event", "sessionId": "stream-7", "event": r} for r in rows]
     p = tmp_path / "stream.jsonl"
     p.write_bytes(jsonl(*wrapped))
-    with open_session(p, strict=False) as log:
+    with open_log(p, strict=False) as log:
         view = log.v4()
         events = list(view)
         assert log.session_id == "stream-7"
@@ -58,17 +58,17 @@ def test_a_wrapped_stream_migrates_under_its_own_session_id(tmp_path: Path) -> N
     q = tmp_path / "s" / "session.jsonl"
     q.parent.mkdir()
     q.write_bytes(jsonl(header, *rows))
-    with open_session(q, strict=False) as log:
+    with open_log(q, strict=False) as log:
         assert list(log.v4(child_facts=[])) == events
 
 
 def test_inherited_cut_is_known_after_iteration(tmp_path: Path) -> None:
     p = tmp_path / "session.v4.jsonl"
     p.write_bytes(jsonl(v4_header(), {"type": "session/end-seed", "seq": 0, "time": 1, "data": {}}))
-    with open_session(p) as log:
+    with open_log(p) as log:
         view = log.v4()
         assert list(view) and view.inherited_cut is None  # a v4 log has no migration cut
-    with open_session(TEXT_TURN_V0) as log:
+    with open_log(TEXT_TURN_V0) as log:
         view = log.v4(child_facts=[])
         list(view)
         assert view.inherited_cut == 0

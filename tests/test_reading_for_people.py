@@ -16,7 +16,7 @@ from conftest import NO_DEPTH_REASON, ROOT, build_corpus_store, no_depth_session
 
 from dshlog.errors import ExitCode
 from dshlog.ops.stance import STANCES, Stance, commands
-from dshlog.read.session import dsh_refusal, open_session
+from dshlog.read.session import dsh_refusal, open_log
 from dshlog.read.store import list_sessions
 
 BANNER = b"!!! dsh refuses to open this session: "
@@ -182,7 +182,7 @@ def _refused(root: Path) -> list[tuple[str, int, str]]:
     for e in list_sessions(root):
         if e.path is None or e.error is not None:
             continue
-        refusal = dsh_refusal(partial(open_session, str(e.path)))
+        refusal = dsh_refusal(partial(open_log, str(e.path)))
         if refusal is not None:
             out.append((str(e.path), int(refusal.exit_code), refusal.message))
     return out

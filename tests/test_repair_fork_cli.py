@@ -13,7 +13,7 @@ from conftest import FIXTURES, GOLDEN, lock_held_elsewhere, run_cli
 from dshlog.errors import ExitCode
 from dshlog.protocol.jsjson import dumps
 from dshlog.model.messages import derive
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 CRASH = FIXTURES / "v4" / "crash" / "session.v4.jsonl"
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
@@ -24,7 +24,7 @@ def golden(name):
 
 
 def events_of(path):
-    with open_session(path) as s:
+    with open_log(path) as s:
         return list(s.v4())
 
 
@@ -54,7 +54,7 @@ def test_repair_write_appends_exactly_dsh_closers(tmp_path, capsysbinary):
     data = p.read_bytes()
     assert data.startswith(before)
     assert data[len(before):] == b"".join(dumps(e) + b"\n" for e in golden("crash-closers.json"))
-    with open_session(p) as s:
+    with open_log(p) as s:
         from dshlog.check.surface import fold
 
         st = fold(s.v4())
@@ -83,7 +83,7 @@ def test_repair_write_zstd_appends_a_frame(tmp_path, capsysbinary):
     p.write_bytes(b"".join(frames) + cctx.compress(b'{"type":"x"}\n')[:-6])  # torn last frame
     code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
     assert code == 0, err
-    with open_session(p) as s:
+    with open_log(p) as s:
         evs = list(s.v4())
         assert s.info.torn is None
     assert evs[-4:] == golden("crash-closers.json")
@@ -104,7 +104,7 @@ def test_repair_copy_of_old_version(tmp_path, capsysbinary):
     src = FIXTURES / "v0" / "text-turn" / "session.jsonl"
     code, _, err = run_cli(capsysbinary, "repair", str(src), "-o", str(out))
     assert code == 0, err
-    with open_session(out) as s:
+    with open_log(out) as s:
         assert s.version == 4 and sum(1 for _ in s.v4()) == 17
     code, _, err = run_cli(capsysbinary, "repair", str(src), "--write")
     assert code == ExitCode.USAGE and b"migrate" in err

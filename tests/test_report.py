@@ -54,7 +54,7 @@ def _tokens_sum(rows: list[dict]) -> dict[str, int]:
 
 
 def _doc(targets, by, executor=None, **kw):
-    rep = usage_report([str(t) for t in targets], list(by), tz=kw.pop("tz", UTC), zone=kw.pop("zone", "UTC"),
+    rep = usage_report(*[str(t) for t in targets], by=list(by), tz=kw.pop("tz", UTC), zone=kw.pop("zone", "UTC"),
                        executor=executor, **kw)
     return report_document(rep, 1)
 

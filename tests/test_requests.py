@@ -397,11 +397,11 @@ def assert_same_as_reference(events: list[dict], **kw: Any) -> int:
 def _log_events(path: Path) -> list[dict]:
     """The events ``dshlog requests`` folds (older versions migrated), as far as they read."""
     from dshlog.errors import DshlogError
-    from dshlog.read.session import open_session
+    from dshlog.read.session import open_log
 
     events: list[dict] = []
     try:
-        with open_session(path, strict=False) as log:
+        with open_log(path, strict=False) as log:
             for event in log.v4():
                 events.append(event)
     except DshlogError:

@@ -10,7 +10,7 @@ import zstandard
 
 from conftest import FIXTURES, GOLDEN, ev, jsonl, v4_header
 from dshlog.errors import CorruptLog, IOFailure, UnsupportedVersion, UsageError
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 from dshlog.protocol.layout import parse_generation
 from dshlog.read.container import select_generation
 
@@ -19,7 +19,7 @@ LOOP_ZSTD = FIXTURES / "v4" / "loop-zstd" / "session.v4.jsonl.zstd"
 
 
 def records(path, **kw):
-    with open_session(path, **kw) as s:
+    with open_log(path, **kw) as s:
         return [(r.event, r.raw) for r in s.stored()], s
 
 
@@ -131,7 +131,7 @@ def test_canonical_names():
 
 
 def test_stdin(tmp_path):
-    code = "import sys; from dshlog.read.session import open_session; s=open_session('-'); print(sum(1 for _ in s.stored()), s.version)"
+    code = "import sys; from dshlog.read.session import open_log; s=open_log('-'); print(sum(1 for _ in s.stored()), s.version)"
     out = subprocess.run([sys.executable, "-c", code], input=LOOP_ZSTD.read_bytes(), capture_output=True, check=True)
     assert out.stdout.split() == [b"41", b"4"]
     out = subprocess.run([sys.executable, "-c", code], input=(GOLDEN / "loop-events.json").read_bytes(), capture_output=True, check=True)
@@ -140,9 +140,9 @@ def test_stdin(tmp_path):
 
 def test_missing_file_and_directory_errors(tmp_path):
     with pytest.raises(IOFailure, match="no such file"):
-        open_session(tmp_path / "nope.jsonl")
+        open_log(tmp_path / "nope.jsonl")
     with pytest.raises(UsageError, match="no session generation"):
-        open_session(tmp_path)
+        open_log(tmp_path)
 
 
 def test_stream_json_and_jsonrpc_unwrapped(tmp_path):
@@ -284,12 +284,12 @@ def test_peeking_at_the_first_row_loses_nothing(tmp_path, peeks, projection, n):
     if projection:
         rows = [{k: v for k, v in r.items() if k not in ("seq", "time")} for r in rows]
     p.write_bytes(jsonl(v4_header(), *rows) + b'{"type":"plan/m')
-    with open_session(p) as s:
+    with open_log(p) as s:
         for _ in range(peeks):
             assert s.projection is projection
         got = [(r.event, r.raw, r.loc.line, r.loc.offset) for r in s.stored()]
         torn = s.info.torn
-    with open_session(p) as s:
+    with open_log(p) as s:
         expected = [(r.event, r.raw, r.loc.line, r.loc.offset) for r in s.stored()]
     assert got == expected and [e["seq"] for e, *_ in got] == list(range(n))
     assert torn is not None and torn.length == len(b'{"type":"plan/m')

@@ -116,9 +116,9 @@ def test_corpus_llm_retry_log():
     p = CORPUS / "v4" / "zq0929" / "snapshots__session__empty-response-retry__writer.expected.jsonl"
     if not p.exists():
         pytest.skip(f"{p.name} not in this corpus")
-    from dshlog.read.session import open_session
+    from dshlog.read.session import open_log
 
-    with open_session(p, strict=False) as log:
+    with open_log(p, strict=False) as log:
         s = summarize(r.event for r in log.stored())
     assert (s.retries, s.attempts, s.model_calls, s.title) == (1, 1, 2, "This prompt first receives an")
 
@@ -146,15 +146,15 @@ def _all_logs():
 def test_summary_of_whole_packed_rows_equals_the_expanded_one():
     """`info`/`stats` read v0/v1 packed rows whole; the counts must equal those of the expanded events."""
     from dshlog.errors import DshlogError
-    from dshlog.read.session import open_session
+    from dshlog.read.session import open_log
     from dshlog.model.summary import summarize
 
     checked = 0
     for path in _all_logs():
         try:
-            with open_session(path, strict=False) as a:
+            with open_log(path, strict=False) as a:
                 expanded = summarize(r.event for r in a.stored()).as_dict()
-            with open_session(path, strict=False) as b:
+            with open_log(path, strict=False) as b:
                 compact = summarize(b.stored_runs()).as_dict()
         except DshlogError:
             continue

@@ -10,7 +10,7 @@ import pytest
 from conftest import FIXTURES, GOLDEN, corpus_files, corpus_ids, ev, jsonl, requires_corpus, run_env, v4_header
 from dshlog.model import transcript as tr
 from dshlog.output.plain import item_lines
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 LOOP = GOLDEN / "loop-events.json"
 LOOP_V4 = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
@@ -180,7 +180,7 @@ def test_projection_without_seq_is_shown_by_position() -> None:
 
 
 def test_migrated_v0_log_reads() -> None:
-    with open_session(FIXTURES / "v0" / "text-turn" / "session.jsonl") as log:
+    with open_log(FIXTURES / "v0" / "text-turn" / "session.jsonl") as log:
         items = list(tr.transcript(log.v4()))
     assert any(isinstance(i, tr.UserText) and "READY" in i.text for i in items)
     assert any(isinstance(i, tr.AssistantText) and i.text == "READY" for i in items)

@@ -35,7 +35,7 @@ from dshlog.check.validate import Validator
 from dshlog.errors import DshlogError
 from dshlog.protocol.jsjson import dumps, loads
 from dshlog.protocol.values import MAX_SAFE_INTEGER
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 #: What a field is replaced by: every JSON kind, the integer and string edges the rules judge,
 #: the values with a meaning of their own (retired, developer-only, tool changes)
@@ -132,7 +132,7 @@ def _both_ways(header: Any, events: list[Any]) -> list[Problem]:
 
 def _v4(path: Path) -> tuple[Any, list[Any]] | None:
     try:
-        with open_session(str(path), strict=False) as log:
+        with open_log(str(path), strict=False) as log:
             view = log.v4()
             events = list(view)
             return _json(view.header), [_json(e) for e in events]
@@ -158,7 +158,7 @@ def _samples(logs: list[list[Any]], per_type: int = 3) -> dict[str, list[Any]]:
 def samples(long_session: Any) -> dict[str, list[Any]]:
     """From the corpus's v4 views, then a generated log for what the corpus lacks."""
     corpus = [o[1] for o in (_v4(p) for p in [p for p in corpus_files() if p.suffix == ".jsonl"][:80]) if o]
-    with open_session(str(long_session[0]), strict=False) as log:
+    with open_log(str(long_session[0]), strict=False) as log:
         generated = [r.event for r in log.stored()]
     return _samples([*corpus, generated])
 
@@ -319,7 +319,7 @@ def test_mutated_events_validate_alike() -> None:
 
 def test_generated_log_validates_alike(long_session: Any) -> None:
     path = long_session[0]
-    with open_session(str(path), strict=False) as log:
+    with open_log(str(path), strict=False) as log:
         header = log.header
         events = [r.event for r in log.stored()]
     assert not _both_ways(header, events)

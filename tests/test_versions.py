@@ -9,14 +9,14 @@ import pytest
 
 from conftest import FIXTURES, run_cli
 from dshlog.protocol.jsjson import dumps
-from dshlog.read.session import open_session
+from dshlog.read.session import open_log
 
 V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 LATER = {1: FIXTURES / "v1" / "text-turn" / "session.v1.jsonl", 2: FIXTURES / "v2" / "text-turn" / "session.v2.jsonl", 3: FIXTURES / "v3" / "text-turn" / "session.v3.jsonl"}
 
 
 def v4_events(path):
-    with open_session(path) as s:
+    with open_log(path) as s:
         return list(s.v4(child_facts=[])), s.version
 
 
@@ -39,15 +39,15 @@ def test_each_version_migrates_to_the_same_v4_log(version):
 
 
 def test_stored_shapes_differ_as_the_versions_say():
-    with open_session(LATER[1]) as s:
+    with open_log(LATER[1]) as s:
         recs = list(s.stored())
     msg = next(r for r in recs if r.event["type"] == "assistant/message")
     assert b'"sourceEventSeqs":[[12,39]]' in msg.raw and msg.event["sourceEventSeqs"] == list(range(12, 40))
-    with open_session(LATER[2]) as s:
+    with open_log(LATER[2]) as s:
         evs = list(r.event for r in s.stored())
     assert len(evs) == 15 and not any(e["type"] == "assistant/chunk" for e in evs)
     assert "system" in next(e for e in evs if e["type"] == "request/header")["data"]["header"]
-    with open_session(LATER[3]) as s:
+    with open_log(LATER[3]) as s:
         evs = list(r.event for r in s.stored())
     assert [e["seq"] for e in evs if e["type"] == "system/message"] == [7, 11]
     assert evs[11]["surfaceOp"] == {"op": "replace", "startSeq": 7, "endSeq": 7}
@@ -62,6 +62,6 @@ def test_each_version_validates_and_publishes(path, tmp_path, capsysbinary):
     (d / path.name).write_bytes(path.read_bytes())
     code, _, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
     assert code == 0, err
-    with open_session(d) as s:
+    with open_log(d) as s:
         assert s.version == 4 and sum(1 for _ in (r.event for r in s.stored())) == 17
     assert (d / path.name).read_bytes() == path.read_bytes()

@@ -41,7 +41,7 @@ from ..output.text import human_bytes, local_minutes, sanitize
 from ..ops.transcript import rescue_target
 from ..read.container import Position
 from ..read.pages import EventIndex, open_index
-from ..read.session import dsh_refusal, open_session
+from ..read.session import dsh_refusal, open_log
 from ..read.store import place_refused
 from ..model.selection import Selection
 from ..ops.sessions import select_entries, unique_prefixes
@@ -360,7 +360,7 @@ class SessionView(Screen[None]):
         """dsh's decision on the log, in the background: a refusal shows the banner when it comes."""
         source, plugins = self.ix.source, self.plugins
         try:
-            refused = dsh_refusal(lambda: open_session(source, system_prompt_plugins=plugins))
+            refused = dsh_refusal(lambda: open_log(source, system_prompt_plugins=plugins))
         except DshlogError:  # the log cannot be read again (gone, changed): what is shown stays as it is
             return
         if refused is not None:

@@ -7,8 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import CorruptLog, UsageError
-from ..ops.api import export_transcript
-from ..ops.export import export_store
+from ..ops.export import export_store, export_transcript
 from ..ops.transcript import export_to
 from ..output.export import FORMATS
 from ..output.labels import TO_BRING_BACK, rescue_command

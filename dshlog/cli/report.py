@@ -75,7 +75,7 @@ def report(
     table = load_prices(prices_path) if prices_path else None
     paths = store_targets(targets)
     with batch_executor(jobs, scheduler) as ex:
-        rep = usage_report(paths, keys, tz=tz, zone=zone, prices=table, selection=chosen, executor=ex,
+        rep = usage_report(*paths, by=keys, tz=tz, zone=zone, prices=table, selection=chosen, executor=ex,
                            cache=cache_dir())
     for note in rep.notes:
         say(note)

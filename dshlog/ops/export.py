@@ -15,11 +15,14 @@ lock is held while the file appears; the log must not change while it is read.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any, Literal
 
-from ..errors import DshlogError, Refused, UsageError
+from ..check.problems import Problem
+from ..errors import DshlogError, Refused, UsageError, boundary
+from ..output.export import FORMATS
 from ..output.export import export as render_export
 from ..output.export import export_name
 from ..output.html import HtmlRenderer, IndexRow, PageLinks, store_index
@@ -31,8 +34,71 @@ from ..read.store import SessionEntry, list_sessions, sort_entries
 from ..write.target import output_path
 from ..write.transaction import FileOwner, Publication, make_directory, output_lock
 from ..model.selection import Selection
-from .sessions import select_entries
-from .transcript import Reading, open_reading
+from ..output.jsondoc import SHAPE
+from ..read.container import Position
+from .outcome import ReadNotes
+from .sessions import Target, located, select_entries
+from .transcript import Reading, export_to, open_reading
+
+#: The formats of one transcript (:data:`~dshlog.output.export.FORMATS`).
+ExportFormat = Literal["md", "html", "json"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExportResult:
+    """``dshlog export -o OUT``: the file published, and what publishing could not keep.
+
+    The command prints no JSON for it (only ``written: OUT``); ``as_dict()`` is the
+    library's own document, in the same versioned form.
+    """
+
+    path: str
+    format: str
+    warnings: tuple[str, ...] = ()
+    source: str = ""  # the log it was made of
+    notes: tuple[Problem, ...] = ()
+    suppressed: Mapping[str, int] = field(default_factory=dict)
+    #: dsh's refusal of the source, whose transcript was exported anyway (it opens with it), and what
+    #: ``dshlog rescue`` takes to bring it back
+    refused: DshlogError | None = None
+    rescue: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"shape": SHAPE, "path": self.path, "format": self.format, "warnings": list(self.warnings)}
+
+    @property
+    def noted(self) -> ReadNotes:
+        """The reader's notes on the source (the file written has its own ``path``), and dsh's refusal of it."""
+        return ReadNotes(self.source, self.notes, self.suppressed, self.refused, self.rescue)
+
+
+@boundary
+def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md", full: bool = False,
+                      redact: bool = False, select: str | None = None, format_version: int | None = None,
+                      system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
+                      parallel: bool = False, progress: Position | None = None, force: bool = False) -> ExportResult:
+    """``dshlog export -o OUT``: a transcript (Markdown, self-contained HTML, or JSON) published at ``out``
+    (``force``: replacing an earlier export there, staged first and renamed over it)."""
+    if format not in FORMATS:
+        raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
+    with open_reading(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+                      stream=stream, parallel=parallel, progress=progress) as reading:
+        with located(reading.path):
+            path, warnings = export_to_file(reading, format, os.fspath(out), full=full, redact=redact, force=force)
+        return ExportResult(str(path), format, tuple(warnings), reading.path, tuple(reading.notes), reading.notes.suppressed(),
+                            reading.refused, reading.rescue)
+
+
+@boundary
+def export_bytes(target: Target, *, format: ExportFormat = "md", full: bool = False, redact: bool = False,
+                 select: str | None = None, format_version: int | None = None, parallel: bool = False) -> bytes:
+    """The transcript ``dshlog export`` prints, as bytes; a log dsh refuses opens with the refusal."""
+    if format not in FORMATS:
+        raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
+    parts: list[bytes] = []
+    export_to(target, format, parts.append, full=full, redact=redact, select=select, format_version=format_version,
+              parallel=parallel)
+    return b"".join(parts)
 
 
 def export_to_file(
@@ -223,4 +289,5 @@ def _export_page(entry: SessionEntry, target: Path, links: PageLinks, *, full: b
     return renderer, refused, rescue
 
 
-__all__ = ["INDEX", "StoreExport", "export_store", "export_to_file", "page_name"]
+__all__ = ["INDEX", "ExportFormat", "ExportResult", "StoreExport", "export_bytes", "export_store", "export_to_file",
+           "export_transcript", "page_name"]

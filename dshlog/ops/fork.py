@@ -27,7 +27,7 @@ from ..protocol.layout import generation_name, persistence_root, session_dir
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.container import resolve_path
 from ..protocol.texts import EMPTY_FORK
-from ..read.session import SessionLog, open_session
+from ..read.session import SessionLog, open_log
 from ..write.transaction import FileOwner, Publication, make_directory, output_lock
 from ..write.target import is_persistence_root, means_directory, output_path
 from ..write.verify import ReadBack
@@ -107,7 +107,7 @@ def fork_session(
     plugins = tuple(system_prompt_plugins)
 
     def _open() -> SessionLog:
-        return open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
+        return open_log(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
                             parallel=parallel)
 
     if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)

@@ -27,7 +27,7 @@ from ..protocol.layout import generation_name, parse_generation, persistence_roo
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.children import discover_child_facts
 from ..read.container import select_generation
-from ..read.session import _open_events, _open_header, is_dsh_refusal, open_session
+from ..read.session import _open_events, _open_header, is_dsh_refusal, open_log
 from ..read.store import Unreadable, in_walk_order, walk_sessions
 from ..write.transaction import Publication, sweep
 from ..write.verify import ReadBack
@@ -169,7 +169,7 @@ def migrate_session(source: Target, *, check: bool = False, dry_run: bool = Fals
                 out.notes.append(f"{chosen.name} is the generation dsh reads in this directory")
                 source = chosen
                 out.source = str(source)
-        with open_session(str(source), system_prompt_plugins=system_prompt_plugins, parallel=parallel) as log:
+        with open_log(str(source), system_prompt_plugins=system_prompt_plugins, parallel=parallel) as log:
             out.version = log.version
             if log.version >= CURRENT_VERSION:
                 out.status = "current"
@@ -210,7 +210,7 @@ def _require_regular(source: Path) -> None:
     try:
         st = os.stat(source)
     except OSError:
-        return  # open_session reports a missing or unreadable path with its own message
+        return  # open_log reports a missing or unreadable path with its own message
     if not stat.S_ISREG(st.st_mode):
         raise UsageError("not a regular file: only session generation files can be migrated", path=str(source))
 
@@ -232,7 +232,7 @@ def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Migra
              *, parallel: bool = False) -> None:
     """Stream the migrated events into the one publication transaction (see the module docstring)."""
     compressed = source.name.endswith(".zstd")
-    with open_session(str(source)) as probe:
+    with open_log(str(source)) as probe:
         sid = probe.session_id
     pub = Publication(
         target,
@@ -249,7 +249,7 @@ def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Migra
         out.notes.extend(pub.notes)  # leftovers of an interrupted earlier run
         staged = pub.stage()
         assert pub.before is not None
-        with open_session(str(source), system_prompt_plugins=system_prompt_plugins, parallel=parallel) as log:
+        with open_log(str(source), system_prompt_plugins=system_prompt_plugins, parallel=parallel) as log:
             view = log.v4(child_facts=facts)
             header, events = view.header, iter(view)
             assert header is not None  # a generation file: migrate_session refused a header-less input

@@ -130,7 +130,7 @@ def rebuild_text(target: str | os.PathLike[str], number: int, *, pretty: bool = 
 
     ``progress``: told how far the read of the log is (bytes of the file, its size).
 
-    Raises what :func:`~dshlog.ops.api.rebuild_request` raises, before anything is written.
+    Raises what :func:`rebuild_request` raises, before anything is written.
     """
     spill = MessageSpill(dumps_pretty if pretty else dumps)
     try:

@@ -30,7 +30,7 @@ from ..model.repair import PendingCall, RepairPlan, TailState
 from ..output.jsondoc import SHAPE
 from ..protocol.jsjson import dumps
 from ..read.container import Container, SourceInfo, resolve_path, torn_text
-from ..read.session import open_session
+from ..read.session import open_log
 from ..protocol.layout import generation_name
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..write.target import means_directory, output_path
@@ -113,7 +113,7 @@ def plan_repair(target: Target, *, select: str | None = None, format_version: in
     (:mod:`dshlog.forked`); by default everything runs in process.  ``stream``:
     the open stream ``-`` names (a pipe is read once, so only the plan and a copy take one).
     """
-    with open_session(os.fspath(target), select=select, format_version=format_version,
+    with open_log(os.fspath(target), select=select, format_version=format_version,
                       system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel, stream=stream) as log:
         state = TailState()
         n = 0
@@ -148,7 +148,7 @@ def _regular_source(target: str) -> Path | None:
         return None
     try:
         path = resolve_path(target)
-    except DshlogError:  # open_session reports a bad target with its own message
+    except DshlogError:  # open_log reports a bad target with its own message
         return None
     return path if path.is_file() else None
 
@@ -180,7 +180,7 @@ def repair_copy(target: Target, out: Target, *, select: str | None = None, forma
     )
     with pub:
         staged = pub.stage()
-        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
+        with open_log(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
                           parallel=parallel, stream=stream) as log:
             header = log.v4().header
             size_hint = pub.before.size if pub.before is not None else 0
@@ -219,7 +219,7 @@ def repair_in_place(target: Target, *, parallel: bool = False) -> RepairOutcome:
         raise UsageError("repair --write needs a file, not standard input (use -o OUT)")
     if not resolve_path(target).is_file():  # a pipe would be drained by the probe below
         raise UsageError("repair --write needs a regular file, not a pipe or device (use -o OUT)", path=target)
-    with open_session(target) as probe:  # the header only
+    with open_log(target) as probe:  # the header only
         path = Path(probe.path)
         version, container = probe.version, probe.info.container
         sid = probe.session_id
@@ -240,7 +240,7 @@ def repair_in_place(target: Target, *, parallel: bool = False) -> RepairOutcome:
     with pub:
         before = pub.before
         assert before is not None
-        with open_session(str(path), parallel=parallel) as log:
+        with open_log(str(path), parallel=parallel) as log:
             state = TailState()
             n = 0
             # dsh's read: rows after a damaged one that no later turn/end commits are not part of
@@ -282,7 +282,7 @@ def repair_in_place(target: Target, *, parallel: bool = False) -> RepairOutcome:
             side = path.with_name(f"{path.name}.torn-{before.mtime_ns // 1_000_000}")
             if container == Container.ZSTD and torn is not None:
                 # complete lines recovered from the torn frame go into the new frame, as dsh does
-                with open_session(str(path), parallel=parallel) as log2:
+                with open_log(str(path), parallel=parallel) as log2:
                     torn_frame_lines = [r.raw + b"\n" for r in log2.stored() if r.loc.frame == torn.frame and r.raw is not None]
         staged = pub.stage()
         with open(path, "rb") as fh:

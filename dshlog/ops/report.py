@@ -9,13 +9,14 @@ files themselves.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from datetime import tzinfo
+import os
+from collections.abc import Iterator, Sequence
+from datetime import UTC, tzinfo
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import DshlogError, ExitCode, IOFailure, UsageError
+from ..errors import DshlogError, ExitCode, IOFailure, UsageError, boundary
 from ..executor import Executor, InProcess
 from ..model.usage import (
     PriceTable,
@@ -30,9 +31,9 @@ from ..protocol.jsjson import JsonError, loads
 from ..protocol.layout import is_project_dir
 from ..read.cache import Kind, cached_map, open_cache, problem_of, problem_record
 from ..read.container import open_regular
-from ..read.session import open_session
+from ..read.session import open_log
 from ..read.store import Unreadable, in_walk_order
-from .sessions import store_sessions
+from .sessions import Target, store_sessions
 
 __all__ = ["load_prices", "matches_project", "project_of", "session_usage", "store_sessions", "usage_report"]
 
@@ -83,7 +84,7 @@ def session_usage(path: str, *, since: int | None = None, until: int | None = No
     """One session's contribution to a report; never raises for the session's own problems."""
     out = SessionUsage(path=path, project=project_of(Path(path)))
     try:
-        with open_session(path, strict=False) as log:
+        with open_log(path, strict=False) as log:
             out.path = log.path
             h = log.header if isinstance(log.header, dict) else {}
             out.id = log.session_id
@@ -142,23 +143,32 @@ def _keeper(selection: Selection) -> Any:
     return keep if selection.places else None
 
 
-def usage_report(targets: Iterable[str], by: list[str], *, tz: tzinfo | None, zone: str,
+@boundary
+def usage_report(*targets: Target, by: Sequence[str] = ("day",), tz: tzinfo | None = UTC, zone: str = "UTC",
                  since: int | None = None, until: int | None = None, prices: PriceTable | None = None,
                  project: str | None = None, cwd: str | None = None,
                  executor: Executor | None = None, selection: Selection | None = None,
                  cache: str | None = None) -> UsageReport:
-    """The report over every session below ``targets`` (see :mod:`dshlog.model.usage`).
+    """``dshlog report``: usage (turns, calls, tokens, cost) of every session below ``targets``, in rows of ``by``
+    (see :mod:`dshlog.model.usage`).
+
+    ``by`` keys are ``day``, ``week``, ``month``, ``session``, ``project`` and
+    ``model``; days are counted in ``tz`` (named ``zone`` in the report; UTC
+    unless given: the library reads no local time zone).  ``since``/``until``
+    are epoch milliseconds; ``prices`` a :class:`~dshlog.model.usage.PriceTable`
+    for costs; ``project`` a part of a session's cwd, ``cwd`` one project exactly.
+    A session that cannot be read is listed in ``errors``, never raised.
 
     ``selection`` (the command line's filters, :mod:`dshlog.model.selection`) stands for
     ``since``, ``until``, ``project`` and ``cwd`` (an absolute directory) when given; a
     ``--cwd`` that matched no session is said in the report's ``notes``.
     """
     sel = selection if selection is not None else Selection(since=since, until=until, project=project, cwd=cwd)
-    found = store_sessions(targets)
+    found = store_sessions(os.fspath(t) for t in targets)
     ex = executor if executor is not None else InProcess()
     usages = list(in_walk_order(found, lambda paths: _usages(paths, ex, sel.since, sel.until, cache), _unreadable_usage))  # the report holds them all anyway; --cwd is pinned to their directories
     pinned = sel.pin((u.cwd for u in usages), (u.project for u in usages))
-    rep = build_report(usages, by, tz=tz, zone=zone, prices=prices,
+    rep = build_report(usages, list(by), tz=tz, zone=zone, prices=prices,
                        keep=_keeper(pinned.selection), since=sel.since, until=sel.until)
     if pinned.note is not None:
         rep.notes.append(pinned.note)

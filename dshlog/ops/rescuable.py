@@ -23,7 +23,7 @@ from ..output.labels import rescue_may_note, rescue_note, rescue_target
 from ..protocol.jsjson import dumps
 from ..read.container import Container, Position
 from ..read.store import place_refused
-from ..read.session import SessionLog, open_session
+from ..read.session import SessionLog, open_log
 
 __all__ = ["HINT_LIMIT", "SourceFacts", "candidate_rows", "judge", "open_candidate", "read_stored", "rescue_hint", "serialize",
            "source_facts", "write_candidate"]
@@ -63,7 +63,7 @@ def write_candidate(s: Stored) -> IO[bytes]:
 
 def open_candidate(spool: IO[bytes]) -> SessionLog:
     """The strict reader over a candidate written by :func:`write_candidate` (closing the log closes the file)."""
-    return open_session(CANDIDATE, stream=spool)
+    return open_log(CANDIDATE, stream=spool)
 
 
 def judge(s: Stored) -> Refusal | None:
@@ -127,7 +127,7 @@ def read_stored(source: Path, *, parallel: bool = False, progress: Position | No
 
 def _stored(source: Path, *, parallel: bool = False, progress: Position | None = None) -> Stored:
     """The source's stored header and events, read leniently (a header dsh refuses too)."""
-    with open_session(str(source), strict=False, parallel=parallel, progress=progress) as log:
+    with open_log(str(source), strict=False, parallel=parallel, progress=progress) as log:
         if log.info.container not in (Container.JSONL, Container.ZSTD) or log.header is None:
             raise UsageError(f"only session generation files can be rescued (this is a {log.info.container} input)", path=log.path)
         proof = "; ".join(p.message for p in log.notes

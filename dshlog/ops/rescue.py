@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from ..errors import DshlogError, ExitCode, UnsupportedVersion, UsageError
+from ..errors import DshlogError, ExitCode, UnsupportedVersion, UsageError, boundary
 from ..model.rescue import BY_NAME, Plan, Stored, iter_message_texts, plan
 from ..protocol.jsjson import dumps_pretty
 from ..output.labels import PLACE_NOT_RESCUED
@@ -39,6 +39,7 @@ from ..write.transaction import Publication, output_lock, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .migrate import target_name
+from .sessions import Target
 from .outcome import worst
 from .rescuable import SourceFacts, judge, open_candidate, read_stored, serialize, write_candidate
 from ..read.store import Unreadable, place_refused, walk_sessions
@@ -106,10 +107,17 @@ def _allowed(allow: Iterable[str], all_: bool) -> set[str]:
     return names
 
 
-def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False,
-                   output: Path | None = None, check: bool = False, parallel: bool = False,
+@boundary
+def rescue_session(source: Target, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False,
+                   output: Target | None = None, check: bool = False, parallel: bool = False,
                    progress: Position | None = None) -> RescueOutcome:
-    """Plan (and with ``publish`` or ``output``, carry out) the rescue of one session generation.
+    """``dshlog rescue``: what dsh refuses in a session, the transformations that resolve it, and (``publish``)
+    the v4 successor (the library's ``dshlog.rescue``).
+
+    A dry run by default.  ``allow`` names the transformations a successor may
+    use (``all_``: every one); ``publish`` writes the successor beside the source
+    with a rescue record, ``output`` writes it there instead; the source is
+    never touched.
 
     Never raises for the session's own problems: they are the outcome's status,
     ``why`` and exit code.  A usage error (an unknown transformation) is raised.
@@ -119,6 +127,8 @@ def rescue_session(source: Path, *, allow: Iterable[str] = (), all_: bool = Fals
     source, the read-back of a large successor); by default everything runs in process.
     ``progress``: told how far the read of the source is (bytes of the file, its size).
     """
+    source = Path(source)
+    output = None if output is None else Path(output)
     allowed = _allowed(allow, all_)
     if check and (publish or output is not None):
         raise UsageError("--check writes nothing: leave out --publish and -o, or leave out --check")

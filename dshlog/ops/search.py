@@ -10,20 +10,22 @@ the read ends), a pool's results when they arrive, so the hits come in the same 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from ..check.problems import Problem
-from ..errors import DshlogError, ExitCode
+from ..errors import DshlogError, ExitCode, boundary
 from ..executor import Executor, InProcess
 from ..model.search import Hit, Query, Searcher
 from ..protocol.packed import PackedRun
-from ..read.session import open_session
+from ..read.session import open_log
 from ..model.selection import Pinned, Selection
 from ..read.store import Unreadable, in_walk_order, first_header
 from .report import project_of
+from .sessions import Target
 
 __all__ = ["OnHit", "SessionHits", "pin", "search", "search_session"]
 
@@ -56,7 +58,7 @@ def search_session(path: str, query: Query, on_hit: OnHit | None = None) -> Sess
     searcher = Searcher(query)
     found = False
     try:
-        with open_session(path, strict=False) as log:
+        with open_log(path, strict=False) as log:
             out.path, out.id = log.path, log.session_id
             h = log.header if isinstance(log.header, dict) else {}
             cwd = h.get("cwd") if isinstance(h.get("cwd"), str) else None
@@ -96,10 +98,14 @@ def pin(paths: list[str | Unreadable], selection: Selection) -> Pinned:
     return selection.pin(cwds)
 
 
-def search(paths: Iterable[str | Unreadable], query: Query, *, executor: Executor | None = None,
+@boundary
+def search(paths: Iterable[Target | Unreadable], query: Query, *, executor: Executor | None = None,
            on_hit: OnHit | None = None) -> Iterator[SessionHits]:
-    """Each session's hits, in input order (sessions without hits included, with none); a session
-    a store's walk could not read (:func:`~dshlog.read.store.walk_sessions`) has its ``error``.
+    """``dshlog search``: each session's hits of ``query``, in input order (sessions without hits
+    included, with none).  ``paths`` are generation files (a root's: ``[e.path for e in
+    list_sessions(root)]``); a session that cannot be read, or that a store's walk could not
+    read (:func:`~dshlog.read.store.walk_sessions`), has its ``error``.  A bad pattern raises
+    :class:`~dshlog.errors.UsageError` before any session is read.
 
     ``on_hit``: told of every hit, in input order, and the results carry none.  With an
     :class:`~dshlog.executor.InProcess` executor each hit as the read finds it (before its
@@ -110,7 +116,8 @@ def search(paths: Iterable[str | Unreadable], query: Query, *, executor: Executo
     ex = executor if executor is not None else InProcess()
     streamed = on_hit is not None and isinstance(ex, InProcess)
     task = partial(search_session, query=query, on_hit=on_hit if streamed else None)
-    for r in in_walk_order(list(paths), lambda readable: ex.map(task, readable),
+    found = [p if isinstance(p, Unreadable) else os.fspath(p) for p in paths]
+    for r in in_walk_order(found, lambda readable: ex.map(task, readable),
                            lambda u: SessionHits(u.path, error=u.error, exit_code=u.exit_code)):
         if on_hit is not None and not streamed:
             for hit in r.hits:

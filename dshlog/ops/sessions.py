@@ -1,4 +1,6 @@
-"""Operations over the sessions of a store: listing them filtered and sorted, finding the ones that mention a text."""
+"""Opening one log for an operation, and the sessions of a store: listing them filtered and sorted,
+finding the ones that mention a text.  The library's ways in (:func:`open_session`,
+:func:`stored_events`, :func:`v4_events`, :func:`find_session`) are here too."""
 
 from __future__ import annotations
 
@@ -8,10 +10,10 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Self
+from typing import IO, Any, Self, cast
 
 from ..check.problems import Problems
-from ..errors import DshlogError, ExitCode, UsageError
+from ..errors import DshlogError, ExitCode, UsageError, boundary
 from ..executor import Executor, InProcess, helpers_allowed
 from ..model.content import SEARCH, message_text
 from ..model.selection import Selection, smart_case
@@ -20,11 +22,13 @@ from ..protocol.layout import decode_segment
 from ..protocol.vocabulary import ROLE_OF_TYPE
 from ..read.cache import Kind, cached_map, open_cache
 from ..read.container import Container, Position
-from ..read.session import SessionLog, open_session
-from ..read.store import SessionEntry, Unreadable, list_sessions, project_key, raw_lines, first_header, sort_entries, walk_sessions
+from ..protocol.events import Event
+from ..read.session import EventRecord, SessionLog, open_log
+from ..read.store import SessionEntry, Unreadable, list_sessions, project_key, resolve_session, raw_lines, first_header, sort_entries, walk_sessions
 
-__all__ = ["Listing", "OpenLog", "Target", "Unreadable", "grep_session", "list_store", "located", "logged_message_texts", "open_target",
-           "select_entries", "select_sessions", "session_ids", "store_sessions", "unique_prefixes"]
+__all__ = ["Listing", "OpenLog", "Target", "Unreadable", "find_session", "grep_session", "list_store", "located",
+           "logged_message_texts", "open_session", "open_target", "select_entries", "select_sessions", "session_ids",
+           "store_sessions", "stored_events", "unique_prefixes", "v4_events"]
 
 #: What names a log for an operation: a path (a generation file, a session directory, ``-``).
 Target = str | os.PathLike[str]
@@ -52,7 +56,7 @@ def open_target(target: str | os.PathLike[str], *, strict: bool = True, select: 
     that holds one session it is a usage error rather than silently ignored.
     ``progress``: told how far the body's read is (bytes of the file, its size).
     """
-    log = open_session(target, strict=strict, select=select, format_version=format_version,
+    log = open_log(target, strict=strict, select=select, format_version=format_version,
                        system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel, guard=guard,
                        progress=progress)
     if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
@@ -117,9 +121,11 @@ def logged_message_texts(path: Path, *, parallel: bool = False) -> Iterator[str]
             yield text
 
 
-def grep_session(path: Path, needle: str, *, parallel: bool = False) -> bool:
-    """Whether any user/assistant message text contains ``needle`` (smart case: see
+@boundary
+def grep_session(path: Target, needle: str, *, parallel: bool = False) -> bool:
+    """Whether any user or assistant message of a generation contains ``needle`` (smart case: see
     :func:`~dshlog.model.selection.smart_case`)."""
+    path = Path(path)
     if smart_case(needle):
         n = needle.casefold()
         return any(n in t.casefold() for t in logged_message_texts(path, parallel=parallel))
@@ -285,3 +291,71 @@ def unique_prefixes(ids: list[str], *, minimum: int = 8, longer_than: int = 12) 
             n += 1
         out[i] = i[:n]
     return out
+
+
+@boundary
+def open_session(
+    target: Target,
+    *,
+    strict: bool = True,
+    select: str | None = None,
+    format_version: int | None = None,
+    system_prompt_plugins: Iterable[str] = (),
+    stream: IO[bytes] | None = None,
+    parallel: bool = False,
+) -> SessionLog:
+    """Open a log: a generation file, a session directory, a JSON array or wrapped stream, or ``-``.
+
+    ``-`` reads standard input; ``stream`` reads an open binary stream instead
+    (``target`` then only names it in messages).  ``strict`` (the default)
+    decides as dsh does: a header dsh refuses is refused here, and the v4 view
+    ends with dsh's refusal; ``strict=False`` shows a damaged log as far as it
+    can be read, with ``log.notes``.  Use the log as a context manager; its body
+    can be read once (``log.stored()`` or ``log.v4()``).  ``select`` picks one
+    session of a multi-session input; ``format_version`` states the version of
+    a header-less input; ``system_prompt_plugins`` are package names the v3->v4
+    migration treats as dsh's system-prompt producer (a fork build's).
+
+    ``parallel`` (here and in every call below) lets dshlog hand work to forked
+    helper processes where a second core pays: decoding a large zstd body,
+    reading back a large output before publishing it.  The default runs
+    everything in the calling process, which is what a thread, a server or a
+    process pool embedding dshlog expects; the command line turns it on.
+    """
+    # the log's views are guarded too: what escapes their iteration leaves as the hierarchy's error
+    return open_target(target, strict=strict, select=select, format_version=format_version,
+                 system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel, guard=True)
+
+
+@boundary
+def find_session(session_id: str, *, root: Target) -> Path:
+    """The generation dsh reads for a session id (or unique id prefix) under a persistence root."""
+    return Path(resolve_session(session_id, root=Path(root)).path)
+
+
+@boundary
+def stored_events(target: Target, *, strict: bool = False, select: str | None = None,
+                  format_version: int | None = None, parallel: bool = False) -> Iterator[EventRecord]:
+    """The events as stored (any version), each with its exact line bytes and location.
+
+    Not strict by default: the rows are shown as far as they can be read, as
+    ``dshlog events`` shows them.  The file is closed when the iterator ends.
+    """
+    with open_target(target, strict=strict, select=select, format_version=format_version, parallel=parallel) as log:
+        yield from log.stored()
+
+
+@boundary
+def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None = None,
+              format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
+              parallel: bool = False) -> Iterator[Event]:
+    """dsh's view of a log: v4 events (an older log migrated in memory), ending with dsh's decision.
+
+    When dsh would refuse the log, the error is raised after the last event (or
+    when the iterator is closed early), as dsh's read refuses a log as a whole.
+    """
+    with open_target(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+               parallel=parallel) as log:
+        with log.v4(allow_unknown=allow_unknown) as view:
+            for event in view:
+                yield cast(Event, event)

@@ -16,7 +16,7 @@ from ..model.summary import summarize
 from ..output.jsondoc import SHAPE
 from ..read.cache import Kind, cached_map, open_cache, problem_of, problem_record
 from ..read.container import Container
-from ..read.session import open_session
+from ..read.session import open_log
 from ..read.store import Unreadable, in_walk_order
 from .sessions import Target
 
@@ -67,7 +67,7 @@ def session_stats_of(target: str, *, select: str | None = None, format_version: 
     ``stream``: what ``-`` reads (the caller's standard input), instead of this process's.
     ``parallel``: a forked helper may decode a large zstd body (the caller's policy).
     """
-    with open_session(target, strict=False, select=select, format_version=format_version,
+    with open_log(target, strict=False, select=select, format_version=format_version,
                       stream=stream if target == "-" else None, parallel=parallel) as log:
         if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
             raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}",

@@ -29,7 +29,7 @@ from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.cache import Kind, cached_map, open_cache, problem_of, problem_record
 from ..read.container import Container, Position
 from ..read.place import place_keys, place_refusal
-from ..read.session import is_dsh_refusal, open_session
+from ..read.session import is_dsh_refusal, open_log
 from ..read.store import Unreadable, in_walk_order
 from ..output.jsondoc import SHAPE
 from .outcome import worst
@@ -189,7 +189,7 @@ def _dsh_verdict(report: ValidationReport, log: Any, target: str, select: str | 
         if target == "-" or place_refusal(log.path, header.get("id"), header.get("cwd"), compressed=log.info.container == Container.ZSTD) is None:
             return  # otherwise dsh refuses it for where it sits: the strict open below says so
     try:
-        with open_session(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
+        with open_log(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
                           parallel=parallel, stream=again(), progress=progress) as log:
             with log.v4() as view:
                 view.finish()
@@ -236,7 +236,7 @@ def _validate_log(target: str, select: str | None, format_version: int | None, s
                   parallel: bool, again: Reopen, progress: Position | None = None) -> ValidationReport:
     report = ValidationReport(path=target)
     try:
-        log = open_session(target, strict=False, select=select, format_version=format_version, parallel=parallel,
+        log = open_log(target, strict=False, select=select, format_version=format_version, parallel=parallel,
                            stream=again(), progress=progress)
     except DshlogError as exc:
         _from_error(report, exc)
@@ -296,7 +296,7 @@ def _validate_log(target: str, select: str | None, format_version: int | None, s
     if log.version is not None and log.version < CURRENT_VERSION and not report.errors and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
-            log2 = open_session(target, strict=False, select=select, format_version=format_version,
+            log2 = open_log(target, strict=False, select=select, format_version=format_version,
                                 system_prompt_plugins=system_prompt_plugins, parallel=parallel, stream=again(),
                                 progress=progress)
             with log2:

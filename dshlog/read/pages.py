@@ -36,7 +36,7 @@ from ..protocol.jsjson import JsonError, dumps, loads
 from ..protocol.layout import parse_generation
 from ..protocol.vocabulary import CURRENT_VERSION
 from .container import open_regular
-from .session import is_dsh_refusal, open_session
+from .session import is_dsh_refusal, open_log
 
 __all__ = ["DAMAGED", "EventIndex", "Match", "open_index"]
 
@@ -336,7 +336,7 @@ def open_index(target: str, *, tmpdir: str | None = None, system_prompt_plugins:
     ``system_prompt_plugins``: as for :func:`~dshlog.read.session.open_session`, for the migration of an older log.
     """
     try:
-        with open_session(target, system_prompt_plugins=system_prompt_plugins) as log:
+        with open_log(target, system_prompt_plugins=system_prompt_plugins) as log:
             path = Path(log.path)
             if path.is_file() and _plain_v4(path) and not log.projection:
                 return EventIndex(path, source=log.path, stored_version=log.version, decided=False)
@@ -346,7 +346,7 @@ def open_index(target: str, *, tmpdir: str | None = None, system_prompt_plugins:
         if not is_dsh_refusal(exc):
             raise
         refusal = exc
-    with open_session(target, strict=False, system_prompt_plugins=system_prompt_plugins) as log:
+    with open_log(target, strict=False, system_prompt_plugins=system_prompt_plugins) as log:
         return _converted(log.path, log.version, log.header, (r.event for r in log.stored()), tmpdir, refusal)
 
 

@@ -1,6 +1,6 @@
 """Open a session log: the one entry point every command uses.
 
-``open_session(target)`` accepts a generation file, a session directory, a JSON
+``open_log(target)`` accepts a generation file, a session directory, a JSON
 array or wrapped event stream, or ``-`` for standard input.  It reads the header
 eagerly (cheap) and streams the body lazily, so a command that needs only the
 header never reads the rest, and a command that needs everything reads it once.
@@ -1073,7 +1073,7 @@ def _open_events(path: Path) -> _ChildView:
     return _ChildView(path)
 
 
-def open_session(target: str | os.PathLike[str], **kw: Any) -> SessionLog:
+def open_log(target: str | os.PathLike[str], **kw: Any) -> SessionLog:
     """Open a session log (see :class:`SessionLog`)."""
     return SessionLog(str(target), **kw)
 

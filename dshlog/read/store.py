@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from ..errors import DshlogError, ExitCode, IOFailure, Refused, UsageError
+from ..errors import DshlogError, ExitCode, IOFailure, Refused, UsageError, boundary
 from ..model.content import TRANSCRIPT, content_text
 from ..model.period import parse_when
 from ..protocol import layout
@@ -437,9 +437,13 @@ def in_walk_order(found: Sequence[str | Unreadable], run: Callable[[list[str]], 
         yield failed(f) if isinstance(f, Unreadable) else next(results)
 
 
-def list_sessions(root: Path | str, *, project: str | None = None, scan: bool = True,
+@boundary
+def list_sessions(root: str | os.PathLike[str], *, project: str | None = None, scan: bool = True,
                   scanner: Callable[[list[SessionEntry]], object] | None = None) -> list[SessionEntry]:
-    """Every session of a root (or of one project directory), with parent/child links filled in.
+    """Every session of a persistence root (``$DSH_HOME/sessions``), with parent/child links filled in.
+
+    ``project`` limits the listing to one project directory name (a project key).
+    ``entry.as_dict()`` is the object ``dshlog ls --json`` prints for it.
 
     ``scanner`` scans the entries instead of :meth:`SessionEntry.scan` one by one (a caller
     that serves scans it already made: ``ls`` with its cache); the links are made after it.

@@ -26,7 +26,7 @@ from .. import forked as _forked
 from ..check.validate import Validator
 from ..errors import Refused
 from ..read.container import SourceInfo, iter_zstd_lines
-from ..read.session import SessionLog, open_session
+from ..read.session import SessionLog, open_log
 
 # Below this output size the read-back runs in process: a fork costs more than it saves
 # (a batch over thousands of small sessions would pay it for each).
@@ -135,7 +135,7 @@ class ReadBack:
         if self._reader is not None and plain is not None:
             n = self._reader.result()
         else:
-            with open_session(str(path), parallel=self.parallel) as check:
+            with open_log(str(path), parallel=self.parallel) as check:
                 n = check_rules(check, self.header, self.snapshot, str(path), self.subject, self.extra)
         if n != events:
             raise Refused(f"{self.subject} does not verify: {n} events read back, {events} written", path=str(path))

@@ -885,10 +885,10 @@ def dshlog_header(path: Path) -> tuple[dict, int, str]:
     older one, as in dsh's ``readHeader``.
     """
     from dshlog.errors import DshlogError
-    from dshlog.read.session import open_session
+    from dshlog.read.session import open_log
 
     try:
-        with open_session(str(path)) as log:
+        with open_log(str(path)) as log:
             version = log.version
             header = log.v4().header
     except DshlogError as exc:
