@@ -42,7 +42,7 @@ _OWNERS: dict[str, str] = {
     # the fold, derived messages, requests
     "fold": "dshlog.check.surface",
     "SurfaceFold": "dshlog.check.surface",
-    "derive_messages": "dshlog.model.messages",
+    "derive_messages": "dshlog.check.surface",
     "surface": "dshlog.ops.surface",
     "rebuild_request": "dshlog.ops.rebuild",
     "request_series": "dshlog.ops.requests",
@@ -128,7 +128,7 @@ _OWNERS: dict[str, str] = {
 }
 
 #: What the name is called in its owner, where the public name differs.
-_RENAMED: dict[str, str] = {"derive_messages": "derive", "rescue": "rescue_session"}
+_RENAMED: dict[str, str] = {"rescue": "rescue_session"}
 
 __all__ = ["__version__", *_OWNERS]
 
@@ -170,7 +170,7 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .errors import UnsupportedVersion as UnsupportedVersion
     from .errors import UsageError as UsageError
     from .errors import exit_code_of as exit_code_of
-    from .model.messages import derive as derive_messages  # noqa: F401 - public: listed in __all__ through _OWNERS
+    from .check.surface import derive_messages as derive_messages
     from .model.repair import RepairPlan as RepairPlan
     from .model.search import Hit as Hit
     from .model.search import Query as Query

@@ -412,6 +412,28 @@ def test_a_public_name_is_defined_in_one_module() -> None:
     assert twins == {}
 
 
+def _only_delegates(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function's body (past its docstring) is one call handed on: ``return f(...)`` or ``yield from f(...)``."""
+    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) else fn.body
+    if len(body) != 1:
+        return False
+    stmt = body[0]
+    if isinstance(stmt, ast.Return):
+        return isinstance(stmt.value, ast.Call)
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.YieldFrom) and isinstance(stmt.value.value, ast.Call)
+
+
+def test_no_module_only_rewraps_another() -> None:
+    """A module whose every function only hands its call on is a tier of its own: a reader goes
+    through it to find the code, and its names are second names of the same thing."""
+    found = []
+    for mod, tree in _TREES.items():
+        fns = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if fns and not any(isinstance(n, ast.ClassDef) for n in tree.body) and all(_only_delegates(f) for f in fns):
+            found.append(f"{mod}: {', '.join(f.name for f in fns)}")
+    assert found == []
+
+
 #: The migration edges name their own two versions (``v3_v4``'s target is 4 whatever the
 #: current version is).
 _EDGE = re.compile(r"^dshlog\.migrate\.v[0-9]+_v[0-9]+$")

@@ -19,7 +19,7 @@ from conftest import CORPUS, corpus_files, requires_corpus
 from dshlog.errors import DshlogError
 from dshlog.model.fork import build_fork_seed, child_header
 from dshlog.protocol.jsjson import dumps
-from dshlog.model.messages import derive
+from dshlog.check.surface import derive_messages
 from dshlog.model.repair import open_compaction_of, open_turn_closers
 from dshlog.model.requests import iter_requests, rebuild
 from dshlog.read.session import open_log
@@ -95,8 +95,8 @@ def test_fork_at_every_cut(path):
     for cut in range(len(evs)):
         seed = list(build_fork_seed(evs, cut, session_id=str(header.get("id")), now_ms=1))
         assert new_errors(child_h, seed, snapshot, inherited) == [], f"cut {cut}"
-        parent = [dumps(m) for m in derive(evs[: cut + 1])]
-        child = [dumps(m) for m in derive(seed)]
+        parent = [dumps(m) for m in derive_messages(evs[: cut + 1])]
+        child = [dumps(m) for m in derive_messages(seed)]
         assert child[: len(parent)] == parent, f"cut {cut}"
 
 

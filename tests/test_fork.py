@@ -91,14 +91,14 @@ def test_fork_b_closers_mirror_crash_closers_except_wording() -> None:
 
 
 def test_child_messages_start_with_parent_messages() -> None:
-    messages = pytest.importorskip("dshlog.model.messages")
+    from dshlog.check.surface import derive_messages
     loop = load_golden("loop-events.json")
     crash = load_golden("crash-persisted.json")
-    child_a = messages.derive(fork_seed(loop, 15, session_id=SID))
-    assert [js(m) for m in child_a] == [js(m) for m in messages.derive(loop[:16])]
+    child_a = derive_messages(fork_seed(loop, 15, session_id=SID))
+    assert [js(m) for m in child_a] == [js(m) for m in derive_messages(loop[:16])]
     assert len(child_a) == 5
-    parent_b = messages.derive(crash)
-    child_b = messages.derive(fork_seed(crash, 9, session_id=SID))
+    parent_b = derive_messages(crash)
+    child_b = derive_messages(fork_seed(crash, 9, session_id=SID))
     assert len(parent_b) == 3 and len(child_b) == 5
     assert [js(m) for m in child_b[:3]] == [js(m) for m in parent_b]
     assert [m["role"] for m in child_b[3:]] == ["tool", "tool"]
@@ -241,22 +241,22 @@ def test_31_cuts_inside_an_open_turn() -> None:
 
 
 def test_31_messages_of_cut_after_unrecorded_call() -> None:
-    messages = pytest.importorskip("dshlog.model.messages")
+    from dshlog.check.surface import derive_messages
     crash = load_golden("crash-persisted.json")
-    derived = messages.derive(fork_seed(crash, 8, session_id=SID))
+    derived = derive_messages(fork_seed(crash, 8, session_id=SID))
     assert derived[-1]["role"] == "tool" and derived[-1]["isError"] is True
 
 
 def test_32_cut_before_or_after_a_replace() -> None:
     """The prefix decides which surface the child sees: original before, compacted after."""
-    messages = pytest.importorskip("dshlog.model.messages")
+    from dshlog.check.surface import derive_messages
     loop = load_golden("loop-events.json")
     summary = {"content": [{"type": "text", "text": "SUMMARY"}], "source": {"kind": "compact-checkpoint"},
                "role": "user", "id": "s1"}
     replaced = loop + [ev(41, "user/message", summary, surfaceOp={"op": "replace", "startSeq": 5, "endSeq": 13},
                           sourceEventSeqs=[5, 8, 10, 13])]
-    before = messages.derive(fork_seed(replaced, 40, session_id=SID))
-    after = messages.derive(fork_seed(replaced, 41, session_id=SID))
+    before = derive_messages(fork_seed(replaced, 40, session_id=SID))
+    after = derive_messages(fork_seed(replaced, 41, session_id=SID))
     assert len(before) == 11
     assert [m["id"] for m in after][:2] == [loop[4]["data"]["message"]["id"], "s1"]
 

@@ -12,7 +12,7 @@ import zstandard
 from conftest import FIXTURES, GOLDEN, lock_held_elsewhere, run_cli
 from dshlog.errors import ExitCode
 from dshlog.protocol.jsjson import dumps
-from dshlog.model.messages import derive
+from dshlog.check.surface import derive_messages
 from dshlog.read.session import open_log
 
 CRASH = FIXTURES / "v4" / "crash" / "session.v4.jsonl"
@@ -123,8 +123,8 @@ def test_fork_a_matches_seed(tmp_path, capsysbinary):
     assert evs[16] == {"type": "session/end-seed", "seq": 16, "time": evs[15]["time"], "data": {"inherited": True}}
     parent_lines = LOOP.read_bytes().splitlines()[1:17]
     assert (tmp_path / "a.jsonl").read_bytes().splitlines()[1:17] == parent_lines  # prefix copied byte for byte
-    child = [dumps(m) for m in derive(evs)]
-    parent = [dumps(m) for m in derive(events_of(LOOP)[:16])]
+    child = [dumps(m) for m in derive_messages(evs)]
+    parent = [dumps(m) for m in derive_messages(events_of(LOOP)[:16])]
     assert len(parent) == 5 and child[:5] == parent
     header = json.loads((tmp_path / "a.jsonl").read_bytes().splitlines()[0])
     assert header["parentSession"] == "loop-0001" and header["isSeeded"] is True and header["id"] == "child-1"
@@ -142,8 +142,8 @@ def test_fork_b_matches_seed(tmp_path, capsysbinary):
     assert evs[12]["data"]["error"]["code"] == "TOOL_NOT_STARTED" and "sourceEventSeqs" not in evs[12]
     assert evs[13]["data"] == {"turn": 1, "step": 1}
     assert evs[14]["data"] == {"turn": 1, "reason": {"kind": "forked"}}
-    child = [dumps(m) for m in derive(evs)]
-    parent = [dumps(m) for m in derive(events_of(CRASH))]
+    child = [dumps(m) for m in derive_messages(evs)]
+    parent = [dumps(m) for m in derive_messages(events_of(CRASH))]
     assert len(parent) == 3 and child[:3] == parent and [json.loads(c)["role"] for c in child[3:]] == ["tool", "tool"]
     assert len(doc["closers"]) == 4
 

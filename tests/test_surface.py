@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dshlog.errors import CorruptLog, UnsupportedVersion
-from dshlog.model.messages import derive
+from dshlog.check.surface import derive_messages
 from dshlog.model.requests import RequestBuilder
 from dshlog.check.surface import SurfaceError, SurfaceFold, fold
 
@@ -307,7 +307,7 @@ def test_boundaries_only_and_attempts() -> None:
     events = [boundary(0), boundary(1, "step/start"), attempt(2), boundary(3, "step/end"), boundary(4, "turn/end")]
     state = fold(events)
     assert state.nodes == [] and state.messages() == []
-    assert derive([user(0), attempt(1), assistant(2)]) == [user(0)["data"], assistant(2)["data"]["message"]]
+    assert derive_messages([user(0), attempt(1), assistant(2)]) == [user(0)["data"], assistant(2)["data"]["message"]]
 
 
 def test_middle_single_and_range_replace() -> None:
@@ -620,9 +620,9 @@ def test_prefix_surfaces_match_incremental_fold(case: tuple[list[dict], list[lis
         if k:
             assert fold(iter(events), until_seq=k - 1).nodes == seen[k]
     # Derivation is deterministic and never mutates its input.
-    assert orjson.dumps(derive(events)) == orjson.dumps(derive(events))
+    assert orjson.dumps(derive_messages(events)) == orjson.dumps(derive_messages(events))
     assert orjson.dumps(events) == frozen
-    assert {m["role"] for m in derive(events)} <= {"system", "user", "assistant", "tool"}
+    assert {m["role"] for m in derive_messages(events)} <= {"system", "user", "assistant", "tool"}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -66,6 +66,7 @@ __all__ = [
     "SurfaceError",
     "SurfaceFold",
     "derive_message",
+    "derive_messages",
     "fold",
     "json_equal",
 ]
@@ -843,3 +844,14 @@ def fold(events: Iterable[dict[str, Any]], *, until_seq: int | None = None, stri
         if until_seq is not None and state.next_seq > until_seq:
             break
     return state
+
+
+def derive_messages(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The derived model messages of a whole log (or prefix), in surface order: what the model is shown
+    after its last event.
+
+    dsh never builds model messages, it *selects* them: a node's message is the exact object
+    stored in the log (same keys, same order, same id), so a request rebuilt from it is
+    byte-identical to what dsh sent.  One streaming pass: the fold keeps only the current nodes' messages.
+    """
+    return fold(events).messages()
