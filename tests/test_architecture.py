@@ -626,6 +626,10 @@ def _covers(kind: str, path: str) -> bool:
 def test_the_recipe_for_a_command_is_the_shape_of_stats() -> None:
     rows = _recipe("How to add a command")
     assert len(rows) >= 10
+    # the code a new command writes: at most six files (step 0 is used, not written; a model module
+    # only when the command derives a new fact; the README and the library's guide are documents)
+    written = [kind for kind, _ in rows[1:] if kind.startswith(("dshlog/", "tests/")) and kind != "dshlog/model/"]
+    assert len(written) <= 6, written
     kinds = [kind.replace("<command>", "stats") for kind, _ in rows]
     for kind, example in zip(kinds, (e for _, e in rows)):
         assert (ROOT / example).exists(), f"{example} does not exist"
