@@ -23,7 +23,7 @@ from typing import Any, Literal
 from ..errors import DshlogError, ExitCode, UsageError, boundary
 from ..executor import Executor, InProcess, helpers_allowed
 from ..output.jsondoc import SHAPE
-from ..protocol.layout import generation_name, parse_generation, persistence_root
+from ..protocol.layout import parse_generation, persistence_root, successor_name
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.children import discover_child_facts
 from ..read.container import select_generation
@@ -112,8 +112,7 @@ def migrate_all(sources: Iterable[Path | str | Unreadable], *, check: bool = Fal
 
 def target_name(source: Path) -> str:
     """The successor's name: the current generation, in the source's encoding."""
-    g = parse_generation(source.name)
-    return generation_name(CURRENT_VERSION, g.compressed if g is not None else source.name.endswith(".zstd"))
+    return successor_name(source.name)
 
 
 def find_sessions(paths: list[str], *, recursive: bool) -> list[str | Unreadable]:

@@ -22,6 +22,7 @@ from typing import Final, NamedTuple
 from ..errors import UnsupportedVersion, UsageError
 from .texts import encoding_mismatch, flat_file_layout, identity_mismatch, requested_id_mismatch, session_not_found
 from .values import MAX_SAFE_INTEGER
+from .vocabulary import CURRENT_VERSION
 
 __all__ = [
     "Generation",
@@ -89,6 +90,15 @@ def generation_name(version: int, compressed: bool) -> str:
     """The canonical basename of generation ``version`` (the inverse of :func:`parse_generation`)."""
     base = "session.jsonl" if version == 0 else f"session.v{version}.jsonl"
     return base + ZSTD_SUFFIX if compressed else base
+
+
+def successor_name(name: str) -> str:
+    """The name of the current generation a migration publishes beside ``name``, in its encoding.
+
+    The source's own encoding when ``name`` is a generation; otherwise a ``.zstd`` ending says it.
+    """
+    g = parse_generation(name)
+    return generation_name(CURRENT_VERSION, g.compressed if g is not None else name.endswith(ZSTD_SUFFIX))
 
 
 def choose_generation(names: Iterable[str], *, where: str = "") -> str:
