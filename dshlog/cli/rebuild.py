@@ -15,6 +15,7 @@ from .common import (
     FormatOpt,
     SelectOpt,
     UnknownOpt,
+    cache_dir,
     print_notes,
     read_progress,
     reading,
@@ -45,7 +46,7 @@ def rebuild(
     # the messages are spilled as they are folded and written piece by piece: the request never exists whole
     with rebuild_text(path, request, pretty=not compact, messages_only=messages_only, allow_unknown=allow_unknown,
                       select=select, format_version=format_version, **reading(path),
-                      progress=read_progress()) as req:
+                      progress=read_progress(), cache=cache_dir()) as req:
         done()
         batch = BatchedStdout()
         for piece in req.pieces():

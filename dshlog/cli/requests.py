@@ -16,6 +16,7 @@ from .common import (
     JsonOpt,
     SelectOpt,
     UnknownOpt,
+    cache_dir,
     print_notes,
     read_progress,
     reading,
@@ -44,7 +45,7 @@ def requests(
     path = resolve(file)
     # dsh's decision on the whole log, and every row, before anything is printed
     series = request_series(path, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path),
-                            progress=read_progress())
+                            progress=read_progress(), cache=cache_dir())
     done()
     if json_:
         # one request per line: a long series reads (and pipes) row by row

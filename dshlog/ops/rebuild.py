@@ -125,10 +125,12 @@ def _texts(builder: RequestBuilder, spill: MessageSpill) -> Iterator[bytes]:
 def rebuild_text(target: str | os.PathLike[str], number: int, *, pretty: bool = True, messages_only: bool = False,
                  allow_unknown: bool = False, select: str | None = None, format_version: int | None = None,
                  system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-                 parallel: bool = False, progress: Position | None = None) -> RequestText:
+                 parallel: bool = False, progress: Position | None = None, cache: str | None = None) -> RequestText:
     """Fold the log up to request ``number``'s settlement, spilling each message's text (see the module docstring).
 
     ``progress``: told how far the read of the log is (bytes of the file, its size).
+    ``cache``: the directory of the verified cache, or none; with one, an old log's proven
+    successor is read instead of migrating it again (:mod:`dshlog.read.successor`).
 
     Raises what :func:`rebuild_request` raises, before anything is written.
     """
@@ -136,7 +138,7 @@ def rebuild_text(target: str | os.PathLike[str], number: int, *, pretty: bool = 
     try:
         with open_target(target, strict=stance("rebuild").strict, select=select, format_version=format_version,
                          system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel,
-                         progress=progress) as log:
+                         progress=progress, cache=cache) as log:
             with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
                 builder = RequestBuilder(session_id=log.session_id, strict_unknown=not allow_unknown, note=spill.note)
                 settle(builder, view, number)

@@ -90,13 +90,15 @@ class RequestSeries:
 def request_series(target: Target, *, allow_unknown: bool = False, select: str | None = None,
                    format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
                    stream: IO[bytes] | None = None, parallel: bool = False,
-                   progress: Position | None = None) -> RequestSeries:
+                   progress: Position | None = None, cache: str | None = None) -> RequestSeries:
     """``dshlog requests``: every request, whether it extends its predecessor byte for byte, and why not.
 
-    dsh's decision on the whole log comes before the series is returned.
+    dsh's decision on the whole log comes before the series is returned.  ``cache``: the
+    directory of the verified cache, or none; with one, an old log's proven successor is
+    read instead of migrating it again (:mod:`dshlog.read.successor`).
     """
     with _open(target, strict=stance("requests").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-               stream=stream, parallel=parallel, progress=progress) as log:
+               stream=stream, parallel=parallel, progress=progress, cache=cache) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
                                                                  strict_unknown=not allow_unknown))

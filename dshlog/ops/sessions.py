@@ -49,7 +49,7 @@ def located(path: str) -> Iterator[None]:
 def open_target(target: str | os.PathLike[str], *, strict: bool = True, select: str | None = None,
                 format_version: int | None = None, system_prompt_plugins: tuple[str, ...] = (),
                 stream: IO[bytes] | None = None, parallel: bool = False, guard: bool = False,
-                progress: Position | None = None) -> SessionLog:
+                progress: Position | None = None, cache: str | None = None) -> SessionLog:
     """Open the input of an operation (see :class:`~dshlog.read.session.SessionLog` for the options).
 
     ``select`` picks one session of a wrapped stream or document; on an input
@@ -58,7 +58,7 @@ def open_target(target: str | os.PathLike[str], *, strict: bool = True, select: 
     """
     log = open_log(target, strict=strict, select=select, format_version=format_version,
                        system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel, guard=guard,
-                       progress=progress)
+                       progress=progress, cache=cache)
     if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
         log.close()
         raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}",

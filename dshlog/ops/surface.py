@@ -247,13 +247,14 @@ def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow
 
     ``cache``: the directory of the verified cache of per-session results
     (:mod:`dshlog.read.cache`), or none; a regular file unchanged since its surface was
-    kept (with these options, in the same root) is not folded again.
+    kept (with these options, in the same root) is not folded again, and an old log's proven
+    successor is read instead of migrating it again (:mod:`dshlog.read.successor`).
     """
 
     def reopen() -> SessionLog:
         return open_target(target, select=select, format_version=format_version,
                            system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel,
-                           progress=progress)
+                           progress=progress, cache=cache)
 
     def fold(_path: str) -> SurfaceRows:
         return _surface_rows(reopen, at, allow_unknown, stream is not None)

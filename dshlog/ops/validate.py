@@ -176,7 +176,8 @@ Reopen = Callable[[], IO[bytes] | None]
 
 
 def _dsh_verdict(report: ValidationReport, log: Any, target: str, select: str | None, format_version: int | None,
-                 plugins: tuple[str, ...], parallel: bool, again: Reopen, progress: Position | None = None) -> None:
+                 plugins: tuple[str, ...], parallel: bool, again: Reopen, progress: Position | None = None,
+                 cache: str | None = None) -> None:
     """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
 
     ``log`` is the lenient reader the listing used.  A header dsh refuses is known
@@ -190,7 +191,7 @@ def _dsh_verdict(report: ValidationReport, log: Any, target: str, select: str | 
             return  # otherwise dsh refuses it for where it sits: the strict open below says so
     try:
         with open_log(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
-                          parallel=parallel, stream=again(), progress=progress) as log:
+                      parallel=parallel, stream=again(), progress=progress, cache=cache) as log:
             with log.v4() as view:
                 view.finish()
     except DshlogError as exc:
@@ -209,7 +210,8 @@ def _dsh_verdict(report: ValidationReport, log: Any, target: str, select: str | 
 
 def validate_log(target: str, *, select: str | None = None, format_version: int | None = None,
                  system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False,
-                 stream: IO[bytes] | None = None, progress: Position | None = None) -> ValidationReport:
+                 stream: IO[bytes] | None = None, progress: Position | None = None,
+                 cache: str | None = None) -> ValidationReport:
     """Check one input completely; never raises for problems in the log itself.
 
     ``system_prompt_plugins`` and ``parallel`` (forked helpers allowed): as
@@ -217,10 +219,13 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
     open stream (what ``-`` names) instead of opening ``target``; the log is read
     up to three times (the listing, dsh's decision, the migrated form), so the
     stream is spooled once to a temporary file, never held in memory.  ``progress``: told how far
-    each read is (bytes of the file, its size).
+    each read is (bytes of the file, its size).  ``cache``: the directory of the verified cache, or
+    none; with one, the two reads of an old log's migrated form read its proven successor instead
+    (:mod:`dshlog.read.successor`); the listing reads the old file's own rows.
     """
     if stream is None:
-        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, lambda: None, progress)
+        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, lambda: None, progress,
+                             cache)
     with tempfile.TemporaryFile() as spool:
         shutil.copyfileobj(stream, spool, 1 << 20)
 
@@ -233,7 +238,8 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
 
 
 def _validate_log(target: str, select: str | None, format_version: int | None, system_prompt_plugins: tuple[str, ...],
-                  parallel: bool, again: Reopen, progress: Position | None = None) -> ValidationReport:
+                  parallel: bool, again: Reopen, progress: Position | None = None,
+                  cache: str | None = None) -> ValidationReport:
     report = ValidationReport(path=target)
     try:
         log = open_log(target, strict=False, select=select, format_version=format_version, parallel=parallel,
@@ -292,13 +298,13 @@ def _validate_log(target: str, select: str | None, format_version: int | None, s
             else:
                 sev = Severity.WARNING
             report.add(n.with_severity(sev))
-    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins, parallel, again, progress)
+    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins, parallel, again, progress, cache)
     if log.version is not None and log.version < CURRENT_VERSION and not report.errors and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
             log2 = open_log(target, strict=False, select=select, format_version=format_version,
                                 system_prompt_plugins=system_prompt_plugins, parallel=parallel, stream=again(),
-                                progress=progress)
+                                progress=progress, cache=cache)
             with log2:
                 migrated = log2.v4()
                 rules = Validator(migrated.header if log2.header is not None else None, projection=log2.snapshot)
@@ -377,7 +383,7 @@ def validate_many(targets: Iterable[Target | Unreadable], *, select: str | None 
     system_prompt_plugins = tuple(system_prompt_plugins)
     told = progress if len(paths) == 1 and isinstance(ex, InProcess) else None
     task = partial(_validate_target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
-                   parallel=helpers_allowed(ex, parallel), stream=stream, progress=told)
+                   parallel=helpers_allowed(ex, parallel), stream=stream, progress=told, cache=cache)
     options = repr((select, format_version, tuple(system_prompt_plugins)))
     yield from in_walk_order(paths, lambda readable: cached_map(open_cache(cache), REPORT, task, readable, ex,
                                                                        options=options, keep=_lasting,

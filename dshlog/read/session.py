@@ -34,6 +34,7 @@ from ..check.validate import Validator
 from . import lazy
 from .lazy import LazyRecord, RowGate
 from .place import place_refusal
+from . import successor
 from .rows import RowDecoder
 from ..protocol.jsjson import JsonError, dumps, iter_array, js_string, loads, top_level_keys
 from ..protocol.layout import parse_generation, persistence_root
@@ -152,6 +153,7 @@ class SessionLog:
         parallel: bool = False,
         guard: bool = False,
         progress: Position | None = None,
+        cache: str | None = None,
     ) -> None:
         """``stream``: read this already open buffered binary stream (``target`` is then only
         the name shown in messages), e.g. bytes arriving through a pipe.
@@ -170,8 +172,14 @@ class SessionLog:
         ``progress``: told ``(bytes of the file read, its size)`` while the body is read
         (:data:`~dshlog.read.container.Position`), so that a caller can say how far a long
         read is; the reading loop calls it, about once per :data:`PROGRESS_STEP` bytes.
+        ``cache``: the directory of the verified cache (:mod:`dshlog.read.cache`), or none;
+        with one, the v4 view of an old generation file reads its published successor
+        instead of migrating it where a read of this file proved it (:mod:`dshlog.read.successor`).
         """
         self.target = target
+        self.cache = cache
+        #: the input is a file opened by name (not a stream the caller passed)
+        self.named = stream is None
         self.parallel = parallel
         self.guard = guard
         self.progress = progress
@@ -956,17 +964,63 @@ class V4View:
                 yield r.event, r.raw
             return
         facts = self._child_facts if self._child_facts is not None else log._discover_children()
+        claim = self._claim(facts)
+        if claim is not None:
+            proof = successor.proven(claim)
+            published = self._successor(proof) if proof is not None else None
+            if published is not None:
+                yield from published
+                return
+        witness = successor.Witness(claim) if claim is not None else None
+        noted = len(log.notes)
         try:
             body = log._stored_runs() if self._runs else (r.event for r in log._stored())
             header, events = migrate_stream(log._migration_header(), body, child_facts=facts, projection=log.snapshot,
                                             system_prompt_plugins=log.system_prompt_plugins)
             self._header = header
             self._migrated = events
-            for ev in events:
-                yield ev, None
+            if witness is None:
+                for ev in events:
+                    yield ev, None
+            else:
+                witness.line(header)
+                for ev in events:
+                    witness.line(ev)
+                    yield ev, None
         except DshlogError as exc:
             raise exc.with_context(path=log.path)  # noqa: B904 - the error itself, located
         self.inherited_cut = events.inherited_cut
+        if witness is not None and len(log.notes) == noted:  # a read that noted nothing about the body
+            witness.close(self.inherited_cut)
+
+    def _claim(self, facts: list[dict[str, Any]]) -> successor.Claim | None:
+        """What this view of an old generation file may prove or use (:mod:`dshlog.read.successor`), or ``None``."""
+        log = self._log
+        if log.cache is None or not log.named or log.header is None or log.info.container != Container.JSONL \
+                or log.snapshot:
+            return None
+        return successor.claim(log.cache, log.path, log._fh.fileno(), strict=log.strict, version=log.version,
+                               plugins=log.system_prompt_plugins, facts=facts)
+
+    def _successor(self, proof: successor.Proof) -> Iterator[tuple[dict[str, Any], bytes | None]] | None:
+        """The proven successor's events, as the migration would yield them; ``None`` when it cannot be opened as proven."""
+        log = self._log
+        try:
+            published = SessionLog(proof.path, strict=False, parallel=log.parallel, progress=log.progress)
+        except DshlogError:
+            return None
+        if not successor.same_file(proof.stamp, published._fh.fileno()) or published.version != CURRENT_VERSION \
+                or published.header is None:
+            published.close()
+            return None
+        return self._published(published, proof)
+
+    def _published(self, published: SessionLog, proof: successor.Proof) -> Iterator[tuple[dict[str, Any], bytes | None]]:
+        with published:
+            self._header = published.header
+            for r in published._stored():
+                yield r.event, None  # as migrated: no stored line of the old file is this event
+        self.inherited_cut = proof.inherited_cut
 
     def _restored(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
         """The source, with dsh's v4 restore over it (dsh's view only)."""
