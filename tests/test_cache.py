@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_env
+from conftest import FIXTURES, load_bench_script, run_env
 
 from dshlog.cli.env import cache_directory
 from dshlog.executor import InProcess
@@ -26,6 +26,8 @@ from dshlog.read import cache as cache_mod
 from dshlog.read.cache import CACHE_FILE, Kind, cached_map, close_caches, open_cache, stamp_of
 from dshlog.read.store import session_dir
 from test_store import put
+
+DAMAGE = load_bench_script("cache_damage")  # the damages the fuzzer's cache mode draws from, too
 
 COMMANDS = [
     ("report",),
@@ -220,41 +222,13 @@ def test_a_fifo_is_not_opened_for_its_stamp(tmp_path):
     t.join(5)
 
 
-def _corrupt_with(kind: str, path: Path) -> None:
-    if kind == "garbage":
-        path.write_bytes(os.urandom(8192))
-    elif kind == "truncated":
-        data = path.read_bytes()
-        path.write_bytes(data[: len(data) // 3])
-    elif kind == "empty":
-        path.write_bytes(b"")
-    elif kind == "schema":
-        db = sqlite3.connect(path)
-        db.execute("PRAGMA user_version = 999")
-        db.commit()
-        db.close()
-    elif kind == "foreign":
-        path.unlink()
-        db = sqlite3.connect(path)
-        db.execute("CREATE TABLE notes (x TEXT)")
-        db.commit()
-        db.close()
-    elif kind == "values":  # every stored value replaced by a well-formed one that is not its own
-        db = sqlite3.connect(path)
-        db.execute("UPDATE entries SET value = X'93010203'")
-        db.commit()
-        db.close()
-
-
-@pytest.mark.parametrize("kind", ["garbage", "truncated", "empty", "schema", "foreign", "values"])
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "empty", "schema", "foreign", "values", "swap"])
 def test_a_damaged_cache_file_is_made_again(home, tmp_path, kind):
     cache = tmp_path / "cache"
     off = [_run(home, cmd, None) for cmd in COMMANDS]
     assert [_run(home, cmd, cache) for cmd in COMMANDS] == off
     close_caches()
-    for suffix in ("-wal", "-shm"):
-        Path(f"{cache / CACHE_FILE}{suffix}").unlink(missing_ok=True)
-    _corrupt_with(kind, cache / CACHE_FILE)
+    DAMAGE.damage(kind, cache / CACHE_FILE)
     assert [_run(home, cmd, cache) for cmd in COMMANDS] == off
     close_caches()
     assert [_run(home, cmd, cache) for cmd in COMMANDS] == off
@@ -274,13 +248,7 @@ def test_random_damage_to_the_cache_never_changes_an_answer(home, tmp_path):
     for _round in range(25):
         assert [_run(home, cmd, cache) for cmd in cmds] == off
         close_caches()
-        for suffix in ("-wal", "-shm"):
-            Path(f"{db}{suffix}").unlink(missing_ok=True)
-        data = bytearray(db.read_bytes())
-        for _ in range(rng.choice([1, 4, 32])):
-            i = rng.randrange(len(data))
-            data[i] = rng.randrange(256)
-        db.write_bytes(bytes(data))
+        DAMAGE.damage("bytes", db, rng)
         assert [_run(home, cmd, cache) for cmd in cmds] == off
         close_caches()
 
