@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint fidelity bench stress fuzz fuzz-long clean
+.PHONY: demo test lint fidelity bench stress fuzz fuzz-cache fuzz-long clean
 
 $(STAMP): pyproject.toml dshlog/protocol/_scan.c
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ stress: $(STAMP)
 fuzz: $(STAMP)
 	$(PY) bench/fuzz.py --seconds $${FUZZ_SECONDS:-300} --huge-line-mb $${FUZZ_HUGE_MB:-8} --bomb-mb $${FUZZ_BOMB_MB:-256} \
 		--report bench/out/fuzz.jsonl
+
+# the reading commands with a damaged cache (or a log changed under it): every answer must be --no-cache's
+fuzz-cache: $(STAMP)
+	$(PY) bench/fuzz.py --cache-mode --seconds $${FUZZ_SECONDS:-300} --huge-line-mb $${FUZZ_HUGE_MB:-8} \
+		--bomb-mb $${FUZZ_BOMB_MB:-256} --report bench/out/fuzz-cache.jsonl
 
 # exactly FUZZ_INPUTS inputs (default 10 000), every class and command, at a 1 MiB line-size limit with huge lines
 # and bombs sized around it (the 256 MiB and 1 GiB sizes are the targeted bomb tests'); see RELIABILITY.md.

@@ -57,6 +57,17 @@ What a fork costs here is mostly the server's resident memory (page tables copie
 copy-on-write faults, teardown), so the server imports what the fuzzed commands
 import and nothing more (not the interactive browser).
 
+The cache mode (``--cache-mode``, ``make fuzz-cache``) gives each input to the reading
+commands that use dshlog's cache (``CACHED``) instead: once with ``--no-cache``, once
+with an empty cache, then again after one or two damages drawn per input
+(``CACHE_DAMAGES``): the database's bytes overwritten, cut short, replaced by a foreign
+SQLite file or another layout, its values replaced, rows' values, keys or stamps
+swapped (``bench/cache_damage.py``, which the cache's tests use too), or the log changed
+after its entries were made (a byte in place with its size and mtime kept, or a row
+appended), or an old log's published successor changed after a view proved it (an old
+plain generation gets its successor from ``migrate`` first).  Every answer (stdout,
+stderr, exit code) must be exactly the ``--no-cache`` one (``cache-disagreement``).
+
 ``tests/test_fuzz.py`` drives the same mutators and checks through hypothesis.
 """
 
@@ -86,6 +97,9 @@ from collections.abc import Callable, Iterator
 import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import cache_damage  # noqa: E402 - found through the path set just above
 SHARED = Path(os.environ.get("DSHLOG_SHARED", ROOT.parent / "shared"))
 ALLOWED = {0, 2, 3, 4, 5, 6, 10}
 MAX_SEED_BYTES = 256 << 10
@@ -1335,7 +1349,7 @@ def _pump(master: int, out_fd: int) -> bool:
 
 OUTCOMES = ["exit-1", "bad-exit", "traceback", "signal", "hang", "output-despite-error", "input-modified",
             "files-beside-input", "control-chars", "markup-interpreted", "unreadable-output", "invalid-output",
-            "accepted-corrupt", "container-disagreement"]
+            "accepted-corrupt", "container-disagreement", "cache-disagreement"]
 NOTES = ["bidi-in-output", "surrogate-in-output", "control-chars-in-export", "bidi-in-output-in-export",
          "surrogate-in-output-in-export"]  # counted and reported, not failures
 
@@ -1799,6 +1813,126 @@ def _debug_signature(argv: list[str], work: Path, cwd: Path, tty: bool, stats: S
     return "? (--debug printed no traceback)"
 
 
+# ----------------------------------------------------------------------------- cache mode
+
+# The reading commands the cache answers (info, stats, validate, surface) or whose old log's v4 successor it
+# proves (surface --json --messages, requests, rebuild): with a damaged cache each must answer exactly as
+# with --no-cache.
+CACHED: list[Command] = [
+    Command("info --json", ("info", "--json", "{f}"), human=False),
+    Command("stats", ("stats", "{f}")),
+    Command("validate", ("validate", "{f}")),
+    Command("surface", ("surface", "{f}")),
+    Command("surface --at", ("surface", "--at", "{at}", "{f}")),
+    Command("surface --json --messages", ("surface", "--json", "--messages", "{f}"), human=False),
+    Command("requests", ("requests", "{f}")),
+    Command("rebuild -r last", ("rebuild", "--request", "{last}", "{f}"), human=False),
+    # a copy elsewhere: entries of another key, so that rows swapped between keys can show a wrong answer
+    Command("info --json of a copy", ("info", "--json", "{g}"), human=False),
+    Command("validate of a copy", ("validate", "{g}")),
+]
+#: What the cache mode does to a warm cache: a damage of its database (``bench/cache_damage.py``), or a change
+#: of a file after its entries were made (the log; an old log's successor after it was proven).
+CACHE_DAMAGES = (*cache_damage.RANDOM, "stale-log", "stale-successor")
+
+
+def _stale(path: Path, rng: random.Random) -> None:
+    """``path`` changed after the cache was filled: a byte in place (size and mtime kept), or a row appended."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    if data and rng.random() < 0.5:
+        i = rng.randrange(len(data))
+        data[i] = (data[i] + 1 + rng.randrange(255)) % 256
+        path.write_bytes(bytes(data))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    else:
+        path.write_bytes(bytes(data) + b'{"type":"turn/start","seq":999999,"time":0,"data":{"turn":99}}\n')
+
+
+def check_cache_input(data: bytes, name: str, workdir: Path, stats: Stats | None = None, *, seed: int = 0,
+                      damages: list[str] | None = None) -> list[Failure]:
+    """Give ``data`` to the reading commands with a cache, cold and then damaged (``damages``, or one or two drawn
+    with ``seed``), and return every answer that is not exactly the ``--no-cache`` one."""
+    stats = stats if stats is not None else Stats()
+    failures: list[Failure] = []
+    d = Path(tempfile.mkdtemp(dir=workdir))
+    rng = random.Random(seed)
+    try:
+        _check_cache_in(d, data, name, stats, failures, damages or rng.sample(CACHE_DAMAGES, rng.randint(1, 2)), rng)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    stats.inputs += 1
+    for f in failures:
+        stats.outcomes[f.outcome] += 1
+        stats.by_label[f"{f.outcome} / {f.label}"] += 1
+    return failures
+
+
+Answer = tuple[int | None, bytes, bytes]
+
+
+def _check_cache_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Failure], damages: list[str],
+                    rng: random.Random) -> None:
+    from dshlog.protocol.layout import parse_generation, successor_name
+    from dshlog.protocol.vocabulary import CURRENT_VERSION
+    from dshlog.read.cache import CACHE_FILE
+
+    plain = _plaintext_head(data)
+    gen = _generation_name(name, data, plain)
+    sess, work = d / "sess", d / "work"
+    sess.mkdir()
+    work.mkdir()
+    f = sess / gen
+    f.write_bytes(data)
+    (d / "copy").mkdir()
+    (d / "copy" / gen).write_bytes(data)
+    subs = {"{f}": str(f), "{g}": str(d / "copy" / gen), "{last}": str(max(2, len(_SETTLED.findall(plain)))),
+            "{at}": str(max(0, len(_SEQ.findall(plain)) // 2))}
+    g = parse_generation(gen)
+    successor = sess / successor_name(gen)
+    if g is not None and g.version < CURRENT_VERSION and not g.compressed:
+        # an old log with its migration published beside it: the views prove it, then read it
+        run_isolated(["--no-cache", "migrate", "--no-children", str(f)], work=work, cwd=d)
+        stats.extra_runs += 1
+    db = d / "xdg" / "dshlog" / CACHE_FILE
+
+    def answers(cache: bool) -> dict[str, Answer]:
+        env = {"XDG_CACHE_HOME": str(d / "xdg"), "DSHLOG_NO_CACHE": "0" if cache else "1"}
+        got: dict[str, Answer] = {}
+        for cmd in CACHED:
+            run = run_isolated([subs.get(a, a) for a in cmd.argv], work=work, cwd=d, env=env)
+            stats.runs += 1
+            stats.cpu += run.cpu
+            got[cmd.label] = (None if run.hung or run.signal is not None else run.code, run.out.read_bytes(),
+                              run.err.read_bytes())
+        return got
+
+    def compare(stage: str, off: dict[str, Answer]) -> None:
+        for label, (code, out, err) in answers(True).items():
+            want = off[label]
+            if (code, out, err) != want:
+                what = [w for w, a, b in (("exit", code, want[0]), ("stdout", out, want[1]), ("stderr", err, want[2]))
+                        if a != b]
+                failures.append(Failure("cache-disagreement", label,
+                                        f"after {stage}: {' and '.join(what)} differ from --no-cache (exit {code} vs "
+                                        f"{want[0]}); stderr {err[-300:]!r} vs {want[2][-300:]!r}",
+                                        f"{stage}: {', '.join(what)}"))
+
+    off = answers(False)
+    compare("a cold cache", off)
+    for kind in damages:
+        if kind == "stale-log":
+            _stale(f, rng)
+            off = answers(False)
+        elif kind == "stale-successor":
+            if not successor.is_file():
+                continue
+            _stale(successor, rng)
+        else:
+            cache_damage.damage(kind, db, rng)
+        compare(f"damage {kind}", off)
+
+
 # ----------------------------------------------------------------------------- the run
 
 
@@ -1835,6 +1969,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--merge", type=Path, nargs="+", default=None, help="print the counts of one run from its shards' JSON")
     ap.add_argument("--replay", type=Path, default=None, help="check one stored input and print its failures")
     ap.add_argument("--name", default=None, help="with --replay: the file name to store it under")
+    ap.add_argument("--cache-mode", action="store_true",
+                    help="instead of every command, run the reading commands with a cache damaged in one or two "
+                    f"ways ({', '.join(CACHE_DAMAGES)}) and compare each answer with --no-cache's")
     a = ap.parse_args(argv)
     if a.merge:
         print(json.dumps(merge_reports([json.loads(x.read_text()) for x in a.merge]), indent=2))
@@ -1844,7 +1981,9 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="dshlog-fuzz-"))
     if a.replay is not None:
         stats = Stats()
-        found = check_input(a.replay.read_bytes(), a.name or _replay_name(a.replay), work, stats)
+        replayed, replay_name = a.replay.read_bytes(), a.name or _replay_name(a.replay)
+        found = (check_cache_input(replayed, replay_name, work, stats, seed=_replay_seed(a.replay, a.seed)) if a.cache_mode
+                 else check_input(replayed, replay_name, work, stats))
         for x in found:
             print(f"{x}\n    signature: {x.signature}")
         print(json.dumps(stats.as_dict(), indent=2))
@@ -1882,7 +2021,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"MUTATOR ERROR {seeds[i].name} {ops}: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue
         name = input_name(seeds[i].name, ops)
-        found = check_input(data, name, work, stats)
+        if a.cache_mode:  # the damage drawn from the input's index: the inputs are those of a run without it
+            found = check_cache_input(data, name, work, stats, seed=damage_seed(a.seed, index))
+        else:
+            found = check_input(data, name, work, stats)
         if a.progress and stats.inputs % a.progress == 0:
             print(f"progress: {stats.inputs} inputs ({drawn} drawn), {stats.runs} command runs, {failing + bool(found)} failing, "
                   f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
@@ -1905,7 +2047,7 @@ def main(argv: list[str] | None = None) -> int:
                 s["classes"].update({op for op, _ in ops})
             print(f"FAIL {name} {ops}: {len(found)} checks, first: {str(found[0])[:600]}", file=sys.stderr)
     cpu1 = os.times()
-    counts = {"test": "fuzz (bench/fuzz.py)", "seed": a.seed, "seconds": round(time.monotonic() - started), "seeds": len(seeds),
+    counts = {"test": "fuzz (bench/fuzz.py" + (" --cache-mode)" if a.cache_mode else ")"), "seed": a.seed, "seconds": round(time.monotonic() - started), "seeds": len(seeds),
               "cpuSeconds": {"fuzzer": round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 1),
                              "commands": round(stats.cpu, 1)},
               "requestedInputs": a.inputs, "shard": a.shard, "drawn": drawn, "maxLineMiB": a.max_line_mib, "cpuTimeoutS": a.timeout,
@@ -1949,6 +2091,17 @@ def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
         out[key] = dict(sorted(worst.items()))
     out["signatures"] = {k: v for d in docs for k, v in d.get("signatures", {}).items()}
     return out
+
+
+def damage_seed(seed: int, index: int) -> int:
+    """The seed of the cache mode's damage to input ``index`` of a run with ``seed`` (a replay draws it again)."""
+    return seed * 1_000_003 + index
+
+
+def _replay_seed(path: Path, default: int) -> int:
+    """The damage seed of a stored failing input (``fail-SEED-N-NAME``), else ``default``."""
+    m = re.match(r"fail-(\d+)-(\d+)-", path.name)
+    return damage_seed(int(m.group(1)), int(m.group(2))) if m else default
 
 
 def _replay_name(path: Path) -> str:

@@ -15,6 +15,9 @@ error (never exit 1, a traceback, a signal or a hang), leave the input
 untouched, leave no output after an error, and print no raw control
 character for a person to see.  ``make fuzz`` runs the same checks for minutes
 with plain random choices, larger huge lines and bombs, and reports counts.
+The cache mode (``make fuzz-cache``) runs here on one old log with every damage of
+its cache in turn, and on a few mutated inputs with one or two drawn damages: each
+answer must be the ``--no-cache`` one.
 """
 
 from __future__ import annotations
@@ -291,3 +294,25 @@ def test_a_json_rpc_notification_whose_params_are_a_string(tmp_path: Path) -> No
     for argv in (["info", str(f)], ["events", str(f)], ["validate", str(f)]):
         code, out, err = FUZZ.run_command(argv)
         assert code != 1 and b"internal error" not in err, (argv, err)
+
+
+# ----------------------------------------------------------------------------- the cache mode
+
+
+def _cache_check(data: bytes, name: str, **kw: object) -> None:
+    failures = FUZZ.check_cache_input(data, name, WORK, **kw)
+    assert not failures, f"{name}:\n" + "\n".join(map(str, failures))
+
+
+def test_every_cache_damage_leaves_every_answer_as_without_a_cache() -> None:
+    """Each damage of the cache mode once, one after another, on an old log whose successor is proven and read."""
+    seed = ROOT / "fixtures" / "v0" / "text-turn" / "session.jsonl"
+    _cache_check(seed.read_bytes(), seed.name, damages=list(FUZZ.CACHE_DAMAGES))
+
+
+@pytest.mark.skipif(not SEEDS, reason="no corpus or fixtures to mutate")
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
+@given(index=st.integers(0, max(0, len(SEEDS) - 1)), ops=ops_strategy, seed=st.integers(0, 2**32 - 1))
+def test_mutated_logs_answer_as_without_a_damaged_cache(index: int, ops: list[tuple[str, int]], seed: int) -> None:
+    data = FUZZ.mutate(PLAIN[index][0], PLAIN[index][1], ops, OTHERS)
+    _cache_check(data, FUZZ.input_name(SEEDS[index].name, ops), seed=seed)
