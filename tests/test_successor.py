@@ -17,8 +17,11 @@ from typing import Any
 import pytest
 from conftest import load_bench_script, run_env
 
+from dshlog.protocol.jsjson import dumps
 from dshlog.read import session as session_mod
+from dshlog.read import successor
 from dshlog.read.cache import CACHE_FILE, close_caches
+from dshlog.read.container import LINE_LIMIT
 
 VIEWS = [("surface",), ("surface", "--json", "--messages"), ("surface", "--at", "40"), ("requests", "--json"),
          ("validate",), ("rebuild", "--request", "3")]
@@ -138,3 +141,50 @@ def test_other_options_prove_on_their_own(old: Path, tmp_path: Path, migrations:
     migrations.clear()
     assert _run((*plugin, "requests", "--json"), old, cache) == off
     assert migrations == [1]  # the proof of the plain run says nothing of a run with other producers
+
+
+def _claim_beside(tmp_path: Path) -> successor.Claim:
+    d = tmp_path / "sess"
+    d.mkdir()
+    old = d / "session.jsonl"
+    old.write_bytes(b'{"type":"session","id":"s"}\n')
+    with old.open("rb") as fh:
+        (d / "session.v4.jsonl").write_bytes(b"")
+        c = successor.claim(str(tmp_path / "cache"), str(old), fh.fileno(), strict=True, version=0, plugins=(), facts=[])
+    assert c is not None
+    return c
+
+
+def _write(c: successor.Claim, values: list[object]) -> None:
+    Path(c.successor).write_bytes(b"".join(dumps(v) + b"\n" for v in values))
+
+
+def test_a_witness_proves_exactly_the_bytes_it_saw(tmp_path: Path) -> None:
+    c = _claim_beside(tmp_path)
+    values: list[object] = [{"type": "session", "version": 4}, {"type": "turn/start", "seq": 0}]
+    _write(c, values)
+    w = successor.Witness(c)
+    for v in values:
+        w.line(v)
+    w.close(None)
+    proof = successor.proven(c)
+    assert proof is not None and proof.path == c.successor
+    _write(c, [*values, {"type": "turn/end", "seq": 1}])  # the successor changed since: not read
+    assert successor.proven(c) is None
+
+
+def test_a_migration_with_a_line_beyond_the_limit_is_never_proven(tmp_path: Path) -> None:
+    """One v4 line may hold many old rows: its successor's reader would refuse what the migration held."""
+    c = _claim_beside(tmp_path)
+    values: list[object] = [{"type": "session", "version": 4}, {"type": "x", "data": "a" * 2048}]
+    _write(c, values)
+    before = LINE_LIMIT.max_bytes
+    LINE_LIMIT.set(1024)
+    try:
+        w = successor.Witness(c)
+        for v in values:
+            w.line(v)
+        w.close(None)
+    finally:
+        LINE_LIMIT.set(before)
+    assert successor.proven(c) is None

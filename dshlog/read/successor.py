@@ -25,7 +25,8 @@ a read of this very file made:
 
 What a read of the old file says about its own lines (a torn tail, a skipped or recovered
 row: notes naming its lines and offsets) cannot come from the successor, so a read that
-noted anything about the body proves nothing, and such a file is always migrated.  Only a
+noted anything about the body proves nothing, and such a file is always migrated; nor does a
+migration with a line the reader's limit refuses (one v4 line may hold many old rows).  Only a
 plain successor of a named generation file is proven: not a compressed one, not a snapshot,
 not standard input or a wrapped stream.
 """
@@ -41,6 +42,7 @@ from ..protocol.jsjson import dumps
 from ..protocol.layout import parse_generation, successor_name
 from ..protocol.vocabulary import CURRENT_VERSION
 from .cache import Kind, ResultCache, Stamp, open_cache, stamp_of
+from .container import LINE_LIMIT
 
 __all__ = ["SUCCESSOR", "Claim", "Proof", "Witness", "claim", "proven", "same_file"]
 
@@ -144,6 +146,10 @@ class Witness:
         try:
             text = dumps(value)
         except (TypeError, ValueError):  # nothing a writer could publish: nothing to prove
+            self._claim = None
+            return
+        if len(text) + 1 > LINE_LIMIT.max_bytes:
+            # the migration holds it, but the successor's reader would refuse the line: never read it instead
             self._claim = None
             return
         self._hash.update(text)
