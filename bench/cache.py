@@ -3,6 +3,7 @@ and ``validate``, ``stats``, ``info`` and ``surface`` of one large log.
 
     python bench/cache.py [--count 355] [--scale 1] [--seed 7] [--out bench/data] [--repeat 3] [--root ROOT]
     python bench/cache.py --log 30M [--no-compaction] [--repeat 3]     # the commands of one log
+    python bench/cache.py --log 30M --append 1 [--commands surface]   # ... after 1% was appended
 
 Uses the many-small root of ``bench/generate.py`` (``--count`` sessions, plain), or the root
 given with ``--root`` (``../shared/tools/make_store.py`` builds a realistic one).  Each
@@ -14,6 +15,13 @@ warm ``report`` at most 0.3x the cold one.  With ``--log SIZE`` the commands run
 generated v4 log of that size (``--log FILE``: that file) instead, and the CPU time of
 each child (user + system, from ``wait4``) is reported beside the wall time: the
 interpreter's start-up, paid warm and cold alike, is most of a warm run.
+
+With ``--append PCT`` (and ``--log``), each round caches the log cut at the line where its
+last ``PCT`` percent of bytes begins, appends the rest, and runs the command again: that
+run (``resumed``) goes on from the state the first one kept and reads only the appended
+lines.  It is compared with a ``cold`` run on the whole log (an empty cache) by CPU time;
+the target (issue 34): ``surface`` resumed at most 0.4x cold.  The outputs of ``off``,
+``cold`` and ``resumed`` must be the same bytes.
 """
 
 from __future__ import annotations
@@ -34,6 +42,8 @@ import generate  # noqa: E402 - found through the path set just above
 
 DSHLOG = [sys.executable, "-m", "dshlog"]
 TARGET = 0.3
+#: ``--append``: a resumed ``surface`` at most this fraction of a cold one (CPU).
+RESUME_TARGET = 0.4
 
 
 #: The commands of one log (``--log``).
@@ -77,6 +87,7 @@ def main() -> int:
     ap.add_argument("--commands", default=None, help=f"default: report,stats,ls; with --log: {LOG_COMMANDS}")
     ap.add_argument("--log", help="one log instead of a store: a size to generate (30M) or a file")
     ap.add_argument("--no-compaction", action="store_true", help="with --log SIZE: the shape whose surface grows for the whole log")
+    ap.add_argument("--append", type=float, help="with --log: percent of the log appended after it was cached")
     args = ap.parse_args()
     if args.log is not None:
         if Path(args.log).is_file():
@@ -90,6 +101,10 @@ def main() -> int:
     else:
         generate.generate_many(args.out, count=args.count, seed=args.seed, zstd=False, scale=args.scale)
         root = generate.many_paths(args.out, args.count, args.seed, args.scale)["plain"]
+    if args.append is not None:
+        if not root.is_file():
+            ap.error("--append needs --log")
+        return appended(root, args.append, (args.commands or "surface").split(","), args.repeat)
     if root.is_file():
         print(f"{root}: {root.stat().st_size:,} B\n")
     else:
@@ -121,6 +136,45 @@ def main() -> int:
         mark = "" if what != "report" or root.is_file() else (" (met)" if ratio <= TARGET else f" (target {TARGET}x missed)")
         print(f"| {what} | {best['off']:.3f} | {best['cold']:.3f} | {best['warm']:.3f} | {ratio:.2f}x{mark} "
               f"| {cpu['cold']:.3f} | {cpu['warm']:.3f} | {cpu['warm'] / cpu['cold']:.2f}x |")
+    return 1 if failed else 0
+
+
+def appended(log: Path, percent: float, commands: list[str], repeat: int) -> int:
+    """Each command after ``percent`` of ``log`` was appended to a cached copy: resumed against cold (CPU)."""
+    data = log.read_bytes()
+    cut = data.rfind(b"\n", 0, int(len(data) * (1 - percent / 100))) + 1
+    print(f"{log}: {len(data):,} B, cached at {cut:,} B, {len(data) - cut:,} B appended\n")
+    print("| command | off s | cold s | resumed s | cold CPU s | resumed CPU s | resumed / cold (CPU) |")
+    print("|---|---|---|---|---|---|---|")
+    failed = False
+    for what in commands:
+        best = {"off": float("inf"), "cold": float("inf"), "resumed": float("inf")}
+        cpu = {"cold": float("inf"), "resumed": float("inf")}
+        for _ in range(repeat):
+            work = Path(tempfile.mkdtemp(prefix="dshlog-bench-resume-"))
+            try:
+                copy = work / log.name
+                copy.write_bytes(data[:cut])
+                argv = command(what, copy)
+                env = {**os.environ, "XDG_CACHE_HOME": str(work / "cache")}
+                env.pop("DSHLOG_NO_CACHE", None)
+                timed(argv, env)  # caches the log as it stood
+                with open(copy, "ab") as fh:
+                    fh.write(data[cut:])
+                t_off, _c, off = timed([*argv[:3], "--no-cache", *argv[3:]], env)
+                t_cold, c_cold, cold = timed(argv, {**env, "XDG_CACHE_HOME": str(work / "empty")})
+                t_res, c_res, resumed = timed(argv, env)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            if not off == cold == resumed:
+                print(f"{what}: the outputs with and without the cache differ", file=sys.stderr)
+                failed = True
+            best = {"off": min(best["off"], t_off), "cold": min(best["cold"], t_cold), "resumed": min(best["resumed"], t_res)}
+            cpu = {"cold": min(cpu["cold"], c_cold), "resumed": min(cpu["resumed"], c_res)}
+        ratio = cpu["resumed"] / cpu["cold"]
+        mark = "" if what != "surface" else (" (met)" if ratio <= RESUME_TARGET else f" (target {RESUME_TARGET}x missed)")
+        print(f"| {what} | {best['off']:.3f} | {best['cold']:.3f} | {best['resumed']:.3f} "
+              f"| {cpu['cold']:.3f} | {cpu['resumed']:.3f} | {ratio:.2f}x{mark} |")
     return 1 if failed else 0
 
 

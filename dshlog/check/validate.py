@@ -167,6 +167,11 @@ class Validator:
         return report.flush()
 
     @property
+    def unflagged(self) -> bool:
+        """Before :meth:`finish`: nothing but an ``info`` reported so far, and nothing pending."""
+        return not self._finished and not self._report.flagged and not self._report.pending
+
+    @property
     def clean_fold(self) -> SurfaceFold | None:
         """After :meth:`finish`, of a log with no problem but an ``info``: the surface fold, else ``None``.
 

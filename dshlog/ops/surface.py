@@ -40,9 +40,10 @@ from ..output.jsondoc import SHAPE
 from ..output.text import preview
 from ..protocol.jsjson import Items, pretty_pieces
 from ..protocol.vocabulary import message_of
-from ..read.cache import MAX_VALUE_BYTES, STDIN, Kind, cached_call, open_cache, problem_of, problem_record
+from ..read.cache import MAX_VALUE_BYTES, STDIN, Kind, open_cache, problem_of, problem_record, resumed_call
 from ..read.container import Position
 from ..read.place import place_keys
+from ..read.resume import STATE_VERSION, StateCodec, resume_view, view_checkpoint
 from ..read.session import SessionLog
 from .sessions import Target, located, open_target
 from .stance import stance
@@ -256,26 +257,47 @@ def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow
                            system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel,
                            progress=progress, cache=cache)
 
-    def fold(_path: str) -> SurfaceRows:
-        return _surface_rows(reopen, at, allow_unknown, stream is not None)
+    def fold(_path: str, kept: Any = None) -> tuple[SurfaceRows, Any]:
+        return _surface_rows(reopen, at, allow_unknown, stream is not None, kept)
 
     path = os.fspath(target)
     if stream is not None or path == STDIN:
-        return fold(path)
+        return fold(path)[0]
     options = repr((at, allow_unknown, select, format_version, tuple(system_prompt_plugins)))
-    rows = cached_call(open_cache(cache), SURFACE, fold, path, options=options, depends=place_keys())
+    rows = resumed_call(open_cache(cache), SURFACE, SURFACE_STATE, fold, path, options=options, depends=place_keys())
     return replace(rows, reread=reopen)  # a kept fold reads its messages from the log, as the command's own does
 
 
-def _surface_rows(reopen: Callable[[], SessionLog], at: int | None, allow_unknown: bool, streamed: bool) -> SurfaceRows:
-    if at is None and not streamed:
-        # the whole log: dsh's restore folds it anyway, and where it found nothing its fold is the command's
-        with reopen() as log:
-            with located(log.path), log.v4(allow_unknown=allow_unknown, surface_note=node_note) as view:
+def _surface_rows(reopen: Callable[[], SessionLog], at: int | None, allow_unknown: bool, streamed: bool,
+                  kept: Any = None) -> tuple[SurfaceRows, Any]:
+    """The surface, and the state its read leaves to go on from once the log has grown (``None``: none).
+
+    Of a whole log, dsh's restore folds it anyway, and where it found nothing its fold is
+    the command's; ``kept`` (a state an earlier read of this file left, the file since
+    appended to) lets it read only the new lines (:mod:`dshlog.read.resume`).  A prefix
+    (``at``), a stream, or a log the restore reported anything in is folded by the command.
+    """
+    if at is not None or streamed:
+        return _command_rows(reopen, at, allow_unknown, streamed), None
+    codec = StateCodec({"node_note": node_note}, limit=MAX_VALUE_BYTES)
+    for attempt in ((kept,) if kept is None else (kept, None)):
+        with reopen() as log, located(log.path):
+            view = log.v4(allow_unknown=allow_unknown, surface_note=node_note)
+            if attempt is not None and not resume_view(log, view, attempt, codec):
+                continue  # the state does not fit this file: read it afresh
+            checkpoint = view_checkpoint(log, view, codec)
+            with view:
                 view.finish()
             shared = view.surface
             if shared is not None:
-                return SurfaceRows(shared, reopen, allow_unknown, tuple(log.notes), log.path, log.notes.suppressed())
+                return SurfaceRows(shared, reopen, allow_unknown, tuple(log.notes), log.path,
+                                   log.notes.suppressed()), checkpoint.state
+        break
+    return _command_rows(reopen, None, allow_unknown, False), None
+
+
+def _command_rows(reopen: Callable[[], SessionLog], at: int | None, allow_unknown: bool, streamed: bool) -> SurfaceRows:
+    """The command's own fold: of a prefix (``at``), of a stream, or of a log dsh's restore reported anything in."""
     state = command_fold(strict_unknown=not allow_unknown, keep_messages=streamed)
     with reopen() as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
@@ -328,6 +350,11 @@ def _kept_of(rec: list[Any]) -> SurfaceRows:
     return SurfaceRows(fold, None, bool(allow_unknown), tuple(problem_of(n) for n in notes), path, suppressed)
 
 
+def _same(value: Any) -> Any:
+    """A state's plain form is kept as :class:`~dshlog.read.resume.Checkpoint` made it."""
+    return value
+
+
 def _note_of(rec: list[Any]) -> tuple[Any, Any, bool, str]:
     """A note kept as its four facts (:func:`node_note`'s tuple) back."""
     role, id_, empty, text = rec
@@ -338,6 +365,9 @@ def _note_of(rec: list[Any]) -> tuple[Any, Any, bool, str]:
 
 #: ``surface``'s folds in the cache (bump ``version`` when :class:`KeptFold` or a node's note changes).
 SURFACE = Kind("surface", 1, _kept_record, _kept_of)
+#: What a read of the whole log leaves to go on from (:mod:`dshlog.read.resume`; its own layout is
+#: ``STATE_VERSION``, in the tag through ``version``): the plain form as it is, decoded when it is resumed.
+SURFACE_STATE = Kind("surface-state", 1 + 1000 * STATE_VERSION, _same, _same)
 
 
 @dataclass(frozen=True, slots=True)

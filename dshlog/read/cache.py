@@ -49,7 +49,7 @@ from ..executor import Executor, InProcess
 from .container import LINE_LIMIT
 
 __all__ = ["CACHE_FILE", "MAX_VALUE_BYTES", "Kind", "ResultCache", "Stamp", "cached_call", "cached_map", "close_caches",
-           "open_cache", "problem_of", "problem_record", "stamp_of"]
+           "grown_from", "open_cache", "problem_of", "problem_record", "resumed_call", "stamp_of"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -107,14 +107,45 @@ def stamp_of(path: str) -> Stamp | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (looked.st_dev, looked.st_ino):
             return None
-        h = hashlib.blake2b(digest_size=16)
-        h.update(os.pread(fd, HEAD_BYTES, 0))
-        if st.st_size > HEAD_BYTES:
-            start = max(HEAD_BYTES, st.st_size - TAIL_BYTES)
-            h.update(os.pread(fd, st.st_size - start, start))
-        return Stamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, h.digest())
+        return Stamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, _digest(fd, st.st_size))
     except OSError:
         return None
+    finally:
+        os.close(fd)
+
+
+def _digest(fd: int, size: int) -> bytes:
+    """The digest of the first and last bytes of the file's first ``size`` bytes (all of it, for a stamp)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(os.pread(fd, min(HEAD_BYTES, size), 0))
+    if size > HEAD_BYTES:
+        start = max(HEAD_BYTES, size - TAIL_BYTES)
+        h.update(os.pread(fd, size - start, start))
+    return h.digest()
+
+
+def grown_from(path: str, now: Stamp, kept: Stamp) -> bool:
+    """Whether the file ``now`` stamps is the one ``kept`` stamped, since grown: appended to, nothing else.
+
+    The same device and inode, a larger size, and the digest of the first and last bytes
+    of its first ``kept.size`` bytes (the old file's extent) equal to the kept one: an
+    append leaves those bytes as they were; a rewrite at the same size, a shrink or
+    another file under the name does not pass.  (Times change with any append: they
+    are not compared.)
+    """
+    if (now.dev, now.ino) != (kept.dev, kept.ino) or now.size <= kept.size:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (kept.dev, kept.ino) or st.st_size < now.size:
+            return False
+        return _digest(fd, kept.size) == kept.digest
+    except OSError:
+        return False
     finally:
         os.close(fd)
 
@@ -242,6 +273,35 @@ class ResultCache:
         except Exception:  # noqa: BLE001 - a row that does not decode is a miss, whatever it holds
             return None
 
+    def get_grown(self, kind: Kind, key: str, stamp: Stamp, path: str) -> Any:
+        """The value stored for ``key`` at an earlier stamp of the file that has since only grown (:func:`grown_from`).
+
+        Used for what a read keeps to resume from (:mod:`dshlog.read.resume`); ``None``
+        on a miss, including a value stored at exactly ``stamp`` (nothing to resume).
+        """
+        if self._db is None:
+            return None
+        try:
+            row = self._db.execute("SELECT dev, ino, size, mtime_ns, ctime_ns, digest, value, checksum FROM entries "
+                                   "WHERE kind = ? AND key = ?", (kind.tag(), key)).fetchone()
+        except self._sqlite3.DatabaseError:
+            self._repair()
+            return None
+        except (self._sqlite3.Error, ValueError):
+            return None
+        if row is None or not all(type(x) is int for x in row[:5]) or not isinstance(row[5], bytes):
+            return None
+        kept = Stamp(*row[:6])
+        value = row[6]
+        if not isinstance(value, bytes) or row[7] != _check(f"{kind.tag()}\0{key}", kept, value):
+            return None
+        if not grown_from(path, stamp, kept):
+            return None
+        try:
+            return kind.decode(msgspec.msgpack.decode(value))
+        except Exception:  # noqa: BLE001 - a row that does not decode is a miss, whatever it holds
+            return None
+
     def put(self, kind: Kind, key: str, stamp: Stamp, result: Any) -> None:
         """Keep ``result`` for ``key`` at ``stamp`` (written by :meth:`flush`); a value that cannot be encoded is not kept."""
         if self._db is None:
@@ -354,6 +414,41 @@ def cached_call(cache: ResultCache | None, kind: Kind, fn: Callable[[str], R], i
         return next(results)
     finally:
         results.close()  # writes what it kept now, not when the generator is collected
+
+
+def resumed_call(cache: ResultCache | None, kind: Kind, state: Kind, fn: Callable[[str, Any], tuple[R, Any]], item: str,
+                 *, options: str = "", keep: Callable[[R], bool] = lambda _r: True,
+                 depends: Callable[[str], str] | None = None) -> R:
+    """:func:`cached_call` of a read that can go on from where an earlier read of the file stood.
+
+    ``fn(item, kept)`` reads the log (``kept``: the ``state`` kind's value an earlier read
+    of the same file left, when the file has only grown since; else ``None``) and
+    returns its result with the state to keep now (``None``: none).  The result is
+    served from the cache when the file is unchanged; both are kept under the file's
+    stamp when it did not change while it was read.
+    """
+    if cache is None or item == STDIN:
+        return fn(item, None)[0]
+    stamp = stamp_of(item)
+    if stamp is None:
+        return fn(item, None)[0]
+
+    def key() -> str:
+        return f"{item}\0{options}" if depends is None else f"{item}\0{options}\0{depends(item)}"
+
+    k = key()
+    try:
+        hit = cache.get(kind, k, stamp)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]  # the kind's decoded value is the caller's result type
+        result, kept = fn(item, cache.get_grown(state, k, stamp, item))
+        if keep(result) and stamp_of(item) == stamp and key() == k:
+            cache.put(kind, k, stamp, result)
+            if kept is not None:
+                cache.put(state, k, stamp, kept)
+        return result
+    finally:
+        cache.flush()
 
 
 # ----------------------------------------------------------------------------- plain forms shared by the kinds

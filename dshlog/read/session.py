@@ -220,6 +220,11 @@ class SessionLog:
         # number, next offset), ``_pushback`` a row already taken out by a peek.
         self._plain: tuple[Iterator[Record], int, int] | None = None
         self._pushback: list[Record] = []
+        #: called when a plain JSONL body's last row has been taken, before the end-of-log notes
+        #: (:mod:`dshlog.read.resume` keeps the state of the read there)
+        self.at_end: Callable[[], None] | None = None
+        #: (line number, byte offset) of the first line a plain body's read has not taken, once it ends
+        self.unread: tuple[int, int] | None = None
         self._open_body(head, format_version)
 
     # ------------------------------------------------------------------ opening
@@ -529,6 +534,8 @@ class SessionLog:
                 yield self.decoder.decode(obj, loc), obj, rec.raw, loc
         if plain is not None:
             yield from self._plain_rows(plain[1], plain[2], gate)
+            if self.at_end is not None:
+                self.at_end()
         if told is not None:
             told()
         t = self.info.torn
@@ -550,6 +557,35 @@ class SessionLog:
             seeded = h.get("isSeeded") if self.version >= 2 and isinstance(h.get("isSeeded"), bool) else None
             seed = h.get("seedLength") if self.version <= 1 and self.header is not None else None
             dec.finish(seeded=seeded, seed_length=safe_int(seed) if is_count(seed) else None)
+
+    @property
+    def resumable(self) -> bool:
+        """Whether the body is a plain JSONL one read straight from the file, not read yet (:meth:`resume_at` applies)."""
+        return self._plain is not None and not self._consumed and self.info.container == Container.JSONL
+
+    def resume_at(self, line: int, offset: int, notes: Problems, decoder: RowDecoder) -> bool:
+        """Read the body from ``offset`` (the start of line ``line``) on, with a kept read's notes and decoder.
+
+        The caller (:mod:`dshlog.read.resume`) vouches that the bytes before ``offset`` are
+        those the kept read took; ``False`` (nothing changed) where the body cannot be
+        continued there: it was read or peeked at past the point, or the point is not in
+        the body.
+        """
+        if not self.resumable or self._plain is None or self._sample_from is None:
+            return False
+        start = self._sample_from  # just after the header line
+        size = self._size()
+        if line < 2 or not start <= offset or size is None or offset > size or (offset == start) != (line == 2):
+            return False
+        try:
+            self._fh.seek(offset)
+        except (OSError, ValueError):
+            return False
+        self._pushback = []
+        self._plain = (self._plain[0], line, offset)
+        self.notes = notes
+        self.decoder = decoder
+        return True
 
     def _in_complete_frame(self, loc: Location | None) -> bool:
         """Whether a row of a current zstd generation sits in a complete frame (not in the torn last one)."""
@@ -579,8 +615,10 @@ class SessionLog:
                 if n > LINE_LIMIT.max_bytes:
                     raise LINE_LIMIT.refusal(self.path, line_no, offset, n)
                 self.info.torn = Torn(offset=offset, length=n, data=line[: 1 << 20])
+                self.unread = (line_no, offset)  # a torn line is read again once it is whole
                 offset += n
-                break
+                self.info.decoded_bytes = offset
+                return
             raw = line[:-1]
             loc = make_loc(line_no, offset, None, None)
             line_no += 1
@@ -597,6 +635,7 @@ class SessionLog:
                 if obj is _UNPARSABLE:
                     continue
             yield decode(obj, loc), obj, raw, loc
+        self.unread = (line_no, offset)
         self.info.decoded_bytes = offset
 
     def _size(self) -> int | None:
@@ -1030,9 +1069,11 @@ class V4View:
             return
         log = self._log
         # a v4 log's events are its rows as jsjson parsed them; migrated ones are built in Python
-        rules = Validator(self.header, projection=log.snapshot, json_values=log.version == CURRENT_VERSION,
-                          surface_note=self._surface_note)
-        self._rules = rules
+        rules = self._rules
+        if rules is None:
+            rules = Validator(self.header, projection=log.snapshot, json_values=log.version == CURRENT_VERSION,
+                              surface_note=self._surface_note)
+            self._rules = rules
         first: Any = None
         for pair in pairs:
             problems = rules.feed(pair[0])
@@ -1042,6 +1083,23 @@ class V4View:
         first = self._first(first, rules.finish())
         if first is not None:
             raise self._refusal(first)
+
+    @property
+    def open_rules(self) -> Validator | None:
+        """While the view is read: the restore's rules, when they have found nothing yet (dsh's decision still open).
+
+        What :mod:`dshlog.read.resume` keeps of dsh's view at the end of the rows, to go on
+        from there once the log has grown.
+        """
+        rules = self._rules
+        return rules if rules is not None and rules.unflagged else None
+
+    def resume_rules(self, rules: Validator) -> bool:
+        """Go on with a kept restore's rules instead of fresh ones (before the view is read); whether it could."""
+        if self._gen is not None or not self.dsh or not self._restore or self._log.version != CURRENT_VERSION:
+            return False
+        self._rules = rules
+        return True
 
     @property
     def surface(self) -> SurfaceFold | None:
