@@ -21,7 +21,8 @@ stored data's choosing.  Anything else met while encoding (an exception object, 
 unknown class, a lone surrogate msgpack cannot hold) makes the state not kept; a
 state that does not decode into exactly the expected shape is not used (a full read).
 :data:`STATE_VERSION` is bumped whenever a kept class changes its fields
-(``tests/test_resume.py`` holds the layout).
+(:data:`LAYOUT`; ``tests/test_resume.py`` holds it to the version), and
+an object whose fields are not exactly its class's layout is neither written nor read.
 
 Only a strict or lenient read of a plain JSONL v4 body after a header resumes: a zstd
 body, a wrapped stream or a document, and a v0..v3 log (migrated in memory through
@@ -52,7 +53,7 @@ from .container import Container
 from .rows import RowDecoder
 from .session import SessionLog, V4View
 
-__all__ = ["KNOWN", "STATE_VERSION", "Checkpoint", "StateCodec", "resume_read"]
+__all__ = ["KNOWN", "LAYOUT", "STATE_VERSION", "Checkpoint", "StateCodec", "resume_read"]
 
 #: The version of a kept state's layout: bump it when a class of :data:`KNOWN` (or what
 #: :class:`Checkpoint` keeps) changes, so a state an older build kept is never taken back.
@@ -64,12 +65,39 @@ KNOWN: dict[str, type] = {cls.__name__: cls for cls in (
     Dispatches, SurfaceFold, HeaderTools, Digests, Problem, Problems, Severity, Location, RowDecoder,
 )}
 
+#: The fields of the kept classes that have a ``__dict__`` (a slotted class's are its slots): an
+#: object is written and read back only with exactly these, so a class that changed its fields
+#: is never filled from a state an older build kept (bump :data:`STATE_VERSION` with this table).
+LAYOUT: dict[str, frozenset[str]] = {name: frozenset(fields) for name, fields in {
+    "Validator": ("_data", "_finished", "_fold", "_report", "count", "header", "inherited_cut", "known", "lifecycle",
+                  "ownership", "projection", "typed"),
+    "_Gather": (),
+    "Ownership": ("_catalog_after_marker", "_catalog_ids", "_foreign_deliveries", "has_header", "has_parent",
+                  "header_id", "inherited_cut", "last_marker", "seeded"),
+    "Lifecycle": ("_command_seqs", "_commands", "calls", "compactions", "dispatches", "fold", "head", "next_step",
+                  "next_turn", "provider", "retries", "step", "titles", "turn"),
+    "SurfaceFold": ("_derived", "_derived_digests", "_derives", "_digests", "_header_tools", "_keys", "_notes",
+                    "_payloads", "_projected_digests", "_replacements", "_types", "_whole", "check_data",
+                    "check_messages", "content_generation", "digests", "keep_messages", "keep_replacements", "next_seq",
+                    "nodes", "note", "projected", "replace_generation", "replacement_count", "shadowed_count",
+                    "strict_unknown", "surface_event_count", "unknown_types"),
+    "Problems": ("counts", "items", "keep"),
+    "RowDecoder": ("compact", "dropped", "inherited_marker", "issue", "issue_loc", "next_seq", "notes", "path",
+                   "projection", "recoverable", "rows", "seq_offset", "strict", "version"),
+}.items()}
+
 #: Values a state refers to by name rather than by content (shared constants).
 CONSTANTS: dict[str, Any] = {"V4_TYPES": V4_TYPES, "UNDEFINED": UNDEFINED}
 
 
 class StateError(Exception):
     """A state that cannot be kept (while encoding) or taken back (while decoding)."""
+
+
+def _layout(cls: type) -> frozenset[str]:
+    """The fields an object of a kept class holds: its slots, or :data:`LAYOUT`'s entry."""
+    fields = _fields(cls)
+    return frozenset(fields) if fields is not None else LAYOUT[cls.__name__]
 
 
 def _fields(cls: type) -> tuple[str, ...] | None:
@@ -160,6 +188,8 @@ class StateCodec:
             raise StateError(f"{t.__name__} is not a kept class")
         fields = _fields(t)
         pairs = [(f, getattr(v, f)) for f in fields if hasattr(v, f)] if fields is not None else list(vars(v).items())
+        if {f for f, _x in pairs} != _layout(t):
+            raise StateError(f"{t.__name__} holds other fields than its kept layout")
         out = ["o", n, t.__name__, [self._enc(x, memo) for x in v] if isinstance(v, list) else None]
         for f, x in pairs:
             out.append(f)
@@ -239,14 +269,11 @@ class StateCodec:
             if v[3] is not None:
                 obj.extend(self._dec(x, memo) for x in v[3])
             pairs = v[4:]
-            if len(pairs) % 2:
-                raise StateError("an object's fields come in pairs")
-            fields = _fields(cls)
+            names = pairs[::2]
+            if len(pairs) % 2 or len(names) != len(set(names)) or set(names) != _layout(cls):
+                raise StateError(f"not the fields of {cls.__name__}")
             for i in range(0, len(pairs), 2):
-                name = pairs[i]
-                if type(name) is not str or name.startswith("__") or (fields is not None and name not in fields):
-                    raise StateError(f"{cls.__name__} has no field {name!r}")
-                object.__setattr__(obj, name, self._dec(pairs[i + 1], memo))
+                object.__setattr__(obj, pairs[i], self._dec(pairs[i + 1], memo))
             return obj
         raise StateError(f"unknown tag {tag!r}")
 
