@@ -43,7 +43,7 @@ from ..protocol.vocabulary import message_of
 from ..read.cache import MAX_VALUE_BYTES, STDIN, Kind, open_cache, problem_of, problem_record, resumed_call
 from ..read.container import Position
 from ..read.place import place_keys
-from ..read.resume import STATE_VERSION, StateCodec, resume_view, view_checkpoint
+from ..read.resume import StateCodec, resume_view, state_kind, view_checkpoint
 from ..read.session import SessionLog
 from .sessions import Target, located, open_target
 from .stance import stance
@@ -350,11 +350,6 @@ def _kept_of(rec: list[Any]) -> SurfaceRows:
     return SurfaceRows(fold, None, bool(allow_unknown), tuple(problem_of(n) for n in notes), path, suppressed)
 
 
-def _same(value: Any) -> Any:
-    """A state's plain form is kept as :class:`~dshlog.read.resume.Checkpoint` made it."""
-    return value
-
-
 def _note_of(rec: list[Any]) -> tuple[Any, Any, bool, str]:
     """A note kept as its four facts (:func:`node_note`'s tuple) back."""
     role, id_, empty, text = rec
@@ -365,9 +360,8 @@ def _note_of(rec: list[Any]) -> tuple[Any, Any, bool, str]:
 
 #: ``surface``'s folds in the cache (bump ``version`` when :class:`KeptFold` or a node's note changes).
 SURFACE = Kind("surface", 1, _kept_record, _kept_of)
-#: What a read of the whole log leaves to go on from (:mod:`dshlog.read.resume`; its own layout is
-#: ``STATE_VERSION``, in the tag through ``version``): the plain form as it is, decoded when it is resumed.
-SURFACE_STATE = Kind("surface-state", 1 + 1000 * STATE_VERSION, _same, _same)
+#: What a read of the whole log leaves to go on from (:mod:`dshlog.read.resume`).
+SURFACE_STATE = state_kind("surface")
 
 
 @dataclass(frozen=True, slots=True)

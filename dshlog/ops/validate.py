@@ -26,10 +26,11 @@ from ..errors import DshlogError, ExitCode, MigrationRefused, NotASessionLog, Un
 from ..executor import Executor, InProcess, helpers_allowed
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
-from ..read.cache import Kind, cached_map, open_cache, problem_of, problem_record
+from ..read.cache import MAX_VALUE_BYTES, Kind, open_cache, problem_of, problem_record, resumed_map
 from ..read.container import Container, Position
 from ..read.place import place_keys, place_refusal
-from ..read.session import is_dsh_refusal, open_log
+from ..read.resume import Checkpoint, StateCodec, resume_read, state_kind
+from ..read.session import SessionLog, is_dsh_refusal, open_log
 from ..read.store import Unreadable, in_walk_order
 from ..output.jsondoc import SHAPE
 from .outcome import worst
@@ -225,7 +226,7 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
     """
     if stream is None:
         return _validate_log(target, select, format_version, system_prompt_plugins, parallel, lambda: None, progress,
-                             cache)
+                             cache)[0]
     with tempfile.TemporaryFile() as spool:
         shutil.copyfileobj(stream, spool, 1 << 20)
 
@@ -234,26 +235,59 @@ def validate_log(target: str, *, select: str | None = None, format_version: int 
             fh.seek(0)
             return fh
 
-        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, again, progress)
+        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, again, progress)[0]
+
+
+#: What a kept state of validate's read may refer to by name (nothing but the shared constants).
+_CODEC = StateCodec(limit=MAX_VALUE_BYTES)
+
+
+def _resumed(log: SessionLog, kept: Any, report: ValidationReport) -> tuple[bool, Validator | None]:
+    """Go on with validate's read of ``log`` from a kept state: whether it fits (else ``log`` is read afresh),
+    and its rules (``None``: no row was read yet); the report's findings so far are put back in ``report``."""
+    parts = resume_read(log, kept, _CODEC, 4)
+    if parts is None:
+        return False, None
+    rules, events, problems, more = parts
+    if not (rules is None or type(rules) is Validator) or type(events) is not int or type(more) is not int \
+            or type(problems) is not list or not all(type(p) is Problem for p in problems):
+        return False, None  # the log was moved on: the caller opens it again
+    report.events, report.problems, report.more_problems = events, problems, more
+    return True, rules
 
 
 def _validate_log(target: str, select: str | None, format_version: int | None, system_prompt_plugins: tuple[str, ...],
                   parallel: bool, again: Reopen, progress: Position | None = None,
-                  cache: str | None = None) -> ValidationReport:
+                  cache: str | None = None, kept: Any = None) -> tuple[ValidationReport, Any]:
+    """The report, and the state validate's read of a v4 log leaves to go on from once it has grown (``None``: none).
+
+    ``kept``: such a state an earlier read of this file left, the file since appended to:
+    the rows it read are not read again (:mod:`dshlog.read.resume`).
+    """
     report = ValidationReport(path=target)
+
+    def opened() -> SessionLog:
+        return open_log(target, strict=False, select=select, format_version=format_version, parallel=parallel,
+                        stream=again(), progress=progress)
+
+    rules: Validator | None = None
     try:
-        log = open_log(target, strict=False, select=select, format_version=format_version, parallel=parallel,
-                           stream=again(), progress=progress)
+        log = opened()
+        if kept is not None and log.version == CURRENT_VERSION:
+            fits, rules = _resumed(log, kept, report)
+            if not fits:
+                log.close()
+                log = opened()  # the state does not fit this file: read it afresh
     except DshlogError as exc:
         _from_error(report, exc)
-        return report
+        return report, None
     report.path = log.path
     report.version = log.version
+    checkpoint = Checkpoint(log, lambda: [rules, report.events, report.problems, report.more_problems], _CODEC)
     with log:
         try:
             if log.version == CURRENT_VERSION:
                 # one pass: rows (lenient) feed the rules directly
-                rules: Validator | None = None
                 header_loc = log.header_loc
                 for r in log.stored():
                     if rules is None:
@@ -313,12 +347,19 @@ def _validate_log(target: str, select: str | None, format_version: int | None, s
                 report.events = n_before
         except DshlogError as exc:
             _from_error(report, exc)
-    return report
+    return report, checkpoint.state
 
 
-def _validate_target(target: str, *, stream: IO[bytes] | None, **options: Any) -> ValidationReport:
-    """One target of a batch: ``-`` reads the batch's ``stream``, every other target its file."""
-    return validate_log(target, stream=stream if target == "-" else None, **options)
+def _validate_target(target: str, kept: Any, *, stream: IO[bytes] | None, select: str | None,
+                     format_version: int | None, system_prompt_plugins: tuple[str, ...], parallel: bool,
+                     progress: Position | None, cache: str | None) -> tuple[ValidationReport, Any]:
+    """One target of a batch: ``-`` reads the batch's ``stream``, every other target its file (going on from ``kept``)."""
+    if target == "-" and stream is not None:
+        return validate_log(target, select=select, format_version=format_version,
+                            system_prompt_plugins=system_prompt_plugins, parallel=parallel, stream=stream,
+                            progress=progress, cache=cache), None
+    return _validate_log(target, select, format_version, system_prompt_plugins, parallel, lambda: None, progress, cache,
+                         kept)
 
 
 def unreadable_report(u: Unreadable) -> ValidationReport:
@@ -347,6 +388,8 @@ def _report_of(rec: list[Any]) -> ValidationReport:
 
 #: ``validate``'s verdicts in the cache (bump ``version`` when :class:`ValidationReport` changes).
 REPORT = Kind("validate", 2, _report_record, _report_of)
+#: What validate's read of a v4 log leaves to go on from (:mod:`dshlog.read.resume`).
+REPORT_STATE = state_kind("validate")
 
 
 def _lasting(r: ValidationReport) -> bool:
@@ -385,9 +428,9 @@ def validate_many(targets: Iterable[Target | Unreadable], *, select: str | None 
     task = partial(_validate_target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
                    parallel=helpers_allowed(ex, parallel), stream=stream, progress=told, cache=cache)
     options = repr((select, format_version, tuple(system_prompt_plugins)))
-    yield from in_walk_order(paths, lambda readable: cached_map(open_cache(cache), REPORT, task, readable, ex,
-                                                                       options=options, keep=_lasting,
-                                                                       depends=place_keys()), unreadable_report)
+    yield from in_walk_order(paths, lambda readable: resumed_map(open_cache(cache), REPORT, REPORT_STATE, task, readable,
+                                                                 ex, options=options, keep=_lasting,
+                                                                 depends=place_keys()), unreadable_report)
 
 
 @dataclass(frozen=True, slots=True)

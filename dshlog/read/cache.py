@@ -26,7 +26,11 @@ same file:
 
 The batch helper :func:`cached_map` looks up every item in the caller's process and sends
 only the misses to the executor, so a warm run starts no worker at all; :func:`cached_call`
-is the same for one log read in this process.
+is the same for one log read in this process.  A log that has only grown since its entry
+was kept (appended to: the same file, longer, its old extent's first and last bytes
+unchanged) is a miss, but :func:`resumed_map` and :func:`resumed_call` hand its read the
+state the earlier read left at its end (:mod:`dshlog.read.resume`), so it reads only the
+new lines.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import os
 import stat
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -49,7 +54,7 @@ from ..executor import Executor, InProcess
 from .container import LINE_LIMIT
 
 __all__ = ["CACHE_FILE", "MAX_VALUE_BYTES", "Kind", "ResultCache", "Stamp", "cached_call", "cached_map", "close_caches",
-           "grown_from", "open_cache", "problem_of", "problem_record", "resumed_call", "stamp_of"]
+           "grown_from", "open_cache", "problem_of", "problem_record", "resumed_call", "resumed_map", "stamp_of"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -416,39 +421,60 @@ def cached_call(cache: ResultCache | None, kind: Kind, fn: Callable[[str], R], i
         results.close()  # writes what it kept now, not when the generator is collected
 
 
+def resumed_map(cache: ResultCache | None, kind: Kind, state: Kind, fn: Callable[[str, Any], tuple[R, Any]],
+                items: list[str], executor: Executor, *, options: str = "", keep: Callable[[R], bool] = lambda _r: True,
+                depends: Callable[[str], str] | None = None) -> Generator[R, None, None]:
+    """:func:`cached_map` of a read that can go on from where an earlier read of the same file stood.
+
+    ``fn(item, kept)`` reads the log (``kept``: the ``state`` kind's value an earlier read
+    of the file left, when the file has only grown since (:meth:`ResultCache.get_grown`);
+    else ``None``) and returns its result with the state to keep now (``None``: none).
+    Results are served from the cache as :func:`cached_map` serves them; a result and
+    its state are kept under the file's stamp when the file did not change while it was
+    read.  ``fn`` goes to the executor with its item, as :func:`cached_map`'s does.
+    """
+    if cache is None:
+        yield from (result for result, _state in executor.map(partial(_with, fn), [(item, None) for item in items]))
+        return
+
+    def key(item: str) -> str:
+        return f"{item}\0{options}" if depends is None else f"{item}\0{options}\0{depends(item)}"
+
+    stamps = [stamp_of(item) if item != STDIN else None for item in items]
+    keys = [key(item) if s is not None else "" for item, s in zip(items, stamps)]
+    hits: list[Any] = [cache.get(kind, k, s) if s is not None else None for k, s in zip(keys, stamps)]
+    kept = [cache.get_grown(state, k, s, item) if s is not None and hit is None else None
+            for item, k, s, hit in zip(items, keys, stamps, hits)]
+    misses = iter(executor.map(partial(_with, fn), [(item, was) for item, was, hit in zip(items, kept, hits) if hit is None]))
+    try:
+        for item, k, s, hit in zip(items, keys, stamps, hits):
+            if hit is not None:
+                yield hit
+                continue
+            result, now = next(misses)
+            if s is not None and keep(result) and stamp_of(item) == s and key(item) == k:
+                cache.put(kind, k, s, result)
+                if now is not None:
+                    cache.put(state, k, s, now)
+            yield result
+    finally:
+        cache.flush()
+
+
+def _with(fn: Callable[[str, Any], tuple[R, Any]], pair: tuple[str, Any]) -> tuple[R, Any]:
+    """``fn`` of an item and its kept state (a module-level function: an executor's worker can take it)."""
+    return fn(*pair)
+
+
 def resumed_call(cache: ResultCache | None, kind: Kind, state: Kind, fn: Callable[[str, Any], tuple[R, Any]], item: str,
                  *, options: str = "", keep: Callable[[R], bool] = lambda _r: True,
                  depends: Callable[[str], str] | None = None) -> R:
-    """:func:`cached_call` of a read that can go on from where an earlier read of the file stood.
-
-    ``fn(item, kept)`` reads the log (``kept``: the ``state`` kind's value an earlier read
-    of the same file left, when the file has only grown since; else ``None``) and
-    returns its result with the state to keep now (``None``: none).  The result is
-    served from the cache when the file is unchanged; both are kept under the file's
-    stamp when it did not change while it was read.
-    """
-    if cache is None or item == STDIN:
-        return fn(item, None)[0]
-    stamp = stamp_of(item)
-    if stamp is None:
-        return fn(item, None)[0]
-
-    def key() -> str:
-        return f"{item}\0{options}" if depends is None else f"{item}\0{options}\0{depends(item)}"
-
-    k = key()
+    """:func:`resumed_map` of one item, in this process."""
+    results = resumed_map(cache, kind, state, fn, [item], InProcess(), options=options, keep=keep, depends=depends)
     try:
-        hit = cache.get(kind, k, stamp)
-        if hit is not None:
-            return hit  # type: ignore[no-any-return]  # the kind's decoded value is the caller's result type
-        result, kept = fn(item, cache.get_grown(state, k, stamp, item))
-        if keep(result) and stamp_of(item) == stamp and key() == k:
-            cache.put(kind, k, stamp, result)
-            if kept is not None:
-                cache.put(state, k, stamp, kept)
-        return result
+        return next(results)
     finally:
-        cache.flush()
+        results.close()  # writes what it kept now, not when the generator is collected
 
 
 # ----------------------------------------------------------------------------- plain forms shared by the kinds

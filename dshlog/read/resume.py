@@ -49,11 +49,13 @@ from ..check.validate import Validator, _Collector, _Gather
 from ..errors import Location
 from ..protocol.jsjson import UNDEFINED
 from ..protocol.vocabulary import CURRENT_VERSION, V4_TYPES
+from .cache import Kind
 from .container import Container
 from .rows import RowDecoder
 from .session import SessionLog, V4View
 
-__all__ = ["KNOWN", "LAYOUT", "STATE_VERSION", "Checkpoint", "StateCodec", "resume_read"]
+__all__ = ["KNOWN", "LAYOUT", "STATE_VERSION", "Checkpoint", "StateCodec", "resume_read", "resume_view", "state_kind",
+           "view_checkpoint"]
 
 #: The version of a kept state's layout: bump it when a class of :data:`KNOWN` (or what
 #: :class:`Checkpoint` keeps) changes, so a state an older build kept is never taken back.
@@ -286,6 +288,16 @@ class StateCodec:
 
 
 # ----------------------------------------------------------------------------- a read, stopped and continued
+
+
+def _as_is(value: Any) -> Any:
+    """A state's plain form is kept as :class:`Checkpoint` made it, and decoded when it is taken back."""
+    return value
+
+
+def state_kind(name: str) -> Kind:
+    """The cache's kind for what the reads of the command ``name`` leave to go on from (versioned by :data:`STATE_VERSION`)."""
+    return Kind(f"{name}-state", STATE_VERSION, _as_is, _as_is)
 
 
 def plain_v4(log: SessionLog) -> bool:
