@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dshlog.ops import surface as surface_ops
+from dshlog.read import cache as cache_module
 from dshlog.read import resume
 from dshlog.read.cache import CACHE_FILE, close_caches
 from dshlog.read.resume import KNOWN, STATE_VERSION, StateCodec, StateError
@@ -128,8 +129,12 @@ def test_a_line_that_makes_dsh_refuse(cmd, bad, tmp_path, resumed):
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)
-@pytest.mark.parametrize("change", ["rewrite", "rewrite-head", "shrink", "replace"])
-def test_a_log_changed_otherwise_is_read_whole(cmd, change, tmp_path, resumed):
+@pytest.mark.parametrize("change", ["rewrite", "rewrite-head", "rewrite-middle", "shrink", "replace"])
+def test_a_log_changed_otherwise_is_read_whole(cmd, change, tmp_path, resumed, monkeypatch):
+    # a stamp's digest covers only the first and last bytes: make them few, so that the byte the
+    # rewrite-middle case changes lies outside them and only the check of the whole old extent sees it
+    monkeypatch.setattr(cache_module, "HEAD_BYTES", 64)
+    monkeypatch.setattr(cache_module, "TAIL_BYTES", 64)
     lines = _lines()
     p = tmp_path / "session.v4.jsonl"
     p.write_bytes(b"".join(lines[:-4]))
@@ -146,6 +151,14 @@ def test_a_log_changed_otherwise_is_read_whole(cmd, change, tmp_path, resumed):
         with open(p, "r+b") as fh:
             fh.seek(i + 6)
             fh.write(b"A")
+            fh.seek(0, os.SEEK_END)
+            fh.write(b"".join(lines[-4:]))
+    elif change == "rewrite-middle":  # a byte far from both ends, and lines appended
+        i = data.index(b'"echo: one"')
+        assert 64 < i < len(data) - 64
+        with open(p, "r+b") as fh:
+            fh.seek(i + 1)
+            fh.write(b"E")
             fh.seek(0, os.SEEK_END)
             fh.write(b"".join(lines[-4:]))
     elif change == "shrink":

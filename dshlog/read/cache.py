@@ -27,8 +27,8 @@ same file:
 The batch helper :func:`cached_map` looks up every item in the caller's process and sends
 only the misses to the executor, so a warm run starts no worker at all; :func:`cached_call`
 is the same for one log read in this process.  A log that has only grown since its entry
-was kept (appended to: the same file, longer, its old extent's first and last bytes
-unchanged) is a miss, but :func:`resumed_map` and :func:`resumed_call` hand its read the
+was kept (appended to: the same file, longer, every byte of its old extent unchanged) is a
+miss, but :func:`resumed_map` and :func:`resumed_call` hand its read the
 state the earlier read left at its end (:mod:`dshlog.read.resume`), so it reads only the
 new lines.
 """
@@ -54,7 +54,7 @@ from ..executor import Executor, InProcess
 from .container import LINE_LIMIT
 
 __all__ = ["CACHE_FILE", "MAX_VALUE_BYTES", "Kind", "ResultCache", "Stamp", "cached_call", "cached_map", "close_caches",
-           "grown_from", "open_cache", "problem_of", "problem_record", "resumed_call", "resumed_map", "stamp_of"]
+           "extent_stamp", "grown_from", "open_cache", "problem_of", "problem_record", "resumed_call", "resumed_map", "stamp_of"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -129,26 +129,70 @@ def _digest(fd: int, size: int) -> bytes:
     return h.digest()
 
 
-def grown_from(path: str, now: Stamp, kept: Stamp) -> bool:
-    """Whether the file ``now`` stamps is the one ``kept`` stamped, since grown: appended to, nothing else.
+#: Bytes hashed at a time when a whole extent is checked (:func:`extent_stamp`).
+EXTENT_CHUNK = 1 << 20
 
-    The same device and inode, a larger size, and the digest of the first and last bytes
-    of its first ``kept.size`` bytes (the old file's extent) equal to the kept one: an
-    append leaves those bytes as they were; a rewrite at the same size, a shrink or
-    another file under the name does not pass.  (Times change with any append: they
-    are not compared.)
-    """
-    if (now.dev, now.ino) != (kept.dev, kept.ino) or now.size <= kept.size:
-        return False
+
+def _extent_digest(fd: int, size: int) -> bytes:
+    """The digest of every byte of the file's first ``size`` bytes (read in bounded chunks)."""
+    h = hashlib.sha256()
+    offset = 0
+    while offset < size:
+        chunk = os.pread(fd, min(EXTENT_CHUNK, size - offset), offset)
+        if not chunk:
+            raise OSError("the file is shorter than its stamp")
+        h.update(chunk)
+        offset += len(chunk)
+    return h.digest()[:16]
+
+
+def _open_same(path: str, dev: int, ino: int, size: int) -> int | None:
+    """The file at ``path`` opened without blocking, when it is the regular file ``dev``/``ino`` of at least ``size`` bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
-        return False
+        return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (kept.dev, kept.ino) or st.st_size < now.size:
-            return False
-        return _digest(fd, kept.size) == kept.digest
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (dev, ino) or st.st_size < size:
+        os.close(fd)
+        return None
+    return fd
+
+
+def extent_stamp(path: str, stamp: Stamp) -> Stamp | None:
+    """``stamp`` with the digest of *every* byte of the file's extent at that stamp, for a state a later read
+    resumes from (:func:`grown_from` checks it); ``None`` when the file is no longer that file."""
+    fd = _open_same(path, stamp.dev, stamp.ino, stamp.size)
+    if fd is None:
+        return None
+    try:
+        return Stamp(stamp.dev, stamp.ino, stamp.size, stamp.mtime_ns, stamp.ctime_ns, _extent_digest(fd, stamp.size))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def grown_from(path: str, now: Stamp, kept: Stamp) -> bool:
+    """Whether the file ``now`` stamps is the one ``kept`` stamped, since grown: appended to, nothing else.
+
+    The same device and inode, a larger size, and the digest of every byte of its first
+    ``kept.size`` bytes (the old file's extent, :func:`extent_stamp`) equal to the kept one:
+    an append leaves those bytes as they were; a rewrite anywhere in them, a shrink or
+    another file under the name does not pass.  (Times change with any append: they are
+    not compared.)  Hashing the old extent costs a small part of parsing it.
+    """
+    if (now.dev, now.ino) != (kept.dev, kept.ino) or now.size <= kept.size:
+        return False
+    fd = _open_same(path, kept.dev, kept.ino, now.size)
+    if fd is None:
+        return False
+    try:
+        return _extent_digest(fd, kept.size) == kept.digest
     except OSError:
         return False
     finally:
@@ -454,8 +498,9 @@ def resumed_map(cache: ResultCache | None, kind: Kind, state: Kind, fn: Callable
             result, now = next(misses)
             if s is not None and keep(result) and stamp_of(item) == s and key(item) == k:
                 cache.put(kind, k, s, result)
-                if now is not None:
-                    cache.put(state, k, s, now)
+                whole = extent_stamp(item, s) if now is not None else None
+                if whole is not None:
+                    cache.put(state, k, whole, now)  # stamped with every byte it was read from
             yield result
     finally:
         cache.flush()
