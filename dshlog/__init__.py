@@ -37,7 +37,7 @@ _OWNERS: dict[str, str] = {
     "stored_events": "dshlog.ops.sessions",
     "v4_events": "dshlog.ops.sessions",
     "SessionLog": "dshlog.read.session",
-    "V4View": "dshlog.read.session",
+    "V4View": "dshlog.read.view",
     "EventRecord": "dshlog.read.session",
     # the fold, derived messages, requests
     "fold": "dshlog.check.surface",
@@ -222,7 +222,7 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.search import SessionHits as SessionHits
     from .read.session import EventRecord as EventRecord
     from .read.session import SessionLog as SessionLog
-    from .read.session import V4View as V4View
+    from .read.view import V4View as V4View
     from .read.store import SessionEntry as SessionEntry
     from .protocol.events import Event as Event
     from .protocol.events import SessionHeader as SessionHeader

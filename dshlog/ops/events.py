@@ -21,7 +21,8 @@ from ..errors import InvalidArgument, UsageError
 from ..protocol.jsjson import dumps
 from ..read.follow import EventFollower
 from ..read.lazy import LazyRecord
-from ..read.session import EventRecord, SessionLog, V4View
+from ..read.session import EventRecord, SessionLog
+from ..read.view import V4View
 from .sessions import OpenLog, located, open_target
 from .stance import stance
 

@@ -27,7 +27,7 @@ from ..protocol.layout import parse_generation, persistence_root, successor_name
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.children import discover_child_facts
 from ..read.container import select_generation
-from ..read.session import _open_events, _open_header, is_dsh_refusal, open_log
+from ..read.session import child_log_events, child_log_header, is_dsh_refusal, open_log
 from ..read.store import Unreadable, in_walk_order, walk_sessions
 from ..write.transaction import Publication, sweep
 from ..write.verify import ReadBack
@@ -137,7 +137,7 @@ def _child_facts(log: Any, children: Children) -> list[dict[str, Any]]:
             "(<root>/<project>/<session>/); pass --no-children to state that it has none",
             path=log.path,
         )
-    return discover_child_facts(root, log.session_id or "", open_header=_open_header, open_events=_open_events)
+    return discover_child_facts(root, log.session_id or "", open_header=child_log_header, open_events=child_log_events)
 
 
 @boundary

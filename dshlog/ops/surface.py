@@ -7,7 +7,7 @@ role, id, whether it derives a message, and a 60-column preview.  So the command
 fold is the lean checking fold (``keep_messages=False``, dsh's checks unchanged)
 with a *note* per node: the row it prints, made from the event as it is folded and
 dropped when the node is shadowed.  Of a whole log that dsh's restore found no
-problem in, that fold is the restore's own (:attr:`~dshlog.read.session.V4View.surface`):
+problem in, that fold is the restore's own (:attr:`~dshlog.read.view.V4View.surface`):
 the log is folded once; a prefix (``--at``), a stream, or a log the restore
 reported anything in is folded by the command.  Only ``--json --messages`` needs the messages
 themselves; they are read again from the log when they are written (a second

@@ -52,7 +52,8 @@ from ..protocol.vocabulary import CURRENT_VERSION, V4_TYPES
 from .cache import Kind
 from .container import Container
 from .rows import RowDecoder
-from .session import SessionLog, V4View
+from .session import SessionLog
+from .view import V4View
 
 __all__ = ["KNOWN", "LAYOUT", "STATE_VERSION", "Checkpoint", "StateCodec", "resume_read", "resume_view", "state_kind",
            "view_checkpoint"]

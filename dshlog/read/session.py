@@ -1,17 +1,20 @@
-"""Open a session log: the one entry point every command uses.
+"""Open a session log: the one entry point every command uses (:func:`open_log`).
 
-``open_log(target)`` accepts a generation file, a session directory, a JSON
-array or wrapped event stream, or ``-`` for standard input.  It reads the header
-eagerly (cheap) and streams the body lazily, so a command that needs only the
-header never reads the rest, and a command that needs everything reads it once.
+``open_log(target)`` accepts a generation file, a session directory, a JSON array or
+wrapped event stream, or ``-`` for standard input.  A :class:`SessionLog` is the input
+and the header decision: it opens the container, decides the header as dsh does
+(:mod:`dshlog.read.header`) eagerly (cheap), and streams the body's rows lazily, so a
+command that needs only the header never reads the rest, and a command that needs
+everything reads it once.  Its body can be read once, through one of its views:
 
-Two views of the body:
-
-* :meth:`SessionLog.records` — the events of the *stored* version, each with its
+* :meth:`SessionLog.stored` - the events of the *stored* version, each with its
   original line bytes (when the line is exactly the event) and its location, for
-  byte-faithful pass-through and precise error messages;
-* :meth:`SessionLog.events` — v4 events, migrated in memory (read-only, nothing
-  written) when the stored version is older.
+  byte-faithful pass-through and precise error messages (:meth:`~SessionLog.stored_lines`,
+  :meth:`~SessionLog.counted` and :meth:`~SessionLog.stored_runs` are the same rows for
+  readers that need less of each: :mod:`dshlog.read.lazy`);
+* :meth:`SessionLog.v4` - dsh's view (:class:`~dshlog.read.view.V4View`): v4 events,
+  migrated in memory (read-only, nothing written) when the stored version is older,
+  with dsh's restore over them.
 """
 
 from __future__ import annotations
@@ -27,22 +30,20 @@ from pathlib import Path
 from typing import IO, Any
 from collections.abc import Callable, Iterator
 
-from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, MigrationRefused, NotASessionLog, UnsupportedVersion, UsageError, guarded
+from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, NotASessionLog, UnsupportedVersion, UsageError, guarded
 from ..check.problems import Problem, Problems, Severity
-from ..check.surface import NodeNote, SurfaceFold
-from ..check.validate import Validator
+from ..check.surface import NodeNote
 from . import lazy
 from .lazy import LazyRecord, RowGate
 from .place import place_refusal
-from . import successor
 from .rows import RowDecoder
+from .view import V4View
 from ..protocol.jsjson import JsonError, dumps, iter_array, js_string, loads, top_level_keys
 from ..protocol.layout import parse_generation, persistence_root
-from ..protocol.texts import EMPTY_LOG, EMPTY_ZSTD_LOG, FORMAT_VERSION_REFUSAL, TORN_RECORD_IN_FRAME, invalid_frame_magic, newer_version, older_version, transformed_artifact_refusal, unparsable_row
+from ..protocol.texts import EMPTY_LOG, EMPTY_ZSTD_LOG, FORMAT_VERSION_REFUSAL, TORN_RECORD_IN_FRAME, invalid_frame_magic, newer_version, older_version, unparsable_row
 from ..protocol.values import is_count, is_placeholder, is_safe_integer, placeholder_bytes_search, safe_int
 from ..protocol.vocabulary import CURRENT_VERSION, PACKED_TYPES, SUMMARY_DATA_TYPES
 from ..model.summary import DATA_VIEWS
-from ..migrate.chain import MigratedEvents, header_only, migrate_stream
 from .children import discover_child_facts
 from .header import HeaderDecision, read_header
 from .container import (
@@ -890,9 +891,13 @@ class SessionLog:
             return []
         root = persistence_root(self.path)
         if root is not None:
-            return discover_child_facts(root, self.session_id or "", open_header=_open_header, open_events=_open_events)
+            return discover_child_facts(root, self.session_id or "", open_header=child_log_header, open_events=child_log_events)
         self.notes.add(Problem("children", "no persistence root around this file: assuming the session has no child sessions", Severity.INFO))
         return []
+
+    def sibling(self, path: str) -> SessionLog:
+        """Another file opened leniently by this reader, with this log's parallelism and progress (a proven successor)."""
+        return SessionLog(path, strict=False, parallel=self.parallel, progress=self.progress)
 
     def close(self) -> None:
         try:
@@ -919,248 +924,13 @@ def _chain_first(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
     yield from rest
 
 
-def _open_header(path: Path) -> dict[str, Any] | None:
+def child_log_header(path: Path) -> dict[str, Any] | None:
+    """A child session's header, or ``None`` when it cannot be read (what :func:`~dshlog.read.children.discover_child_facts` asks)."""
     try:
         with SessionLog(str(path), strict=False) as s:
             return s.header
     except DshlogError:
         return None
-
-
-#: Problem codes of the Validator by the pass of dsh's v4 restore that finds them:
-#: dsh checks every event's own shape first (``restoreReleasedV4Artifact``'s loop),
-#: then the inherited cut, then the relationships between events, and reports the
-#: first failure of the earliest pass.
-_RESTORE_PASS = {"unsupported": 0, "retired": 0, "envelope": 0, "seq-gap": 0, "message": 0, "stream": 0, "cut": 1}
-
-
-def _restore_rank(problem: Problem) -> int:
-    return _RESTORE_PASS.get(problem.code, 2)
-
-
-def _restore_unsupported(problem: Problem) -> bool:
-    """Whether dsh throws this restore refusal as ``SessionFormatUnsupportedMigrationError``."""
-    return problem.code == "unsupported" or problem.message.startswith("format v4 rejects retired event type")
-
-
-class V4View:
-    """The v4 events of a session log, as dsh holds them after opening it.
-
-    A v4 log is its stored events; an older one is migrated in memory, once, as
-    it is iterated (nothing is written).  ``header`` is the v4 header, derived
-    from the stored header alone.  After iteration ``inherited_cut`` is the
-    inherited event count the chain reported (``None`` for a v4 log).
-
-    Of a strict log it is dsh's view: rows are read as dsh's recovering read
-    reads them, and the v4 artifact is restored as dsh restores it (every
-    event's shape, the inherited cut, the relationships, run through
-    :class:`~dshlog.check.validate.Validator`); a refusal is raised, with dsh's
-    text, when the last event has gone by.  A consumer that stops early, or that
-    fails on its own, asks :meth:`finish` (or uses the view as a context manager,
-    which does) whether dsh would refuse the log: dsh's refusal then wins.
-    """
-
-    def __init__(self, log: SessionLog, child_facts: list[dict[str, Any]] | None, runs: bool = True, *,
-                 allow_unknown: bool = False, restore: bool = True,
-                 surface_note: NodeNote | None = None) -> None:
-        self._log = log
-        self._restore = restore
-        self._surface_note = surface_note
-        self._rules: Validator | None = None
-        self._allow_unknown = allow_unknown
-        self._child_facts = child_facts
-        self._runs = runs
-        self._header: dict[str, Any] | None = None
-        self._migrated: MigratedEvents | None = None
-        self._gen: Iterator[tuple[dict[str, Any], bytes | None]] | None = None
-        self.inherited_cut: int | None = None
-        #: dsh's view: recoverable rows and the v4 restore (a strict log)
-        self.dsh = log.strict
-        if self.dsh:
-            log.decoder.recoverable = True
-
-    @property
-    def header(self) -> dict[str, Any] | None:
-        """The v4 physical header (``None`` for an input without one); reads no body."""
-        log = self._log
-        if self._header is None and log.header is not None:
-            if log.version == CURRENT_VERSION:
-                self._header = log.header
-            elif self.dsh and log.decision is not None and log.decision.header is not None:
-                self._header = log.decision.header
-            else:
-                try:
-                    self._header = header_only(log._migration_header(), projection=log.snapshot)
-                except DshlogError as exc:
-                    raise exc.with_context(path=log.path, loc=log.header_loc)  # noqa: B904 - the error itself, located
-        return self._header
-
-    def _source(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
-        """(v4 event, its stored line when the line is exactly the event)."""
-        log = self._log
-        if log.version == CURRENT_VERSION:
-            for r in log._stored():  # the view guards its own stream once, not each layer
-                yield r.event, r.raw
-            return
-        facts = self._child_facts if self._child_facts is not None else log._discover_children()
-        claim = self._claim(facts)
-        if claim is not None:
-            proof = successor.proven(claim)
-            published = self._successor(proof) if proof is not None else None
-            if published is not None:
-                yield from published
-                return
-        witness = successor.Witness(claim) if claim is not None else None
-        noted = len(log.notes)
-        try:
-            body = log._stored_runs() if self._runs else (r.event for r in log._stored())
-            header, events = migrate_stream(log._migration_header(), body, child_facts=facts, projection=log.snapshot,
-                                            system_prompt_plugins=log.system_prompt_plugins)
-            self._header = header
-            self._migrated = events
-            if witness is None:
-                for ev in events:
-                    yield ev, None
-            else:
-                witness.line(header)
-                for ev in events:
-                    witness.line(ev)
-                    yield ev, None
-        except DshlogError as exc:
-            raise exc.with_context(path=log.path)  # noqa: B904 - the error itself, located
-        self.inherited_cut = events.inherited_cut
-        if witness is not None and len(log.notes) == noted:  # a read that noted nothing about the body
-            witness.close(self.inherited_cut)
-
-    def _claim(self, facts: list[dict[str, Any]]) -> successor.Claim | None:
-        """What this view of an old generation file may prove or use (:mod:`dshlog.read.successor`), or ``None``."""
-        log = self._log
-        if log.cache is None or not log.named or log.header is None or log.info.container != Container.JSONL \
-                or log.snapshot:
-            return None
-        return successor.claim(log.cache, log.path, log._fh.fileno(), strict=log.strict, version=log.version,
-                               plugins=log.system_prompt_plugins, facts=facts)
-
-    def _successor(self, proof: successor.Proof) -> Iterator[tuple[dict[str, Any], bytes | None]] | None:
-        """The proven successor's events, as the migration would yield them; ``None`` when it cannot be opened as proven."""
-        log = self._log
-        try:
-            published = SessionLog(proof.path, strict=False, parallel=log.parallel, progress=log.progress)
-        except DshlogError:
-            return None
-        if not successor.same_file(proof.stamp, published._fh.fileno()) or published.version != CURRENT_VERSION \
-                or published.header is None:
-            published.close()
-            return None
-        return self._published(published, proof)
-
-    def _published(self, published: SessionLog, proof: successor.Proof) -> Iterator[tuple[dict[str, Any], bytes | None]]:
-        with published:
-            self._header = published.header
-            for r in published._stored():
-                yield r.event, None  # as migrated: no stored line of the old file is this event
-        self.inherited_cut = proof.inherited_cut
-
-    def _restored(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
-        """The source, with dsh's v4 restore over it (dsh's view only)."""
-        pairs = self._source()
-        if not self.dsh or not self._restore:
-            yield from pairs
-            return
-        log = self._log
-        # a v4 log's events are its rows as jsjson parsed them; migrated ones are built in Python
-        rules = self._rules
-        if rules is None:
-            rules = Validator(self.header, projection=log.snapshot, json_values=log.version == CURRENT_VERSION,
-                              surface_note=self._surface_note)
-            self._rules = rules
-        first: Any = None
-        for pair in pairs:
-            problems = rules.feed(pair[0])
-            if problems:
-                first = self._first(first, problems)
-            yield pair
-        first = self._first(first, rules.finish())
-        if first is not None:
-            raise self._refusal(first)
-
-    @property
-    def open_rules(self) -> Validator | None:
-        """While the view is read: the restore's rules, when they have found nothing yet (dsh's decision still open).
-
-        What :mod:`dshlog.read.resume` keeps of dsh's view at the end of the rows, to go on
-        from there once the log has grown.
-        """
-        rules = self._rules
-        return rules if rules is not None and rules.unflagged else None
-
-    def resume_rules(self, rules: Validator) -> bool:
-        """Go on with a kept restore's rules instead of fresh ones (before the view is read); whether it could."""
-        if self._gen is not None or not self.dsh or not self._restore or self._log.version != CURRENT_VERSION:
-            return False
-        self._rules = rules
-        return True
-
-    @property
-    def surface(self) -> SurfaceFold | None:
-        """After the view is used up: the restore's surface fold, where it stands for a checking fold of the log.
-
-        That is dsh's view of a log the restore found no problem in (see
-        :attr:`~dshlog.check.validate.Validator.clean_fold`); ``None`` otherwise,
-        and always where there was no restore.  A caller that wants the surface of
-        the whole log takes it instead of folding every event a second time.
-        """
-        return self._rules.clean_fold if self._rules is not None else None
-
-    def _first(self, first: Any, problems: list[Any]) -> Any:
-        for p in problems:
-            if p.severity != "error" or (self._allow_unknown and p.code == "unsupported"):
-                continue
-            if first is None or _restore_rank(p) < _restore_rank(first):
-                first = p
-        return first
-
-    def _refusal(self, problem: Any) -> DshlogError:
-        """dsh's refusal of the restored artifact: a migrated one is wrapped in the chain's words."""
-        log = self._log
-        seq = problem.seq
-        if _restore_unsupported(problem):
-            cls = MigrationRefused if log.version < CURRENT_VERSION else UnsupportedVersion
-            return cls(problem.message, path=log.path, seq=seq)
-        if log.version < CURRENT_VERSION:
-            return MigrationRefused(transformed_artifact_refusal(log.version, CURRENT_VERSION, problem.message), path=log.path, seq=seq)
-        return CorruptLog(problem.message, path=log.path, seq=seq)
-
-    def _stream(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
-        if self._gen is None:
-            restored = self._restored()
-            self._gen = guarded(restored) if self._log.guard else restored
-        return self._gen
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return (ev for ev, _raw in self._stream())
-
-    def records(self) -> Iterator[tuple[dict[str, Any], bytes | None]]:
-        """(v4 event, original line bytes or ``None``): untouched v4 lines keep their exact bytes."""
-        return self._stream()
-
-    def finish(self) -> None:
-        """Read what is left of the log (keeping nothing): raises dsh's refusal, if dsh refuses it."""
-        for _ in self._stream():
-            pass
-
-    def __enter__(self) -> V4View:
-        return self
-
-    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
-        """A view used up, or abandoned by a consumer that failed: dsh's decision on the whole log first."""
-        if kind is None:
-            self.finish()
-        elif isinstance(error, DshlogError):
-            try:
-                self.finish()
-            except DshlogError as refusal:
-                raise refusal from error
 
 
 class _ChildView:
@@ -1181,7 +951,8 @@ class _ChildView:
             self.inherited_cut = getattr(events, "inherited_cut", None)
 
 
-def _open_events(path: Path) -> _ChildView:
+def child_log_events(path: Path) -> _ChildView:
+    """A child session's v4 events, read when iterated (what :func:`~dshlog.read.children.discover_child_facts` asks)."""
     return _ChildView(path)
 
 

@@ -1,6 +1,6 @@
 """A historical log's published v4 successor, read instead of migrating the log again where it is proven.
 
-Every read of a v0..v3 log migrates it in memory (:class:`~dshlog.read.session.V4View`),
+Every read of a v0..v3 log migrates it in memory (:class:`~dshlog.read.view.V4View`),
 and the chain costs more than the read itself.  dsh (and ``dshlog migrate``) publishes
 that migration beside the old file (``session.v4.jsonl`` next to ``session.jsonl``:
 :func:`~dshlog.protocol.layout.successor_name`), but a name proves nothing: a successor
