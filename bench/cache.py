@@ -10,8 +10,8 @@ given with ``--root`` (``../shared/tools/make_store.py`` builds a realistic one)
 measurement runs the real command in a fresh process with its own ``XDG_CACHE_HOME``:
 ``off`` with ``--no-cache``, ``cold`` with an empty cache (it fills it), ``warm`` the same
 command again.  Best wall time of ``--repeat`` rounds (each round starts from an empty
-cache); the outputs of the three must be the same bytes.  The target (BENCHMARKS.md): a
-warm ``report`` at most 0.3x the cold one.  With ``--log SIZE`` the commands run on one
+cache); the outputs of the three must be the same bytes.  The target (``targets.CACHE_WARM``):
+a warm ``report`` at most that share of the cold one.  With ``--log SIZE`` the commands run on one
 generated v4 log of that size (``--log FILE``: that file) instead, and the CPU time of
 each child (user + system, from ``wait4``) is reported beside the wall time: the
 interpreter's start-up, paid warm and cold alike, is most of a warm run.
@@ -20,7 +20,7 @@ With ``--append PCT`` (and ``--log``), each round caches the log cut at the line
 last ``PCT`` percent of bytes begins, appends the rest, and runs the command again: that
 run (``resumed``) goes on from the state the first one kept and reads only the appended
 lines.  It is compared with a ``cold`` run on the whole log (an empty cache) by CPU time;
-the target (issue 34): ``surface`` resumed at most 0.4x cold.  The outputs of ``off``,
+the target (``targets.CACHE_RESUMED``): ``surface`` resumed at most that share of cold.  The outputs of ``off``,
 ``cold`` and ``resumed`` must be the same bytes.
 """
 
@@ -39,11 +39,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import generate  # noqa: E402 - found through the path set just above
+import targets  # noqa: E402
 
 DSHLOG = [sys.executable, "-m", "dshlog"]
-TARGET = 0.3
+TARGET = targets.CACHE_WARM
 #: ``--append``: a resumed ``surface`` at most this fraction of a cold one (CPU).
-RESUME_TARGET = 0.4
+RESUME_TARGET = targets.CACHE_RESUMED
 
 
 #: The commands of one log (``--log``).
