@@ -137,8 +137,12 @@ MIGRATE = Command("migrate", ("migrate", "{dir}"), "migrate", "migrate-len")
 #: The parse floor of dsh's driver (the unpatched bundle's command), the floor row's reference.
 DSH_FLOOR = "header"
 
-# Children run in a user's ordinary environment: bytecode caching on, stdout buffered.
+# Children run in a user's ordinary environment: bytecode caching on, stdout buffered.  dshlog's
+# cache of per-session results is off: every round must do the work (a warm cache answers
+# validate, info, stats and surface of an unchanged log at start-up cost), and bench/cache.py
+# measures the cache itself.
 CHILD_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONPROFILEIMPORTTIME")}
+CHILD_ENV["DSHLOG_NO_CACHE"] = "1"
 
 # Measuring peak RSS needs a small parent.  Linux records the memory of the process that
 # forks a child into the child's ru_maxrss (the copied address space counts until exec), so
