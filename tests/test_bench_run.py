@@ -120,7 +120,10 @@ def test_a_small_run_without_dsh_says_why_its_column_is_empty(run, tmp_path: Pat
     assert all(r[5] == "" for r in rows)  # × dsh
     assert all(r[3] and r[4] and r[6] and r[7] for r in rows)  # CPU s, × floor, × plain, peak RSS
     assert all(r[8].rstrip(" |") in ("", "met") or "missed" in r[8] for r in rows)
-    assert sum(line.startswith("| start-up |") for line in out.splitlines()) == 1 + len(run.STARTUP_COMMANDS)
+    # start-up: bench/startup.py's commands, its baseline first as the floor
+    start = load_bench_script("startup")
+    startup = [line.split(" | ")[2] for line in out.splitlines() if line.startswith("| start-up |")]
+    assert startup == [f"floor ({start.BASELINE})", *list(start.commands([], tmp_path))[1:]]
 
 
 @pytest.mark.skipif(shutil.which("node") is None or not (ROOT.parent / "shared" / "oracle" / "oracle.mjs").is_file(),
