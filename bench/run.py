@@ -506,14 +506,26 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def _commit() -> str | None:
+    """The checkout's commit (short), or ``None`` outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
 def report(rows: list[Row], dsh: Dsh, args: argparse.Namespace, argv: Sequence[str]) -> str:
     """What goes between the markers: when, where and how it was measured, then the table (no heading, no markers)."""
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     node = f"; dsh under Node {dsh.version}" if dsh.oracle else ""
+    commit = _commit()
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
     head = [
-        f"Measured {now} by `bench/run.py {' '.join(x for x in argv if x != '--no-write')}` "
+        f"Measured {now}{f' on commit {commit}' if commit else ''} by "
+        f"`bench/run.py {' '.join(x for x in argv if x != '--no-write')}` "
         f"({args.repeat} interleaved round{'s' if args.repeat != 1 else ''}; a ratio is the median of its per-round ratios).",
-        f"Machine: {machine()}{node}.",
+        f"Machine: {machine()}{node}; load average at the end {load}.",
     ]
     if dsh.oracle is None:
         head.append(f"`× dsh` is empty: {dsh.why_not}.")
