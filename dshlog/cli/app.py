@@ -219,7 +219,8 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     code: int
     try:
         try:
-            rv = app(args=args, prog_name="dshlog", standalone_mode=False, obj=run)
+            with env.parser_output():  # --help is printed where the run's output goes
+                rv = app(args=args, prog_name="dshlog", standalone_mode=False, obj=run)
             # without standalone mode, an Exit raised inside a command comes back as its code
             code = rv if isinstance(rv, int) else 0
         except typer.Exit as exc:

@@ -10,12 +10,13 @@ a made-up terminal, home and clock (:meth:`Env.for_test`), the way HTTPie's
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -183,6 +184,24 @@ class Env:
         }
         base.update(over)
         return cls(**base)  # type: ignore[arg-type]  # keys are the fields above
+
+    @contextlib.contextmanager
+    def parser_output(self) -> Iterator[None]:
+        """While the command line is parsed and run, ``sys.stdout`` is this run's stdout.
+
+        Click and Typer print ``--help`` to ``sys.stdout``, not to a stream they are given;
+        the process's own streams are that already, other streams (a test's) get it too.
+        """
+        if self.process:
+            yield
+            return
+        text = io.TextIOWrapper(self.stdout, encoding="utf-8", errors="replace", write_through=True)
+        try:
+            with contextlib.redirect_stdout(text):
+                yield
+        finally:
+            text.flush()
+            text.detach()  # the run's stdout stays open for its caller
 
     def colour_on(self, stderr: bool = False) -> bool:
         """Whether text styled for ``stdout`` (or ``stderr``) carries colour."""
