@@ -1,11 +1,22 @@
-"""Shared test helpers: where the shared corpus lives, and small log builders."""
+"""Shared test helpers: where the shared corpus lives, small log builders, and how a test runs dshlog.
+
+A test runs a command one way, :func:`run_env` (in this process, in a test environment).
+Only a test about a process (a terminal, a kill, start-up, signals, the entry points,
+two processes at once) starts dshlog as one, through :func:`run_process`, or through
+:func:`dshlog_argv` where it needs the ``Popen`` itself.  ``tests/test_architecture.py``
+holds every test module to that.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import re
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -15,6 +26,8 @@ FIXTURES = ROOT / "fixtures"
 SHARED = Path(os.environ.get("DSHLOG_SHARED", ROOT.parent / "shared"))
 CORPUS = SHARED / "corpus"
 GOLDEN = FIXTURES / "golden"
+#: the installed console script (``pip install -e .`` puts it next to the interpreter)
+DSHLOG_SCRIPT = Path(sys.executable).with_name("dshlog")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -55,7 +68,6 @@ def load_bench_script(name: str):
     up there), once per test session.
     """
     import importlib.util
-    import sys
 
     key = f"bench_{name}"
     if key in sys.modules:
@@ -154,6 +166,7 @@ def run_env(*args: str, stdin: bytes = b"", tty: bool = False, **env: object) ->
 
     Returns (exit code, stdout bytes, stderr bytes).  This is how a test picks a terminal,
     a home or a cwd: through the environment the CLI is given, never by patching globals.
+    It is the one way a test runs a command in this process (``tests/test_architecture.py``).
     """
     from dshlog.cli import main
     from dshlog.cli.env import Env
@@ -161,6 +174,47 @@ def run_env(*args: str, stdin: bytes = b"", tty: bool = False, **env: object) ->
     e = Env.for_test(stdin=stdin, tty=tty, **env)
     code = int(main(list(args), e))
     return code, e.stdout.getvalue(), e.stderr.getvalue()  # type: ignore[attr-defined]  # for_test streams are BytesIO
+
+
+def dshlog_argv(*args: str, script: bool = False, python: Sequence[str] = ()) -> list[str]:
+    """The command line that starts ``dshlog ARGS`` as a process of its own.
+
+    ``python -m dshlog`` (with the interpreter's ``python`` options, e.g. ``-X importtime``),
+    or with ``script`` the installed console script (``python -m dshlog`` where it is absent).
+    Only a test that needs the ``Popen`` itself uses this; the others call :func:`run_process`.
+    """
+    if script and DSHLOG_SCRIPT.exists():
+        return [str(DSHLOG_SCRIPT), *args]
+    return [sys.executable, *python, "-m", "dshlog", *args]
+
+
+def process_env(changes: Mapping[str, str | None]) -> dict[str, str]:
+    """This process's environment with ``changes`` made (a ``None`` value unsets the name), for a child process."""
+    out = dict(os.environ)
+    for name, value in changes.items():
+        if value is None:
+            out.pop(name, None)
+        else:
+            out[name] = value
+    return out
+
+
+def run_process(*args: str, stdin: bytes | None = None, script: bool = False, python: Sequence[str] = (),
+                prefix: Sequence[str] = (), env: Mapping[str, str | None] | None = None, timeout: float | None = 120,
+                **kw: Any) -> subprocess.CompletedProcess[Any]:
+    """Run ``dshlog ARGS`` to completion as a process of its own; stdout and stderr captured.
+
+    For the tests about a process: a real pipe or terminal, a kill, a resource limit or
+    another user (``prefix``: the command that starts it, e.g. ``setpriv ...``), start-up
+    (``python``: the interpreter's options), the entry points (``script``: the console
+    script).  ``env`` changes the inherited environment (``None`` unsets a name); ``kw``
+    goes to :func:`subprocess.run` (``cwd``, ``text``, ``check``, ``preexec_fn``, a file as
+    ``stdout`` ...).  ``timeout=None`` waits as long as it takes.
+    """
+    argv = [*prefix, *dshlog_argv(*args, script=script, python=python)]
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    return subprocess.run(argv, input=stdin, timeout=timeout, env=None if env is None else process_env(env), **kw)
 
 
 def read_log(source: Path | bytes, tmp_dir: Path | None = None, name: str = "session.jsonl") -> tuple[dict | None, list[dict]]:
@@ -202,9 +256,6 @@ def spec_closer_texts() -> dict[tuple[str, bool], str]:
 @contextlib.contextmanager
 def lock_held_elsewhere(session_dir: Path):
     """Another process holding ``session.lock`` of ``session_dir`` for the block; yields its pid."""
-    import subprocess
-    import sys
-
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; from dshlog.write.lock import session_lock\n"
          "with session_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)", str(session_dir)],
@@ -225,9 +276,6 @@ def build_corpus_store(home: Path, *, one_encoding: bool = False) -> Path:
     session of which dsh refuses ("a root belongs to one encoding").  ``one_encoding``
     makes it the store a dsh configured for no compression keeps (:func:`as_one_encoding`).
     """
-    import subprocess
-    import sys
-
     tool = SHARED / "tools" / "make_store.py"
     if not tool.is_file() or not CORPUS.is_dir():
         pytest.skip(f"{tool} or the shared corpus absent (set DSHLOG_SHARED)")

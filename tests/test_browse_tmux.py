@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, dshlog_argv
 
 LOOP_V4 = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 TMUX = shutil.which("tmux")
-DSHLOG = Path(sys.executable).parent / "dshlog"
+#: the installed console script, as a shell in the terminal starts it
+DSHLOG = shlex.join(dshlog_argv(script=True))
 
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed: the terminal smoke test of dshlog browse needs it")
 

@@ -13,12 +13,11 @@ import os
 import random
 import sqlite3
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, load_bench_script, run_env
+from conftest import FIXTURES, dshlog_argv, load_bench_script, process_env, run_env, run_process
 
 from dshlog.cli.env import cache_directory
 from dshlog.executor import InProcess
@@ -254,13 +253,11 @@ def test_random_damage_to_the_cache_never_changes_an_answer(home, tmp_path):
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "dshlog", *args], env=env, capture_output=True, timeout=300)
+    return run_process(*args, env=env, timeout=300)
 
 
 def _process_env(home: Path, cache_home: Path, **more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DSHLOG_NO_CACHE", "COLUMNS")}
-    env.update({"DSH_HOME": str(home), "XDG_CACHE_HOME": str(cache_home), "TZ": "UTC"}, **more)
-    return env
+    return process_env({"DSHLOG_NO_CACHE": None, "COLUMNS": None, "DSH_HOME": str(home), "XDG_CACHE_HOME": str(cache_home), "TZ": "UTC", **more})
 
 
 def test_two_processes_fill_the_cache_at_once(home, tmp_path):
@@ -268,7 +265,7 @@ def test_two_processes_fill_the_cache_at_once(home, tmp_path):
         put(home / "sessions", "loop", sid=f"more-{i:04d}", mtime=5_000 + i)
     env = _process_env(home, tmp_path / "xdg")
     off = _cli("--no-cache", "report", "--by", "session", "-j", "1", env=env)
-    procs = [subprocess.Popen([sys.executable, "-m", "dshlog", "report", "--by", "session", "-j", "1"], env=env,
+    procs = [subprocess.Popen(dshlog_argv("report", "--by", "session", "-j", "1"), env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
     results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
     for code, out, err in results:

@@ -14,13 +14,12 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from conftest import CORPUS, FIXTURES, corpus_files, requires_corpus, run_env
+from conftest import CORPUS, FIXTURES, corpus_files, dshlog_argv, process_env, requires_corpus, run_env, run_process
 
 from dshlog.errors import DshlogError
 from dshlog.executor import InProcess
@@ -286,10 +285,13 @@ def test_the_corpus_answers_the_same_with_the_cache(tmp_path):
     assert {"validate", "stats", "info", "surface"} <= kinds
 
 
+def _cli_env(cache_home: Path) -> dict[str, str | None]:
+    """What a command's process changes of this one's environment: the cache where the test looks."""
+    return {"DSHLOG_NO_CACHE": None, "COLUMNS": None, "XDG_CACHE_HOME": str(cache_home), "TZ": "UTC"}
+
+
 def _cli(*args: str, cache_home: Path) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DSHLOG_NO_CACHE", "COLUMNS")}
-    env.update({"XDG_CACHE_HOME": str(cache_home), "TZ": "UTC"})
-    return subprocess.run([sys.executable, "-m", "dshlog", *args], env=env, capture_output=True, timeout=300)
+    return run_process(*args, env=_cli_env(cache_home), timeout=300)
 
 
 def test_two_processes_fill_the_cache_with_one_log_at_once(tmp_path):
@@ -299,9 +301,7 @@ def test_two_processes_fill_the_cache_with_one_log_at_once(tmp_path):
     off = [_cli("--no-cache", *c, cache_home=xdg) for c in cmds]
     assert not xdg.exists()
     for c, want in zip(cmds, off):
-        env = {k: v for k, v in os.environ.items() if k not in ("DSHLOG_NO_CACHE", "COLUMNS")}
-        env.update({"XDG_CACHE_HOME": str(xdg), "TZ": "UTC"})
-        procs = [subprocess.Popen([sys.executable, "-m", "dshlog", *c], env=env, stdout=subprocess.PIPE,
+        procs = [subprocess.Popen(dshlog_argv(*c), env=process_env(_cli_env(xdg)), stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE) for _ in range(2)]
         for proc in procs:
             out, err = proc.communicate(timeout=300)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-from conftest import FIXTURES, GOLDEN, ev, jsonl, run_cli, v4_header
+from conftest import FIXTURES, GOLDEN, ev, jsonl, run_env, run_process, v4_header
 from dshlog.errors import ExitCode
 
 LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
@@ -14,41 +12,41 @@ LOOP_ZSTD = FIXTURES / "v4" / "loop-zstd" / "session.v4.jsonl.zstd"
 TEXT_TURN = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 
 
-def test_events_json_reproduces_a_strict_v4_log(capsysbinary):
+def test_events_json_reproduces_a_strict_v4_log():
     body = b"".join(LOOP.read_bytes().splitlines(keepends=True)[1:])
     for src in (LOOP, LOOP_ZSTD):
-        code, out, err = run_cli(capsysbinary, "events", str(src), "--json")
+        code, out, err = run_env("events", str(src), "--json")
         assert code == 0 and out == body, err
 
 
-def test_events_json_of_array_is_dsh_compact_json(capsysbinary):
-    code, out, _ = run_cli(capsysbinary, "events", str(GOLDEN / "loop-events.json"), "--json")
+def test_events_json_of_array_is_dsh_compact_json():
+    code, out, _ = run_env("events", str(GOLDEN / "loop-events.json"), "--json")
     assert out == b"".join(LOOP.read_bytes().splitlines(keepends=True)[1:])
 
 
-def test_events_filters(capsysbinary):
-    _, out, _ = run_cli(capsysbinary, "events", str(LOOP), "--type", "tool/*")
+def test_events_filters():
+    _, out, _ = run_env("events", str(LOOP), "--type", "tool/*")
     assert [line.split()[:2] for line in out.splitlines()] == [[b"9", b"tool/call"], [b"10", b"tool/result"]]
-    _, out, _ = run_cli(capsysbinary, "events", str(LOOP), "--turn", "2")
+    _, out, _ = run_env("events", str(LOOP), "--turn", "2")
     assert [int(line.split()[0]) for line in out.splitlines()] == list(range(17, 25))
-    _, out, _ = run_cli(capsysbinary, "events", str(LOOP), "--from", "30", "--to", "32")
+    _, out, _ = run_env("events", str(LOOP), "--from", "30", "--to", "32")
     assert out.splitlines() == [b'30 assistant/message append "\xe7\xac\xac\xe4\xb8\x80\xe7\x82\xb9\xe6\x98\xaf" interrupted', b"31 step/end turn 3 step 1", b"32 turn/end reason=aborted"]
 
 
-def test_events_of_v0_show_stored_rows_or_v4(capsysbinary):
-    _, out, _ = run_cli(capsysbinary, "events", str(TEXT_TURN))
+def test_events_of_v0_show_stored_rows_or_v4():
+    _, out, _ = run_env("events", str(TEXT_TURN))
     assert len(out.splitlines()) == 43 and b"reasoning-delta" in out
-    _, out, _ = run_cli(capsysbinary, "events", str(TEXT_TURN), "--v4")
+    _, out, _ = run_env("events", str(TEXT_TURN), "--v4")
     assert len(out.splitlines()) == 17 and b"system/message replace 7..7" in out
 
 
 def test_events_from_stdin():
-    out = subprocess.run([sys.executable, "-m", "dshlog.cli", "events", "-", "--json"], input=LOOP_ZSTD.read_bytes(), capture_output=True, check=True)
+    out = run_process("events", "-", "--json", stdin=LOOP_ZSTD.read_bytes(), check=True)  # a real pipe, never seekable
     assert out.stdout == b"".join(LOOP.read_bytes().splitlines(keepends=True)[1:])
 
 
-def test_info_json_shape(capsysbinary):
-    code, out, _ = run_cli(capsysbinary, "info", str(LOOP_ZSTD), "--json")
+def test_info_json_shape():
+    code, out, _ = run_env("info", str(LOOP_ZSTD), "--json")
     doc = json.loads(out)
     assert code == 0 and doc["shape"] == 1
     assert doc["container"] == "jsonl.zstd" and doc["version"] == 4 and doc["frames"] > 1
@@ -60,49 +58,49 @@ def test_info_json_shape(capsysbinary):
     assert doc["decodedBytes"] == LOOP.stat().st_size
 
 
-def test_validate_exit_codes(tmp_path, capsysbinary):
+def test_validate_exit_codes(tmp_path):
     good = str(LOOP)
-    code, _, _ = run_cli(capsysbinary, "validate", good)
+    code, _, _ = run_env("validate", good)
     assert code == 0
     unknown = tmp_path / "u" / "session.v4.jsonl"
     unknown.parent.mkdir()
     unknown.write_bytes(jsonl(v4_header(), ev(0, "mystery/event", {})))
-    code, out, _ = run_cli(capsysbinary, "validate", str(unknown))
+    code, out, _ = run_env("validate", str(unknown))
     assert code == ExitCode.UNSUPPORTED and b'unknown event type "mystery/event"' in out
     ignorable = tmp_path / "i" / "session.v4.jsonl"
     ignorable.parent.mkdir()
     ignorable.write_bytes(jsonl(v4_header(), dict(ev(0, "mystery/event", {}), ignorable=True)))
-    code, _, _ = run_cli(capsysbinary, "validate", str(ignorable))
+    code, _, _ = run_env("validate", str(ignorable))
     assert code == 0
     broken = tmp_path / "b" / "session.v4.jsonl"
     broken.parent.mkdir()
     broken.write_bytes(jsonl(v4_header(), ev(0, "turn/start", {"turn": 1})) + b"{nope\n" + jsonl(ev(2, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}), ev(2, "plan/mode", {"active": True})))
-    code, out, _ = run_cli(capsysbinary, "validate", str(broken), "--json")
+    code, out, _ = run_env("validate", str(broken), "--json")
     assert code == ExitCode.CORRUPT
     problems = json.loads(out)["files"][0]["problems"]
     # every problem is reported, each with its location
     assert any("unparsable committed event at line 2" in p["message"] and "line 3" in p["where"] for p in problems)
     assert any(p["code"] == "seq-gap" for p in problems)
-    code, _, _ = run_cli(capsysbinary, "validate", str(tmp_path / "missing.jsonl"))
+    code, _, _ = run_env("validate", str(tmp_path / "missing.jsonl"))
     assert code == ExitCode.IO
     # several files: the worst status wins
-    code, _, _ = run_cli(capsysbinary, "validate", good, str(unknown))
+    code, _, _ = run_env("validate", good, str(unknown))
     assert code == ExitCode.UNSUPPORTED
 
 
-def test_reading_commands_never_write(tmp_path, capsysbinary):
+def test_reading_commands_never_write(tmp_path):
     import shutil
 
     d = tmp_path / "s"
     d.mkdir()
     shutil.copyfile(TEXT_TURN, d / "session.jsonl")
     for cmd in (["events"], ["info"], ["validate"], ["surface"], ["requests"], ["rebuild", "-r", "1"], ["repair"], ["show"], ["stats"]):
-        code, _, err = run_cli(capsysbinary, *cmd, str(d))
+        code, _, err = run_env(*cmd, str(d), cache_dir=tmp_path / "cache")  # with a cache, as a person's run has one
         assert code == 0, (cmd, err)
     assert [p.name for p in d.iterdir()] == ["session.jsonl"]
 
 
-def test_damaged_message_shapes_never_crash_the_summaries(tmp_path, capsysbinary):
+def test_damaged_message_shapes_never_crash_the_summaries(tmp_path):
     """Found by the fuzzer: a message whose content is a number crashed `info` (exit 1)."""
     p = tmp_path / "session.v4.jsonl"
     msg = {"role": "assistant", "content": 1.5, "source": {"kind": "model", "provider": "p", "model": "m"}, "id": "a"}
@@ -111,5 +109,5 @@ def test_damaged_message_shapes_never_crash_the_summaries(tmp_path, capsysbinary
                         ev(1, "tool/result", {"turn": 1, "step": 1, "message": tool}, surfaceOp="append"),
                         ev(2, "todo/write", {"todos": 3})))
     for cmd in (["info"], ["stats"], ["events"], ["show"], ["export", "-f", "md"], ["validate"]):
-        code, _, err = run_cli(capsysbinary, *cmd, str(p))
+        code, _, err = run_env(*cmd, str(p))
         assert code != 1 and b"internal error" not in err, (cmd, err)

@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 import pytest
 import zstandard
-from conftest import FIXTURES, ROOT, load_bench_script, run_cli, run_env
+from conftest import FIXTURES, ROOT, load_bench_script, run_env, run_process
 
 from dshlog.protocol.layout import project_key, session_dir
 from dshlog.read.store import first_header
@@ -375,8 +375,7 @@ def test_a_bad_scheduler_address_is_one_usage_line(store):
     """In a child interpreter: a failed Client leaves its event-loop thread behind, and later
     pools of this process would then spawn instead of fork."""
     pytest.importorskip("distributed")
-    run = subprocess.run([sys.executable, "-m", "dshlog", "report", str(store), "--scheduler", "not-an-address::"],
-                         cwd=ROOT, capture_output=True, timeout=120)
+    run = run_process("report", str(store), "--scheduler", "not-an-address::", cwd=ROOT)
     assert run.returncode == 2 and run.stdout == b"" and run.stderr.count(b"\n") == 1, run.stderr
     assert run.stderr.startswith(b"dshlog: usage: --scheduler 'not-an-address::': ")
 
@@ -384,15 +383,15 @@ def test_a_bad_scheduler_address_is_one_usage_line(store):
 DASK_SCRIPT = r"""
 import json, sys
 import distributed
-from dshlog.cli import main
-from dshlog.cli.env import Env
 
 def run(args):
-    env = Env.for_test()
-    code = int(main(args, env))
-    return code, env.stdout.getvalue().decode(), env.stderr.getvalue().decode()
+    code, out, err = run_env(*args)
+    return code, out.decode(), err.decode()
 
 if __name__ == "__main__":
+    sys.path.insert(0, sys.argv[2])  # the tests' own directory, for the one way a test runs a command
+    from conftest import run_env
+
     commands = json.loads(sys.argv[1])
     serial = [run(args + ["-j", "1"]) for args in commands]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
@@ -407,7 +406,8 @@ def test_a_dask_cluster_prints_what_one_job_prints(many, tmp_path):
     script = tmp_path / "cli_dask.py"
     script.write_text(DASK_SCRIPT)
     commands = [BATCHES[n](many) for n in ("report", "search-json", "validate", "stats")]
-    run = subprocess.run([sys.executable, str(script), json.dumps(commands)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    run = subprocess.run([sys.executable, str(script), json.dumps(commands), str(ROOT / "tests")], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     got = json.loads(run.stdout.strip().splitlines()[-1])
     assert got["same"] and got["codes"] == [0, 0, 0, 0], got
@@ -416,8 +416,8 @@ def test_a_dask_cluster_prints_what_one_job_prints(many, tmp_path):
 # ----------------------------------------------------------------------------- --help examples
 
 
-def _help_examples(capsysbinary, command: str) -> list[str]:
-    code, out, _ = run_cli(capsysbinary, command, "--help")  # Click writes help to the process's stdout
+def _help_examples(command: str) -> list[str]:
+    code, out, _ = run_env(command, "--help")  # Click writes help to the process's stdout
     assert code == 0
     text = out.decode()
     found = [line.split("Example:", 1)[1].strip() for line in text.splitlines() if "Example:" in line]
@@ -427,8 +427,8 @@ def _help_examples(capsysbinary, command: str) -> list[str]:
 
 
 @pytest.mark.parametrize("command", ["report", "search"])
-def test_the_help_examples_run(store, command, capsysbinary):
-    examples = _help_examples(capsysbinary, command)
+def test_the_help_examples_run(store, command):
+    examples = _help_examples(command)
     assert len(examples) >= 5
     for example in examples:
         args = shlex.split(example)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from conftest import ROOT, run_env
+from conftest import ROOT, dshlog_argv, process_env, run_env
 from dshlog.errors import ExitCode
 
 
@@ -16,8 +14,8 @@ def _first_line_and_end(args: list[str]) -> tuple[bytes, float, bool, float, byt
     """Run ``dshlog ARGS`` with stdout a pipe: (first line, when it came, whether the process was still
     running then, when the process ended, everything it wrote)."""
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "dshlog", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            cwd=ROOT, env={k: v for k, v in os.environ.items() if k != "DSH_HOME"})
+    proc = subprocess.Popen(dshlog_argv(*args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            cwd=ROOT, env=process_env({"DSH_HOME": None}))
     assert proc.stdout is not None
     first = proc.stdout.readline()
     at = time.monotonic() - start

@@ -12,7 +12,7 @@ import time
 import pytest
 import zstandard
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, dshlog_argv, run_env
 from dshlog.errors import CorruptLog, ExitCode, Refused
 from dshlog.read.follow import Follower, follow
 
@@ -167,21 +167,21 @@ def test_follow_a_live_writer(tmp_path, mode):
 # ----------------------------------------------------------------------------- the command
 
 
-def test_tail_prints_the_last_events_like_events(capsysbinary):
-    code, out, _ = run_cli(capsysbinary, "events", str(LOOP))
+def test_tail_prints_the_last_events_like_events():
+    code, out, _ = run_env("events", str(LOOP))
     every = out.splitlines()
-    code, out, _ = run_cli(capsysbinary, "tail", str(LOOP))
+    code, out, _ = run_env("tail", str(LOOP))
     assert code == 0 and out.splitlines() == every[-10:]
-    code, out, _ = run_cli(capsysbinary, "tail", str(LOOP), "-n", "3", "--json")
+    code, out, _ = run_env("tail", str(LOOP), "-n", "3", "--json")
     assert out.splitlines() == LOOP_LINES[-3:]  # exact stored bytes
-    code, out, _ = run_cli(capsysbinary, "tail", str(LOOP), "-n", "0")
+    code, out, _ = run_env("tail", str(LOOP), "-n", "0")
     assert code == 0 and out == b""
-    code, out, _ = run_cli(capsysbinary, "tail", str(FIXTURES / "v4" / "loop-zstd"), "-n", "2")
+    code, out, _ = run_env("tail", str(FIXTURES / "v4" / "loop-zstd"), "-n", "2")
     assert out.splitlines() == every[-2:]
 
 
-def test_tail_f_refuses_stdin(capsysbinary):
-    code, _, err = run_cli(capsysbinary, "tail", "-f", "-")
+def test_tail_f_refuses_stdin():
+    code, _, err = run_env("tail", "-f", "-")
     assert code == ExitCode.USAGE and b"standard input" in err
 
 
@@ -191,7 +191,7 @@ def test_tail_f_command_follows_and_exits_cleanly_on_ctrl_c(tmp_path, zstd):
     head = b"".join(ln + b"\n" for ln in LOOP_LINES[:11])  # header + 10 events
     p.write_bytes(frame(head) if zstd else head)
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from dshlog.cli import main; sys.exit(main())", "tail", "-f", "-n", "2", "--interval", "0.02", str(p)],
+        dshlog_argv("tail", "-f", "-n", "2", "--interval", "0.02", str(p)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -225,7 +225,7 @@ def test_tail_f_says_when_the_log_is_replaced_under_it_and_follows_the_new_file(
     p = tmp_path / "session.v4.jsonl"
     p.write_bytes(b"".join(ln + b"\n" for ln in LOOP_LINES[:11]))  # header + 10 events
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from dshlog.cli import main; sys.exit(main())", "tail", "-f", "-n", "1", "--interval", "0.02", str(p)],
+        dshlog_argv("tail", "-f", "-n", "1", "--interval", "0.02", str(p)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -18,7 +18,6 @@ every command keeps (64 MB), on a log large enough that holding the request does
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -27,7 +26,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import load_bench_script
+from conftest import load_bench_script, run_process
 from dshlog.model.requests import RequestInfo, iter_requests
 from dshlog.check.surface import RECENT_REPLACEMENTS, SurfaceFold
 from dshlog.check.validate import Validator
@@ -293,12 +292,12 @@ RSS_BOUND = 64 << 20
 RSS_LOG = "30M"
 
 
-# Runs ``python -m dshlog ARGS`` and writes its exit code and peak resident memory (by wait4) to
-# stderr.  A process keeps the peak of the one it was started from across exec, so the
-# command is started from this small one, never from the test run (hundreds of MB by now).
+# Runs the command line it is given (``python -m dshlog ARGS``) and writes its exit code and peak
+# resident memory (by wait4) to stderr.  A process keeps the peak of the one it was started from
+# across exec, so the command is started from this small one, never from the test run (hundreds of MB by now).
 _MEASURE = """
 import os, subprocess, sys
-child = subprocess.Popen([sys.executable, "-m", "dshlog", *sys.argv[1:]], stderr=subprocess.DEVNULL)
+child = subprocess.Popen(sys.argv[1:], stderr=subprocess.DEVNULL)
 _, status, usage = os.wait4(child.pid, 0)
 print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024), file=sys.stderr)
 """
@@ -307,7 +306,7 @@ print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * (1 if sys.platform ==
 def _peak_rss(args: list[str], stdout: Path) -> tuple[int, int]:
     """Exit code and peak resident bytes of ``python -m dshlog ARGS``, its stdout written to ``stdout``."""
     with stdout.open("wb") as out:
-        run = subprocess.run([sys.executable, "-c", _MEASURE, *args], stdout=out, stderr=subprocess.PIPE, check=True)
+        run = run_process(*args, prefix=(sys.executable, "-c", _MEASURE), stdout=out, check=True, timeout=None)
     code, peak = run.stderr.split()
     return int(code), int(peak)
 

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Iterator
 import orjson
 import pytest
 
-from test_reliability_support import TRACEBACK, dshlog_cmd, record_figures, snapshot
+from conftest import dshlog_argv
+from test_reliability_support import TRACEBACK, record_figures, run, snapshot
 
 HEADER = b'{"type":"session","version":4,"id":"bomb","createdAt":1,"cwd":"/p","isSeeded":false,"delegationDepth":0}\n'
 ALLOWED = {0, 2, 3, 4, 10}
@@ -64,7 +65,7 @@ def measure(argv: list[str], timeout: float) -> tuple[int, int, bytes]:
 
     with tempfile.TemporaryDirectory() as t:
         err_path, res_path = Path(t) / "err", Path(t) / "res"
-        p = subprocess.Popen([sys.executable, "-c", _WRAPPER, str(err_path), str(res_path), *dshlog_cmd(*argv)],
+        p = subprocess.Popen([sys.executable, "-c", _WRAPPER, str(err_path), str(res_path), *dshlog_argv(*argv, script=True)],
                              start_new_session=True)
         try:
             p.wait(timeout)
@@ -196,7 +197,7 @@ def test_ids_from_a_log_never_become_paths(tmp_path: Path, sid: str) -> None:
         argvs += [["fork", str(d), "-o", str(out) + "/"], ["fork", str(d), "-o", str(out / "c.jsonl"), "--id", sid.replace("\u0000", "")],
                   ["repair", str(d), "-o", str(out / "r.jsonl")]]
         for argv in argvs:
-            p = subprocess.run(dshlog_cmd(*argv), capture_output=True, timeout=60)
+            p = run(*argv, timeout=60)
             assert p.returncode != 1 and TRACEBACK not in p.stderr, (argv, p.stderr)
         after = snapshot(base)
         new = {k for k in set(after) - set(before)}

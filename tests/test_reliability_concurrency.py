@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 import pytest
 
+from conftest import run_env
 from test_reliability_support import assert_clean_failure, record_figures, run, stored_as, stress_scale
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -56,29 +57,23 @@ def _write_prefix(path: Path, lines: list[bytes], k: int, mode: str) -> None:
         path.write_bytes(b"".join(lines[: k + 1]))
 
 
-def _invoke(capsysbinary: Any, *args: str) -> tuple[int, bytes, bytes]:
-    from conftest import run_cli
-
-    return run_cli(capsysbinary, *args)
-
-
-def _answers(capsysbinary: Any, path: Path) -> dict[str, Any]:
+def _answers(path: Path) -> dict[str, Any]:
     """What each reader says about ``path``, reduced to what must match a static prefix."""
     out: dict[str, Any] = {}
-    code, ev, err = _invoke(capsysbinary, "events", "--json", str(path))
+    code, ev, err = run_env("events", "--json", str(path))
     out["events"] = (code, ev)
-    code, info, err = _invoke(capsysbinary, "info", "--json", str(path))
+    code, info, err = run_env("info", "--json", str(path))
     doc = orjson.loads(info) if code == 0 else None
     out["info"] = (code, doc["summary"] if doc else err.decode("utf-8", "replace"))
-    code, val, err = _invoke(capsysbinary, "validate", "--json", str(path))
+    code, val, err = run_env("validate", "--json", str(path))
     f = orjson.loads(val)["files"][0]
     out["validate"] = (code, f["events"], f["status"], [(p.get("code"), p.get("message")) for p in f["problems"] if p.get("code") != "torn-tail"])
-    code, sur, err = _invoke(capsysbinary, "surface", "--json", str(path))
+    code, sur, err = run_env("surface", "--json", str(path))
     out["surface"] = (code, (sur if code == 0 else err.replace(str(path).encode(), b"<path>")).decode("utf-8", "replace"))
     return out
 
 
-def _concurrent_reads(tmp_path: Path, capsysbinary: Any, mode: str, rounds: int, min_reads: int = 0) -> dict[str, int]:
+def _concurrent_reads(tmp_path: Path, mode: str, rounds: int, min_reads: int = 0) -> dict[str, int]:
     """Readers racing a live writer, ``rounds`` times (more while fewer than ``min_reads`` reads
     ran alongside it: on a loaded machine one writer run can be over before the readers got going)."""
     lines = LOOP.read_bytes().splitlines(keepends=True)
@@ -89,7 +84,7 @@ def _concurrent_reads(tmp_path: Path, capsysbinary: Any, mode: str, rounds: int,
     expected: dict[str, set] = {"events": set(), "info": set(), "validate": set(), "surface": set()}
     for k in range(n + 1):
         _write_prefix(static, lines, k, mode)
-        for key, val in _answers(capsysbinary, static).items():
+        for key, val in _answers(static).items():
             expected[key].add(orjson.dumps(val, option=orjson.OPT_SORT_KEYS) if key != "events" else val)
     live = tmp_path / "live" / f"session.v4.jsonl{suffix}"
     live.parent.mkdir()
@@ -100,7 +95,7 @@ def _concurrent_reads(tmp_path: Path, capsysbinary: Any, mode: str, rounds: int,
         counts["writer-runs"] += 1
         while True:
             done = w.poll() is not None
-            got = _answers(capsysbinary, live)
+            got = _answers(live)
             counts["reads"] += 4
             for key, val in got.items():
                 if key == "events":
@@ -120,15 +115,15 @@ ROUNDS = stress_scale(ci=1, stress=25)
 
 
 @pytest.mark.parametrize("mode", ["plain", "zstd"])
-def test_readers_see_a_committed_prefix_while_dsh_appends(tmp_path: Path, capsysbinary: Any, mode: str) -> None:
-    counts = _concurrent_reads(tmp_path, capsysbinary, mode, ROUNDS(False), min_reads=8)
+def test_readers_see_a_committed_prefix_while_dsh_appends(tmp_path: Path, mode: str) -> None:
+    counts = _concurrent_reads(tmp_path, mode, ROUNDS(False), min_reads=8)
     assert counts["reads"] > 8
 
 
 @pytest.mark.stress
 @pytest.mark.parametrize("mode", ["plain", "zstd"])
-def test_readers_see_a_committed_prefix_stress(tmp_path: Path, capsysbinary: Any, mode: str) -> None:
-    counts = _concurrent_reads(tmp_path, capsysbinary, mode, ROUNDS(True))
+def test_readers_see_a_committed_prefix_stress(tmp_path: Path, mode: str) -> None:
+    counts = _concurrent_reads(tmp_path, mode, ROUNDS(True))
     record_figures(f"concurrent reads ({mode})", trials=counts["reads"], faults=counts["writer-runs"],
                    torn_reads=counts["torn-seen"], failures=0)
 

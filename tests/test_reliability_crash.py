@@ -32,7 +32,8 @@ from collections.abc import Callable
 
 import pytest
 
-from test_reliability_support import cut_open_tail, dshlog_cmd, generated, leftovers, record_figures, run, stored_as, stress_scale
+from conftest import dshlog_argv
+from test_reliability_support import cut_open_tail, generated, leftovers, record_figures, run, stored_as, stress_scale
 
 PROJECT = "--home-ann-crash--"
 
@@ -136,7 +137,7 @@ def _fork_check(case: Case, d: Path, rc: int | None) -> str:
 
 
 def _fork_rerun(case: Case, d: Path, outcome: str) -> None:
-    p = subprocess.run(dshlog_cmd(*case.args(d)), capture_output=True, timeout=120)
+    p = run(*case.args(d))
     child = d / "out" / "child.v4.jsonl"
     if outcome.startswith("published"):
         assert p.returncode == 5, p.stderr  # never overwrites the complete child
@@ -163,7 +164,7 @@ def _output_check(case: Case, d: Path, rc: int | None) -> str:
 
 
 def _output_rerun(case: Case, d: Path, outcome: str) -> None:
-    p = subprocess.run(dshlog_cmd(*case.args(d)), capture_output=True, timeout=120)
+    p = run(*case.args(d))
     assert p.returncode == (5 if outcome.startswith("published") else 0), p.stderr  # never overwrites
     assert (d / "out" / case.expected["output-name"].decode()).read_bytes() == case.expected["output"]
     assert leftovers(d / "out") == [], "the next run did not clean the leftovers"
@@ -248,7 +249,7 @@ def _trials(case: Case, base: Path, n: int, rng: random.Random) -> Counter[str]:
     for i in range(n):
         d = _copy(case.pristine, base / f"trial-{case.name}-{i}")
         delay = rng.uniform(0.0, case.duration * 0.9)
-        proc = subprocess.Popen(dshlog_cmd(*case.args(d)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(dshlog_argv(*case.args(d), script=True), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(delay)
         killed = proc.poll() is None
         if killed:

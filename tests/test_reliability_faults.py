@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from test_reliability_support import assert_clean_failure, dshlog_cmd, generated, leftovers, run, snapshot, stored_as
+from test_reliability_support import assert_clean_failure, generated, leftovers, run, snapshot, stored_as
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
@@ -88,7 +88,7 @@ def test_file_size_limit_fails_cleanly(tmp_path: Path, medium: dict[str, bytes],
         "repair -o": ["repair", str(d / name), "-o", str(out / "repaired.jsonl")],
     }[command]
     before = snapshot(tmp_path)
-    p = subprocess.run(dshlog_cmd(*argv), capture_output=True, timeout=120, preexec_fn=_fsize_limit(200_000))
+    p = run(*argv, preexec_fn=_fsize_limit(200_000))
     line = assert_clean_failure(p, (6,))
     assert "File too large" in line or "No space" in line, line
     after = snapshot(tmp_path)
@@ -204,7 +204,7 @@ _NO_DAC = ["setpriv", "--inh-caps=-dac_override,-dac_read_search", "--bounding-s
 def _as_nobody(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
     """Run without the capabilities that let root ignore permission bits."""
     prefix = _NO_DAC if os.geteuid() == 0 else []
-    return subprocess.run([*prefix, *dshlog_cmd(*argv)], capture_output=True, timeout=60)
+    return run(*argv, prefix=prefix, timeout=60)
 
 
 def test_unreadable_file_and_directory() -> None:
@@ -337,12 +337,12 @@ def test_fifo_input(tmp_path: Path) -> None:
 
 def test_standard_input_for_writers(tmp_path: Path) -> None:
     """``fork -`` and ``migrate -`` used to end in an internal error (a second read of a closed stdin)."""
-    p = run("fork", "-", "-o", str(tmp_path / "child.jsonl"), input=LOOP.read_bytes())
+    p = run("fork", "-", "-o", str(tmp_path / "child.jsonl"), stdin=LOOP.read_bytes())
     assert_clean_failure(p, (2,))
-    p = run("migrate", "--no-children", "-", input=V0.read_bytes())
+    p = run("migrate", "--no-children", "-", stdin=V0.read_bytes())
     assert_clean_failure(p, (2,))
-    p = run("repair", "--write", "-", input=CRASH.read_bytes())
+    p = run("repair", "--write", "-", stdin=CRASH.read_bytes())
     assert_clean_failure(p, (2,))
     assert os.listdir(tmp_path) == []
-    p = run("repair", "-", "-o", str(tmp_path / "r.jsonl"), input=CRASH.read_bytes())
+    p = run("repair", "-", "-o", str(tmp_path / "r.jsonl"), stdin=CRASH.read_bytes())
     assert p.returncode == 0, p.stderr

@@ -14,30 +14,21 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Sequence
 
-from conftest import load_bench_script
+from conftest import load_bench_script, run_process
 
 ROOT = Path(__file__).resolve().parents[1]
-DSHLOG = str(Path(sys.executable).with_name("dshlog"))
 LEFTOVER = re.compile(r"^(\..+\.dshlog-[0-9a-f]{16}\.tmp|session\.migration\.[0-9a-f]{16}\.jsonl(\.zstd)?\.tmp)$")
 TRACEBACK = b"Traceback (most recent call last)"
 
 
-def dshlog_cmd(*args: str) -> list[str]:
-    """Command line of the installed entry point (falls back to ``python -m``-style import)."""
-    if os.path.exists(DSHLOG):
-        return [DSHLOG, *args]
-    return [sys.executable, "-c", "import sys; from dshlog.cli import main; sys.exit(main())", *args]
-
-
 def run(*args: str, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess[bytes]:
-    """Run ``dshlog ARGS`` to completion in a child process (stdout/stderr captured)."""
-    return subprocess.run(dshlog_cmd(*args), capture_output=True, timeout=timeout, **kw)
+    """Run the installed ``dshlog ARGS`` to completion in a child process (stdout/stderr captured; ``conftest.run_process``)."""
+    return run_process(*args, script=True, timeout=timeout, **kw)
 
 
 def assert_clean_failure(proc: subprocess.CompletedProcess[bytes], codes: Sequence[int]) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, build_corpus_store, run_env
+from conftest import FIXTURES, build_corpus_store, run_env, run_process
 from dshlog.errors import ExitCode
 
 V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
@@ -171,21 +171,17 @@ def test_a_dangling_link_is_an_io_error_and_a_device_is_never_opened(tmp_path: P
 
 
 def test_an_unreadable_log_is_an_io_error(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv is absent: no way to run as an unprivileged user")
     nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    if subprocess.run([*nobody, sys.executable, "-m", "dshlog", "--version"], capture_output=True, cwd="/").returncode != 0:
+    if run_process("--version", prefix=nobody, cwd="/", timeout=None).returncode != 0:
         pytest.skip("needs a checkout the unprivileged user can run (this one sits in a private directory)")
     tmp_path.chmod(0o755)
     src = refused_session(tmp_path / "root", "s-1")
     for p in (tmp_path / "root", src.parent.parent, src.parent):
         p.chmod(0o755)
     src.chmod(0o000)
-    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                           sys.executable, "-m", "dshlog", "rescue", str(src)], capture_output=True, timeout=120, cwd=tmp_path)
+    proc = run_process("rescue", str(src), prefix=nobody, timeout=120, cwd=tmp_path)
     if b"Permission denied" in proc.stderr and b"dshlog" not in proc.stderr:
         pytest.skip(f"the unprivileged user cannot run the interpreter here: {proc.stderr[:200]!r}")
     assert proc.returncode == ExitCode.IO and proc.stderr.count(b"\n") == 1, proc.stderr

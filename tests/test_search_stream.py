@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import select
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, load_bench_script, run_env
+from conftest import ROOT, dshlog_argv, load_bench_script, process_env, run_env
 from dshlog.errors import ExitCode
 
 #: Words of the generated log's first user message (seq 9), found nowhere else.
@@ -30,9 +28,9 @@ def test_the_first_hit_is_shown_before_the_rest_of_the_log_is_read(generated: Pa
     lines = generated.read_bytes().splitlines(keepends=True)
     head, rest = b"".join(lines[:200]), b"".join(lines[200:])
     assert EARLY.encode() in head and EARLY.encode() not in rest
-    proc = subprocess.Popen([sys.executable, "-m", "dshlog", "search", EARLY, "-"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen(dshlog_argv("search", EARLY, "-"), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
-                            env={k: v for k, v in os.environ.items() if k != "DSH_HOME"})
+                            env=process_env({"DSH_HOME": None}))
     assert proc.stdin is not None and proc.stdout is not None
     try:
         proc.stdin.write(head)  # the log's start; the rest is held back until the hit is read

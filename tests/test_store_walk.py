@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SHARED
+from conftest import ROOT, SHARED, run_process
 
-CLI = [sys.executable, "-m", "dshlog"]
+#: a process of its own: what these inputs did was block in open(), fork without bound or read without end
+IMPORTABLE = {"PYTHONPATH": str(ROOT)}
 MAKE_STORE = SHARED / "tools" / "make_store.py"
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -89,8 +90,8 @@ def store() -> Iterator[tuple[Path, dict[str, Path]]]:
 
 
 def run(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "200"}
-    return subprocess.run([*_as_nobody(), *CLI, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd="/")
+    env = {**IMPORTABLE, "NO_COLOR": "1", "COLUMNS": "200"}
+    return run_process(*args, prefix=_as_nobody(), text=True, timeout=timeout, env=env, cwd="/")
 
 
 def _named(stderr: str, made: dict[str, Path], *keys: str) -> None:
@@ -163,8 +164,7 @@ def test_a_fifo_nobody_writes_to_is_refused_at_once(tmp_path: Path, command: lis
     """A reader named a FIFO with no writer blocked in open() forever."""
     fifo = tmp_path / "session.v4.jsonl"
     os.mkfifo(fifo)
-    p = subprocess.run([*CLI, *command, str(fifo)], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    p = run_process(*command, str(fifo), text=True, timeout=60, env=IMPORTABLE)
     assert p.returncode in (2, 4, 6), p.stderr
     said = p.stdout if command[0] == "validate" else p.stderr  # validate's finding is its result
     assert "a FIFO nobody writes to" in said and "Traceback" not in p.stderr, (p.stdout, p.stderr)
@@ -174,8 +174,7 @@ def test_a_fifo_nobody_writes_to_is_refused_at_once(tmp_path: Path, command: lis
 
 @pytest.mark.parametrize("command", [["info"], ["validate"]])
 def test_a_device_is_refused_unread(command: list[str]) -> None:
-    p = subprocess.run([*CLI, *command, "/dev/zero"], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    p = run_process(*command, "/dev/zero", text=True, timeout=60, env=IMPORTABLE)
     assert p.returncode in (2, 4) and "not a regular file (a character device)" in p.stdout + p.stderr, p.stderr
 
 
@@ -192,8 +191,7 @@ def _two_sessions(tmp_path: Path) -> Path:
 
 def test_jobs_never_start_more_workers_than_sessions(tmp_path: Path) -> None:
     """``report -j 100000`` over two sessions forked workers by the thousand."""
-    p = subprocess.run([*CLI, "report", "-j", "100000", str(_two_sessions(tmp_path))], capture_output=True, text=True,
-                       timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    p = run_process("report", "-j", "100000", str(_two_sessions(tmp_path)), text=True, timeout=60, env=IMPORTABLE)
     assert p.returncode == 0, p.stderr
 
 
@@ -211,7 +209,6 @@ def test_prices_is_a_bounded_regular_file(tmp_path: Path, kind: str) -> None:
         big = tmp_path / "prices.json"  # a valid table, padded past the bound: it was read whole
         big.write_bytes(b'{"mock/mock": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}}' + b" " * (17 << 20))
         prices = str(big)
-    p = subprocess.run([*CLI, "report", "--prices", prices, str(_two_sessions(tmp_path))], capture_output=True, text=True,
-                       timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    p = run_process("report", "--prices", prices, str(_two_sessions(tmp_path)), text=True, timeout=60, env=IMPORTABLE)
     assert p.returncode == (2 if kind == "too-big" else 6), p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and prices in p.stderr and p.stdout == "", p.stderr

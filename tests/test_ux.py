@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, ev, jsonl, run_env, v4_header
+from conftest import FIXTURES, ROOT, dshlog_argv, ev, jsonl, run_env, run_process, v4_header
 from dshlog.errors import ExitCode
 from dshlog.protocol.layout import encode_segment, project_key
 
@@ -56,7 +55,7 @@ def test_repair_check_never_writes(tmp_path, extra) -> None:
 
 @pytest.mark.parametrize("command", ["info", "show", "events", "stats", "requests"])
 def test_closed_stdout_exits_quietly(command) -> None:
-    p = subprocess.Popen([sys.executable, "-m", "dshlog", command, str(LOOP)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    p = subprocess.Popen(dshlog_argv(command, str(LOOP)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     assert p.stdout is not None and p.stderr is not None
     p.stdout.read(1)
     p.stdout.close()  # as `| head -c1` does
@@ -351,12 +350,10 @@ def test_token_counts_have_thousands_separators() -> None:
 
 
 def test_session_ids_and_option_values_complete(tmp_path) -> None:
-    import os
-
     root, _ = store(tmp_path)
     def complete(words: str, cword: int) -> list[str]:
-        env = dict(os.environ, _DSHLOG_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD=str(cword), DSH_HOME=str(root.parent))
-        done = subprocess.run([sys.executable, "-m", "dshlog"], env=env, capture_output=True, cwd=ROOT)
+        env = {"_DSHLOG_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword), "DSH_HOME": str(root.parent)}
+        done = run_process(env=env, cwd=ROOT, timeout=None)
         return done.stdout.decode().split()
 
     assert complete("dshlog info cr", 2) == ["crash-0001"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, ev, jsonl, load_bench_script, v4_header
+from conftest import FIXTURES, ROOT, dshlog_argv, ev, jsonl, load_bench_script, run_process, v4_header
 from dshlog.protocol.layout import encode_segment, project_key
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
@@ -49,7 +49,7 @@ def on_pty(args: list[str], *, columns: int = 80, env: dict[str, str] | None = N
     child_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "PAGER", "LESS")}
     child_env.update({"TERM": "xterm-256color", **(env or {})})
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "dshlog", *args], stdin=slave, stdout=slave, stderr=slave, cwd=ROOT,
+    proc = subprocess.Popen(dshlog_argv(*args), stdin=slave, stdout=slave, stderr=slave, cwd=ROOT,
                             env=child_env, close_fds=True, start_new_session=True)
     os.close(slave)
     got = b""
@@ -185,13 +185,13 @@ def test_show_uses_the_pager_and_ends_when_it_quits(tmp_path) -> None:
 def test_tail_f_follows_a_repair_that_replaces_the_log(tmp_path) -> None:
     log = tmp_path / "session.v4.jsonl"
     shutil.copy(FIXTURES / "v4" / "crash" / "session.v4.jsonl", log)
-    proc = subprocess.Popen([sys.executable, "-m", "dshlog", "tail", "-f", "-n", "1", "--interval", "0.05", str(log)],
+    proc = subprocess.Popen(dshlog_argv("tail", "-f", "-n", "1", "--interval", "0.05", str(log)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert first.startswith(b"9 "), first
-        done = subprocess.run([sys.executable, "-m", "dshlog", "repair", "--write", str(log)], capture_output=True, cwd=ROOT)
+        done = run_process("repair", "--write", str(log), cwd=ROOT, timeout=None)
         assert done.returncode == 0, done.stderr
         got = [proc.stdout.readline() for _ in range(4)]
         assert [g.split()[:2] for g in got] == [[b"10", b"tool/result"], [b"11", b"tool/result"], [b"12", b"step/end"], [b"13", b"turn/end"]]
@@ -206,12 +206,12 @@ def test_tail_f_follows_a_newer_generation(tmp_path) -> None:
     d = tmp_path / "s"
     shutil.copytree(FIXTURES / "v3" / "text-turn", d)
     (old,) = [p for p in d.iterdir() if p.name.startswith("session")]
-    proc = subprocess.Popen([sys.executable, "-m", "dshlog", "tail", "-f", "-n", "1", "--interval", "0.05", str(d)],
+    proc = subprocess.Popen(dshlog_argv("tail", "-f", "-n", "1", "--interval", "0.05", str(d)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     try:
         assert proc.stdout is not None
         last = proc.stdout.readline()
-        done = subprocess.run([sys.executable, "-m", "dshlog", "migrate", "--no-children", str(d)], capture_output=True, cwd=ROOT)
+        done = run_process("migrate", "--no-children", str(d), cwd=ROOT, timeout=None)
         assert done.returncode == 0, done.stderr
         new = d / "session.v4.jsonl"
         assert new.is_file()

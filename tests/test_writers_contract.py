@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, lock_held_elsewhere, run_cli
-from test_reliability_support import assert_clean_failure, dshlog_cmd, leftovers, run
+from conftest import FIXTURES, lock_held_elsewhere, run_env
+from test_reliability_support import assert_clean_failure, leftovers, run
 
 from dshlog.errors import ExitCode, IOFailure
 from dshlog.ops.rescue import rescue_session
@@ -269,7 +269,7 @@ def _inject(monkeypatch: pytest.MonkeyPatch, step: str, exc: BaseException) -> N
 @pytest.mark.parametrize("step", ["stage", "write", "sync", "verify", "link", "rename"])
 @pytest.mark.parametrize("writer", WRITERS)
 def test_failure_at_each_step_leaves_nothing(
-    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     writer: str, step: str, kind: str,
 ) -> None:
     if not _reached(writer, step):
@@ -278,7 +278,7 @@ def test_failure_at_each_step_leaves_nothing(
     exc: BaseException = IOFailure("injected failure", path="x") if kind == "io-error" else KeyboardInterrupt()
     with monkeypatch.context() as m:
         _inject(m, step, exc)
-        code, _, err = run_cli(capsysbinary, *sc.argv)
+        code, _, err = run_env(*sc.argv)
     assert code == (130 if kind == "interrupt" else ExitCode.IO), err
     if sc.in_place:
         assert sc.final.read_bytes() == sc.source_bytes
@@ -288,7 +288,7 @@ def test_failure_at_each_step_leaves_nothing(
     assert leftovers(sc.target_dir) == [], "a failed run left its staged file"
     assert not [n for n in os.listdir(sc.target_dir) if ".torn-" in n] or step == "rename"
     # the lock was released: the same run now succeeds
-    code, _, err = run_cli(capsysbinary, *sc.argv)
+    code, _, err = run_env(*sc.argv)
     assert code == 0, err
 
 
@@ -341,7 +341,7 @@ def _plant(sc: Scene, what: str, victim: Path) -> None:
 @pytest.mark.parametrize("when", ["before", "during"])
 @pytest.mark.parametrize("writer", [w for w in WRITERS if w != "repair --write"])
 def test_existing_target_is_never_overwritten_nor_followed(
-    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     writer: str, when: str, what: str,
 ) -> None:
     """Taken before the run (the early check) or while it runs (then link() itself refuses)."""
@@ -359,7 +359,7 @@ def test_existing_target_is_never_overwritten_nor_followed(
             _plant(sc, what, victim)
 
         monkeypatch.setattr(transaction.Publication, "verify_staged", plant_then_verify)
-    code, _, err = run_cli(capsysbinary, *sc.argv)
+    code, _, err = run_env(*sc.argv)
     assert code == ExitCode.CONFLICT, err
     assert b"already exists" in err or b"refusing to overwrite" in err, err
     if what == "file":
@@ -439,7 +439,7 @@ def _setpriv() -> list[str] | None:
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         return None
     prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    if subprocess.run([*prefix, *dshlog_cmd("--version")], capture_output=True).returncode != 0:
+    if run("--version", prefix=prefix).returncode != 0:
         return None  # e.g. the checkout is not readable by that user
     return prefix
 
@@ -457,7 +457,7 @@ def test_a_run_that_cannot_give_the_file_away_keeps_what_it_can_and_says_so(writ
             os.chmod(dirpath, 0o777)
         os.chown(sc.source, *OWNER)
         os.chmod(sc.source, 0o644)
-        p = subprocess.run([*prefix, *dshlog_cmd(*sc.argv)], capture_output=True, timeout=60)
+        p = run(*sc.argv, prefix=prefix, timeout=60)
         assert p.returncode == 0, p.stderr
         st = sc.final.stat()
         assert (st.st_uid, st.st_gid) == (65534, 65534)
@@ -529,7 +529,7 @@ def test_a_generation_is_never_published_next_to_another_sessions(tmp_path: Path
 @pytest.mark.parametrize("change", ["ctime", "append"])
 @pytest.mark.parametrize("writer", WRITERS)
 def test_source_changed_during_the_run_is_refused_naming_the_log(
-    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch, writer: str, change: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str, change: str
 ) -> None:
     sc = make_scene(tmp_path, writer)
     real = transaction.Publication.verify_staged
@@ -543,7 +543,7 @@ def test_source_changed_during_the_run_is_refused_naming_the_log(
                 fh.write(b"\n")
 
     monkeypatch.setattr(transaction.Publication, "verify_staged", change_then_verify)
-    code, _, err = run_cli(capsysbinary, *sc.argv)
+    code, _, err = run_env(*sc.argv)
     assert code == ExitCode.CONFLICT, err
     line = err.decode().strip().splitlines()[-1] if writer != "migrate" else err.decode()
     assert str(sc.source) in line and ".tmp" not in line, line
