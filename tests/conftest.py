@@ -151,15 +151,6 @@ def huge_first_message(directory: Path, size: int = 10_000_000) -> Path:
     return path
 
 
-def run_cli(capsysbinary, *args: str) -> tuple[int, bytes, bytes]:
-    """Run ``dshlog ARGS`` in-process in this process's environment; returns (exit code, stdout, stderr)."""
-    from dshlog.cli import main
-
-    code = int(main(list(args)))
-    out, err = capsysbinary.readouterr()
-    return code, out, err
-
-
 def run_env(*args: str, stdin: bytes = b"", tty: bool = False, **env: object) -> tuple[int, bytes, bytes]:
     """Run ``dshlog ARGS`` in-process in a test environment (``Env.for_test``: in-memory streams,
     no terminal unless ``tty``, a fixed clock; ``dsh_home=``, ``cwd=``, ``colour=``, ``width=`` ... as given).

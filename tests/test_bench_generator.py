@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import load_bench_script, run_cli
+from conftest import load_bench_script, run_env
 from dshlog.ops.validate import validate_log
 from dshlog.read.container import SourceInfo, iter_zstd_lines
 from dshlog.read.session import open_log
@@ -73,12 +73,12 @@ def test_generation_is_deterministic(gen, tmp_path):
 # ------------------------------------------------------------------------------ the new shapes
 
 
-def _cli_valid(capsysbinary, *paths: Path) -> list[str]:
+def _cli_valid(*paths: Path) -> list[str]:
     """``dshlog validate`` on the paths: exit 0 and every input clean (no error, no warning).
 
     The verdicts go to stdout, one per input, then a total line when there is more than one.
     """
-    code, out, err = run_cli(capsysbinary, "validate", *map(str, paths))
+    code, out, err = run_env("validate", *map(str, paths))
     lines = out.decode().splitlines()
     assert code == 0, (lines[-5:], err.decode()[-500:])
     verdicts = lines[:-1] if len(paths) > 1 else lines
@@ -90,9 +90,9 @@ def _cli_valid(capsysbinary, *paths: Path) -> list[str]:
     return verdicts
 
 
-def _cli_migrates(capsysbinary, *dirs: Path) -> None:
+def _cli_migrates(*dirs: Path) -> None:
     """``dshlog migrate --dry-run --no-children`` would publish every v0 session directory given."""
-    code, out, err = run_cli(capsysbinary, "migrate", "--dry-run", "--no-children", *map(str, dirs))
+    code, out, err = run_env("migrate", "--dry-run", "--no-children", *map(str, dirs))
     assert code == 0, err.decode()[-500:]
     assert f"0 failed, {len(dirs)} would migrate" in err.decode(), err.decode()[-300:]
     assert sum(line.startswith("would publish ") and line.endswith(" from v0)") for line in out.decode().splitlines()) == len(dirs)
@@ -103,21 +103,21 @@ def _rows(path: Path) -> list[dict]:
         return [orjson.loads(line) for line in fh]
 
 
-def _surface_nodes(capsysbinary, path: Path, at: int | None = None) -> int:
+def _surface_nodes(path: Path, at: int | None = None) -> int:
     args = ["surface", "--json", str(path)] + (["--at", str(at)] if at is not None else [])
-    code, out, err = run_cli(capsysbinary, *args)
+    code, out, err = run_env(*args)
     assert code == 0, err.decode()[-300:]
     return len(orjson.loads(out)["nodes"])
 
 
 @pytest.mark.parametrize("version", [4, 0])
-def test_no_compaction_shape_is_valid_and_its_surface_only_grows(gen, tmp_path, capsysbinary, version):
+def test_no_compaction_shape_is_valid_and_its_surface_only_grows(gen, tmp_path, version):
     shape = gen.Shape(compaction=False)
     paths = gen.generate(tmp_path, "700K", version, seed=3, rare=5.0, shape=shape)
     assert f"-nocompact-v{version}-" in paths["plain"].parent.name
-    _cli_valid(capsysbinary, paths["plain"], paths["zstd"])
+    _cli_valid(paths["plain"], paths["zstd"])
     if version == 0:
-        _cli_migrates(capsysbinary, paths["plain"].parent)
+        _cli_migrates(paths["plain"].parent)
     types = {r.get("type") for r in _rows(paths["plain"])}
     assert not {t for t in types if t and t.startswith("compaction/")}, types
     # the same seed and rare-event rate in the default shape does compact: the flag is what removed them
@@ -129,11 +129,11 @@ def test_no_compaction_shape_is_valid_and_its_surface_only_grows(gen, tmp_path, 
     if version == 4:
         rows = _rows(paths["plain"])[1:]
         last = rows[-1]["seq"]
-        counts = [_surface_nodes(capsysbinary, paths["plain"], at) for at in (last // 4, last // 2, 3 * last // 4)]
-        counts.append(_surface_nodes(capsysbinary, paths["plain"]))
+        counts = [_surface_nodes(paths["plain"], at) for at in (last // 4, last // 2, 3 * last // 4)]
+        counts.append(_surface_nodes(paths["plain"]))
         assert counts == sorted(set(counts)), counts
         assert counts[-1] == len(ops)  # nothing ever left the view
-        assert _surface_nodes(capsysbinary, default["plain"]) < counts[-1] / 2
+        assert _surface_nodes(default["plain"]) < counts[-1] / 2
 
 
 def _tool_texts(path: Path, version: int) -> list[int]:
@@ -150,14 +150,14 @@ def _tool_texts(path: Path, version: int) -> list[int]:
 
 
 @pytest.mark.parametrize("version", [4, 0])
-def test_huge_tool_results_are_as_large_as_asked(gen, tmp_path, capsysbinary, version):
+def test_huge_tool_results_are_as_large_as_asked(gen, tmp_path, version):
     huge = (gen.parse_size("300K"), gen.parse_size("1M"), gen.parse_size("700K"))
     shape = gen.Shape(huge=huge)
     paths = gen.generate(tmp_path, "3M", version, seed=4, shape=shape)
     assert shape.label == "huge300K-1M-700K" and shape.label.lower() in paths["plain"].parent.name
-    _cli_valid(capsysbinary, paths["plain"], paths["zstd"])
+    _cli_valid(paths["plain"], paths["zstd"])
     if version == 0:
-        _cli_migrates(capsysbinary, paths["plain"].parent)
+        _cli_migrates(paths["plain"].parent)
     sizes = _tool_texts(paths["plain"], version)
     assert [s for s in sizes if s >= 200_000] == list(huge)  # each exactly as asked, in order
     assert max(s for s in sizes if s not in huge) < 50_000  # the rest are ordinary outputs
@@ -243,31 +243,31 @@ def test_many_small_children_name_their_parents(gen, many):
             assert entries == s["children"]  # no catalog entry names a session that is not in the root
 
 
-def test_many_small_is_valid_through_the_cli(gen, many, capsysbinary):
+def test_many_small_is_valid_through_the_cli(gen, many):
     _, paths, manifest = many
     for kind in ("plain", "zstd"):
         dirs = sorted(d for d in paths[kind].glob("*/*") if d.is_dir())
         assert len(dirs) == 45
-        _cli_valid(capsysbinary, *dirs)
+        _cli_valid(*dirs)
     v0 = [(paths["plain"] / s["path"]).parent for s in manifest["sessions"] if s["version"] == 0]
-    _cli_migrates(capsysbinary, *v0)
+    _cli_migrates(*v0)
 
 
-def test_many_small_migrates_as_a_root_and_greps(gen, many, tmp_path, capsysbinary):
+def test_many_small_migrates_as_a_root_and_greps(gen, many, tmp_path):
     """A real migration of the root finds each v0 parent's children, and `ls --grep` finds the marked sessions."""
     import shutil
 
     _, paths, manifest = many
     root = tmp_path / "root"
     shutil.copytree(paths["plain"], root)
-    code, out, err = run_cli(capsysbinary, "migrate", "-R", str(root))
+    code, out, err = run_env("migrate", "-R", str(root))
     n0 = sum(s["version"] == 0 for s in manifest["sessions"])
     assert code == 0 and f"{n0} migrated, {45 - n0} skipped (already v4), 0 failed" in err.decode(), (out.decode()[-300:], err.decode()[-300:])
     for s in manifest["sessions"]:
         if s["version"] == 0 and s["parent"] is None:
             v4 = root / s["path"].replace("session.jsonl", "session.v4.jsonl")
             assert [r["data"]["childId"] for r in _rows(v4) if r.get("type") == "subagent/catalog"] == s["children"]
-    code, out, _ = run_cli(capsysbinary, "ls", "--json", "--grep", manifest["marker"], str(paths["zstd"]))
+    code, out, _ = run_env("ls", "--json", "--grep", manifest["marker"], str(paths["zstd"]))
     assert code == 0
     found = {orjson.loads(line)["id"] for line in out.splitlines()}
     assert found == {s["id"] for s in manifest["sessions"] if s["marker"]}

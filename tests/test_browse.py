@@ -303,10 +303,10 @@ def test_a_huge_message_shows_its_start_first_and_more_on_demand(tmp_path) -> No
     assert again == first
 
 
-def test_the_command_needs_a_terminal(capsysbinary) -> None:
-    from conftest import run_cli
+def test_the_command_needs_a_terminal() -> None:
+    from conftest import run_env
 
-    code, out, err = run_cli(capsysbinary, "browse", str(LOOP_V4))
+    code, out, err = run_env("browse", str(LOOP_V4))
     assert code == 2 and out == b"" and b"browse needs a terminal" in err
 
 

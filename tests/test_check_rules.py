@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import GOLDEN, run_cli
+from conftest import GOLDEN, run_env
 from dshlog.check.keys import fact_key, value_digest, value_key
 from dshlog.check.data import check_event_data
 from dshlog.check.envelope import check_envelope, well_formed
@@ -104,7 +104,7 @@ def test_envelope_proof_agrees_with_the_rule(event: dict, seq: int) -> None:
         assert found == []
 
 
-def test_reader_and_validator_share_the_envelope_rule(tmp_path: Path, capsysbinary: Any) -> None:
+def test_reader_and_validator_share_the_envelope_rule(tmp_path: Path) -> None:
     """One defect, one text: the lenient reader's note is the validator's problem, listed once."""
     events = loop()
     events[3] = {**events[3], "extra": 1}
@@ -295,7 +295,7 @@ def _with_turn_2_extras(extras: list[dict]) -> list[dict]:
     return renumber(events[:at] + [{"type": t, "seq": 0, "time": 0, "data": d} for t, d in extras] + events[at:])
 
 
-def test_validate_takes_lone_surrogates_in_ptc_arguments_and_policy_keys(tmp_path: Path, capsysbinary: Any) -> None:
+def test_validate_takes_lone_surrogates_in_ptc_arguments_and_policy_keys(tmp_path: Path) -> None:
     start = {"rootCallId": "c1", "parentCallId": "c1", "subCallId": "s", "name": "n", "arguments": "\ud800"}
     retry = {"retryId": "r1", "turn": 2, "step": 1, "provider": "mock", "mode": "normal", "policyKey": {"k": "\udc00"},
              "retry": 1, "delayMs": 1, "failure": {"message": "busy", "code": "RATE_LIMIT"}}
@@ -306,11 +306,11 @@ def test_validate_takes_lone_surrogates_in_ptc_arguments_and_policy_keys(tmp_pat
         ("llm/retry-started", {"retryId": "r1", "turn": 2, "step": 1, "retry": 1}),
     ])
     path = write_log(tmp_path / "session.v4.jsonl", events)
-    code, out, err = run_cli(capsysbinary, "validate", str(path))
+    code, out, err = run_env("validate", str(path))
     assert code == 0, (out, err)
     mismatched = copy.deepcopy(events)
     mismatched[21]["data"]["arguments"] = "\udbff"
-    code, out, _ = run_cli(capsysbinary, "validate", str(write_log(tmp_path / "bad.v4.jsonl", mismatched)))
+    code, out, _ = run_env("validate", str(write_log(tmp_path / "bad.v4.jsonl", mismatched)))
     assert code == 4 and b"PTC dispatch does not match its start" in out
 
 
@@ -329,14 +329,14 @@ def test_validate_takes_lone_surrogates_in_ptc_arguments_and_policy_keys(tmp_pat
          "developer/message requires an object"),
     ],
 )
-def test_validate_reports_what_used_to_crash_it(tmp_path: Path, capsysbinary: Any, mutate: Any, text: str) -> None:
+def test_validate_reports_what_used_to_crash_it(tmp_path: Path, mutate: Any, text: str) -> None:
     events = loop()
     mutate(events)
     # and an image/offload of seq 5, whose message the fold only holds unchecked when its data is no object
     offload = {"type": "image/offload", "seq": 0, "time": 0, "data": {"targets": [{"seq": 5, "imageIndexes": [0]}]}}
     events = renumber(events + [offload])
     path = write_log(tmp_path / "session.v4.jsonl", events)
-    code, out, err = run_cli(capsysbinary, "validate", str(path))
+    code, out, err = run_env("validate", str(path))
     assert code == 4, (out, err)
     assert text.encode() in out
 

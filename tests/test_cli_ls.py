@@ -8,7 +8,7 @@ import shutil
 import orjson
 import pytest
 
-from conftest import FIXTURES, run_cli, run_env
+from conftest import FIXTURES, run_env
 from dshlog.errors import ExitCode
 from dshlog.read.store import session_dir
 from test_store import put
@@ -32,8 +32,8 @@ def ndjson(out: bytes) -> list[dict]:
     return [orjson.loads(line) for line in out.splitlines()]
 
 
-def test_ls_json_shape(root, capsysbinary):
-    code, out, err = run_cli(capsysbinary, "ls", str(root), "--json", "--sort", "id")
+def test_ls_json_shape(root):
+    code, out, err = run_env("ls", str(root), "--json", "--sort", "id")
     assert code == 0
     rows = ndjson(out)
     assert [r["id"] for r in rows] == ["crash-0001", "fork-0002", "loop-0001", "loop-0001"]
@@ -61,42 +61,42 @@ def test_ls_plain_is_tab_separated_when_piped(root):
     assert b"does not match header id" in err  # the misplaced generation is reported on stderr
 
 
-def test_ls_sort_and_reverse(root, capsysbinary):
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--sort", "size")
+def test_ls_sort_and_reverse(root):
+    _, out, _ = run_env("ls", str(root), "--json", "--sort", "size")
     sizes = [r["size"] for r in ndjson(out)]
     assert sizes == sorted(sizes, reverse=True)
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--sort", "size", "--reverse")
+    _, out, _ = run_env("ls", str(root), "--json", "--sort", "size", "--reverse")
     assert [r["size"] for r in ndjson(out)] == sorted(sizes)
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--sort", "turns")
+    _, out, _ = run_env("ls", str(root), "--json", "--sort", "turns")
     assert [r["turns"] for r in ndjson(out)] == [4, 4, 1, 1]
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--sort", "time")
+    _, out, _ = run_env("ls", str(root), "--json", "--sort", "time")
     times = [r["lastActivity"] for r in ndjson(out)]
     assert times == sorted(times, reverse=True)
-    code, _, err = run_cli(capsysbinary, "ls", str(root), "--sort", "colour")
+    code, _, err = run_env("ls", str(root), "--sort", "colour")
     assert code == ExitCode.USAGE and b"--sort" in err
 
 
-def test_ls_filters(root, capsysbinary, tmp_path):
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--cwd", "/srv/zz")
+def test_ls_filters(root, tmp_path):
+    _, out, _ = run_env("ls", str(root), "--json", "--cwd", "/srv/zz")
     assert [r["generation"] for r in ndjson(out)] == ["session.v4.jsonl.zstd"]
     # message text; tool output ("echo: one") is not message text
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--grep", "第二点")
+    _, out, _ = run_env("ls", str(root), "--json", "--grep", "第二点")
     assert sorted(r["path"].endswith("zstd") for r in ndjson(out)) == [False, True]
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--grep", "ECHO: ONE")
+    _, out, _ = run_env("ls", str(root), "--json", "--grep", "ECHO: ONE")
     assert ndjson(out) == []
     # smart case: a lower-case needle ignores case, a capital letter asks for that case exactly
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--grep", "deploy TO")
+    _, out, _ = run_env("ls", str(root), "--json", "--grep", "deploy TO")
     assert ndjson(out) == []
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--grep", "deploy to")
+    _, out, _ = run_env("ls", str(root), "--json", "--grep", "deploy to")
     assert {r["id"] for r in ndjson(out)} == {"crash-0001", "fork-0002"}
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--grep", "DEPLOY")
+    _, out, _ = run_env("ls", str(root), "--json", "--grep", "DEPLOY")
     assert ndjson(out) == []
     # fixture events are from October 2026: a date before keeps them, one after drops them
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--since", "2026-10-01")
+    _, out, _ = run_env("ls", str(root), "--json", "--since", "2026-10-01")
     assert len(ndjson(out)) == 4
-    _, out, _ = run_cli(capsysbinary, "ls", str(root), "--json", "--since", "2026-10-21")
+    _, out, _ = run_env("ls", str(root), "--json", "--since", "2026-10-21")
     assert ndjson(out) == []
-    code, _, err = run_cli(capsysbinary, "ls", str(root), "--since", "soon")
+    code, _, err = run_env("ls", str(root), "--since", "soon")
     assert code == ExitCode.USAGE
 
 
@@ -105,14 +105,14 @@ def test_ls_default_root_from_dsh_home(root):
     assert code == 0 and len(ndjson(out)) == 4
 
 
-def test_ls_missing_root(tmp_path, capsysbinary):
-    code, _, err = run_cli(capsysbinary, "ls", str(tmp_path / "nope"))
+def test_ls_missing_root(tmp_path):
+    code, _, err = run_env("ls", str(tmp_path / "nope"))
     assert code == ExitCode.IO and b"session root" in err
 
 
 @pytest.mark.parametrize("cmd", ["ls", "stats", "tail"])
-def test_help_shows_an_example(cmd, capsysbinary):
-    code, out, _ = run_cli(capsysbinary, cmd, "--help")
+def test_help_shows_an_example(cmd):
+    code, out, _ = run_env(cmd, "--help")
     assert code == 0 and b"Example: dshlog " + cmd.encode() in out
 
 
@@ -181,10 +181,10 @@ def test_stdin_is_still_stdin(here):
     assert code == 0 and out.count(b"\n") == 41 and b"using session" not in err
 
 
-def test_a_reason_many_sessions_share_is_said_once(root, capsysbinary):
+def test_a_reason_many_sessions_share_is_said_once(root):
     """The fixture root mixes encodings, so dsh refuses each of its plain sessions for the one
     compressed generation: stderr says that once, with how many and the first, not once a session."""
-    code, out, err = run_cli(capsysbinary, "ls", str(root), "--sort", "id")
+    code, out, err = run_env("ls", str(root), "--sort", "id")
     lines = err.decode().splitlines()
     shared = [ln for ln in lines if "configured for compression" in ln]
     assert len(shared) == 1, lines

@@ -6,7 +6,7 @@ import json
 
 import orjson
 
-from conftest import FIXTURES, GOLDEN, run_cli
+from conftest import FIXTURES, GOLDEN, run_env
 from dshlog.protocol.jsjson import dumps_pretty
 
 LOOP = str(GOLDEN / "loop-events.json")
@@ -14,8 +14,8 @@ LOOP_V4 = str(FIXTURES / "v4" / "loop" / "session.v4.jsonl")
 LOOP_ZSTD = str(FIXTURES / "v4" / "loop-zstd" / "session.v4.jsonl.zstd")
 
 
-def test_surface_json_matches_seed(capsysbinary):
-    code, out, err = run_cli(capsysbinary, "surface", LOOP, "--json")
+def test_surface_json_matches_seed():
+    code, out, err = run_env("surface", LOOP, "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert [n["seq"] for n in doc["nodes"]] == [4, 5, 8, 10, 13, 20, 22, 29, 30, 37, 38]
@@ -23,27 +23,27 @@ def test_surface_json_matches_seed(capsysbinary):
     assert doc["replacements"] == []
 
 
-def test_surface_at_prefix(capsysbinary):
-    code, out, _ = run_cli(capsysbinary, "surface", LOOP, "--at", "15", "--json", "--messages")
+def test_surface_at_prefix():
+    code, out, _ = run_env("surface", LOOP, "--at", "15", "--json", "--messages")
     doc = json.loads(out)
     assert [n["seq"] for n in doc["nodes"]] == [4, 5, 8, 10, 13]
     assert len(doc["messages"]) == 5
-    code, out, err = run_cli(capsysbinary, "surface", LOOP, "--at", "99")
+    code, out, err = run_env("surface", LOOP, "--at", "99")
     assert code == 2 and b"seq 99 does not exist" in err
 
 
-def test_surface_text(capsysbinary):
-    code, out, _ = run_cli(capsysbinary, "surface", LOOP_ZSTD)
+def test_surface_text():
+    code, out, _ = run_env("surface", LOOP_ZSTD)
     assert code == 0
     assert b"nodes: [4, 5, 8, 10, 13, 20, 22, 29, 30, 37, 38]" in out
     assert "第一点是".encode() in out
 
 
-def test_rebuild_is_dsh_json_and_counts_match(capsysbinary):
+def test_rebuild_is_dsh_json_and_counts_match():
     loop = json.loads((GOLDEN / "loop-events.json").read_text())
     counts = []
     for n in range(1, 7):
-        code, out, err = run_cli(capsysbinary, "rebuild", LOOP_V4, "--request", str(n))
+        code, out, err = run_env("rebuild", LOOP_V4, "--request", str(n))
         assert code == 0, err
         req = json.loads(out)
         counts.append(len(req["messages"]))
@@ -58,19 +58,19 @@ def test_rebuild_is_dsh_json_and_counts_match(capsysbinary):
     assert counts == [2, 4, 6, 6, 8, 10]
 
 
-def test_rebuild_messages_only_and_out_of_range(capsysbinary):
-    code, out, _ = run_cli(capsysbinary, "rebuild", LOOP, "-r", "6", "--messages-only", "--compact")
+def test_rebuild_messages_only_and_out_of_range():
+    code, out, _ = run_env("rebuild", LOOP, "-r", "6", "--messages-only", "--compact")
     msgs = json.loads(out)
     assert len(msgs) == 10 and "第一点是" in json.dumps(msgs, ensure_ascii=False)
     assert out.count(b"\n") == 1
-    code, out, err = run_cli(capsysbinary, "rebuild", LOOP, "-r", "7")
+    code, out, err = run_env("rebuild", LOOP, "-r", "7")
     assert code == 2
     assert b"request 7 does not exist: the log holds 6 requests" in err
     assert b"Traceback" not in err
 
 
-def test_requests_table_and_json(capsysbinary):
-    code, out, _ = run_cli(capsysbinary, "requests", LOOP, "--json")
+def test_requests_table_and_json():
+    code, out, _ = run_env("requests", LOOP, "--json")
     assert code == 0
     doc = json.loads(out)
     rows = doc["requests"]
@@ -79,11 +79,11 @@ def test_requests_table_and_json(capsysbinary):
     assert [r["settlement"] for r in rows] == ["assistant/message"] * 2 + ["assistant/attempt"] + ["assistant/message"] * 3
     assert [r["extends"] for r in rows] == [None, True, True, True, True, True]
     assert rows[0]["inputTokens"] == 10 and rows[0]["outputTokens"] == 5
-    code, out, _ = run_cli(capsysbinary, "requests", LOOP)
+    code, out, _ = run_env("requests", LOOP)
     assert out.splitlines()[0].split(b"\t")[:5] == [b"#", b"seq", b"settled as", b"turn.step", b"msgs"]
 
 
-def test_requests_reports_why_the_prefix_broke(tmp_path, capsysbinary):
+def test_requests_reports_why_the_prefix_broke(tmp_path):
     """A compaction replace between requests breaks prefix reuse, and the table says so."""
     loop = json.loads((GOLDEN / "loop-events.json").read_text())
     log = loop[:16]  # turn 1 complete
@@ -103,24 +103,24 @@ def test_requests_reports_why_the_prefix_broke(tmp_path, capsysbinary):
     ]
     p = tmp_path / "log.json"
     p.write_text(json.dumps(log + extra))
-    code, out, err = run_cli(capsysbinary, "requests", str(p), "--json")
+    code, out, err = run_env("requests", str(p), "--json")
     assert code == 0, err
     rows = json.loads(out)["requests"]
     assert rows[-1]["extends"] is False and rows[-1]["reason"] == "compaction replace"
     assert rows[-1]["messages"] == 2
 
 
-def test_old_versions_are_migrated_in_memory(capsysbinary, tmp_path):
+def test_old_versions_are_migrated_in_memory(tmp_path):
     src = FIXTURES / "v0" / "text-turn" / "session.jsonl"
     before = src.read_bytes()
-    code, out, err = run_cli(capsysbinary, "surface", str(src), "--json")
+    code, out, err = run_env("surface", str(src), "--json", cache_dir=tmp_path / "cache")  # with a cache, as a person's run has one
     assert code == 0, err
     doc = json.loads(out)
     assert [n["type"] for n in doc["nodes"]] == ["system/message", "user/message", "user/message", "assistant/message"]
     assert doc["roles"] == ["system", "user", "user", "assistant"]
     assert src.read_bytes() == before
     assert sorted(p.name for p in src.parent.iterdir()) == ["session.jsonl"]  # read-only: no lock, no successor
-    code, out, err = run_cli(capsysbinary, "rebuild", str(src), "-r", "1")
+    code, out, err = run_env("rebuild", str(src), "-r", "1")
     req = json.loads(out)
     assert req["messages"][0]["content"] == [{"type": "text", "text": "You are a careful assistant."}]
     assert "system" not in req

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import CORPUS, corpus_files, corpus_ids, requires_corpus, run_cli
+from conftest import CORPUS, corpus_files, corpus_ids, requires_corpus, run_env
 from dshlog.errors import DshlogError, ExitCode
 from dshlog.read.session import open_log
 
@@ -31,9 +31,9 @@ def test_opens_leniently(path):
 
 @requires_corpus
 @pytest.mark.parametrize("path", FILES, ids=IDS)
-def test_reading_commands_run_without_traceback(path, capsysbinary):
+def test_reading_commands_run_without_traceback(path):
     for cmd in (["events"], ["events", "--json"], ["info"], ["info", "--json"], ["validate"]):
-        code, out, err = run_cli(capsysbinary, *cmd, str(path))
+        code, out, err = run_env(*cmd, str(path))
         assert b"Traceback" not in err and b"internal error" not in err, (cmd, err.decode(errors="replace"))
         assert code in (ExitCode.OK, ExitCode.UNSUPPORTED, ExitCode.CORRUPT), (cmd, code, err.decode(errors="replace"))
         if cmd[0] == "events" and code == 0:

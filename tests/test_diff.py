@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, GOLDEN, jsonl, run_cli, v4_header
+from conftest import FIXTURES, GOLDEN, jsonl, run_env, v4_header
 from dshlog.model.diff import diff_requests, requests_at
 from dshlog.errors import UsageError
 from dshlog.model.requests import rebuild
@@ -20,22 +20,22 @@ def golden() -> list[dict]:
     return json.loads(LOOP.read_text(encoding="utf-8"))
 
 
-def diff_json(capsysbinary, *args: str) -> dict:
-    code, out, err = run_cli(capsysbinary, "diff", *args, "--json")
+def diff_json(*args: str) -> dict:
+    code, out, err = run_env("diff", *args, "--json")
     assert code == 0, err
     return json.loads(out)
 
 
-def test_requests_3_and_4_are_identical(capsysbinary) -> None:
-    d = diff_json(capsysbinary, str(LOOP), "--request", "3", "--request", "4")
+def test_requests_3_and_4_are_identical() -> None:
+    d = diff_json(str(LOOP), "--request", "3", "--request", "4")
     assert d["identical"] is True and d["prefixIntact"] is True and d["prefixBrokenAt"] is None
     assert d["messages"] == {"before": 6, "after": 6, "added": [], "removed": [], "replaced": []}
-    code, out, _ = run_cli(capsysbinary, "diff", str(LOOP), "-r", "3", "-r", "4")
+    code, out, _ = run_env("diff", str(LOOP), "-r", "3", "-r", "4")
     assert code == 0 and b"identical" in out
 
 
-def test_request_6_adds_two_messages_to_5(capsysbinary) -> None:
-    d = diff_json(capsysbinary, str(LOOP), "--request", "5", "--request", "6")
+def test_request_6_adds_two_messages_to_5() -> None:
+    d = diff_json(str(LOOP), "--request", "5", "--request", "6")
     assert d["identical"] is False
     assert d["prefixIntact"] is True and d["commonPrefix"] == 8
     added = d["messages"]["added"]
@@ -47,13 +47,13 @@ def test_request_6_adds_two_messages_to_5(capsysbinary) -> None:
     assert d["messages"]["removed"] == [] and d["messages"]["replaced"] == []
     assert d["config"] == {"added": [], "removed": [], "changed": [], "values": {}}
     assert d["tools"] == {"added": [], "removed": [], "changed": []}
-    code, out, _ = run_cli(capsysbinary, "diff", str(LOOP), "-r", "5", "-r", "6")
+    code, out, _ = run_env("diff", str(LOOP), "-r", "5", "-r", "6")
     text = out.decode()
     assert "prefix intact" in text and text.count("+ added") == 2
 
 
-def test_two_files_same_request(capsysbinary) -> None:
-    d = diff_json(capsysbinary, str(LOOP), str(LOOP_V4), "--request", "6")
+def test_two_files_same_request() -> None:
+    d = diff_json(str(LOOP), str(LOOP_V4), "--request", "6")
     # same conversation; only the v4 file knows its session id
     assert d["prefixIntact"] and d["messages"]["added"] == [] and d["sessionIdChanged"] is True
     assert d["identical"] is False
@@ -79,11 +79,11 @@ def compacted() -> list[dict]:
     return events
 
 
-def test_compaction_breaks_the_prefix(tmp_path, capsysbinary) -> None:
+def test_compaction_breaks_the_prefix(tmp_path) -> None:
     events = compacted()
     f = tmp_path / "session.v4.jsonl"
     f.write_bytes(jsonl(v4_header(id="c-1"), *events))
-    d = diff_json(capsysbinary, str(f), "-r", "6", "-r", "7")
+    d = diff_json(str(f), "-r", "6", "-r", "7")
     assert d["prefixIntact"] is False and d["prefixBrokenAt"] == 1 and d["commonPrefix"] == 1
     replaced = d["messages"]["replaced"]
     assert len(replaced) == 1
@@ -94,7 +94,7 @@ def test_compaction_breaks_the_prefix(tmp_path, capsysbinary) -> None:
     assert [(m["index"], m["id"]) for m in d["messages"]["added"]] == [(7, "afc335c5-b171-42f9-8f19-f4b311e6e9d8")]
     assert replaced[0]["before"]["id"] == "562b50f5-c251-49ec-9700-af7e939e29c5"  # the user's "go"
     assert d["messages"]["before"] == 10 and d["messages"]["after"] == 8
-    code, out, _ = run_cli(capsysbinary, "diff", str(f), "-r", "6", "-r", "7")
+    code, out, _ = run_env("diff", str(f), "-r", "6", "-r", "7")
     assert b"prefix broken at message 1" in out
 
 
@@ -138,11 +138,11 @@ def test_requests_at_reads_once_and_checks_numbers() -> None:
         ["-r", "1", "-r", "2", "-r", "3"],
     ],
 )
-def test_usage_errors(capsysbinary, args) -> None:
-    code, out, err = run_cli(capsysbinary, "diff", str(LOOP), *args)
+def test_usage_errors(args) -> None:
+    code, out, err = run_env("diff", str(LOOP), *args)
     assert code == 2 and out == b"" and err.startswith(b"dshlog: usage")
 
 
-def test_missing_request_is_a_usage_error(capsysbinary) -> None:
-    code, _, err = run_cli(capsysbinary, "diff", str(LOOP), "-r", "1", "-r", "9")
+def test_missing_request_is_a_usage_error() -> None:
+    code, _, err = run_env("diff", str(LOOP), "-r", "1", "-r", "9")
     assert code == 2 and b"request 9 does not exist" in err

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, FIXTURES, ev, jsonl, requires_corpus, run_cli, v4_header
+from conftest import CORPUS, FIXTURES, ev, jsonl, requires_corpus, run_env, v4_header
 from dshlog.errors import CorruptLog, ExitCode, MigrationRefused, UnsupportedVersion
 from dshlog.read.header import read_header
 from dshlog.read.session import open_log
@@ -83,7 +83,7 @@ def test_a_first_line_without_type_is_a_damaged_header(tmp_path: Path) -> None:
         open_log(p)
 
 
-def test_every_dsh_view_refuses_the_header_and_validate_says_so(tmp_path: Path, capsysbinary) -> None:
+def test_every_dsh_view_refuses_the_header_and_validate_says_so(tmp_path: Path) -> None:
     header = {k: v for k, v in V0.items() if k != "delegationDepth"}
     d = tmp_path / "s"
     d.mkdir()
@@ -92,24 +92,24 @@ def test_every_dsh_view_refuses_the_header_and_validate_says_so(tmp_path: Path, 
     log = str(d / "session.jsonl")
     for argv in (["events", "--v4", log], ["surface", log], ["requests", log],
                  ["migrate", "--dry-run", "--no-children", str(d)]):
-        code, out, err = run_cli(capsysbinary, *argv)
+        code, out, err = run_env(*argv)
         assert code == ExitCode.CORRUPT, argv
         assert b'released v0 physical header lacks required member "delegationDepth"' in err, (argv, err)
         assert not out.strip() or argv[0] == "migrate", argv
-    code, out, err = run_cli(capsysbinary, "events", log)  # the stored rows are still shown
+    code, out, err = run_env("events", log)  # the stored rows are still shown
     assert code == 0 and len(out.splitlines()) == 43
-    code, out, err = run_cli(capsysbinary, "show", log)  # and a transcript of them, opening with dsh's refusal
+    code, out, err = run_env("show", log)  # and a transcript of them, opening with dsh's refusal
     assert code == ExitCode.CORRUPT
     assert out.startswith(b'!!! dsh refuses to open this session: released v0 physical header lacks required member "delegationDepth"\n')
     assert b"READY" in out and b'lacks required member "delegationDepth"' in err
-    code, out, _ = run_cli(capsysbinary, "validate", log)
+    code, out, _ = run_env("validate", log)
     assert code == ExitCode.CORRUPT and b'error: corrupt: released v0 physical header lacks required member "delegationDepth"' in out
 
 
 # ------------------------------------------------------------------ the recovering read
 
 
-def test_damage_after_the_last_turn_end_is_dropped_as_dsh_drops_it(tmp_path: Path, capsysbinary) -> None:
+def test_damage_after_the_last_turn_end_is_dropped_as_dsh_drops_it(tmp_path: Path) -> None:
     p = _loop_with(tmp_path, tail=[ev(42, "turn/start", {"turn": 5})])  # the next seq is 41
     with open_log(p) as log:
         held = list(log.v4())
@@ -118,7 +118,7 @@ def test_damage_after_the_last_turn_end_is_dropped_as_dsh_drops_it(tmp_path: Pat
     with open_log(p) as log:  # the stored view of a strict open still refuses the row
         with pytest.raises(CorruptLog, match="seq gap in committed region"):
             list(log.stored())
-    code, out, _ = run_cli(capsysbinary, "events", "--v4", "--json", str(p))
+    code, out, _ = run_env("events", "--v4", "--json", str(p))
     assert code == 0 and len(out.splitlines()) == 41
 
 
@@ -165,23 +165,23 @@ def test_a_plain_format_error_inside_an_edge_is_wrapped_with_the_edge(tmp_path: 
 
 
 @requires_corpus
-def test_a_migrated_artifact_dsh_restore_refuses_is_refused_as_dsh_wraps_it(capsysbinary) -> None:
+def test_a_migrated_artifact_dsh_restore_refuses_is_refused_as_dsh_wraps_it() -> None:
     path = CORPUS / "v0" / "upstream" / "examples__acp-agent__tests__snapshots__agent-instructions__session.jsonl"
-    code, out, err = run_cli(capsysbinary, "events", "--v4", "--json", str(path))
+    code, out, err = run_env("events", "--v4", "--json", str(path))
     assert code == ExitCode.UNSUPPORTED and out == b""
     assert err.rstrip().endswith(b"Session migration from v0 to v4 refuses the transformed artifact: "
                                  b"compaction checkpoint has no matching compaction/start")
 
 
-def test_an_unknown_type_in_a_v4_log_refuses_every_dsh_view_and_prints_nothing(tmp_path: Path, capsysbinary) -> None:
+def test_an_unknown_type_in_a_v4_log_refuses_every_dsh_view_and_prints_nothing(tmp_path: Path) -> None:
     p = _loop_with(tmp_path, tail=[ev(41, "x/unknown", {}, time=1792499082300 - 41)])
     for argv in (["events", "--v4", "--json", str(p)], ["repair", str(p)], ["surface", str(p)]):
-        code, out, err = run_cli(capsysbinary, *argv)
+        code, out, err = run_env(*argv)
         assert code == ExitCode.UNSUPPORTED and out == b"", argv
         assert err.rstrip().endswith(b'format v4 contains unknown event type "x/unknown" at seq 41'), (argv, err)
-    code, out, _ = run_cli(capsysbinary, "surface", "--allow-unknown", str(p))
+    code, out, _ = run_env("surface", "--allow-unknown", str(p))
     assert code == 0 and out
-    code, out, _ = run_cli(capsysbinary, "events", "--json", str(p))
+    code, out, _ = run_env("events", "--json", str(p))
     assert code == 0 and len(out.splitlines()) == 42
 
 
@@ -194,23 +194,23 @@ def test_a_newer_version_is_unsupported_for_every_reader(tmp_path: Path) -> None
 # ------------------------------------------------------------------ fork, and fork-built logs
 
 
-def test_a_fork_of_a_log_without_events_is_a_usage_error(tmp_path: Path, capsysbinary) -> None:
+def test_a_fork_of_a_log_without_events_is_a_usage_error(tmp_path: Path) -> None:
     p = _write(tmp_path, jsonl(v4_header()))
-    code, _out, err = run_cli(capsysbinary, "fork", str(p), "-o", str(tmp_path / "child.jsonl"))
+    code, _out, err = run_env("fork", str(p), "-o", str(tmp_path / "child.jsonl"))
     assert code == ExitCode.USAGE and b"no seq to fork at" in err
     assert not (tmp_path / "child.jsonl").exists()
 
 
 @requires_corpus
-def test_the_system_prompt_plugin_option_reproduces_a_fork_build(tmp_path: Path, capsysbinary) -> None:
+def test_the_system_prompt_plugin_option_reproduces_a_fork_build(tmp_path: Path) -> None:
     source = CORPUS / "v3" / "lunfengchen" / "snapshots__sdk__serial-created__session.v3.jsonl"
     d = tmp_path / "s"
     d.mkdir()
     (d / "session.v3.jsonl").write_bytes(source.read_bytes())
-    code, _out, err = run_cli(capsysbinary, "migrate", "--no-children", str(d))
+    code, _out, err = run_env("migrate", "--no-children", str(d))
     assert code == ExitCode.UNSUPPORTED and b"message must have system-prompt source" in err
     assert not (d / "session.v4.jsonl").exists()
-    code, out, err = run_cli(capsysbinary, "--system-prompt-plugin", "@x1a0f3n9/dsh-system-prompt", "migrate", "--no-children", "--json", str(d))
+    code, out, err = run_env("--system-prompt-plugin", "@x1a0f3n9/dsh-system-prompt", "migrate", "--no-children", "--json", str(d))
     assert code == 0, err
     report = json.loads(out)["sessions"][0]
     assert report["status"] == "migrated" and any("@x1a0f3n9/dsh-system-prompt" in n for n in report["notes"])

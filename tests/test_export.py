@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, GOLDEN, corpus_files, corpus_ids, ev, jsonl, requires_corpus, run_cli, v4_header
+from conftest import FIXTURES, GOLDEN, corpus_files, corpus_ids, ev, jsonl, requires_corpus, run_env, v4_header
 
 LOOP_V4 = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 SECRET_KEY = "sk-Zx8Kq2Lw9Pv4Rt7Ys1Mn6Bc3Df5Gh0Jk"
@@ -20,8 +20,8 @@ SECRET_PW = "hunter2hunter2"
 EMAIL = "ann.lee@example.com"
 
 
-def export(capsysbinary, *args: str) -> tuple[int, bytes, bytes]:
-    return run_cli(capsysbinary, "export", *args)
+def export(*args: str) -> tuple[int, bytes, bytes]:
+    return run_env("export", *args)
 
 
 def tricky_log(tmp_path: Path) -> Path:
@@ -46,8 +46,8 @@ def tricky_log(tmp_path: Path) -> Path:
 # --------------------------------------------------------------------------- Markdown
 
 
-def test_markdown_reads_as_text(capsysbinary) -> None:
-    code, out, err = export(capsysbinary, str(LOOP_V4), "--format", "md")
+def test_markdown_reads_as_text() -> None:
+    code, out, err = export(str(LOOP_V4), "--format", "md")
     assert code == 0, err
     md = out.decode()
     assert md.startswith("# dsh session loop-0001\n")
@@ -59,8 +59,8 @@ def test_markdown_reads_as_text(capsysbinary) -> None:
     assert "<details" not in md  # plain-text readable, no HTML needed
 
 
-def test_markdown_fence_outgrows_backticks(tmp_path, capsysbinary) -> None:
-    code, out, _ = export(capsysbinary, str(tricky_log(tmp_path)))
+def test_markdown_fence_outgrows_backticks(tmp_path) -> None:
+    code, out, _ = export(str(tricky_log(tmp_path)))
     assert code == 0
     md = out.decode()
     assert "````\n```\n<script>" in md  # a four-backtick fence around output holding a three-backtick one
@@ -89,8 +89,8 @@ class _Collect(HTMLParser):
             self.details_text.append(data)
 
 
-def test_html_is_self_contained_and_folds_tool_output(capsysbinary) -> None:
-    code, out, err = export(capsysbinary, str(LOOP_V4), "--format", "html")
+def test_html_is_self_contained_and_folds_tool_output() -> None:
+    code, out, err = export(str(LOOP_V4), "--format", "html")
     assert code == 0, err
     page = out.decode()
     assert page.startswith("<!DOCTYPE html>")
@@ -113,8 +113,8 @@ def test_html_is_self_contained_and_folds_tool_output(capsysbinary) -> None:
     assert "第一点是" in page and "aborted by user" in page
 
 
-def test_html_escapes_everything(tmp_path, capsysbinary) -> None:
-    code, out, _ = export(capsysbinary, str(tricky_log(tmp_path)), "-f", "html")
+def test_html_escapes_everything(tmp_path) -> None:
+    code, out, _ = export(str(tricky_log(tmp_path)), "-f", "html")
     assert code == 0
     page = out.decode()
     assert "<script>alert(1)" not in page and "<b>hi</b>" not in page
@@ -125,8 +125,8 @@ def test_html_escapes_everything(tmp_path, capsysbinary) -> None:
 # --------------------------------------------------------------------------- JSON
 
 
-def test_json_shape(capsysbinary) -> None:
-    code, out, err = export(capsysbinary, str(GOLDEN / "loop-events.json"), "--format", "json")
+def test_json_shape() -> None:
+    code, out, err = export(str(GOLDEN / "loop-events.json"), "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
     assert list(doc) == ["shape", "session", "turns", "summary"]
@@ -144,8 +144,8 @@ def test_json_shape(capsysbinary) -> None:
     assert doc["summary"] == {"title": None, "turns": 4, "tokens": {"inputTokens": 40, "outputTokens": 17}}
 
 
-def test_json_session_facts_from_header(capsysbinary) -> None:
-    code, out, _ = export(capsysbinary, str(LOOP_V4), "-f", "json")
+def test_json_session_facts_from_header() -> None:
+    code, out, _ = export(str(LOOP_V4), "-f", "json")
     session = json.loads(out)["session"]
     assert session["id"] == "loop-0001" and session["cwd"] == "/home/ann/demo" and session["file"] == "session.v4.jsonl"
 
@@ -154,12 +154,12 @@ def test_json_session_facts_from_header(capsysbinary) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["md", "html", "json"])
-def test_redact_masks_secrets_everywhere(tmp_path, capsysbinary, fmt) -> None:
+def test_redact_masks_secrets_everywhere(tmp_path, fmt) -> None:
     f = tricky_log(tmp_path)
-    code, plain, _ = export(capsysbinary, str(f), "-f", fmt, "--full")
+    code, plain, _ = export(str(f), "-f", fmt, "--full")
     assert code == 0
     assert SECRET_KEY.encode() in plain and SECRET_PW.encode() in plain  # the log really carries them
-    code, out, err = export(capsysbinary, str(f), "-f", fmt, "--full", "--redact")
+    code, out, err = export(str(f), "-f", fmt, "--full", "--redact")
     assert code == 0, err
     for secret in (SECRET_KEY, SECRET_PW, EMAIL):
         assert secret.encode() not in out
@@ -170,52 +170,52 @@ def test_redact_masks_secrets_everywhere(tmp_path, capsysbinary, fmt) -> None:
 # --------------------------------------------------------------------------- output file
 
 
-def test_output_file_is_atomic_and_never_overwritten(tmp_path, capsysbinary) -> None:
+def test_output_file_is_atomic_and_never_overwritten(tmp_path) -> None:
     target = tmp_path / "out.html"
-    code, out, err = export(capsysbinary, str(LOOP_V4), "-f", "html", "-o", str(target))
+    code, out, err = export(str(LOOP_V4), "-f", "html", "-o", str(target))
     assert code == 0, err
     assert out == b"" and b"written:" in err
     first = target.read_bytes()
     assert first.startswith(b"<!DOCTYPE html>") and first.endswith(b"</html>\n")
     assert os.stat(target).st_mode & 0o044  # shareable, not the 0600 of the staging file
-    code, _, err = export(capsysbinary, str(LOOP_V4), "-f", "md", "-o", str(target))
+    code, _, err = export(str(LOOP_V4), "-f", "md", "-o", str(target))
     assert code == 5 and b"refusing to overwrite" in err
     assert target.read_bytes() == first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.html"]  # no staging leftovers
 
 
-def test_failed_export_leaves_nothing(tmp_path, capsysbinary) -> None:
+def test_failed_export_leaves_nothing(tmp_path) -> None:
     bad = tmp_path / "session.v4.jsonl"  # a line beyond the reader's limit: nothing can be shown of it
     bad.write_bytes(jsonl(v4_header(), ev(0, "user/message", {"turn": 1, "content": "x" * (2 << 20)})))
     target = tmp_path / "out.md"
-    code, _, err = run_cli(capsysbinary, "--max-line-size", "1", "export", str(bad), "-o", str(target))
+    code, _, err = run_env("--max-line-size", "1", "export", str(bad), "-o", str(target))
     assert code == 3 and b"dshlog: limit: " in err, err
     assert not target.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["session.v4.jsonl"]
 
 
-def test_a_newer_format_is_exported_with_dsh_refusal_first(tmp_path, capsysbinary) -> None:
+def test_a_newer_format_is_exported_with_dsh_refusal_first(tmp_path) -> None:
     """dsh refuses a newer format before it reads a row; the export shows the rows, opening with that refusal."""
     newer = tmp_path / "session.v4.jsonl"
     newer.write_bytes(jsonl({**v4_header(), "version": 9}, ev(0, "turn/start", {"turn": 1})))
     target = tmp_path / "out.md"
-    code, _, err = export(capsysbinary, str(newer), "-o", str(target))
+    code, _, err = export(str(newer), "-o", str(target))
     assert code == 3, err
     assert target.read_text().split("\n")[2].startswith("> **dsh refuses to open this session:** session ")
     assert b"uses log format v9, but this harness reads only v4" in err
 
 
-def test_unknown_format_is_a_usage_error(capsysbinary) -> None:
-    code, out, err = export(capsysbinary, str(LOOP_V4), "-f", "pdf")
+def test_unknown_format_is_a_usage_error() -> None:
+    code, out, err = export(str(LOOP_V4), "-f", "pdf")
     assert code == 2 and out == b"" and b"md, html, json" in err
 
 
 @requires_corpus
 @pytest.mark.parametrize("path", corpus_files(), ids=corpus_ids())
-def test_export_on_corpus(path, capsysbinary) -> None:
+def test_export_on_corpus(path) -> None:
     """All three formats work on every corpus file that opens; refusals are clean one-line errors."""
     for fmt in ("md", "html", "json"):
-        code, out, err = export(capsysbinary, str(path), "-f", fmt)
+        code, out, err = export(str(path), "-f", fmt)
         assert code in (0, 2, 3, 4, 5, 6), err.decode(errors="replace")
         assert b"internal error" not in err and b"Traceback" not in err
         if code != 0:

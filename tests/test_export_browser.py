@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cdp import Browser, find_browser
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, run_env
 
 LOOP_V4 = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -54,9 +54,9 @@ def browser(browser_binary, tmp_path):
     b.close()
 
 
-def _export(capsysbinary, tmp_path: Path, source: Path = LOOP_V4) -> Path:
+def _export(tmp_path: Path, source: Path = LOOP_V4) -> Path:
     page = tmp_path / "page.html"
-    code, _, err = run_cli(capsysbinary, "export", str(source), "--format", "html", "-o", str(page))
+    code, _, err = run_env("export", str(source), "--format", "html", "-o", str(page))
     assert code == 0, err
     return page
 
@@ -67,8 +67,8 @@ def _headless(binary: str, tmp_path: Path, *args: str) -> subprocess.CompletedPr
     return subprocess.run(cmd, capture_output=True, timeout=120, check=False)
 
 
-def test_html_export_renders_in_chromium(browser_binary, tmp_path, capsysbinary) -> None:
-    url = _export(capsysbinary, tmp_path).resolve().as_uri()
+def test_html_export_renders_in_chromium(browser_binary, tmp_path) -> None:
+    url = _export(tmp_path).resolve().as_uri()
     dom = _headless(browser_binary, tmp_path, "--dump-dom", url)
     assert dom.returncode == 0, dom.stderr.decode(errors="replace")[-2000:]
     html = dom.stdout.decode("utf-8")
@@ -88,9 +88,9 @@ def _shown(b: Browser, selector: str) -> list[bool]:
     return b.js(f"Array.from(document.querySelectorAll({selector!r})).map(function(e){{return getComputedStyle(e).display!=='none'}})")
 
 
-def test_filters_and_search_work_with_real_clicks(browser, tmp_path, capsysbinary) -> None:
+def test_filters_and_search_work_with_real_clicks(browser, tmp_path) -> None:
     b = browser
-    b.open(_export(capsysbinary, tmp_path).resolve().as_uri())
+    b.open(_export(tmp_path).resolve().as_uri())
     assert b.js("document.getElementById('tools').hidden") is False
     assert b.js("document.querySelectorAll('nav.toc li').length") == 4
     # filters: unticking "tool results" hides every result, ticking it shows them again
@@ -128,10 +128,10 @@ def test_filters_and_search_work_with_real_clicks(browser, tmp_path, capsysbinar
     assert [u for u in b.requests() if not u.startswith("file:")] == []
 
 
-def test_page_reads_with_scripts_off(browser, tmp_path, capsysbinary) -> None:
+def test_page_reads_with_scripts_off(browser, tmp_path) -> None:
     b = browser
     b.call("Emulation.setScriptExecutionDisabled", value=True)
-    b.open(_export(capsysbinary, tmp_path).resolve().as_uri())
+    b.open(_export(tmp_path).resolve().as_uri())
     assert b.js("document.getElementById('tools').hidden") is True  # no dead controls
     text = b.js("document.querySelector('main').innerText")
     for needle in ("calling echo", "done", "aborted by user"):
@@ -152,11 +152,11 @@ def test_the_checks_see_console_errors_and_requests(browser, tmp_path) -> None:
     assert "http://127.0.0.1:9/x.png" in b.requests()
 
 
-def test_find_a_turns_tool_error_in_a_long_session(browser, long_session, tmp_path, capsysbinary) -> None:
+def test_find_a_turns_tool_error_in_a_long_session(browser, long_session, tmp_path) -> None:
     """The issue's bar: the contents flag the failing turn; one click shows its error, unfolded."""
     path, turn, tool, first_line = long_session
     b = browser
-    seconds = b.open(_export(capsysbinary, tmp_path, path).resolve().as_uri())
+    seconds = b.open(_export(tmp_path, path).resolve().as_uri())
     entry = b.js(
         "Array.from(document.querySelectorAll('nav.toc li')).findIndex(function(li){"
         f"return li.querySelector('a').textContent.indexOf({f'{turn} · '!r})===0}})"
@@ -175,13 +175,13 @@ def test_find_a_turns_tool_error_in_a_long_session(browser, long_session, tmp_pa
     print(f"{len(path.read_bytes().splitlines())} events: page loaded in {seconds:.2f} s")
 
 
-def test_the_page_of_a_session_dsh_refuses_opens_with_the_refusal(browser, tmp_path, capsysbinary) -> None:
+def test_the_page_of_a_session_dsh_refuses_opens_with_the_refusal(browser, tmp_path) -> None:
     """The banner is the first thing a reader sees: visible at the top of the first screen, scripts on or off."""
     from conftest import NO_DEPTH_REASON, no_depth_session
 
     refused = no_depth_session(tmp_path / "no-depth")
     page = tmp_path / "refused.html"
-    code, _, err = run_cli(capsysbinary, "export", str(refused), "--format", "html", "-o", str(page))
+    code, _, err = run_env("export", str(refused), "--format", "html", "-o", str(page))
     assert code == 4, err
     b = browser
     for scripts in (True, False):
@@ -213,13 +213,13 @@ return {flag:{left:r.left,top:r.top,right:r.right,bottom:r.bottom,width:r.width,
 cut:a.scrollWidth>a.clientWidth,ellipsis:getComputedStyle(a).textOverflow,row:li.getBoundingClientRect().height,line:a.getBoundingClientRect().height}})()"""
 
 
-def test_contents_flags_stay_visible_after_a_long_prompt(browser, tmp_path, capsysbinary) -> None:
+def test_contents_flags_stay_visible_after_a_long_prompt(browser, tmp_path) -> None:
     """A turn's ✗ is never clipped by its prompt: the prompt is ellipsised, the flag stays whole, narrow or wide."""
     source = tmp_path / "long-prompt.jsonl"
     raw = LOOP_V4.read_bytes()
     assert raw.count(b'"text":"again"') == 2  # the queued prompt and the user message of turn 2, whose model call fails
     source.write_bytes(raw.replace(b'"text":"again"', b'"text":"' + LONG_PROMPT.encode() + b'"'))
-    url = _export(capsysbinary, tmp_path, source).resolve().as_uri()
+    url = _export(tmp_path, source).resolve().as_uri()
     b = browser
     for width in (420, 1280):  # the TOC on top of the page, and in its own 250px column
         b.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=False)
@@ -254,10 +254,10 @@ def _enter(b: Browser, *, shift: bool = False) -> str:
 _CURRENT_SHOWN = "(function(){var m=document.querySelector('mark.current');return !!m&&m.getClientRects().length>0})()"
 
 
-def test_search_counts_and_visits_only_what_the_filters_show(browser, tmp_path, capsysbinary) -> None:
+def test_search_counts_and_visits_only_what_the_filters_show(browser, tmp_path) -> None:
     """Hidden matches are neither counted nor visited; the counter follows each filter change at once."""
     b = browser
-    b.open(_export(capsysbinary, tmp_path).resolve().as_uri())
+    b.open(_export(tmp_path).resolve().as_uri())
     # "echo: one" is only in the tool output (its summary line and its text)
     assert _search(b, "echo: one") == "1 of 2"
     b.click("input[data-filter=result]")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import FIXTURES, ev, run_cli, v4_header
+from conftest import FIXTURES, ev, run_env, v4_header
 
 from dshlog.model.transcript import SessionHead, session_facts
 from dshlog.output.html import HtmlRenderer, PageLinks
@@ -113,8 +113,8 @@ def test_header_speaks_in_words() -> None:
     assert "System prompt · (empty)" in page and "0 lines" not in page
 
 
-def test_untitled_page_is_named_by_its_first_prompt_and_says_its_format(capsysbinary) -> None:
-    code, out, err = run_cli(capsysbinary, "export", str(V0_TEXT_TURN), "--format", "html")
+def test_untitled_page_is_named_by_its_first_prompt_and_says_its_format() -> None:
+    code, out, err = run_env("export", str(V0_TEXT_TURN), "--format", "html")
     assert code == 0, err
     page = out.decode("utf-8")
     facts = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", page.split("</header>")[0]))

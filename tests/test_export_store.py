@@ -78,24 +78,24 @@ def test_never_overwrites(root, tmp_path) -> None:
     assert (out / INDEX).read_text() == "mine" and sorted(p.name for p in out.iterdir()) == [INDEX]
 
 
-def test_cli_exports_a_root(root, tmp_path, capsysbinary) -> None:
-    from conftest import run_cli
+def test_cli_exports_a_root(root, tmp_path) -> None:
+    from conftest import run_env
 
     out = tmp_path / "site"
-    code, stdout, err = run_cli(capsysbinary, "export", str(root), "--format", "html", "-o", str(out))
+    code, stdout, err = run_env("export", str(root), "--format", "html", "-o", str(out))
     assert code == 0, err
     assert stdout == b"" and f"written: {out / INDEX} (12 session pages)".encode() in err
     assert len(list(out.glob("*.html"))) == 13
     # a root needs html and a directory
     for args in (["-f", "md", "-o", str(tmp_path / "x")], ["-f", "html"]):
-        code, _, err = run_cli(capsysbinary, "export", str(root), *args)
+        code, _, err = run_env("export", str(root), *args)
         assert code == 2 and b"persistence root" in err
 
 
-def test_cli_says_which_sessions_failed(root, tmp_path, capsysbinary) -> None:
+def test_cli_says_which_sessions_failed(root, tmp_path) -> None:
     import shutil
 
-    from conftest import run_cli
+    from conftest import run_env
 
     copy = tmp_path / "root"
     shutil.copytree(root, copy)
@@ -103,18 +103,18 @@ def test_cli_says_which_sessions_failed(root, tmp_path, capsysbinary) -> None:
     assert victim.path is not None and refused.path is not None
     victim.path.write_bytes(b"{garbage\n")
     refused.path.write_bytes(refused.path.read_bytes().split(b"\n")[0] + b'\n{"type":"turn/start","seq":0,"time":1,"data":{"turn":"x"}}\n')
-    code, _, err = run_cli(capsysbinary, "export", str(copy), "-f", "html", "-o", str(tmp_path / "site"))
+    code, _, err = run_env("export", str(copy), "-f", "html", "-o", str(tmp_path / "site"))
     assert code == 4 and f"{victim.id}: not exported:".encode() in err and b"1 of 12 sessions could not be exported" in err
     assert f"{refused.id}: exported as stored: corrupt: ".encode() in err
     assert f"; to bring it back: dshlog rescue {refused.id}".encode() in err
     assert (tmp_path / "site" / INDEX).is_file() and (tmp_path / "site" / page_name(refused)).is_file()
 
 
-def test_cli_exports_the_sessions_dsh_refuses_with_their_refusal(root, tmp_path, capsysbinary) -> None:
+def test_cli_exports_the_sessions_dsh_refuses_with_their_refusal(root, tmp_path) -> None:
     """A session dsh refuses is exported as far as its rows can be read: the exit code says what dsh refuses (3 here)."""
     import shutil
 
-    from conftest import run_cli
+    from conftest import run_env
 
     copy = tmp_path / "root"
     shutil.copytree(root, copy)
@@ -122,7 +122,7 @@ def test_cli_exports_the_sessions_dsh_refuses_with_their_refusal(root, tmp_path,
     assert newer.path is not None
     lines = newer.path.read_bytes().split(b"\n")
     newer.path.write_bytes(b"\n".join([lines[0].replace(b'"version":4', b'"version":5'), *lines[1:]]))
-    code, _, err = run_cli(capsysbinary, "export", str(copy), "-f", "html", "-o", str(tmp_path / "site"))
+    code, _, err = run_env("export", str(copy), "-f", "html", "-o", str(tmp_path / "site"))
     assert code == 3, err
     assert f"{newer.id}: exported as stored: unsupported: ".encode() in err and b"could not be exported" not in err
     page = (tmp_path / "site" / page_name(newer)).read_text("utf-8")

@@ -19,7 +19,7 @@ from typing import Any, get_type_hints
 import pytest
 
 import dshlog
-from conftest import FIXTURES, ROOT, run_cli
+from conftest import FIXTURES, ROOT, run_env
 from dshlog.protocol.events import Event, RowHead, SessionHeader
 from dshlog.protocol.layout import encode_segment, project_key
 from dshlog.protocol.vocabulary import ENVELOPE_KEYS, header_key_order, header_optional_keys, header_required_keys
@@ -30,8 +30,8 @@ V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 INPUTS = [LOOP, CRASH, FIXTURES / "v4" / "loop-zstd" / "session.v4.jsonl.zstd", V0]
 
 
-def cli_json(capsysbinary: Any, *args: str) -> Any:
-    code, out, err = run_cli(capsysbinary, *args)
+def cli_json(*args: str) -> Any:
+    code, out, err = run_env(*args)
     assert code in (0, 10), err
     return json.loads(out)
 
@@ -115,38 +115,38 @@ def test_event_typeddicts_hold_the_vocabulary_keys() -> None:
 
 
 @pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.parent.name)
-def test_info_stats_validate_shapes(path: Path, capsysbinary: Any) -> None:
-    assert dshlog.session_info(path).as_dict() == cli_json(capsysbinary, "info", str(path), "--json")
-    assert dshlog.session_stats(path, LOOP).as_dict() == cli_json(capsysbinary, "stats", str(path), str(LOOP), "--json")
-    assert dshlog.validate(path).as_dict() == cli_json(capsysbinary, "validate", str(path), "--json")
+def test_info_stats_validate_shapes(path: Path) -> None:
+    assert dshlog.session_info(path).as_dict() == cli_json("info", str(path), "--json")
+    assert dshlog.session_stats(path, LOOP).as_dict() == cli_json("stats", str(path), str(LOOP), "--json")
+    assert dshlog.validate(path).as_dict() == cli_json("validate", str(path), "--json")
 
 
 @pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.parent.name)
-def test_model_view_shapes(path: Path, capsysbinary: Any) -> None:
+def test_model_view_shapes(path: Path) -> None:
     view = dshlog.surface(path)
-    assert view.as_dict() == cli_json(capsysbinary, "surface", str(path), "--json")
-    assert view.as_dict(messages=True) == cli_json(capsysbinary, "surface", str(path), "--json", "--messages")
+    assert view.as_dict() == cli_json("surface", str(path), "--json")
+    assert view.as_dict(messages=True) == cli_json("surface", str(path), "--json", "--messages")
     assert list(view.messages) == dshlog.derive_messages(dshlog.v4_events(path))
     series = dshlog.request_series(path)
-    assert series.as_dict() == cli_json(capsysbinary, "requests", str(path), "--json")
+    assert series.as_dict() == cli_json("requests", str(path), "--json")
     if len(series):
         last = dshlog.rebuild_request(path, len(series))
-        code, out, _ = run_cli(capsysbinary, "rebuild", str(path), "--request", str(len(series)))
+        code, out, _ = run_env("rebuild", str(path), "--request", str(len(series)))
         assert last.to_json() + b"\n" == out
         assert last.as_dict() == json.loads(out)
         assert series[len(series)].number == len(series)
 
 
-def test_surface_prefix(capsysbinary: Any) -> None:
-    assert dshlog.surface(LOOP, at=5).as_dict() == cli_json(capsysbinary, "surface", str(LOOP), "--at", "5", "--json")
+def test_surface_prefix() -> None:
+    assert dshlog.surface(LOOP, at=5).as_dict() == cli_json("surface", str(LOOP), "--at", "5", "--json")
     with pytest.raises(dshlog.UsageError):
         dshlog.surface(LOOP, at=10_000)
 
 
-def test_repair_shapes(tmp_path: Path, capsysbinary: Any) -> None:
+def test_repair_shapes(tmp_path: Path) -> None:
     plan = dshlog.plan_repair(CRASH)
     assert not plan.healthy and plan.exit_code == dshlog.ExitCode.PENDING
-    assert plan.as_dict() == cli_json(capsysbinary, "repair", str(CRASH), "--json")
+    assert plan.as_dict() == cli_json("repair", str(CRASH), "--json")
     src = tmp_path / "a" / "session.v4.jsonl"
     src.parent.mkdir()
     shutil.copy(CRASH, src)
@@ -157,9 +157,9 @@ def test_repair_shapes(tmp_path: Path, capsysbinary: Any) -> None:
     assert dshlog.plan_repair(src).exit_code == dshlog.ExitCode.OK
 
 
-def test_fork_shape(tmp_path: Path, capsysbinary: Any) -> None:
+def test_fork_shape(tmp_path: Path) -> None:
     lib = dshlog.fork_session(LOOP, tmp_path / "lib.v4.jsonl", at=10, child_id="c", created_at=1)
-    doc = cli_json(capsysbinary, "fork", str(LOOP), "--at", "10", "--id", "c", "-o", str(tmp_path / "cli.v4.jsonl"), "--json")
+    doc = cli_json("fork", str(LOOP), "--at", "10", "--id", "c", "-o", str(tmp_path / "cli.v4.jsonl"), "--json")
     mine = lib.as_dict()
     assert mine["path"] != doc["path"]
     doc["header"]["createdAt"] = 1  # the CLI takes the clock; the library was given the time
@@ -169,7 +169,7 @@ def test_fork_shape(tmp_path: Path, capsysbinary: Any) -> None:
         dshlog.fork_session(LOOP, tmp_path / "x.v4.jsonl", at=1, turn=1)
 
 
-def test_migrate_shapes(tmp_path: Path, capsysbinary: Any) -> None:
+def test_migrate_shapes(tmp_path: Path) -> None:
     for name in ("a", "b"):
         (tmp_path / "lib" / name).mkdir(parents=True)
         shutil.copy(V0, tmp_path / "lib" / name / "session.jsonl")
@@ -177,7 +177,7 @@ def test_migrate_shapes(tmp_path: Path, capsysbinary: Any) -> None:
     check = dshlog.migrate_sessions(tmp_path / "lib", recursive=True, check=True, children="none")
     assert check.exit_code == dshlog.ExitCode.PENDING and check.summary["needed"] == 2
     result = dshlog.migrate_sessions(tmp_path / "lib", recursive=True, children="none")
-    doc = cli_json(capsysbinary, "migrate", "--recursive", "--no-children", str(tmp_path / "cli"), "--json")
+    doc = cli_json("migrate", "--recursive", "--no-children", str(tmp_path / "cli"), "--json")
     assert json.loads(json.dumps(result.as_dict()).replace(str(tmp_path / "lib"), "R")) == \
         json.loads(json.dumps(doc).replace(str(tmp_path / "cli"), "R"))
     assert result.exit_code == dshlog.ExitCode.OK and [o.status for o in result.sessions] == ["migrated", "migrated"]
@@ -193,13 +193,13 @@ def test_migrate_failure_is_an_outcome(tmp_path: Path) -> None:
     assert outcome.status == "failed" and outcome.exit_code == dshlog.ExitCode.CORRUPT and outcome.error
 
 
-def test_listing_and_lookup(tmp_path: Path, capsysbinary: Any) -> None:
+def test_listing_and_lookup(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     sdir = root / project_key("/home/ann/demo") / encode_segment("loop-0001")
     sdir.mkdir(parents=True)
     shutil.copy(LOOP, sdir / "session.v4.jsonl")
     entries = dshlog.list_sessions(root)
-    code, out, _ = run_cli(capsysbinary, "ls", str(root), "--json")
+    code, out, _ = run_env("ls", str(root), "--json")
     assert [e.as_dict() for e in entries] == [json.loads(line) for line in out.splitlines()]
     sid = entries[0].id
     assert sid is not None
@@ -207,9 +207,9 @@ def test_listing_and_lookup(tmp_path: Path, capsysbinary: Any) -> None:
     assert dshlog.grep_session(sdir / "session.v4.jsonl", "zzz-not-there") is False
 
 
-def test_export(tmp_path: Path, capsysbinary: Any) -> None:
+def test_export(tmp_path: Path) -> None:
     for fmt in ("md", "html", "json"):
-        code, out, _ = run_cli(capsysbinary, "export", str(LOOP), "--format", fmt)
+        code, out, _ = run_env("export", str(LOOP), "--format", fmt)
         assert dshlog.export_bytes(LOOP, format=fmt) == out  # type: ignore[arg-type]  # fmt is one of the three
     result = dshlog.export_transcript(LOOP, tmp_path / "t.md")
     assert Path(result.path).read_bytes() == dshlog.export_bytes(LOOP)

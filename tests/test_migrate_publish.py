@@ -10,7 +10,7 @@ import time
 import pytest
 import zstandard
 
-from conftest import CORPUS, FIXTURES, lock_held_elsewhere, requires_corpus, run_cli
+from conftest import CORPUS, FIXTURES, lock_held_elsewhere, requires_corpus, run_env
 from dshlog.errors import ExitCode
 from dshlog.ops import migrate as publish
 from dshlog.read.session import open_log
@@ -30,11 +30,11 @@ def session_dir(tmp_path, src=TEXT_TURN, name="session.jsonl"):
     return d
 
 
-def test_text_turn_25_rows_become_17_events(tmp_path, capsysbinary):
+def test_text_turn_25_rows_become_17_events(tmp_path):
     d = session_dir(tmp_path)
     assert len((d / "session.jsonl").read_bytes().splitlines()) == 25
     before = sha(d / "session.jsonl")
-    code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    code, out, err = run_env("migrate", str(d), "--no-children")
     assert code == 0, err
     assert sorted(p.name for p in d.iterdir()) == ["session.jsonl", "session.lock", "session.v4.jsonl"]
     assert sha(d / "session.jsonl") == before
@@ -52,69 +52,69 @@ def test_text_turn_25_rows_become_17_events(tmp_path, capsysbinary):
     assert (succ.st_mode & 0o7777, succ.st_uid, succ.st_gid) == (src.st_mode & 0o7777, src.st_uid, src.st_gid)
 
 
-def test_successor_of_a_0600_source_is_0600(tmp_path, capsysbinary):
+def test_successor_of_a_0600_source_is_0600(tmp_path):
     d = session_dir(tmp_path)
     (d / "session.jsonl").chmod(0o600)
-    code, _, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    code, _, err = run_env("migrate", str(d), "--no-children")
     assert code == 0, err
     assert ((d / "session.v4.jsonl").stat().st_mode & 0o777) == 0o600
 
 
-def test_second_run_changes_nothing(tmp_path, capsysbinary):
+def test_second_run_changes_nothing(tmp_path):
     d = session_dir(tmp_path)
-    run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    run_env("migrate", str(d), "--no-children")
     snap = {p.name: sha(p) for p in d.iterdir()}
-    code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    code, out, err = run_env("migrate", str(d), "--no-children")
     assert code == 0 and b"1 skipped" in err
     assert {p.name: sha(p) for p in d.iterdir()} == snap
 
 
-def test_check_and_dry_run_write_nothing(tmp_path, capsysbinary):
+def test_check_and_dry_run_write_nothing(tmp_path):
     d = session_dir(tmp_path)
-    code, out, _ = run_cli(capsysbinary, "migrate", str(d), "--check", "--no-children")
+    code, out, _ = run_env("migrate", str(d), "--check", "--no-children")
     assert code == ExitCode.PENDING and b"needs migration" in out
-    code, out, _ = run_cli(capsysbinary, "migrate", str(d), "--dry-run", "--no-children", "--json")
+    code, out, _ = run_env("migrate", str(d), "--dry-run", "--no-children", "--json")
     assert code == 0
     doc = json.loads(out)
     assert doc["sessions"][0]["status"] == "would-migrate" and doc["sessions"][0]["events"] == 17
     assert sorted(p.name for p in d.iterdir()) == ["session.jsonl"]
-    run_cli(capsysbinary, "migrate", str(d), "--no-children")
-    code, out, _ = run_cli(capsysbinary, "migrate", str(d), "--check")
+    run_env("migrate", str(d), "--no-children")
+    code, out, _ = run_env("migrate", str(d), "--check")
     assert code == 0
 
 
-def test_children_must_be_stated_outside_a_root(tmp_path, capsysbinary):
+def test_children_must_be_stated_outside_a_root(tmp_path):
     d = session_dir(tmp_path)
-    code, out, err = run_cli(capsysbinary, "migrate", str(d))
+    code, out, err = run_env("migrate", str(d))
     assert code == ExitCode.USAGE and b"--no-children" in err
     assert sorted(p.name for p in d.iterdir()) == ["session.jsonl"]
 
 
-def test_compressed_source_gets_compressed_successor(tmp_path, capsysbinary):
+def test_compressed_source_gets_compressed_successor(tmp_path):
     d = tmp_path / "sess"
     d.mkdir()
     cctx = zstandard.ZstdCompressor(write_checksum=True)
     lines = TEXT_TURN.read_bytes().splitlines(keepends=True)
     (d / "session.jsonl.zstd").write_bytes(cctx.compress(lines[0]) + b"".join(cctx.compress(b"".join(lines[i : i + 5])) for i in range(1, len(lines), 5)))
-    code, _, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    code, _, err = run_env("migrate", str(d), "--no-children")
     assert code == 0, err
     assert (d / "session.v4.jsonl.zstd").exists() and not (d / "session.v4.jsonl").exists()
     plain = tmp_path / "plain"
     plain.mkdir()
     shutil.copyfile(TEXT_TURN, plain / "session.jsonl")
-    run_cli(capsysbinary, "migrate", str(plain), "--no-children")
+    run_env("migrate", str(plain), "--no-children")
     # same plaintext in both encodings
     assert zstandard.ZstdDecompressor().stream_reader((d / "session.v4.jsonl.zstd").read_bytes(), read_across_frames=True).read() == (plain / "session.v4.jsonl").read_bytes()
 
 
-def test_refused_while_lock_is_held(tmp_path, capsysbinary):
+def test_refused_while_lock_is_held(tmp_path):
     d = session_dir(tmp_path)
     with lock_held_elsewhere(d) as pid:
-        code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+        code, out, err = run_env("migrate", str(d), "--no-children")
         assert code == ExitCode.CONFLICT
         assert f"pid {pid}".encode() in err
         assert not (d / "session.v4.jsonl").exists()
-    code, _, _ = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    code, _, _ = run_env("migrate", str(d), "--no-children")
     assert code == 0
 
 
@@ -169,15 +169,15 @@ def test_source_changed_during_migration_is_refused(tmp_path, monkeypatch):
     assert not (d / "session.v4.jsonl").exists()
 
 
-def test_leftover_temp_is_cleaned_by_next_run(tmp_path, capsysbinary):
+def test_leftover_temp_is_cleaned_by_next_run(tmp_path):
     d = session_dir(tmp_path)
     (d / "session.migration.0123456789abcdef.jsonl.tmp").write_bytes(b"half")
-    code, _, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    code, _, err = run_env("migrate", str(d), "--no-children")
     assert code == 0, err
     assert sorted(p.name for p in d.iterdir()) == ["session.jsonl", "session.lock", "session.v4.jsonl"]
 
 
-def test_recursive_walk_with_failures_continues(tmp_path, capsysbinary):
+def test_recursive_walk_with_failures_continues(tmp_path):
     root = tmp_path / "root"
     for i in range(3):
         # each copy its own id, in the directory named for it (dsh refuses a session stored under another id)
@@ -186,7 +186,7 @@ def test_recursive_walk_with_failures_continues(tmp_path, capsysbinary):
         (dd / "session.jsonl").write_bytes(TEXT_TURN.read_bytes().replace(b'"id":"5f0c2d1e-8a43-4b7e-9d61-2c9a7e3b1f00"', b'"id":"s%d"' % i, 1))
     bad = root / "--home-ann-demo--" / "s1" / "session.jsonl"
     bad.write_bytes(bad.read_bytes().replace(b'"turn":1,"step":1,"index":0,"dt"', b'"turn":1,"step":1,"index":0,"dT"', 1))
-    code, out, err = run_cli(capsysbinary, "migrate", "--recursive", str(root), "--json")
+    code, out, err = run_env("migrate", "--recursive", str(root), "--json")
     doc = json.loads(out)
     assert doc["summary"]["migrated"] == 2 and doc["summary"]["failed"] == 1
     assert code == ExitCode.CORRUPT
@@ -194,10 +194,10 @@ def test_recursive_walk_with_failures_continues(tmp_path, capsysbinary):
 
 
 @requires_corpus
-def test_corpus_v1_text_turn_projection_migrates_to_17(tmp_path, capsysbinary):
+def test_corpus_v1_text_turn_projection_migrates_to_17(tmp_path):
     src = CORPUS / "v1" / "knyazev741" / "snapshots__session__text-turn__session.v1.jsonl"
     d = session_dir(tmp_path, src, "session.v1.jsonl")
-    code, out, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    code, out, err = run_env("migrate", str(d), "--no-children")
     assert code == 0, err
     with open_log(d) as s:
         assert sum(1 for _ in (r.event for r in s.stored())) == 17

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import dshlog
-from conftest import FIXTURES, ROOT, run_cli
+from conftest import FIXTURES, ROOT, run_env
 from test_reliability_support import stored_as
 from dshlog.protocol.layout import encode_segment, project_key
 
@@ -111,12 +111,12 @@ def test_system_prompt_example(root: Path) -> None:
     assert done.stdout.splitlines() == [f"prompt-0001 {path}"]
 
 
-def test_rebuild_example(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+def test_rebuild_example() -> None:
     code = examples()[2][1]
     assert "rebuild_request" in code
     done = subprocess.run([sys.executable, "-c", code, str(LOOP)], capture_output=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    status, out, _ = run_cli(capsysbinary, "rebuild", str(LOOP), "--request", "6")
+    status, out, _ = run_env("rebuild", str(LOOP), "--request", "6")
     assert status == 0 and done.stdout == out
 
 

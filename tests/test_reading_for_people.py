@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from conftest import NO_DEPTH_REASON, ROOT, build_corpus_store, no_depth_session, run_cli, run_env
+from conftest import NO_DEPTH_REASON, ROOT, build_corpus_store, no_depth_session, run_env
 
 from dshlog.errors import ExitCode
 from dshlog.ops.stance import STANCES, Stance, commands
@@ -149,7 +149,7 @@ def test_a_session_dsh_opens_has_no_refusal(tmp_path: Path) -> None:
     assert b'"refusal"' not in out and out.startswith(b'{"shape":1,"session":')
 
 
-def test_export_of_a_root_writes_the_page_of_a_refused_session(tmp_path: Path, capsysbinary) -> None:
+def test_export_of_a_root_writes_the_page_of_a_refused_session(tmp_path: Path) -> None:
     from conftest import FIXTURES
 
     root = tmp_path / "sessions"
@@ -158,7 +158,7 @@ def test_export_of_a_root_writes_the_page_of_a_refused_session(tmp_path: Path, c
     good = root / "--home-ann-demo--" / "loop-0001"
     good.mkdir()
     (good / "session.v4.jsonl").write_bytes((FIXTURES / "v4" / "loop" / "session.v4.jsonl").read_bytes())
-    code, out, err = run_cli(capsysbinary, "export", str(root), "-f", "html", "-o", str(tmp_path / "site"))
+    code, out, err = run_env("export", str(root), "-f", "html", "-o", str(tmp_path / "site"))
     assert code == ExitCode.CORRUPT, err
     assert b"(2 session pages)" in err and b"not exported" not in err
     assert f"dshlog: {sid}: exported as stored: corrupt: ".encode() in err and f"{RESCUE}{sid}".encode() in err
@@ -202,11 +202,11 @@ def test_every_session_of_a_real_store_dsh_refuses_is_shown(store: Path) -> None
         assert json.loads(out)["refusal"]["reason"] == reason
 
 
-def test_export_of_a_real_store_writes_every_readable_session(store: Path, tmp_path: Path, capsysbinary) -> None:
+def test_export_of_a_real_store_writes_every_readable_session(store: Path, tmp_path: Path) -> None:
     refused = _refused(store)
     entries = list_sessions(store)
     readable = [e for e in entries if e.path is not None and e.error is None]
-    code, _, err = run_cli(capsysbinary, "export", str(store), "-f", "html", "-o", str(tmp_path / "site"))
+    code, _, err = run_env("export", str(store), "-f", "html", "-o", str(tmp_path / "site"))
     assert f"({len(readable)} session pages)".encode() in err, err[-2000:]
     assert err.count(b": exported as stored: ") == len(refused)
     assert code == ExitCode.CORRUPT  # the worst of what dsh refuses (and of what could not be read)

@@ -9,7 +9,7 @@ import shutil
 import pytest
 import zstandard
 
-from conftest import FIXTURES, GOLDEN, lock_held_elsewhere, run_cli
+from conftest import FIXTURES, GOLDEN, lock_held_elsewhere, run_env
 from dshlog.errors import ExitCode
 from dshlog.protocol.jsjson import dumps
 from dshlog.check.surface import derive_messages
@@ -28,11 +28,11 @@ def events_of(path):
         return list(s.v4())
 
 
-def test_repair_default_shows_closers_and_writes_nothing(tmp_path, capsysbinary):
+def test_repair_default_shows_closers_and_writes_nothing(tmp_path):
     p = tmp_path / "session.v4.jsonl"
     shutil.copyfile(CRASH, p)
     before = p.read_bytes()
-    code, out, err = run_cli(capsysbinary, "repair", str(p), "--json")
+    code, out, err = run_env("repair", str(p), "--json")
     assert code == 0
     doc = json.loads(out)
     assert doc["closers"] == golden("crash-closers.json")
@@ -41,15 +41,15 @@ def test_repair_default_shows_closers_and_writes_nothing(tmp_path, capsysbinary)
     assert [(c["callId"], c["started"]) for c in doc["pendingCalls"]] == [("c1", True), ("c2", False)]
     assert p.read_bytes() == before
     assert sorted(x.name for x in tmp_path.iterdir()) == ["session.v4.jsonl"]
-    code, _, _ = run_cli(capsysbinary, "repair", str(p), "--check")
+    code, _, _ = run_env("repair", str(p), "--check")
     assert code == ExitCode.PENDING
 
 
-def test_repair_write_appends_exactly_dsh_closers(tmp_path, capsysbinary):
+def test_repair_write_appends_exactly_dsh_closers(tmp_path):
     p = tmp_path / "session.v4.jsonl"
     shutil.copyfile(CRASH, p)
     before = p.read_bytes()
-    code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    code, out, err = run_env("repair", str(p), "--write")
     assert code == 0, err
     data = p.read_bytes()
     assert data.startswith(before)
@@ -60,28 +60,28 @@ def test_repair_write_appends_exactly_dsh_closers(tmp_path, capsysbinary):
         st = fold(s.v4())
     assert [m["role"] for m in st.messages()] == ["system", "user", "assistant", "tool", "tool"]
     # healthy now: a second run leaves it alone
-    code, out, _ = run_cli(capsysbinary, "repair", str(p), "--write")
+    code, out, _ = run_env("repair", str(p), "--write")
     assert code == 0 and b"healthy" in out and p.read_bytes() == data
 
 
-def test_repair_write_cuts_torn_tail_into_sidecar(tmp_path, capsysbinary):
+def test_repair_write_cuts_torn_tail_into_sidecar(tmp_path):
     p = tmp_path / "session.v4.jsonl"
     torn = b'{"type":"tool/result","seq":10,"ti'
     p.write_bytes(CRASH.read_bytes() + torn)
-    code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    code, out, err = run_env("repair", str(p), "--write")
     assert code == 0, err
     sidecars = [x for x in tmp_path.iterdir() if ".torn-" in x.name]
     assert len(sidecars) == 1 and sidecars[0].read_bytes() == torn
     assert p.read_bytes() == CRASH.read_bytes() + b"".join(dumps(e) + b"\n" for e in golden("crash-closers.json"))
 
 
-def test_repair_write_zstd_appends_a_frame(tmp_path, capsysbinary):
+def test_repair_write_zstd_appends_a_frame(tmp_path):
     cctx = zstandard.ZstdCompressor(write_checksum=True)
     lines = CRASH.read_bytes().splitlines(keepends=True)
     p = tmp_path / "session.v4.jsonl.zstd"
     frames = [cctx.compress(lines[0])] + [cctx.compress(b"".join(lines[i : i + 3])) for i in range(1, len(lines), 3)]
     p.write_bytes(b"".join(frames) + cctx.compress(b'{"type":"x"}\n')[:-6])  # torn last frame
-    code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    code, out, err = run_env("repair", str(p), "--write")
     assert code == 0, err
     with open_log(p) as s:
         evs = list(s.v4())
@@ -90,34 +90,34 @@ def test_repair_write_zstd_appends_a_frame(tmp_path, capsysbinary):
     assert p.read_bytes().startswith(b"".join(frames))
 
 
-def test_repair_write_refused_under_lock(tmp_path, capsysbinary):
+def test_repair_write_refused_under_lock(tmp_path):
     p = tmp_path / "session.v4.jsonl"
     shutil.copyfile(CRASH, p)
     with lock_held_elsewhere(tmp_path) as pid:
-        code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
+        code, out, err = run_env("repair", str(p), "--write")
         assert code == ExitCode.CONFLICT and b"already owned" in err and f"pid {pid}".encode() in err
         assert p.read_bytes() == CRASH.read_bytes()
 
 
-def test_repair_copy_of_old_version(tmp_path, capsysbinary):
+def test_repair_copy_of_old_version(tmp_path):
     out = tmp_path / "repaired.jsonl"
     src = FIXTURES / "v0" / "text-turn" / "session.jsonl"
-    code, _, err = run_cli(capsysbinary, "repair", str(src), "-o", str(out))
+    code, _, err = run_env("repair", str(src), "-o", str(out))
     assert code == 0, err
     with open_log(out) as s:
         assert s.version == 4 and sum(1 for _ in s.v4()) == 17
-    code, _, err = run_cli(capsysbinary, "repair", str(src), "--write")
+    code, _, err = run_env("repair", str(src), "--write")
     assert code == ExitCode.USAGE and b"migrate" in err
 
 
-def _fork(capsysbinary, src, at, out):
-    code, o, err = run_cli(capsysbinary, "fork", str(src), "--at", str(at), "-o", str(out), "--id", "child-1", "--json")
+def _fork(src, at, out):
+    code, o, err = run_env("fork", str(src), "--at", str(at), "-o", str(out), "--id", "child-1", "--json")
     assert code == 0, err
     return json.loads(o)
 
 
-def test_fork_a_matches_seed(tmp_path, capsysbinary):
-    doc = _fork(capsysbinary, LOOP, 15, tmp_path / "a.jsonl")
+def test_fork_a_matches_seed(tmp_path):
+    doc = _fork(LOOP, 15, tmp_path / "a.jsonl")
     evs = events_of(tmp_path / "a.jsonl")
     assert len(evs) == 17 and doc["events"] == 17
     assert evs[16] == {"type": "session/end-seed", "seq": 16, "time": evs[15]["time"], "data": {"inherited": True}}
@@ -130,8 +130,8 @@ def test_fork_a_matches_seed(tmp_path, capsysbinary):
     assert header["parentSession"] == "loop-0001" and header["isSeeded"] is True and header["id"] == "child-1"
 
 
-def test_fork_b_matches_seed(tmp_path, capsysbinary):
-    doc = _fork(capsysbinary, CRASH, 9, tmp_path / "b.jsonl")
+def test_fork_b_matches_seed(tmp_path):
+    doc = _fork(CRASH, 9, tmp_path / "b.jsonl")
     evs = events_of(tmp_path / "b.jsonl")
     assert len(evs) == 15
     tail = [(e["seq"], e["type"]) for e in evs[10:]]
@@ -148,27 +148,27 @@ def test_fork_b_matches_seed(tmp_path, capsysbinary):
     assert len(doc["closers"]) == 4
 
 
-def test_fork_never_touches_parent_nor_overwrites(tmp_path, capsysbinary):
+def test_fork_never_touches_parent_nor_overwrites(tmp_path):
     before = hashlib.sha256(LOOP.read_bytes()).hexdigest()
     out = tmp_path / "c.jsonl"
-    _fork(capsysbinary, LOOP, 20, out)
+    _fork(LOOP, 20, out)
     first = out.read_bytes()
-    code, _, err = run_cli(capsysbinary, "fork", str(LOOP), "--at", "20", "-o", str(out))
+    code, _, err = run_env("fork", str(LOOP), "--at", "20", "-o", str(out))
     assert code == ExitCode.CONFLICT and out.read_bytes() == first
     assert hashlib.sha256(LOOP.read_bytes()).hexdigest() == before
 
 
-def test_fork_bad_boundaries(tmp_path, capsysbinary):
-    code, _, err = run_cli(capsysbinary, "fork", str(LOOP), "--at", "41", "-o", str(tmp_path / "x.jsonl"))
+def test_fork_bad_boundaries(tmp_path):
+    code, _, err = run_env("fork", str(LOOP), "--at", "41", "-o", str(tmp_path / "x.jsonl"))
     assert code == ExitCode.USAGE and b'fork boundary 41 does not exist in session "loop-0001" (last seq: 40)' in err
     assert not (tmp_path / "x.jsonl").exists() and not list(tmp_path.iterdir())
-    code, _, err = run_cli(capsysbinary, "fork", str(LOOP), "--at-turn", "9", "-o", str(tmp_path / "x.jsonl"))
+    code, _, err = run_env("fork", str(LOOP), "--at-turn", "9", "-o", str(tmp_path / "x.jsonl"))
     assert code == ExitCode.USAGE and not list(tmp_path.iterdir())
 
 
-def test_fork_at_turn_and_zstd_parent(tmp_path, capsysbinary):
+def test_fork_at_turn_and_zstd_parent(tmp_path):
     zsrc = FIXTURES / "v4" / "loop-zstd" / "session.v4.jsonl.zstd"
-    code, out, err = run_cli(capsysbinary, "fork", str(zsrc), "--at-turn", "2", "-o", str(tmp_path) + "/", "--json")
+    code, out, err = run_env("fork", str(zsrc), "--at-turn", "2", "-o", str(tmp_path) + "/", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["at"] == 24 and doc["path"].endswith("session.v4.jsonl.zstd")
@@ -186,17 +186,17 @@ def _breaks_a_v4_rule(tmp_path):
     return p
 
 
-def test_repair_copy_and_fork_refuse_a_source_that_breaks_a_v4_rule(tmp_path, capsysbinary):
+def test_repair_copy_and_fork_refuse_a_source_that_breaks_a_v4_rule(tmp_path):
     """Both used to publish a log that `validate` rejects. They now read the source as dsh
     restores it, so such a source is refused up front as corrupt, naming it and the seq,
     and nothing is published."""
     src = _breaks_a_v4_rule(tmp_path)
-    code, out_, _ = run_cli(capsysbinary, "validate", str(src))
+    code, out_, _ = run_env("validate", str(src))
     assert code == ExitCode.CORRUPT and b"step/start does not match the open turn" in out_
     out = tmp_path / "out"
     out.mkdir()
     for argv in (["repair", str(src), "-o", str(out / "r.jsonl")], ["fork", str(src), "-o", str(out / "c.jsonl")]):
-        code, _, err = run_cli(capsysbinary, *argv)
+        code, _, err = run_env(*argv)
         assert code == ExitCode.CORRUPT, err
         assert str(src).encode() in err and b"seq 3: step/start does not match the open turn" in err, err
         assert err.count(b"\n") == 1, err
@@ -219,7 +219,7 @@ def test_the_read_back_refuses_a_staged_log_that_breaks_a_v4_rule(tmp_path):
         rb.verify(good, events=len(good.read_bytes().splitlines()) - 1, plain=None)
 
 
-def test_repair_outputs_refuse_a_tail_inside_an_open_compaction(tmp_path, capsysbinary):
+def test_repair_outputs_refuse_a_tail_inside_an_open_compaction(tmp_path):
     """dsh's closers end only the turn and its reader then refuses that turn/end: repair shows the
     closers with a warning, but publishes no such log (neither -o nor --write)."""
     lines = LOOP.read_bytes().splitlines(keepends=True)
@@ -230,24 +230,24 @@ def test_repair_outputs_refuse_a_tail_inside_an_open_compaction(tmp_path, capsys
     ]
     p = tmp_path / "session.v4.jsonl"
     p.write_bytes(b"".join(opened))
-    code, out, err = run_cli(capsysbinary, "repair", str(p))
+    code, out, err = run_env("repair", str(p))
     if b"compaction transaction" not in err:
         pytest.skip(f"the hand-made compaction/start is not one the reader accepts: {err!r}")
     before = p.read_bytes()
-    code, _, err = run_cli(capsysbinary, "repair", str(p), "-o", str(tmp_path / "r.jsonl"))
+    code, _, err = run_env("repair", str(p), "-o", str(tmp_path / "r.jsonl"))
     assert code == ExitCode.CONFLICT and b"crosses an open compaction" in err, err
-    code, _, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    code, _, err = run_env("repair", str(p), "--write")
     assert code == ExitCode.CONFLICT and b"crosses an open compaction" in err, err
     assert p.read_bytes() == before
     assert sorted(x.name for x in tmp_path.iterdir()) == ["session.lock", "session.v4.jsonl"]
 
 
-def test_fork_of_an_empty_parent_is_refused_as_dsh_refuses_it(tmp_path, capsysbinary):
+def test_fork_of_an_empty_parent_is_refused_as_dsh_refuses_it(tmp_path):
     """dsh's fork seed needs an existing boundary seq, so a parent without events cannot be
     forked (it used to give a child whose only event was timed by the wall clock)."""
     parent = tmp_path / "session.v4.jsonl"
     parent.write_bytes(LOOP.read_bytes().splitlines(keepends=True)[0])
-    code, out, err = run_cli(capsysbinary, "fork", str(parent), "-o", str(tmp_path / "c.jsonl"), "--json")
+    code, out, err = run_env("fork", str(parent), "-o", str(tmp_path / "c.jsonl"), "--json")
     assert code == ExitCode.USAGE, err
     assert out == b"" and b"there is no seq to fork at" in err and str(parent).encode() in err
     assert not (tmp_path / "c.jsonl").exists()
@@ -264,41 +264,41 @@ def test_the_seed_of_an_empty_seed_is_its_marker_alone_and_lists_no_closer():
     assert plan and not plan[0].closers
 
 
-def test_repair_dry_run_reports_a_torn_zstd_frame_as_write_cuts_it(tmp_path, capsysbinary):
+def test_repair_dry_run_reports_a_torn_zstd_frame_as_write_cuts_it(tmp_path):
     cctx = zstandard.ZstdCompressor(write_checksum=True)
     lines = CRASH.read_bytes().splitlines(keepends=True)
     p = tmp_path / "session.v4.jsonl.zstd"
     frames = [cctx.compress(lines[0])] + [cctx.compress(b"".join(lines[i : i + 3])) for i in range(1, len(lines), 3)]
     torn = cctx.compress(b'{"type":"tool/result","seq":10}\n')[:9]  # a frame cut before any of it decodes
     p.write_bytes(b"".join(frames) + torn)
-    code, out, err = run_cli(capsysbinary, "repair", str(p), "--json")
+    code, out, err = run_env("repair", str(p), "--json")
     assert code == 0, err
     plan = json.loads(out)
     assert (plan["tornBytes"], plan["tornFrame"]) == (len(torn), len(frames))
-    code, out, err = run_cli(capsysbinary, "repair", str(p))
+    code, out, err = run_env("repair", str(p))
     assert f"torn tail: zstd frame {len(frames)} is incomplete ({len(torn)} bytes on disk".encode() in out
-    code, out, err = run_cli(capsysbinary, "repair", str(p), "--write")
+    code, out, err = run_env("repair", str(p), "--write")
     assert code == 0, err
     sidecars = [x for x in tmp_path.iterdir() if ".torn-" in x.name]
     assert len(sidecars) == 1 and sidecars[0].read_bytes() == torn  # exactly what the dry run said
 
 
-def test_fork_that_fails_leaves_nothing_behind(tmp_path, capsysbinary):
+def test_fork_that_fails_leaves_nothing_behind(tmp_path):
     loop = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
     made = tmp_path / "child"
-    code, out, err = run_cli(capsysbinary, "fork", str(loop), "--at", "999", "-o", f"{made}/")
+    code, out, err = run_env("fork", str(loop), "--at", "999", "-o", f"{made}/")
     assert code == 2 and b"does not exist" in err
     assert not made.exists()  # neither the directory it made nor a session.lock in it
     kept = tmp_path / "existing"
     kept.mkdir()
-    code, _, err = run_cli(capsysbinary, "fork", str(loop), "--at", "999", "-o", str(kept))
+    code, _, err = run_env("fork", str(loop), "--at", "999", "-o", str(kept))
     assert code == 2 and list(kept.iterdir()) == []  # the directory was there before: it stays, empty
     # into a persistence root: no project or session directory is left either
     root = tmp_path / "home" / "sessions"
     root.mkdir(parents=True)
-    code, _, err = run_cli(capsysbinary, "fork", str(loop), "--at", "999", "-o", str(root))
+    code, _, err = run_env("fork", str(loop), "--at", "999", "-o", str(root))
     assert code == 2 and list(root.iterdir()) == [], list(root.rglob("*"))
     # and a fork that works still leaves its lock, as dsh's writers do
-    code, _, err = run_cli(capsysbinary, "fork", str(loop), "--at", "10", "-o", f"{made}/")
+    code, _, err = run_env("fork", str(loop), "--at", "10", "-o", f"{made}/")
     assert code == 0, err
     assert sorted(x.name for x in made.iterdir()) == ["session.lock", "session.v4.jsonl"]

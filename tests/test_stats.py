@@ -7,7 +7,7 @@ import json
 import orjson
 import pytest
 
-from conftest import CORPUS, FIXTURES, GOLDEN, corpus_files, corpus_ids, requires_corpus, run_cli
+from conftest import CORPUS, FIXTURES, GOLDEN, corpus_files, corpus_ids, requires_corpus, run_env
 from dshlog.errors import ExitCode
 from dshlog.model.stats import stats_counters, total_stats
 from dshlog.model.summary import summarize
@@ -56,10 +56,10 @@ def test_retry_counts_once_when_the_log_also_has_llm_retry():
     assert summarize(events).retries == 1
 
 
-def test_cli_json_shape_and_totals(capsysbinary, tmp_path):
+def test_cli_json_shape_and_totals(tmp_path):
     crash = tmp_path / "crash.json"
     crash.write_text(json.dumps(json.loads((GOLDEN / "crash-persisted.json").read_text()) + json.loads((GOLDEN / "crash-closers.json").read_text())))
-    code, out, err = run_cli(capsysbinary, "stats", str(LOOP), str(crash), "--json")
+    code, out, err = run_env("stats", str(LOOP), str(crash), "--json")
     assert code == 0, err
     doc = orjson.loads(out)
     assert doc["shape"] == 1 and set(doc) == {"shape", "sessions", "total"}
@@ -77,8 +77,8 @@ def test_cli_json_shape_and_totals(capsysbinary, tmp_path):
     assert tot["durationMs"] == 44
 
 
-def test_cli_plain_table(capsysbinary):
-    code, out, _ = run_cli(capsysbinary, "stats", str(FIXTURES / "v4" / "loop"))
+def test_cli_plain_table():
+    code, out, _ = run_env("stats", str(FIXTURES / "v4" / "loop"))
     assert code == 0
     lines = out.decode().splitlines()
     assert lines[0].split("\t")[:6] == ["session", "turns", "steps", "calls", "retries", "cancelled"]
@@ -86,24 +86,24 @@ def test_cli_plain_table(capsysbinary):
     assert "# tokens by model" in lines
 
 
-def test_zstd_reads_the_same(capsysbinary):
-    code, out, _ = run_cli(capsysbinary, "stats", str(FIXTURES / "v4" / "loop-zstd"), "--json")
+def test_zstd_reads_the_same():
+    code, out, _ = run_env("stats", str(FIXTURES / "v4" / "loop-zstd"), "--json")
     assert code == 0
     s = orjson.loads(out)["sessions"][0]
     assert {k: s[k] for k in LOOP_STATS} == LOOP_STATS
 
 
-def test_projection_has_no_duration(capsysbinary, tmp_path):
+def test_projection_has_no_duration(tmp_path):
     rows = [r for r in (orjson.loads(x) for x in (FIXTURES / "v4/loop/session.v4.jsonl").read_bytes().splitlines())]
     for r in rows[1:]:
         del r["seq"], r["time"]
     p = tmp_path / "session.v4.jsonl"
     p.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-    code, out, _ = run_cli(capsysbinary, "stats", str(p), "--json")
+    code, out, _ = run_env("stats", str(p), "--json")
     s = orjson.loads(out)["sessions"][0]
     assert s["projection"] is True and s["timed"] is False and s["durationMs"] == 0
     assert (s["turns"], s["modelCalls"], s["retries"]) == (4, 6, 1)
-    code, out, _ = run_cli(capsysbinary, "stats", str(p))
+    code, out, _ = run_env("stats", str(p))
     assert out.decode().splitlines()[1].endswith("\t-")
 
 
@@ -125,9 +125,9 @@ def test_corpus_llm_retry_log():
 
 @requires_corpus
 @pytest.mark.parametrize("path", corpus_files(), ids=corpus_ids())
-def test_stats_and_tail_run_on_every_corpus_file(path, capsysbinary):
+def test_stats_and_tail_run_on_every_corpus_file(path):
     for cmd in (["stats", "--json"], ["tail", "-n", "3"]):
-        code, out, err = run_cli(capsysbinary, *cmd, str(path))
+        code, out, err = run_env(*cmd, str(path))
         assert b"Traceback" not in err and b"internal error" not in err, (cmd, err.decode(errors="replace"))
         assert code in (ExitCode.OK, ExitCode.UNSUPPORTED, ExitCode.CORRUPT), (cmd, code, err.decode(errors="replace"))
         if cmd[0] == "stats" and code == 0:

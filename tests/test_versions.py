@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, run_env
 from dshlog.protocol.jsjson import dumps
 from dshlog.read.session import open_log
 
@@ -54,13 +54,13 @@ def test_stored_shapes_differ_as_the_versions_say():
 
 
 @pytest.mark.parametrize("path", [V0, *LATER.values()], ids=["v0", "v1", "v2", "v3"])
-def test_each_version_validates_and_publishes(path, tmp_path, capsysbinary):
-    code, _, err = run_cli(capsysbinary, "validate", str(path))
+def test_each_version_validates_and_publishes(path, tmp_path):
+    code, _, err = run_env("validate", str(path))
     assert code == 0, err
     d = tmp_path / "s"
     d.mkdir()
     (d / path.name).write_bytes(path.read_bytes())
-    code, _, err = run_cli(capsysbinary, "migrate", str(d), "--no-children")
+    code, _, err = run_env("migrate", str(d), "--no-children")
     assert code == 0, err
     with open_log(d) as s:
         assert s.version == 4 and sum(1 for _ in (r.event for r in s.stored())) == 17
