@@ -103,7 +103,6 @@ import cache_damage  # noqa: E402 - found through the path set just above
 SHARED = Path(os.environ.get("DSHLOG_SHARED", ROOT.parent / "shared"))
 ALLOWED = {0, 2, 3, 4, 5, 6, 10}
 MAX_SEED_BYTES = 256 << 10
-TIMEOUT_S = 20
 MB = 1 << 20
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -983,30 +982,6 @@ def input_name(seed_name: str, ops: list[tuple[str, int]]) -> str:
 
 
 # ----------------------------------------------------------------------------- running commands
-
-
-def run_command(argv: list[str]) -> tuple[int, bytes, bytes]:
-    """Run ``dshlog argv`` in this process with captured stdout/stderr; returns (code, out, err)."""
-    from dshlog.cli import main
-
-    out, err = io.BytesIO(), io.BytesIO()
-    o_w = io.TextIOWrapper(out, encoding="utf-8", errors="surrogateescape", write_through=True)
-    e_w = io.TextIOWrapper(err, encoding="utf-8", errors="surrogateescape", write_through=True)
-
-    def alarm(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"no answer within {TIMEOUT_S}s")
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(TIMEOUT_S)
-    try:
-        with contextlib.redirect_stdout(o_w), contextlib.redirect_stderr(e_w):
-            code = int(main(argv))
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-    o_w.flush()
-    e_w.flush()
-    return code, out.getvalue(), err.getvalue()
 
 
 @dataclass

@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_bench_script
+from conftest import load_bench_script, run_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -152,7 +152,7 @@ def test_invalid_utf8_in_a_json_document_is_corruption(tmp_path: Path) -> None:
                       ("b.json", b'{\n"logs": [{"file": "a", "lines": ["\xc3"]}]}')):
         f = tmp_path / name
         f.write_bytes(doc)
-        code, out, err = FUZZ.run_command(["info", str(f)])
+        code, out, err = run_env("info", str(f))
         assert code == 4, err
         assert b"internal error" not in err
 
@@ -161,7 +161,7 @@ def test_broken_behavior_document_is_corruption(tmp_path: Path) -> None:
     """A behavior.json that stops parsing half way: exit 4 with one line, not an internal error."""
     f = tmp_path / "behavior.json"
     f.write_bytes(b'{\n"logs": [{"file": "a", "lines": [{"type": "session"}, ]')
-    code, out, err = FUZZ.run_command(["events", str(f)])
+    code, out, err = run_env("events", str(f))
     assert code == 4, err
     assert b"internal error" not in err
 
@@ -172,7 +172,7 @@ def test_events_with_non_list_message_content(tmp_path: Path) -> None:
         b'{"type":"session","version":4,"id":"s","createdAt":1,"isSeeded":false,"delegationDepth":0}\n'
         b'{"type":"assistant/message","seq":0,"time":1,"data":{"message":{"role":"assistant","content":7}}}\n'
     )
-    code, out, err = FUZZ.run_command(["events", str(f)])
+    code, out, err = run_env("events", str(f))
     assert code != 1, err
 
 
@@ -181,7 +181,7 @@ def test_non_string_type_in_the_first_row_of_an_old_log(tmp_path: Path) -> None:
     f = tmp_path / "session.jsonl"
     f.write_bytes(b'{"type":"session","id":"s","createdAt":1}\n{"type":["x"],"seq":0,"time":1,"data":{}}\n')
     for cmd in (["surface"], ["migrate", "--dry-run", "--no-children"], ["fork", "-o", str(tmp_path / "c.jsonl")]):
-        code, out, err = FUZZ.run_command([*cmd[:1], str(f), *cmd[1:]] if cmd[0] == "fork" else [*cmd, str(f)])
+        code, out, err = run_env(*([*cmd[:1], str(f), *cmd[1:]] if cmd[0] == "fork" else [*cmd, str(f)]))
         assert code in (2, 3, 4), err
         assert b"internal error" not in err
 
@@ -193,7 +193,7 @@ def test_validate_with_an_object_as_stream_block_type(tmp_path: Path) -> None:
         b'{"type":"assistant/message","seq":0,"time":1,"data":{"message":{"role":"assistant","content":[]},'
         b'"stream":[{"type":"chunk","chunk":{"type":"block-start","blockType":{}}}]}}\n'
     )
-    code, out, err = FUZZ.run_command(["validate", str(f)])
+    code, out, err = run_env("validate", str(f))
     assert code != 1, err
 
 
@@ -203,7 +203,7 @@ def test_events_json_of_a_deeply_nested_projection_row(tmp_path: Path) -> None:
     deep = b"[" * 500 + b"0" + b"]" * 500
     f.write_bytes(b'{"type":"session","version":0,"id":"s","createdAt":2,"delegationDepth":0}\n'
                   b'{"type":"approval/policy","data":{"policy":"never","x":' + deep + b"}}\n")
-    code, out, err = FUZZ.run_command(["events", "--json", str(f)])
+    code, out, err = run_env("events", "--json", str(f))
     assert code != 1, err
 
 
@@ -245,7 +245,7 @@ def test_a_content_block_whose_type_is_a_list(tmp_path: Path) -> None:
         b'{"type":"text","text":"shown"}],"source":{"kind":"user"}},"surfaceOp":"append"}\n'
     )
     for argv in (["events", str(f)], ["tail", "-n", "5", str(f)]):
-        code, out, err = FUZZ.run_command(argv)
+        code, out, err = run_env(*argv)
         assert code != 1 and b"internal error" not in err, (argv, err)
         assert b"shown" in out, out
 
@@ -266,7 +266,7 @@ def test_a_snapshot_gets_the_same_verdict_as_a_plain_file_and_as_zstd_frames(tmp
     z.write_bytes(b"".join(FUZZ.frames_of(header + body, random.Random(0))))
     codes = []
     for f in (plain, z):
-        code, out, err = FUZZ.run_command(["validate", str(f)])
+        code, out, err = run_env("validate", str(f))
         assert b"seq gap" in out + err, out + err
         codes.append(code)
     assert codes[0] == codes[1], codes
@@ -280,7 +280,7 @@ def test_ls_of_a_session_whose_last_activity_is_beyond_any_date(tmp_path: Path) 
         b'{"type":"session","version":4,"id":"s","createdAt":1,"cwd":"/p","isSeeded":false,"delegationDepth":0}\n'
         b'{"type":"turn/start","seq":0,"time":9000000000000000,"data":{"turn":1}}\n'
     )
-    code, out, err = FUZZ.run_command(["ls", str(tmp_path / "root")])
+    code, out, err = run_env("ls", str(tmp_path / "root"))
     assert code != 1 and b"internal error" not in err, err
     assert b"session.v4.jsonl" in out, out
 
@@ -292,7 +292,7 @@ def test_a_json_rpc_notification_whose_params_are_a_string(tmp_path: Path) -> No
                   b'{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"s","event":{"type":"turn/start","seq":0,'
                   b'"time":1,"data":{"turn":1}}}}\n')
     for argv in (["info", str(f)], ["events", str(f)], ["validate", str(f)]):
-        code, out, err = FUZZ.run_command(argv)
+        code, out, err = run_env(*argv)
         assert code != 1 and b"internal error" not in err, (argv, err)
 
 

@@ -3,8 +3,7 @@
 One regression test (or a few) per failure class that hostile logs reached:
 deep nesting, decompression bombs and huge lines, ``-0`` as a seq, readers that
 stopped early, misleading refusals under concurrent change, symlinked session
-directories.  Each drives the CLI in this process (``bench/fuzz.py``'s
-``run_command``) or, where a whole set of commands must end cleanly, the
+directories.  Each drives the CLI in this process (``run_env``) or, where a whole set of commands must end cleanly, the
 fuzzer's own per-input check (every reader and writer, forked, with a timeout
 and a memory limit).
 """
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, load_bench_script
+from conftest import FIXTURES, load_bench_script, run_env
 from dshlog.protocol.jsjson import MAX_DEPTH, JsonError, loads
 
 FUZZ = load_bench_script("fuzz")
@@ -75,7 +74,7 @@ def test_deep_nesting_beyond_the_limit_is_a_clear_refusal_in_every_command(tmp_p
     for argv in (["info", str(f)], ["validate", str(f)], ["events", str(f)], ["show", str(f)], ["requests", str(f)],
                  ["export", str(f), "--format", "md", "--redact", "-o", str(tmp_path / "x.md")],
                  ["repair", "--write", str(f)], ["fork", str(f), "-o", str(tmp_path / "c.jsonl")]):
-        code, out, err = FUZZ.run_command(argv)
+        code, out, err = run_env(*argv)
         assert code == 3, (argv, err)
         assert b"nested deeper than" in err + out and b"internal error" not in err, (argv, err)
     assert _sha(f) == before  # never treated as a damaged tail to cut off
@@ -125,12 +124,12 @@ def _bomb(path: Path, plaintext_bytes: int) -> Path:
 def test_a_line_over_the_limit_is_refused_naming_the_line_and_its_size(tmp_path: Path) -> None:
     f = _write(tmp_path / "session.v4.jsonl", HEADER, '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"x":"%s"}}' % ("a" * (2 << 20)))
     for argv in (["info", str(f)], ["validate", str(f)], ["events", "--json", str(f)], ["repair", "--write", str(f)]):
-        code, out, err = FUZZ.run_command(["--max-line-size", "1", *argv])
+        code, out, err = run_env("--max-line-size", "1", *argv)
         assert code == 3, (argv, err)
         assert b"line 2" in err + out and b"line-size limit of 1 MiB" in err + out, err
         assert b"--max-line-size" in err + out
     # under the limit the same line reads
-    assert FUZZ.run_command(["--max-line-size", "4", "validate", str(f)])[0] in (0, 4)
+    assert run_env("--max-line-size", "4", "validate", str(f))[0] in (0, 4)
 
 
 def test_a_decompression_bomb_stops_at_the_limit_in_bounded_memory(tmp_path: Path) -> None:
@@ -141,7 +140,7 @@ def test_a_decompression_bomb_stops_at_the_limit_in_bounded_memory(tmp_path: Pat
     assert f.stat().st_size < 64 << 10
     tracemalloc.start()
     try:
-        code, out, err = FUZZ.run_command(["--max-line-size", "1", "validate", str(f)])
+        code, out, err = run_env("--max-line-size", "1", "validate", str(f))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -184,12 +183,12 @@ def test_minus_zero_is_refused_where_dsh_refuses_it(tmp_path: Path, field: str) 
              "turn": '{"type":"turn/start","seq":0,"time":1,"data":{"turn":-0}}'}[field]
     f = _write(tmp_path / "session.v4.jsonl", HEADER, first,
                '{"type":"turn/end","seq":1,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}')
-    code, out, err = FUZZ.run_command(["validate", str(f)])
+    code, out, err = run_env("validate", str(f))
     assert code == (0 if field == "seq" else 4), out + err
     # the same log with a valid number there is fine
     g = _write(tmp_path / "ok.v4.jsonl", HEADER, first.replace("-0", "1" if field == "turn" else "0"),
                '{"type":"turn/end","seq":1,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}')
-    code, out, err = FUZZ.run_command(["validate", str(g)])
+    code, out, err = run_env("validate", str(g))
     assert code == 0, out + err
 
 
@@ -207,10 +206,10 @@ def test_migrate_recursive_follows_symlinked_session_directories(tmp_path: Path)
     (tmp_path / "elsewhere" / "linked" / "session.jsonl").write_bytes(src.read_bytes().replace(sid, b"linked", 1))
     os.symlink("../../elsewhere/linked", root / "linked")
     os.symlink("..", root / "real" / "loop")  # a cycle back to the project directory
-    code, out, err = FUZZ.run_command(["migrate", "--check", "--recursive", "--no-children", str(tmp_path / "root")])
+    code, out, err = run_env("migrate", "--check", "--recursive", "--no-children", str(tmp_path / "root"))
     assert code == 10, err
     assert b"2 need migration" in out + err, out + err
-    code, out, err = FUZZ.run_command(["migrate", "--recursive", "--no-children", str(tmp_path / "root")])
+    code, out, err = run_env("migrate", "--recursive", "--no-children", str(tmp_path / "root"))
     assert code == 0, err
     assert (tmp_path / "elsewhere" / "linked" / "session.v4.jsonl").exists()
     assert (root / "real" / "session.v4.jsonl").exists()
@@ -248,12 +247,12 @@ def test_repair_write_refuses_a_projection_up_front(tmp_path: Path) -> None:
             '{"type":"user/message","data":{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}']
     f = _write(tmp_path / "session.v4.jsonl", *rows)
     before = _sha(f)
-    code, out, err = FUZZ.run_command(["repair", "--write", str(f)])
+    code, out, err = run_env("repair", "--write", str(f))
     assert code == 2, err
     assert b"projection" in err and b"-o OUT" in err, err
     # session.lock is dsh's, never removed once made; nothing else appears
     assert _sha(f) == before and sorted(p.name for p in tmp_path.iterdir()) in (["session.v4.jsonl"], ["session.lock", "session.v4.jsonl"])
-    code, out, err = FUZZ.run_command(["repair", str(f), "-o", str(tmp_path / "copy.jsonl")])
+    code, out, err = run_env("repair", str(f), "-o", str(tmp_path / "copy.jsonl"))
     assert code in (0, 3, 4), err  # the copy path speaks for itself; never an internal error
     assert b"internal error" not in err
 
@@ -261,7 +260,7 @@ def test_repair_write_refuses_a_projection_up_front(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- 4. empty arguments
 
 
-def test_an_empty_file_or_id_is_a_usage_error_everywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_empty_file_or_id_is_a_usage_error_everywhere(tmp_path: Path) -> None:
     """``repair --write ""`` took "" as an id prefix of every session and repaired an unrelated one in place."""
     import shutil
 
@@ -271,10 +270,9 @@ def test_an_empty_file_or_id_is_a_usage_error_everywhere(tmp_path: Path, monkeyp
     log = sdir / "session.v4.jsonl"
     shutil.copy(FIXTURES / "v4" / "crash" / "session.v4.jsonl", log)
     before = _sha(log)
-    monkeypatch.setenv("DSH_HOME", str(home))
     for argv in (["repair", "--write", ""], ["repair", ""], ["info", ""], ["validate", ""], ["events", ""], ["show", ""],
                  ["fork", "", "-o", str(tmp_path / "c.jsonl")], ["migrate", "--no-children", ""], ["export", "", "--format", "md"]):
-        code, out, err = FUZZ.run_command(argv)
+        code, out, err = run_env(*argv, dsh_home=str(home))
         assert code == 2, (argv, code, err)
         assert b"empty" in err, (argv, err)
     assert _sha(log) == before
@@ -286,9 +284,9 @@ def test_the_line_size_limit_is_a_global_option(tmp_path: Path) -> None:
 
     f = _write(tmp_path / "session.v4.jsonl", HEADER, '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"x":"%s"}}' % ("a" * (2 << 20)))
     try:
-        code, out, err = FUZZ.run_command(["--max-line-size", "1", "info", str(f)])
+        code, out, err = run_env("--max-line-size", "1", "info", str(f))
         assert code == 3 and b"line 2" in err and b"1 MiB" in err, err
-        code, out, err = FUZZ.run_command(["--max-line-size", "3", "info", str(f)])
+        code, out, err = run_env("--max-line-size", "3", "info", str(f))
         assert code == 0, err
     finally:
         LINE_LIMIT.set(DEFAULT_MAX_LINE_BYTES)

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import FIXTURES, ROOT  # noqa: E402
+from conftest import FIXTURES, ROOT, run_env  # noqa: E402
 
 README = ROOT / "README.md"
 WIDTH = 100
@@ -85,18 +85,14 @@ def scratch(base: Path) -> Path:
 
 def run(example: Example, work: Path) -> str:
     """What the example prints, stdout and stderr interleaved as on a terminal."""
-    from dshlog.cli import main
-    from dshlog.cli.env import Env
-
     head, _, rest = example.command.partition(" | ")
     args = shlex.split(head)[1:]
     both = io.BytesIO()
-    env = Env.for_test(stdout=both, stderr=both, tty=not rest, width=WIDTH, colour="never", cwd=str(work),
-                       dsh_home=str(work / "home"), pager="")
     old = os.getcwd()
-    os.chdir(work)
+    os.chdir(work)  # the examples name files relative to where they run
     try:
-        main(args, env)
+        run_env(*args, stdout=both, stderr=both, tty=not rest, width=WIDTH, colour="never", cwd=str(work),
+                dsh_home=str(work / "home"), pager="", timezone="UTC")  # `ls` prints times in the reader's zone
     finally:
         os.chdir(old)
     out = both.getvalue()
@@ -113,11 +109,7 @@ def test_the_readme_has_examples() -> None:
 
 
 @pytest.mark.parametrize("example", ALL, ids=[f"line{e.line}" for e in ALL])
-def test_readme_example(example: Example, tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("TZ", "UTC")  # `ls` prints local time
-    import time
-
-    time.tzset()
+def test_readme_example(example: Example, tmp_path) -> None:
     if "| jq" in example.command and shutil.which("jq") is None:
         pytest.skip("jq is not installed")
     got = run(example, scratch(tmp_path))
@@ -127,10 +119,7 @@ def test_readme_example(example: Example, tmp_path, monkeypatch) -> None:
 def update() -> None:
     """Rewrite every example's output in the README from a fresh run."""
     import tempfile
-    import time
 
-    os.environ["TZ"] = "UTC"
-    time.tzset()
     text = README.read_text()
     lines = text.split("\n")
     for ex in reversed(examples(text)):

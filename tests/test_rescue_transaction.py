@@ -28,8 +28,7 @@ from pathlib import Path
 
 import dshlog.cli.rescue  # noqa: F401 - loaded once here, not again in each forked child
 import dshlog.ops.rescue  # noqa: F401
-from conftest import FIXTURES
-from dshlog.cli import main
+from conftest import FIXTURES, run_env
 from dshlog.errors import ExitCode
 from test_reliability_support import leftovers, run, stored_as
 
@@ -73,7 +72,7 @@ def _steps_run(argv: list[str], kill_at: int | None) -> tuple[int | None, int]:
 
             for name in STEPS:
                 setattr(os, name, counted(name))
-            code = main(argv)
+            code = run_env(*argv)[0]
             for name in STEPS:
                 setattr(os, name, real[name])
             os.write(w, str(taken[0]).encode())

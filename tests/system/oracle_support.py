@@ -55,7 +55,7 @@ TESTS = HERE.parent
 if str(TESTS) not in sys.path:  # the report script imports this module outside pytest
     sys.path.insert(0, str(TESTS))
 
-from conftest import CORPUS, FIXTURES, SHARED, corpus_files  # noqa: E402
+from conftest import CORPUS, FIXTURES, SHARED, corpus_files, run_env  # noqa: E402
 
 ORACLE = SHARED / "oracle" / "oracle.mjs"
 DRIVER = HERE / "oracle_driver.mjs"
@@ -508,7 +508,7 @@ _BUILT: dict[int, Any] = {}
 
 @contextmanager
 def _app_built_once() -> Iterator[None]:
-    """Run ``dshlog.cli.main`` with its Typer app's Click command built once.
+    """Run the command line with its Typer app's Click command built once.
 
     Typer rebuilds the Click command tree on every call (about 50 ms, ten times what
     dshlog itself takes on a small log); ``Typer.__call__`` is nothing more than that
@@ -531,21 +531,10 @@ def _app_built_once() -> Iterator[None]:
 
 
 def run_dshlog(argv: list[str]) -> Run:
-    """``dshlog ARGV`` in process, stdout and stderr captured."""
-    from dshlog.cli import main
-
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
-    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
-    try:
-        with _app_built_once():
-            code = int(main(list(argv)))
-    finally:
-        sys.stdout, sys.stderr = saved
-    out.flush()
-    err.flush()
-    return Run(code, out.buffer.getvalue(), err.buffer.getvalue().decode("utf-8", "replace"))  # type: ignore[attr-defined]  # the captured streams wrap a BytesIO
+    """``dshlog ARGV`` in process (``conftest.run_env``), stdout and stderr captured."""
+    with _app_built_once():
+        code, out, err = run_env(*argv)
+    return Run(code, out, err.decode("utf-8", "replace"))
 
 
 # ----------------------------------------------------------------------------- verdicts
