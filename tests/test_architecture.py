@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import io
 import re
 import subprocess
 import sys
+import tokenize
 from collections import defaultdict
 from pathlib import Path
 
@@ -654,3 +656,76 @@ def test_the_recipe_for_a_format_version_names_the_current_versions_files() -> N
         concrete = kind.replace("<N-1>", str(CURRENT_VERSION - 1)).replace("<N>", str(CURRENT_VERSION))
         assert (ROOT / example).exists(), f"{example} does not exist"
         assert _covers(concrete, example), f"{example} is not {concrete}"
+
+
+# ----------------------------------------------------------------------------- how the tests run dshlog
+
+TESTS = ROOT / "tests"
+#: where the helpers are defined (and this file, which spells the patterns it looks for)
+RUNNERS_HOME = {"conftest.py", "test_architecture.py"}
+#: a command run in this process other than by ``conftest.run_env``: ``main`` called, or the fuzzer's runner
+IN_PROCESS = re.compile(r"\bfrom dshlog(?:\.cli(?:\.app)?|\.__main__) import [^\n]*\bmain\b|\bdshlog\.cli(?:\.app)?\.main\b"
+                        r"|\bcli\.main\(|\.run_command\(")
+#: dshlog started as a process other than by ``conftest.run_process`` (or ``dshlog_argv``): its command line spelt
+AS_PROCESS = re.compile(r"""['"]-m['"],\s*['"]dshlog(?:\.cli)?['"]|-m dshlog\b|with_name\(\s*['"]dshlog['"]\s*\)"""
+                        r"""|\.parent\s*/\s*['"]dshlog['"]|\bDSHLOG_SCRIPT\b""")
+#: The test modules that hold the ``Popen`` of a dshlog process themselves (``conftest.dshlog_argv``), and why.
+NEEDS_POPEN = {
+    "test_browse_tmux.py": "a real terminal: the shell tmux starts runs the console script",
+    "test_cache.py": "two processes fill the cache at once",
+    "test_cache_views.py": "two processes fill the cache at once",
+    "test_export_stream.py": "its first line is read while the process still runs",
+    "test_follow.py": "tail -f is read line by line as the log grows, then interrupted by SIGINT",
+    "test_reliability_bombs.py": "started from a small parent that measures its peak RSS, killed as a group on a hang",
+    "test_reliability_crash.py": "killed by SIGKILL at a random moment of its run",
+    "test_search_stream.py": "its standard input is written while it runs",
+    "test_ux.py": "its stdout is closed after the first byte, as `| head -c1` does",
+    "test_ux_terminal.py": "on a pty; tail -f read while another command replaces the log",
+}
+#: The test modules whose own child process runs the command line inside it, and why.
+OWN_CHILD = {
+    "test_writers_contract.py": "the child patches one publication step to SIGKILL itself, then runs the command",
+}
+
+
+def _code(text: str) -> str:
+    """``text`` with its comments and docstrings blanked, line numbers kept: what runs, and the code a child is given."""
+    rows = [list(line) for line in text.splitlines(keepends=True)]
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT:
+            (row, start), (_, end) = tok.start, tok.end
+            rows[row - 1][start:end] = " " * (end - start)
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            for row in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                rows[row - 1] = ["\n"]
+    return "".join("".join(r) for r in rows)
+
+
+def _test_sources() -> dict[str, str]:
+    return {str(p.relative_to(TESTS)): _code(p.read_text()) for p in sorted(TESTS.rglob("*.py")) if p.name not in RUNNERS_HOME}
+
+
+def test_a_test_runs_dshlog_one_way() -> None:
+    """``run_env`` in this process, ``run_process`` for a test about a process (tests/conftest.py);
+    the ``Popen`` itself only where the test needs it, and a child of the test's own only where listed."""
+    found = []
+    popen, own = set(), set()
+    for name, text in _test_sources().items():
+        base = Path(name).name
+        for pattern, what in ((IN_PROCESS, "runs a command in this process without conftest.run_env"),
+                              (AS_PROCESS, "starts dshlog as a process without conftest.run_process")):
+            for m in pattern.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                if base in OWN_CHILD:
+                    own.add(base)
+                else:
+                    found.append(f"{name}:{line} {what}: {m.group(0)!r}")
+        if re.search(r"\bdshlog_argv\(", text):
+            if base in NEEDS_POPEN:
+                popen.add(base)
+            else:
+                found.append(f"{name} holds a dshlog Popen (conftest.dshlog_argv): use conftest.run_process, or list it in NEEDS_POPEN")
+    assert not found, "\n".join(found)
+    assert sorted(set(NEEDS_POPEN) - popen) == [], "listed in NEEDS_POPEN but holds no Popen of dshlog"
+    assert sorted(set(OWN_CHILD) - own) == [], "listed in OWN_CHILD but runs no command in a child of its own"
