@@ -32,9 +32,9 @@ DSHLOG_SCRIPT = Path(sys.executable).with_name("dshlog")
 
 @pytest.fixture(scope="session", autouse=True)
 def _cache_outside_home(tmp_path_factory):
-    """Commands run with the process's environment keep their cache in a temporary directory, never the user's.
+    """The dshlog processes tests start keep their cache in a temporary directory, never the user's.
 
-    Set in ``os.environ`` so the command lines tests start as processes inherit it too.
+    Set in ``os.environ``, which they inherit (``run_env`` has no cache unless given ``cache_dir``).
     """
     before = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
