@@ -21,6 +21,8 @@ from typing import Any
 import orjson
 import pytest
 
+from dshlog.fastpaths import mode, set_mode
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 SHARED = Path(os.environ.get("DSHLOG_SHARED", ROOT.parent / "shared"))
@@ -28,6 +30,14 @@ CORPUS = SHARED / "corpus"
 GOLDEN = FIXTURES / "golden"
 #: the installed console script (``pip install -e .`` puts it next to the interpreter)
 DSHLOG_SCRIPT = Path(sys.executable).with_name("dshlog")
+
+# The suite runs under one mode of the fast paths, the CLI's variable (``make test`` runs it
+# under both): each fast body must give its exact body's answers to every ordinary test.
+set_mode(os.environ.get("DSHLOG_PATHS") or "fast")
+
+
+def pytest_report_header() -> str:
+    return f"dshlog paths: {mode()} (DSHLOG_PATHS)"
 
 
 @pytest.fixture(scope="session", autouse=True)

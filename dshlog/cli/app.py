@@ -32,6 +32,7 @@ else:
 
 from .._version import __version__
 from ..errors import DshlogError, ExitCode, InternalError, UnsupportedVersion
+from ..fastpaths import set_mode
 from ..output.text import sanitize
 from ..read.container import DEFAULT_MAX_LINE_BYTES, LINE_LIMIT
 from .common import Run, current, out
@@ -219,6 +220,8 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     code: int
     try:
         try:
+            if env.paths is not None:
+                set_mode(env.paths)  # every fast path, or none (dshlog.fastpaths)
             with env.parser_output():  # --help is printed where the run's output goes
                 rv = app(args=args, prog_name="dshlog", standalone_mode=False, obj=run)
             # without standalone mode, an Exit raised inside a command comes back as its code
