@@ -40,6 +40,16 @@ def pytest_report_header() -> str:
     return f"dshlog paths: {mode()} (DSHLOG_PATHS)"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test marked ``fast_paths`` is of a fast body itself (that it is taken, its memory, the C
+    function beside its Python twin): the fast run runs it, the exact run would only repeat it."""
+    if mode() == "exact":
+        skip = pytest.mark.skip(reason="a test of the fast bodies themselves: the run with DSHLOG_PATHS=fast runs it")
+        for item in items:
+            if item.get_closest_marker("fast_paths") is not None:
+                item.add_marker(skip)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _cache_outside_home(tmp_path_factory):
     """The dshlog processes tests start keep their cache in a temporary directory, never the user's.
