@@ -6,9 +6,10 @@ Every fast body must give its exact body's answers (``dshlog/fastpaths.py``), so
 ordinary suite runs twice, with ``DSHLOG_PATHS=fast`` and ``DSHLOG_PATHS=exact``, as
 two concurrent pytest processes: one process mostly keeps one core busy, so on a
 machine of two cores both runs take about the time of one.  Each run has its own
-temporary directories (``--basetemp``, ``TMPDIR``), its own tmux server
-(``TMUX_TMPDIR``) and its own pytest cache; its output goes to a log printed when
-both have ended, and the exit status is the worse of the two.
+temporary directories (``--basetemp``, ``TMPDIR``; removed in the background
+afterwards), its own tmux server (``TMUX_TMPDIR``) and its own pytest cache; its
+output goes to a log printed when both have ended, and the exit status is the worse
+of the two.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ def main(argv: list[str]) -> int:
     try:
         for mode in MODES:
             work = Path(tempfile.mkdtemp(prefix=f"dshlog-test-{mode}-"))
+            work.chmod(0o755)  # tests run commands as another user in the temporary directories below
             for sub in ("tmp", "tmux"):
                 (work / sub).mkdir()
+            (work / "tmp").chmod(0o1777)  # as /tmp itself
             env = {**os.environ, "DSHLOG_PATHS": mode, "TMPDIR": str(work / "tmp"), "TMUX_TMPDIR": str(work / "tmux")}
             env.pop("TMUX", None)  # a test's tmux commands go to this run's own server, not the caller's
             cmd = [sys.executable, "-m", "pytest", "--basetemp", str(work / "pytest"),
@@ -62,7 +65,9 @@ def main(argv: list[str]) -> int:
             if tmux is not None:  # the run's own server, if a test started one
                 subprocess.run([tmux, "kill-server"], env={**os.environ, "TMUX_TMPDIR": str(work / "tmux")},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            shutil.rmtree(work, ignore_errors=True)
+            # gigabytes of generated logs: removed in the background, the verdict is out already
+            subprocess.Popen(["rm", "-rf", str(work)], start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":
