@@ -32,8 +32,9 @@ demo: $(STAMP)
 	@$(VENV)/bin/dshlog validate fixtures/v0/text-turn/session.jsonl
 	@$(VENV)/bin/dshlog migrate --dry-run --no-children fixtures/v0/text-turn
 
+# the suite under both modes of the fast paths (DSHLOG_PATHS=fast and exact), as two concurrent runs
 test: lint
-	$(PY) -m pytest
+	$(PY) tests/both_modes.py
 
 # mypy --strict over the package and ruff over the code (settings in pyproject.toml); part of `make test`
 lint: $(STAMP)

@@ -34,7 +34,11 @@ with exit 0, 2-6 or 10.  Counted separately (``OUTCOMES``): exit 1, other
 exits, tracebacks, death by a signal, hangs, an output file left after an error
 exit, a modified input, files appearing beside the input, raw control
 characters reaching a person (stdout of human output, stderr of every command),
-Rich markup interpreted on a terminal, written outputs that do not read back.
+Rich markup interpreted on a terminal, written outputs that do not read back,
+and a reading command (``PATHS_COMPARED``) whose exit code, stdout or stderr
+changes when it runs again in the other mode of the fast paths
+(``DSHLOG_PATHS``, ``dshlog/fastpaths.py``: every fast body must give its exact
+body's bytes; ``--no-compare-paths`` skips it).
 The run prints counts; every failing input is kept in ``bench/out/fuzz`` with a
 JSON line describing its failures (``failures.jsonl``), and the exit status is 1
 when anything failed.
@@ -76,6 +80,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -120,6 +125,7 @@ class Params:
     tty: bool = True  # also run the human renderers on a pseudo-terminal
     stdio_errors: str = "strict"  # stdout's error handler: a UTF-8 desktop locale's (C.UTF-8 gives surrogateescape)
     debug_reruns: bool = True  # re-run an exit-1 command with --debug to learn where it failed (for grouping)
+    compare_paths: bool = True  # run PATHS_COMPARED again in the other mode of the fast paths
 
 
 PARAMS = Params()
@@ -1324,7 +1330,7 @@ def _pump(master: int, out_fd: int) -> bool:
 
 OUTCOMES = ["exit-1", "bad-exit", "traceback", "signal", "hang", "output-despite-error", "input-modified",
             "files-beside-input", "control-chars", "markup-interpreted", "unreadable-output", "invalid-output",
-            "accepted-corrupt", "container-disagreement", "cache-disagreement"]
+            "accepted-corrupt", "container-disagreement", "cache-disagreement", "paths-disagreement"]
 NOTES = ["bidi-in-output", "surrogate-in-output", "control-chars-in-export", "bidi-in-output-in-export",
          "surrogate-in-output-in-export"]  # counted and reported, not failures
 
@@ -1519,6 +1525,13 @@ COMMANDS: list[Command] = [
     Command("tty show", ("show", "{f}"), tty=True),
     Command("tty ls", ("ls", "{root}"), tty=True),
 ]
+
+# The reading commands run again in the other mode of the fast paths: between them every fast body is
+# taken (the C scan and the fused reader by all; the lazy gate by events --json, info, stats and tail; the
+# typed shapes by validate; the lean fold by validate, surface, requests and rebuild; whole packed runs by
+# info, stats and migrate --dry-run of an old log) and must give the exact body's bytes.
+PATHS_COMPARED = ("events --json", "info", "stats", "tail -n 5", "validate", "surface", "requests", "rebuild -r last",
+                  "migrate --dry-run")
 
 # Strict commands that stop reading once they have what they need.
 STOPS_EARLY = ("rebuild -r 1", "rebuild -r last", "diff")
@@ -1741,6 +1754,8 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
                     shutil.rmtree(outdir / p)
                 else:
                     os.unlink(outdir / p)
+        if PARAMS.compare_paths and cmd.label in PATHS_COMPARED and not run.hung and run.signal is None:
+            _compare_paths(argv, run, cmd, work, d, stats, add)
         if pending_debug is not None:  # the same command again, from the same state, with --debug
             if copy_dir is not None and copy_file is not None:
                 for x in os.listdir(copy_dir):
@@ -1774,6 +1789,32 @@ def _check_in(d: Path, data: bytes, name: str, stats: Stats, failures: list[Fail
         if run.code != validate_code:
             add("container-disagreement", "validate", f"plain file: exit {validate_code}, the same lines as zstd frames: exit "
                 f"{run.code}: {_tail(run.err).decode('utf-8', 'replace').strip()[-300:]}", f"plain {validate_code} / zstd {run.code}")
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    with contextlib.suppress(OSError), open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _compare_paths(argv: list[str], run: Run, cmd: Command, work: Path, cwd: Path, stats: Stats,
+                   add: Callable[[str, str, str, str], None]) -> None:
+    """``argv`` again in the other mode of the fast paths: the same exit code, stdout and stderr, or a failure."""
+    mine = os.environ.get("DSHLOG_PATHS") or "fast"  # what the command server's children inherit
+    other = "fast" if mine == "exact" else "exact"
+    first = (run.code, _file_digest(run.out), _file_digest(run.err))
+    err = _tail(run.err)
+    # computed again, not read from the cache the first run may have filled (its answers are the fast bodies')
+    twin = run_isolated(argv, work=work, cwd=cwd, tty=cmd.tty, env={"DSHLOG_PATHS": other, "DSHLOG_NO_CACHE": "1"})
+    stats.extra_runs += 1
+    second = (twin.code, _file_digest(twin.out), _file_digest(twin.err))
+    if twin.hung or twin.signal is not None or second != first:
+        differs = ", ".join(what for what, a, b in zip(("exit code", "stdout", "stderr"), first, second) if a != b)
+        add("paths-disagreement", cmd.label,
+            f"{differs or 'the run'} differ: {mine} exit {run.code} {err[-200:]!r} / {other} exit {twin.code}"
+            f"{' (hung)' if twin.hung else ''} {_tail(twin.err)[-200:]!r}", f"{mine} / {other}: {differs}")
 
 
 def _debug_signature(argv: list[str], work: Path, cwd: Path, tty: bool, stats: Stats) -> str:
@@ -1919,6 +1960,7 @@ def _apply_sizes(a: argparse.Namespace) -> None:
     PARAMS.max_line_mib = a.max_line_mib
     PARAMS.mem_bytes = int(a.mem_gb * (1 << 30))
     PARAMS.tty = not a.no_tty
+    PARAMS.compare_paths = not a.no_compare_paths
     PARAMS.stdio_errors = a.stdio_errors
 
 
@@ -1938,6 +1980,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run every command with this global --max-line-size (default: dshlog's own, 256)")
     ap.add_argument("--mem-gb", type=float, default=3.0, help="RLIMIT_AS of every command")
     ap.add_argument("--no-tty", action="store_true", help="skip the pseudo-terminal runs")
+    ap.add_argument("--no-compare-paths", action="store_true", help="skip the reading commands' second run in the other "
+                    "mode of the fast paths (DSHLOG_PATHS)")
     ap.add_argument("--stdio-errors", default="strict", help="stdout error handler of the commands (strict: a UTF-8 desktop locale)")
     ap.add_argument("--classes", default="", help="comma-separated mutators to draw from (default: all)")
     ap.add_argument("--progress", type=int, default=0, help="a progress line on stderr every N inputs")

@@ -80,6 +80,9 @@ _OWNERS: dict[str, str] = {
     "SessionHits": "dshlog.ops.search",
     "rescue": "dshlog.ops.rescue",
     "RescueOutcome": "dshlog.ops.rescue",
+    # which body every fast path runs (the process's mode)
+    "set_paths": "dshlog.fastpaths",
+    "paths_mode": "dshlog.fastpaths",
     # how batch work runs (a policy the caller passes)
     "Executor": "dshlog.executor",
     "InProcess": "dshlog.executor",
@@ -128,7 +131,7 @@ _OWNERS: dict[str, str] = {
 }
 
 #: What the name is called in its owner, where the public name differs.
-_RENAMED: dict[str, str] = {"rescue": "rescue_session"}
+_RENAMED: dict[str, str] = {"rescue": "rescue_session", "set_paths": "set_mode", "paths_mode": "mode"}
 
 __all__ = ["__version__", *_OWNERS]
 
@@ -153,6 +156,8 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .check.surface import SurfaceFold as SurfaceFold
     from .check.surface import fold as fold
     from .executor import DaskExecutor as DaskExecutor
+    from .fastpaths import mode as paths_mode  # noqa: F401 - public: listed in __all__ through _OWNERS
+    from .fastpaths import set_mode as set_paths  # noqa: F401 - public: listed in __all__ through _OWNERS
     from .executor import Executor as Executor
     from .executor import InProcess as InProcess
     from .executor import ProcessPool as ProcessPool

@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from .errors import IOFailure, UsageError
+from .fastpaths import mode, set_mode
 from .forked import pack_error, unpack_error, usable_cpus
 
 __all__ = ["JOBS_PER_CPU", "DaskExecutor", "Executor", "InProcess", "ProcessPool", "default_jobs", "helpers_allowed", "max_jobs", "run_chunk"]
@@ -60,13 +61,18 @@ def max_jobs() -> int:
     return JOBS_PER_CPU * usable_cpus()
 
 
-def run_chunk(fn: Callable[[T], R], items: Sequence[T]) -> list[Outcome]:
+def run_chunk(fn: Callable[[T], R], items: Sequence[T], paths: str | None = None) -> list[Outcome]:
     """Run ``fn`` on each item of a chunk, in order, in a worker.
+
+    ``paths``: the caller's :mod:`dshlog.fastpaths` mode, which a spawned worker or a
+    cluster's would not otherwise share (``None``: the worker's own).
 
     An exception is packed (:func:`dshlog.forked.pack_error`) instead of raised, so
     the items after it still run, and the caller decides when to raise it: when
     the item's turn comes in input order, as the serial run does.
     """
+    if paths is not None:
+        set_mode(paths)
     out: list[Outcome] = []
     for item in items:
         try:
@@ -225,7 +231,7 @@ class ProcessPool(_Windowed):
         return self._pool
 
     def _submit(self, fn: Callable[[Any], Any], chunk: Sequence[Any]) -> Any:
-        return self._ensure().apply_async(run_chunk, (fn, list(chunk)))
+        return self._ensure().apply_async(run_chunk, (fn, list(chunk), mode()))
 
     def _collect(self, handle: Any) -> list[Outcome]:
         result: list[Outcome] = handle.get()
@@ -278,7 +284,7 @@ class DaskExecutor(_Windowed):
     _local_shortcut = False
 
     def _submit(self, fn: Callable[[Any], Any], chunk: Sequence[Any]) -> Any:
-        fut = self._client.submit(run_chunk, fn, list(chunk), pure=False)
+        fut = self._client.submit(run_chunk, fn, list(chunk), mode(), pure=False)
         self._futures.append(fut)
         return fut
 

@@ -10,7 +10,9 @@ crosses the pipe so the parent raises exactly what the serial code would have.
 Whether helpers may be forked at all is the caller's policy, passed down as
 ``parallel`` (never a module setting): the library's default is in-process, so a
 script, a thread pool or a server embedding dshlog never sees a child process it
-did not ask for; the command line turns it on (``Env.parallel``).
+did not ask for; the command line turns it on (``Env.parallel``).  A helper is a
+fast path too: the exact mode of :mod:`dshlog.fastpaths` keeps every job in the
+caller's process, whatever ``parallel`` says.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import pickle
 import threading
 from collections.abc import Callable, Iterable
 from typing import NoReturn
+
+from .fastpaths import fast
 
 try:  # POSIX only; without it pipes keep their default size
     import fcntl
@@ -41,9 +45,10 @@ def can_fork(parallel: bool) -> bool:
     The policy is checked first, so the in-process default costs nothing.  A child
     only pays off where a second core can run it, and forking a process that runs
     other threads can leave the child holding a lock no thread will ever release,
-    so a threaded caller keeps the serial path.
+    so a threaded caller keeps the serial path.  The exact mode of
+    :mod:`dshlog.fastpaths` keeps it too.
     """
-    return parallel and hasattr(os, "fork") and threading.active_count() == 1 and usable_cpus() > 1
+    return parallel and fast() and hasattr(os, "fork") and threading.active_count() == 1 and usable_cpus() > 1
 
 
 def enlarge_pipe(fd: int, size: int = 1 << 20) -> None:

@@ -21,6 +21,8 @@ from typing import Any
 import orjson
 import pytest
 
+from dshlog.fastpaths import mode, set_mode
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 SHARED = Path(os.environ.get("DSHLOG_SHARED", ROOT.parent / "shared"))
@@ -28,6 +30,24 @@ CORPUS = SHARED / "corpus"
 GOLDEN = FIXTURES / "golden"
 #: the installed console script (``pip install -e .`` puts it next to the interpreter)
 DSHLOG_SCRIPT = Path(sys.executable).with_name("dshlog")
+
+# The suite runs under one mode of the fast paths, the CLI's variable (``make test`` runs it
+# under both): each fast body must give its exact body's answers to every ordinary test.
+set_mode(os.environ.get("DSHLOG_PATHS") or "fast")
+
+
+def pytest_report_header() -> str:
+    return f"dshlog paths: {mode()} (DSHLOG_PATHS)"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test marked ``fast_paths`` is of a fast body itself (that it is taken, its memory, the C
+    function beside its Python twin): the fast run runs it, the exact run would only repeat it."""
+    if mode() == "exact":
+        skip = pytest.mark.skip(reason="a test of the fast bodies themselves: the run with DSHLOG_PATHS=fast runs it")
+        for item in items:
+            if item.get_closest_marker("fast_paths") is not None:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -27,6 +27,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dshlog"
 LAYERS: tuple[str, ...] = (
     "dshlog._version",
     "dshlog.errors",
+    "dshlog.fastpaths",  # which body every fast path runs: the one switch (docs/architecture.md)
     "dshlog.protocol",
     "dshlog.check",
     "dshlog.model",

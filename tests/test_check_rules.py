@@ -94,6 +94,7 @@ def _envelope(draw: Any) -> dict:
     return event
 
 
+@pytest.mark.fast_paths  # the envelope's quick proof beside its rule, compared in one process
 @settings(max_examples=400, deadline=None)
 @given(_envelope(), st.integers(0, 2))
 def test_envelope_proof_agrees_with_the_rule(event: dict, seq: int) -> None:

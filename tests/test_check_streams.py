@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,6 +58,7 @@ def _stream_record(draw: Any) -> Any:
     return record
 
 
+@pytest.mark.fast_paths  # the one-pass proof beside the record checks, compared in one process
 @settings(max_examples=600, deadline=None)
 @given(st.lists(_stream_record(), max_size=5))
 def test_stream_fast_path_agrees_with_the_record_checks(stream):

@@ -13,7 +13,9 @@ names its class.  Each mutated log goes through every reader and writer of
 child with a timeout and a memory limit; each must end with a result or a clean
 error (never exit 1, a traceback, a signal or a hang), leave the input
 untouched, leave no output after an error, and print no raw control
-character for a person to see.  ``make fuzz`` runs the same checks for minutes
+character for a person to see; the reading commands must print the same bytes
+with the exact bodies alone (``DSHLOG_PATHS=exact``), which is where the fast
+bodies meet every mutation class.  ``make fuzz`` runs the same checks for minutes
 with plain random choices, larger huge lines and bombs, and reports counts.
 The cache mode (``make fuzz-cache``) runs here on one old log with every damage of
 its cache in turn, and on a few mutated inputs with one or two drawn damages: each
@@ -32,6 +34,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conftest import load_bench_script, run_env
+from dshlog import fastpaths
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,6 +45,9 @@ FUZZ.PARAMS.huge_line_bytes = int(float(os.environ.get("DSHLOG_FUZZ_HUGE_MB", "1
 FUZZ.PARAMS.bomb_bytes = int(float(os.environ.get("DSHLOG_FUZZ_BOMB_MB", "4")) * FUZZ.MB)
 FUZZ.PARAMS.timeout_s = 30
 FUZZ.PARAMS.debug_reruns = False  # the failure text names the exception; make fuzz locates it
+# The reading commands run again in the exact mode of the fast paths, their bytes compared: in the run
+# with DSHLOG_PATHS=fast (the exact run would compare the same pairs again, the other way round).
+FUZZ.PARAMS.compare_paths = fastpaths.mode() == "fast"
 SEEDS = FUZZ.seed_files()
 PLAIN = [FUZZ.decoded(p) for p in SEEDS]
 OTHERS = [p for p, _ in PLAIN]

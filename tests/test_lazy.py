@@ -1,16 +1,18 @@
-"""The lazy row reader (``read/lazy.py``) against the exact reader: the same answers, always.
+"""The lazy row reader (``read/lazy.py``): where it reads, and what its checks admit.
 
 ``info``, ``stats``, ``events --json`` and ``tail`` read a v4 JSONL body through
 the lazy reader, which admits a well-formed row in C without parsing its payload
-and hands every other row to the exact reader.  These tests run each of those
-commands through the CLI twice, with the lazy reader on and off
-(``dshlog.read.lazy.ENABLED``), and require the same exit code, the same stdout
-and the same stderr (notes, errors and their texts) over every file of the shared
-corpus and the fixtures, a generated log (plain and zstd), and fuzzer mutations
-of the v4 ones (every mutation class of ``bench/fuzz.py``, and hypothesis'
-choices).  Below that, a property of the one JSON owner: whatever text the gate's
+and hands every other row to the exact reader.  The whole suite runs with the lazy
+reader and without it (``DSHLOG_PATHS``, ``dshlog/fastpaths.py``): the fixtures'
+answers are the README's and the command tests' in both runs, and the fuzzer compares
+the two modes of those commands on every fixture, a sample of the corpus and every
+mutation class.  The corpus' v4 files are test-snapshot projections, which the gate
+leaves to the exact reader whole; so what is left here runs the commands both ways
+where nothing else reaches the gate's rules: a generated log and the corpus' v4
+payloads with their envelope restored (most of their rows taken by the gate, which
+is checked), and a row at each rule of the gate.  Below that, a property of the one JSON owner: whatever text the gate's
 checks admit, :func:`~dshlog.protocol.jsjson.loads` admits too, with the values
-msgspec decoded.
+msgspec decoded (in the exact run, through the checks' Python bodies).
 """
 
 from __future__ import annotations
@@ -25,18 +27,16 @@ from typing import Any
 import msgspec
 import orjson
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS, FIXTURES, corpus_files, load_bench_script, run_env
+from conftest import FIXTURES, corpus_files, load_bench_script, run_env
+from dshlog import fastpaths
 from dshlog.protocol.events import RowHead
 from dshlog.protocol.jsjson import JsonError, loads, plain_text, same_values, struct_decoder
-from dshlog.read import lazy
 from dshlog.read.session import SessionLog
 
 FUZZ = load_bench_script("fuzz")
-FUZZ.PARAMS.huge_line_bytes = 256 << 10  # the huge_line class, kept small: each input runs nine commands twice
-FUZZ.PARAMS.bomb_bytes = 1 << 20
 WORK = Path(tempfile.mkdtemp(prefix="dshlog-test-lazy-"))
 
 #: The commands whose reading goes through the lazy reader, and two that stay exact
@@ -49,21 +49,14 @@ COMMANDS: list[list[str]] = [
 
 @pytest.fixture(autouse=True, scope="module")
 def _clean_work() -> Any:
-    """The mutated inputs and the generated log live only as long as this module."""
+    """The generated log lives only as long as this module."""
     yield
     shutil.rmtree(WORK, ignore_errors=True)
 
 
 def _both(path: Path, argv: list[str]) -> tuple[tuple[int, bytes, bytes], tuple[int, bytes, bytes]]:
-    """(lazy, exact) outcomes of ``dshlog ARGV PATH``."""
-    try:
-        lazy.ENABLED = True
-        fast = run_env(*argv, str(path))
-        lazy.ENABLED = False
-        exact = run_env(*argv, str(path))
-    finally:
-        lazy.ENABLED = True
-    return fast, exact
+    """(lazy, exact) outcomes of ``dshlog ARGV PATH``: every fast path, then the exact bodies alone."""
+    return run_env(*argv, str(path), paths="fast"), run_env(*argv, str(path), paths="exact")
 
 
 def _assert_same(path: Path, what: str = "") -> None:
@@ -84,20 +77,13 @@ def generated() -> tuple[Path, Path]:
     return out["plain"], out["zstd"]
 
 
-# --------------------------------------------------------------------------- files as they are
+# --------------------------------------------------------------------------- logs the gate reads
 
-CORPUS_AND_FIXTURES = corpus_files() + sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".zstd"))
-
-
-@pytest.mark.parametrize("path", CORPUS_AND_FIXTURES, ids=lambda p: str(p.relative_to(CORPUS if p.is_relative_to(CORPUS) else FIXTURES)))
-def test_every_file_reads_the_same(path: Path) -> None:
-    _assert_same(path)
-
-
+@pytest.mark.fast_paths
 def test_the_generated_log_reads_the_same_and_lazily(generated: tuple[Path, Path]) -> None:
     for path in generated:
         _assert_same(path)
-        with SessionLog(str(path), strict=False) as log:  # and the lazy reader did take the rows (not a vacuous pass)
+        with fastpaths.using("fast"), SessionLog(str(path), strict=False) as log:  # and the gate took the rows
             gate = log._gate()
             assert gate is not None
             rows = [obj for _events, obj, _raw, _loc in log._rows(runs=False, gate=gate)]
@@ -105,7 +91,10 @@ def test_the_generated_log_reads_the_same_and_lazily(generated: tuple[Path, Path
         assert lazy_rows > 0.9 * len(rows), (path, lazy_rows, len(rows))
 
 
-# --------------------------------------------------------------------------- mutated files
+# --------------------------------------------------------------------------- the corpus' payloads, enveloped
+
+CORPUS_AND_FIXTURES = corpus_files() + sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".zstd"))
+
 
 def _enveloped(data: bytes) -> bytes | None:
     """A test-snapshot projection with its envelope restored (seq by position, a rising time), or ``None``.
@@ -133,7 +122,7 @@ def _seeds_of(generated: tuple[Path, Path]) -> tuple[tuple[str, bytes, bool], ..
         data, zstd = FUZZ.decoded(p)
         if _is_v4_jsonl(data):
             lines = data.splitlines(keepends=True)
-            out.append((p.name, b"".join(lines[:120]), zstd))  # a few screens of rows: every mutation lands near something
+            out.append((p.name, b"".join(lines[:120]), zstd))  # a few screens of rows
             restored = _enveloped(out[-1][1])
             if restored is not None:
                 out.append((p.name, restored, zstd))
@@ -145,6 +134,7 @@ def _seeds(generated: tuple[Path, Path]) -> list[tuple[str, bytes, bool]]:
     return list(_seeds_of(generated))
 
 
+@pytest.mark.fast_paths
 def test_restored_projections_read_the_same_and_lazily(generated: tuple[Path, Path], tmp_path: Path) -> None:
     """The corpus' v4 payloads, enveloped, read the same both ways, and most of their rows lazily."""
     lazy_rows = rows = 0
@@ -153,7 +143,7 @@ def test_restored_projections_read_the_same_and_lazily(generated: tuple[Path, Pa
         path.parent.mkdir()
         path.write_bytes(data)
         _assert_same(path)
-        with SessionLog(str(path), strict=False) as log:
+        with fastpaths.using("fast"), SessionLog(str(path), strict=False) as log:
             gate = log._gate()
             if gate is None or log.projection:
                 continue
@@ -163,36 +153,7 @@ def test_restored_projections_read_the_same_and_lazily(generated: tuple[Path, Pa
     assert rows and lazy_rows > 0.5 * rows, (lazy_rows, rows)
 
 
-def _check_mutation(seeds: list[tuple[str, bytes, bool]], index: int, ops: list[tuple[str, int]]) -> None:
-    name, plain, zstd = seeds[index % len(seeds)]
-    data = FUZZ.mutate(plain, zstd, ops, [s[1] for s in seeds])
-    d = WORK / f"m{index}-{abs(hash(tuple(ops))) % 10**8}"
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / FUZZ.input_name(name, ops)
-    path.write_bytes(data)
-    try:
-        _assert_same(path, f"{name} {ops}")
-    finally:
-        path.unlink()
-
-
-def test_every_mutation_class_reads_the_same(generated: tuple[Path, Path]) -> None:
-    """Each class of the fuzzer on every v4 seed."""
-    seeds = _seeds(generated)
-    # the fixtures' and the generated v4 logs always; the shared corpus adds its own where it is present
-    assert len(seeds) >= (10 if CORPUS.is_dir() else 3), len(seeds)
-    for k, cls in enumerate(sorted(FUZZ.MUTATORS)):
-        for i in range(len(seeds)):
-            _check_mutation(seeds, i, [(cls, 1000 * k + i)])
-
-
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
-          phases=[Phase.explicit, Phase.reuse, Phase.generate])
-@given(index=st.integers(0, 10**6), ops=st.lists(st.tuples(st.sampled_from(sorted(FUZZ.MUTATORS)), st.integers(0, 2**32 - 1)), min_size=1, max_size=4))
-def test_mutated_logs_read_the_same(generated: tuple[Path, Path], index: int, ops: list[tuple[str, int]]) -> None:
-    _check_mutation(_seeds(generated), index, ops)
-
-
+@pytest.mark.fast_paths
 def test_hand_made_rows_read_the_same(tmp_path: Path) -> None:
     """Rows at each rule of the gate, one log each: the exact reader's notes and errors, word for word."""
     head = b'{"type":"session","version":4,"id":"s1","createdAt":1,"isSeeded":false,"delegationDepth":0}\n'

@@ -5,19 +5,18 @@ type and only what a later rule reads (a digest of a tool result's non-content
 data, the whole message only when it holds an image); ``requests`` folds with
 ``digests=True`` as well, and its digests must be those of the full fold's messages.  These tests fold the same
 events both ways, event by event, and require the same outcome: the same refusal
-text and type, or the same surface.  Inputs: hand-made cases of the two rules that
-read a node's payload, every v4 view of the shared corpus, and the fuzzer's
-mutations of it.
+text and type, or the same surface, on hand-made cases of the two rules that read a
+node's payload.  The lean fold is a fast path (``dshlog/fastpaths.py``): the whole
+suite runs with it and without it, the differential suite compares every corpus
+file's surface and messages with dsh's own in both runs, and the fuzzer compares the
+two modes of ``validate``, ``surface`` and ``requests`` on every mutation class.
 """
 
 from __future__ import annotations
 
-import random
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus_files, load_bench_script, requires_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_surface import ev, tool, user
@@ -26,7 +25,6 @@ from dshlog.check.keys import equality_digest, message_digest
 from dshlog.check.surface import SurfaceFold
 from dshlog.errors import DshlogError
 from dshlog.protocol.jsjson import json_equal
-from dshlog.read.session import open_log
 
 
 def _outcomes(events: list[Any]) -> list[tuple[Any, ...]]:
@@ -83,6 +81,7 @@ def _rewrite(seq: int, target: int, call: str = "c1", **kw: Any) -> dict:
          _rewrite(2, 0)],
     ],
 )
+@pytest.mark.fast_paths
 def test_rules_that_read_a_node_decide_alike(events: list[dict]) -> None:
     _outcomes(events)
 
@@ -115,44 +114,3 @@ def test_equality_digest_of_equal_values(a: Any) -> None:
         return v
 
     assert equality_digest(a) == equality_digest(rewrite(a))
-
-
-def _v4_events(path: Path) -> list[Any] | None:
-    try:
-        with open_log(str(path), strict=False) as log:
-            return list(log.v4())
-    except DshlogError:
-        return None
-
-
-@requires_corpus
-def test_corpus_folds_alike() -> None:
-    folded = 0
-    for path in corpus_files():
-        events = _v4_events(path)
-        if events:
-            _outcomes(events)
-            folded += 1
-    assert folded > 100
-
-
-@requires_corpus
-def test_mutated_corpus_folds_alike(tmp_path: Path) -> None:
-    """The fuzzer's mutations of v4 corpus logs (spliced, retyped, duplicated rows...)."""
-    fuzz = load_bench_script("fuzz")
-    seeds = [p for p in fuzz.seed_files() if not p.name.endswith(".zstd")]
-    others = [fuzz.decoded(p)[0] for p in seeds]
-    rng = random.Random(17)
-    checked = 0
-    # the fuzzer's mutations are mostly refused (that is their point): enough of them to fold 50
-    for n in range(600):
-        index = rng.randrange(len(seeds))
-        ops = [(rng.choice(sorted(fuzz.MUTATORS)), rng.randrange(2**32)) for _ in range(rng.randint(1, 4))]
-        data = fuzz.mutate(others[index], False, ops, others)
-        target = tmp_path / f"m{n}.jsonl"
-        target.write_bytes(data)
-        events = _v4_events(target)
-        if events:
-            _outcomes(events)
-            checked += 1
-    assert checked > 50

@@ -40,6 +40,9 @@ NODE_BYTES = 64
 # What ``surface``'s fold may hold per node: that, and the row it prints (role, id, a 60-column preview).
 SURFACE_NODE_BYTES = 512
 
+#: the memory the fast bodies keep (the exact ones hold every message): the fast run's (conftest)
+pytestmark = pytest.mark.fast_paths
+
 
 
 

@@ -2,9 +2,12 @@
 
 ``SessionLog.v4()`` passes each v0/v1 packed row through the chain as one
 compact run; ``v4(runs=False)`` feeds the fully expanded ``assistant/chunk``
-events.  The compact path exists only for speed, so on every v0/v1 input we have
-(the shared corpus, the fixtures, generated logs and hand-made edge cases) the two
-must produce byte-identical v4 events and headers, or refuse with the same error.
+events.  The compact path exists only for speed (a fast path, ``dshlog/fastpaths.py``),
+so the two must produce byte-identical v4 events and headers, or refuse with the same
+error.  The whole suite runs with compact runs and without them; there the
+differential suite migrates every v0/v1 file of the shared corpus and the fixtures
+as dsh does, in both runs.  Here: generated logs and hand-made edge cases, both ways
+in one process (the fast run's: the exact mode expands every run).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import FIXTURES, corpus_files, jsonl, load_bench_script
+from conftest import FIXTURES, jsonl, load_bench_script
 from dshlog.protocol import jsjson
 from dshlog.errors import DshlogError
 from dshlog.protocol.values import MAX_SAFE_INTEGER as MAX_SAFE
@@ -44,39 +47,14 @@ def _same(path: Path, strict: bool = True) -> tuple[Any, ...]:
     return compact
 
 
-def _v01_corpus() -> list[Path]:
-    out = []
-    for p in corpus_files():
-        try:
-            with open_log(str(p), strict=False) as log:
-                if log.version <= 1:
-                    out.append(p)
-        except DshlogError:
-            continue
-    return out
-
-
-CORPUS_V01 = _v01_corpus()
-
-
-@pytest.mark.skipif(not CORPUS_V01, reason="shared corpus not found (set DSHLOG_SHARED)")
-@pytest.mark.parametrize("path", CORPUS_V01, ids=[p.name[-60:] for p in CORPUS_V01])
-@pytest.mark.parametrize("strict", [True, False], ids=["strict", "lenient"])
-def test_corpus_file_migrates_the_same_with_compact_runs(path: Path, strict: bool) -> None:
-    _same(path, strict)
-
-
 FIXTURE_FILES = sorted(p for v in ("v0", "v1") for p in (FIXTURES / v).rglob("*") if p.is_file() and ".jsonl" in p.name)
 
-
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=[str(p.relative_to(FIXTURES)) for p in FIXTURE_FILES])
-def test_fixture_migrates_the_same_with_compact_runs(path: Path) -> None:
-    result = _same(path)
-    assert result[0] != "error", result
+#: runs=True against runs=False: the exact mode would expand both
+pytestmark = pytest.mark.fast_paths
 
 
 def test_fixtures_and_corpus_hold_packed_rows() -> None:
-    """The comparison above is only meaningful if the inputs use packed rows."""
+    """The differential suite's migrations of the fixtures take compact runs only if the fixtures use packed rows."""
     assert any(b'-chunks"' in p.read_bytes() for p in FIXTURE_FILES)
 
 

@@ -252,6 +252,7 @@ def test_staged_successor_that_does_not_read_back_is_never_published(tmp_path, m
     assert sha(d / name) == before
 
 
+@pytest.mark.fast_paths
 def test_read_back_process_that_dies_publishes_nothing(tmp_path, monkeypatch):
     """Where the read-back runs in a forked process, losing that process is a refusal."""
     import os

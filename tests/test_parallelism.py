@@ -63,6 +63,7 @@ def _needs_fork() -> None:
         pytest.skip("no forked helper on this machine (one CPU, no fork, or other threads)")
 
 
+@pytest.mark.fast_paths
 def test_the_command_line_hands_the_work_to_forked_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            small_is_worth_it: None) -> None:
     """``Env.parallel`` reaches the zstd decoder and the read-back of a publication."""
@@ -113,6 +114,7 @@ def test_a_threaded_caller_keeps_the_serial_path() -> None:
         t.join()
 
 
+@pytest.mark.fast_paths
 def test_a_look_at_the_beginning_does_not_move_the_forked_decoder(tmp_path: Path) -> None:
     """The decoder child shares the file's position with the reader: sampling the start of the file
     (``snapshot``) after the body started must not move it (it did, and a large migrate of a v0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES, jsonl, v4_header
 from dshlog.protocol.packed import PackedRun
 from dshlog.read.session import open_log
@@ -29,6 +31,7 @@ def test_a_v4_log_is_its_stored_events_with_their_bytes() -> None:
     assert [raw for _ev, raw in records] == lines
 
 
+@pytest.mark.fast_paths
 def test_stored_runs_keep_packed_rows_whole_and_count_the_same() -> None:
     with open_log(TEXT_TURN_V0) as log:
         runs = list(log.stored_runs())

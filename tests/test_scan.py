@@ -44,6 +44,9 @@ _numbers = st.one_of(
 # json.dumps escapes quotes, backslashes and controls, and writes a lone surrogate as an escape (the stdlib path)
 _string_chars = st.text(alphabet=st.sampled_from(list('ab"\\[]{}-0e9 ,:\n\t\u00e9\u2028\ud800')), max_size=12)
 
+#: the C pass beside its Python twin, compared in one process: the fast run's (conftest)
+pytestmark = pytest.mark.fast_paths
+
 
 def _string(s: str) -> str:
     return json.dumps(s)

@@ -144,6 +144,7 @@ def test_generated_logs_print_alike(tmp_path: Path, compaction: bool) -> None:
 
 
 @requires_corpus
+@pytest.mark.fast_paths  # the lean command against the full view: in the exact mode both fold in full
 def test_corpus_prints_alike() -> None:
     folded = 0
     for path in corpus_files():

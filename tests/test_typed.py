@@ -47,6 +47,9 @@ _VALUES: list[Any] = [
     [{}], {}, {"type": "text"}, {"type": "tool-result"}, {"kind": "tool", "callId": "c"},
 ]
 
+#: the typed shapes beside the rules they mirror, compared in one process: the fast run's (conftest)
+pytestmark = pytest.mark.fast_paths
+
 
 def _paths(value: Any, path: tuple[Any, ...] = (), depth: int = 6) -> Iterator[tuple[Any, ...]]:
     """Every path into ``value`` (dict keys, list indexes), the first three members of a list."""

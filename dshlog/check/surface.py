@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
 from ..errors import CorruptLog, UnsupportedVersion
+from ..fastpaths import fast
 from ..protocol.jsjson import UNDEFINED, js_string, json_equal, key_bytes
 from ..protocol.values import is_count
 from ..protocol.vocabulary import (
@@ -243,6 +244,8 @@ class SurfaceFold:
     :meth:`node_info` are then unavailable.  With ``digests`` as well, each node keeps
     the 16-byte digest of its derived message's JSON text instead (what ``requests``
     compares), and :meth:`message_digests` stands in for :meth:`messages`.
+    The lean fold is a fast path: in the exact mode of :mod:`dshlog.fastpaths` every
+    fold keeps its messages, and :meth:`message_digests` digests them.
     ``note`` is what a caller that shows the surface keeps per node instead of its
     message: ``note(seq, type, data)`` is called once per surface node as it is folded and
     its result is held while the node is current (:meth:`node_notes`); the lean
@@ -263,8 +266,12 @@ class SurfaceFold:
         self.strict_unknown = strict_unknown
         self.check_messages = check_messages
         self.keep_replacements = keep_replacements
-        self.keep_messages = keep_messages
-        self.digests = digests and not keep_messages
+        lean = not keep_messages and fast()
+        self.keep_messages = not lean
+        self.digests = digests and lean
+        # the exact mode's digests (asked of a fold that keeps its messages): (messages digested, digests)
+        self._digested: tuple[list[dict[str, Any]], Digests] | None = None
+        self._digests_asked = digests and not keep_messages
         self.note = note
         # A caller that runs check_event_data itself and folds only the events that pass
         # it (the validator) switches this off; the rules are deterministic, so skipping
@@ -274,10 +281,10 @@ class SurfaceFold:
         # columns: what a node keeps is a few bytes in arrays, never an object of its own.
         # The lean fold's seqs are an array too; the full fold's stay a list (its callers
         # compare them with lists).
-        self.nodes: list[int] | array[int] = [] if keep_messages else array("q")
+        self.nodes: list[int] | array[int] = [] if self.keep_messages else array("q")
         self._types = bytearray()  # type codes (_TYPES)
         # full fold: the stored payload (the event's data; an assistant/message's without its stream)
-        self._payloads: list[Any] | None = [] if keep_messages else None
+        self._payloads: list[Any] | None = [] if self.keep_messages else None
         # lean fold: a tool result's rewrite key (the digest rule E compares), 16 bytes a node
         self._keys = bytearray()
         # lean fold: the data of a user message or tool result holding an image, by seq (rare)
@@ -303,7 +310,7 @@ class SurfaceFold:
         # Derived messages of the current nodes; appends extend it, replacements
         # and projections drop it (rebuilt lazily), so asking for the messages
         # at every settlement of a long log stays linear.
-        self._derived: list[dict[str, Any]] | None = [] if keep_messages else None
+        self._derived: list[dict[str, Any]] | None = [] if self.keep_messages else None
         # The lean fold's digests of the derived messages (``digests=True``), kept like _derived.
         self._derived_digests: Digests | None = Digests() if self.digests else None
         # request/header seq -> its header tools (developer/message checks need any earlier header).
@@ -397,6 +404,8 @@ class SurfaceFold:
         ``n`` entries stay those of the moment it was taken for as long as it is alive.
         """
         if not self.digests:
+            if self._digests_asked:
+                return self._exact_digests()
             raise RuntimeError("message_digests needs a fold made with keep_messages=False, digests=True")
         if self._derived_digests is None:
             projected = self._projected_digests
@@ -413,6 +422,18 @@ class SurfaceFold:
                         derived.append(digests[i << 4 : (i + 1) << 4])
             self._derived_digests = derived
         return self._derived_digests
+
+    def _exact_digests(self) -> Digests:
+        """:meth:`message_digests` of the exact mode: the derived messages digested, as the fast fold
+        digests them when each is folded (the same list while only appends extend the messages)."""
+        messages = self.messages()
+        derived = cast("list[dict[str, Any]]", self._derived)
+        if self._digested is None or self._digested[0] is not derived:
+            self._digested = (derived, Digests())
+        digests = self._digested[1]
+        for message in messages[len(digests):]:
+            digests.append(message_digest(message))
+        return digests
 
     def node_info(self) -> list[dict[str, Any]]:
         """One record per current node: seq, type, role, id, empty, and its current message."""

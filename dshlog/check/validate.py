@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import DshlogError, InternalError
+from ..fastpaths import fast
 from ..protocol import vocabulary as vocab
 from ..protocol.values import has_placeholder
 from .admission import check_data, typed_clean, typed_event
@@ -101,7 +102,8 @@ class Validator:
     ``jsjson.loads`` makes it (dicts, lists, strings, ints, floats, booleans,
     ``None``): the typed decoders then prove clean parts in C and skip their rules.
     The problems are the same either way (``tests/test_typed.py``); without the
-    promise (events built in Python, as the migration chain's) every rule runs.
+    promise (events built in Python, as the migration chain's), or in the exact mode
+    of :mod:`dshlog.fastpaths`, every rule runs.
     """
 
     def __init__(
@@ -118,7 +120,7 @@ class Validator:
         """``surface_note``: the fold also keeps this note per node and every replacement record,
         so a log without problems leaves the fold a surface command prints (:attr:`clean_fold`)."""
         self.header = header
-        self.typed = json_values
+        self.typed = json_values and fast()
         self.projection = projection
         self.known: frozenset[str] = frozenset(known_types) if known_types is not None else vocab.V4_TYPES
         self.inherited_cut = inherited_cut

@@ -32,6 +32,7 @@ else:
 
 from .._version import __version__
 from ..errors import DshlogError, ExitCode, InternalError, UnsupportedVersion
+from ..fastpaths import mode, set_mode
 from ..output.text import sanitize
 from ..read.container import DEFAULT_MAX_LINE_BYTES, LINE_LIMIT
 from .common import Run, current, out
@@ -212,13 +213,27 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
       notes reported (:meth:`Run.note_outcome`), with no second error line;
     * a closed stdout (``| head``) is normal: nothing more is written, exit 0;
     * Ctrl-C is 130; anything else is a bug, exit 1, one line unless ``--debug``.
+
+    ``env.paths`` sets the fast paths' mode for the run (``dshlog.fastpaths``); the mode
+    before it is restored after it, so a caller running many command lines (the tests) keeps its own.
     """
     env = env if env is not None else Env.from_process()
+    before = mode()
+    try:
+        return _run(argv, env)
+    finally:
+        set_mode(before)
+
+
+def _run(argv: list[str] | None, env: Env) -> int:
+    """:func:`main`'s work, in the mode ``env.paths`` says."""
     args, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
     run = Run(env, debug=debug)
     code: int
     try:
         try:
+            if env.paths is not None:
+                set_mode(env.paths)  # every fast path, or none (dshlog.fastpaths)
             with env.parser_output():  # --help is printed where the run's output goes
                 rv = app(args=args, prog_name="dshlog", standalone_mode=False, obj=run)
             # without standalone mode, an Exit raised inside a command comes back as its code

@@ -117,6 +117,9 @@ class Env:
     #: forked helper processes where a second CPU pays (the library default is in-process);
     #: also what ``-j`` means when it is not given: every core when true, else one job
     parallel: bool = False
+    #: ``DSHLOG_PATHS``: ``fast`` or ``exact``, which body every fast path runs (``dshlog.fastpaths``);
+    #: ``None``: the mode the process already has (the library's ``fast``, or what a test session set)
+    paths: str | None = None
     #: the zone people read times in (an IANA name, ``TZ`` or the system's); ``None``: the system's local time
     timezone: str | None = None
     #: ``DSHLOG_PRICES``: a LiteLLM-shaped price table for ``report`` (``--prices`` wins)
@@ -158,6 +161,7 @@ class Env:
             cwd=cwd,
             now=time.time,
             parallel=True,
+            paths=environ.get("DSHLOG_PATHS") or None,
             timezone=local_zone(environ),
             prices=environ.get("DSHLOG_PRICES") or None,
             pager=environ.get("PAGER", "less"),

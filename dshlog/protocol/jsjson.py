@@ -70,10 +70,22 @@ from typing import Any, TypeVar
 import msgspec
 import orjson
 
+from ..fastpaths import fast
 from .values import MAX_SAFE_INTEGER
 
-# The reader's byte checks in one C pass (``_scan.c``), where the optional extension is built;
-# without it the Python checks below decide the same (tests/test_scan.py runs both).
+
+def _valid_utf8(data: bytes | bytearray | memoryview, /) -> bool:
+    """Whether ``data`` is UTF-8, by the codec itself (the exact body of ``_scan.valid_utf8``)."""
+    try:
+        bytes(data).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+# The reader's byte checks in one C pass (``_scan.c``), where the optional extension is built
+# and the fast paths run (``fastpaths``); else the Python checks below decide the same
+# (tests/test_scan.py runs both).
 _c_scan: Callable[[bytes | bytearray | memoryview, int], int] | None
 try:
     from ._scan import BIG_NUMBER as _BIG_NUMBER
@@ -85,13 +97,7 @@ try:
 except ImportError:  # pragma: no cover - built wherever a C compiler was at install
     _c_scan = None
     _BIG_NUMBER = _DEEP = _NEG_ZERO = _WIDE_INT = 0
-
-    def _c_valid_utf8(data: bytes | bytearray | memoryview, /) -> bool:  # without the extension: the codec itself
-        try:
-            bytes(data).decode("utf-8")
-        except UnicodeDecodeError:
-            return False
-        return True
+    _c_valid_utf8 = _valid_utf8
 
 __all__ = [
     "UNDEFINED",
@@ -786,7 +792,7 @@ def loads(data: bytes | bytearray | memoryview | str, *, lossless: bool = False)
                 raise JsonError("utf-8", text) from None
             raise JsonError("syntax", text) from None
         value = _loads_stdlib(data)
-    if _c_scan is not None and not isinstance(data, str):
+    if _c_scan is not None and not isinstance(data, str) and fast():
         flags = _c_scan(data, MAX_DEPTH)
         if flags & _NEG_ZERO and has_negative_zero(_as_bytes(data)):
             if lossless:
@@ -864,10 +870,10 @@ def plain_text(raw: bytes) -> bool:
     precedes it.  ``False`` only costs a parse (the row goes to :func:`loads`);
     ``True`` must be exact.  Values msgspec decodes need :func:`same_values` too.
     """
-    if not raw.isascii() and not _c_valid_utf8(raw):
+    if _c_scan is not None and fast():
+        return (raw.isascii() or _c_valid_utf8(raw)) and not _c_scan(raw, MAX_DEPTH) & (_DEEP | _BIG_NUMBER)
+    if not raw.isascii() and not _valid_utf8(raw):
         return False
-    if _c_scan is not None:
-        return not _c_scan(raw, MAX_DEPTH) & (_DEEP | _BIG_NUMBER)
     t = raw.translate(_PLAIN_TABLE)
     if len(t) > 2 * MAX_DEPTH and t.count(b"[") > MAX_DEPTH:
         return False
@@ -890,7 +896,7 @@ def plain_values(raw: bytes) -> bool:
     for.  ``False`` (or no C pass built) only means "ask them".  The lazy reader asks
     this first, so a common row costs one pass over its bytes, not a walk over its values.
     """
-    if _c_scan is None or _c_scan(raw, MAX_DEPTH) & (_DEEP | _BIG_NUMBER | _NEG_ZERO | _WIDE_INT):
+    if _c_scan is None or not fast() or _c_scan(raw, MAX_DEPTH) & (_DEEP | _BIG_NUMBER | _NEG_ZERO | _WIDE_INT):
         return False
     return raw.isascii() or _c_valid_utf8(raw)
 

@@ -22,8 +22,9 @@ that, without building the payload:
   payload it reads in part (``views``) decodes into its view.
 
 Any "no" sends the line to the exact reader, which words every note and error; a
-"yes" advances the decoder's seq as the exact reader would.  ``ENABLED`` turns the
-gate off for the whole process (the proof tests compare both paths).
+"yes" advances the decoder's seq as the exact reader would.  The gate is a fast
+path: the exact mode of :mod:`dshlog.fastpaths` reads without it (the reader asks
+there, ``SessionLog._gate``).
 """
 
 from __future__ import annotations
@@ -39,10 +40,7 @@ from ..protocol.jsjson import loads, plain_text, plain_values, same_values, stru
 from ..protocol.values import MAX_SAFE_INTEGER
 from .rows import RowDecoder
 
-__all__ = ["ENABLED", "LazyRecord", "RowGate"]
-
-#: Whether readers may use the gate at all (the proof tests read with and without it).
-ENABLED = True
+__all__ = ["LazyRecord", "RowGate"]
 
 _decode_head = struct_decoder(RowHead)
 

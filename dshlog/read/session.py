@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import IO, Any
 from collections.abc import Callable, Iterator
 
+from ..fastpaths import fast
 from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, NotASessionLog, UnsupportedVersion, UsageError, guarded
 from ..check.problems import Problem, Problems, Severity
 from ..check.surface import NodeNote
-from . import lazy
 from .lazy import LazyRecord, RowGate
 from .place import place_refusal
 from .rows import RowDecoder
@@ -217,7 +217,7 @@ class SessionLog:
         self.header_loc: Location | None = None
         self._body: Iterator[Record]
         # A plain JSONL body with a header is read straight from the file in _rows (no
-        # Record per line); ``_plain`` is (the line generator it replaces, next line
+        # Record per line; a fast path, see fastpaths); ``_plain`` is (the line generator it replaces, next line
         # number, next offset), ``_pushback`` a row already taken out by a peek.
         self._plain: tuple[Iterator[Record], int, int] | None = None
         self._pushback: list[Record] = []
@@ -271,7 +271,7 @@ class SessionLog:
             if isinstance(obj, dict) and (obj.get("type") == "session" or _damaged_header(obj)):
                 self.header, self.header_raw, self.header_loc = obj, first.raw, first.loc()
                 self._body = lines
-                if c == Container.JSONL and first.raw is not None and first.line is not None and first.offset is not None:
+                if c == Container.JSONL and fast() and first.raw is not None and first.line is not None and first.offset is not None:
                     self._plain = (lines, first.line + 1, first.offset + len(first.raw) + 1)
             elif isinstance(obj, dict) and (obj.get("type") == "session_event" or ("method" in obj and "params" in obj)):
                 # a wrapped stream inside a zstd container
@@ -514,7 +514,7 @@ class SessionLog:
         admits comes as ``([its head], _LAZY, bytes, location)``, unparsed.
         """
         body = self._take()
-        self.decoder.compact = runs
+        self.decoder.compact = runs and fast()  # exact: every packed row expanded (fastpaths)
         plain = self._plain if self._plain is not None and body is self._plain[0] else None
         told = self._teller()
         seen = 0
@@ -731,8 +731,9 @@ class SessionLog:
 
     def _gate(self, **kw: Any) -> RowGate | None:
         """The lazy reader for this body, where it applies: a v4 JSONL body (plain or zstd)
-        after a header, read leniently (dsh's recovering read stays the exact reader's)."""
-        if not lazy.ENABLED or self.version != CURRENT_VERSION or self.header is None or self.strict \
+        after a header, read leniently (dsh's recovering read stays the exact reader's), in the
+        fast mode (:mod:`dshlog.fastpaths`)."""
+        if not fast() or self.version != CURRENT_VERSION or self.header is None or self.strict \
                 or self.info.container not in (Container.JSONL, Container.ZSTD):
             return None
         return RowGate(self.decoder, **kw)

@@ -1,0 +1,128 @@
+"""The one switch of the fast paths (``dshlog/fastpaths.py``): each decision point asks it, and only it.
+
+Whether each fast body gives its exact body's answers is what the whole suite says,
+run under both modes (``make test``, ``tests/both_modes.py``); these tests say that
+the switch reaches every one of the seven decision points, in both directions, and
+how a program and the command line choose it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import FIXTURES, run_env
+import dshlog
+from dshlog import fastpaths, forked
+from dshlog.check.keys import message_digest
+from dshlog.check.surface import SurfaceFold
+from dshlog.check.validate import Validator
+from dshlog.executor import ProcessPool
+from dshlog.protocol import jsjson
+from dshlog.protocol.packed import PackedRun
+from dshlog.read.session import SessionLog, open_log
+
+LOOP = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
+TEXT_TURN_V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
+
+
+def _decisions() -> dict[str, Any]:
+    """What each decision point chose, in the current mode."""
+    with SessionLog(str(LOOP), strict=False) as log:
+        gate, fused = log._gate(), log._plain is not None
+    with open_log(str(TEXT_TURN_V0)) as log:
+        runs = any(isinstance(e, PackedRun) for e in log.stored_runs())
+    calls: list[bytes] = []
+    real = jsjson._c_scan
+    assert real is not None, "the C pass is built wherever the package is installed from a checkout"
+    try:
+        jsjson._c_scan = lambda data, depth: calls.append(bytes(data)) or real(data, depth)
+        jsjson.loads(b'{"a":1}')
+    finally:
+        jsjson._c_scan = real
+    return {
+        "c scan": bool(calls),
+        "lazy gate": gate is not None,
+        "typed shapes": Validator({}, json_values=True).typed,
+        "lean fold": not SurfaceFold(keep_messages=False).keep_messages,
+        "fused reader": fused,
+        "packed runs": runs,
+        "forked helpers": forked.can_fork(True),
+    }
+
+
+def test_exact_mode_runs_no_fast_body() -> None:
+    with fastpaths.using("exact"):
+        assert fastpaths.mode() == "exact"
+        assert _decisions() == dict.fromkeys(_decisions(), False)
+
+
+@pytest.mark.fast_paths
+def test_fast_mode_runs_every_fast_body_where_it_applies() -> None:
+    with fastpaths.using("fast"):
+        decided = _decisions()
+    helpers = forked.usable_cpus() > 1  # a machine of one core forks no helper in either mode
+    assert decided == {**dict.fromkeys(decided, True), "forked helpers": helpers}, decided
+
+
+def test_the_mode_is_restored_and_a_bad_name_refused() -> None:
+    before = fastpaths.mode()
+    with fastpaths.using("exact"):
+        with fastpaths.using("fast"):
+            assert fastpaths.fast()
+        assert not fastpaths.fast()
+    assert fastpaths.mode() == before
+    with pytest.raises(dshlog.InvalidArgument, match="unknown paths mode 'quick'"):
+        dshlog.set_paths("quick")
+    assert dshlog.paths_mode() == before
+
+
+def test_an_exact_fold_digests_its_messages_as_the_lean_one_does() -> None:
+    with open_log(str(LOOP)) as log:
+        events = list(log.v4())
+    folds = {}
+    for mode in fastpaths.MODES:
+        with fastpaths.using(mode):
+            fold = SurfaceFold(keep_messages=False, digests=True)
+            taken = []
+            for event in events:
+                fold.apply(event)
+                taken.append((fold.message_digests(), len(fold.message_digests())))
+            folds[mode] = [bytes(d[:n]) for d, n in taken]  # each prefix stays what it was when taken
+    assert folds["fast"] == folds["exact"]
+    with fastpaths.using("exact"):
+        full = SurfaceFold()
+        for event in events:
+            full.apply(event)
+    assert list(fold.message_digests()) == [message_digest(m) for m in full.messages()]
+
+
+def test_the_command_line_takes_the_mode_from_its_environment() -> None:
+    before = fastpaths.mode()
+    for mode in fastpaths.MODES:
+        code, out, _err = run_env("info", str(LOOP), paths=mode)
+        assert code == 0 and b"events      41" in out
+        assert fastpaths.mode() == before  # the run's mode, not the caller's afterwards
+    code, out, err = run_env("info", str(LOOP), paths="quick")
+    assert code == 2 and out == b"" and b"unknown paths mode 'quick': expected fast or exact" in err
+
+
+def _mode_of(_item: int) -> str:
+    return fastpaths.mode()
+
+
+def test_a_pools_workers_run_in_their_callers_mode() -> None:
+    for mode in fastpaths.MODES:
+        with fastpaths.using(mode), ProcessPool(2) as pool:
+            assert set(pool.map(_mode_of, list(range(4)))) == {mode}
+
+
+def test_the_table_of_decision_points_names_modules_that_ask() -> None:
+    """The module's table is where to look: each module it names reads the switch."""
+    root = Path(fastpaths.__file__).parent
+    named = {"protocol/jsjson.py", "read/session.py", "check/validate.py", "check/surface.py", "forked.py"}
+    assert all(f"``{name}``" in (fastpaths.__doc__ or "") for name in named)
+    for name in named:
+        assert "fast()" in (root / name).read_text(encoding="utf-8"), name
