@@ -16,6 +16,9 @@ whole packed runs         ``read/session.py`` ``_rows``               packed row
 forked helpers            ``forked.py`` ``can_fork``                  in the caller's process
 ========================  ==========================================  ===============================
 
+The resumed read of a log that only grew (:mod:`dshlog.read.resume`) goes on where the
+fused line reader stopped: in ``exact`` mode a grown log is read whole (its answer is the same).
+
 ``exact`` turns the forked helpers off too, although ``parallel`` is already the
 caller's policy: exact means one plain body everywhere, so a run in that mode is
 the reference the fast one is compared with (the test suite runs under both

@@ -86,6 +86,7 @@ def _lines(path: Path = LOOP) -> list[bytes]:
     return path.read_bytes().splitlines(keepends=True)
 
 
+@pytest.mark.fast_paths  # the resumed read goes on where the fused line reader stopped
 @pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)
 @pytest.mark.parametrize("cut", [-1, -5, 2, 20])
 def test_appended_events_are_read_alone(cmd, cut, tmp_path, resumed):
@@ -96,6 +97,7 @@ def test_appended_events_are_read_alone(cmd, cut, tmp_path, resumed):
     assert [where[0] for where in resumed] == [line]  # the new lines were read, not the old ones
 
 
+@pytest.mark.fast_paths  # the resumed read goes on where the fused line reader stopped
 @pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)
 def test_a_torn_line_completed_is_read_again(cmd, tmp_path, resumed):
     lines = _lines()
@@ -106,6 +108,7 @@ def test_a_torn_line_completed_is_read_again(cmd, tmp_path, resumed):
     assert resumed == [(len(lines) - 1, len(whole))]  # at the start of the torn bytes
 
 
+@pytest.mark.fast_paths  # the resumed read goes on where the fused line reader stopped
 @pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)
 def test_a_torn_line_still_torn(cmd, tmp_path, resumed):
     lines = _lines()
@@ -122,6 +125,7 @@ def test_a_torn_line_still_torn(cmd, tmp_path, resumed):
     b'{"type":"user/message","seq":41\n{"type":"turn/end","seq":42,"time":1,"data":{"turn":5}}\n',  # an unparsable row, committed
     b'not json\n',  # an unparsable last row: dsh's read ends before it
 ])
+@pytest.mark.fast_paths  # the resumed read goes on where the fused line reader stopped
 def test_a_line_that_makes_dsh_refuse(cmd, bad, tmp_path, resumed):
     got, cold = _grown(tmp_path, LOOP.read_bytes(), bad, cmd)
     assert got == cold
@@ -194,6 +198,7 @@ def _states(cache: Path) -> list[int]:
         db.close()
 
 
+@pytest.mark.fast_paths  # the resumed read goes on where the fused line reader stopped
 def test_a_state_larger_than_the_cache_keeps_is_not_kept(tmp_path, monkeypatch):
     p = tmp_path / "session.v4.jsonl"
     shutil.copyfile(LOOP, p)
@@ -232,6 +237,7 @@ def _state_of(path: Path) -> list[Any]:
     return kept
 
 
+@pytest.mark.fast_paths  # the resumed read goes on where the fused line reader stopped
 def test_a_state_round_trips_exactly():
     codec = StateCodec({"node_note": surface_ops.node_note})
     state = _state_of(LOOP)
@@ -296,6 +302,16 @@ LAYOUT = {
         "RowDecoder": ("compact", "dropped", "inherited_marker", "issue", "issue_loc", "next_seq", "notes", "path",
                        "projection", "recoverable", "rows", "seq_offset", "strict", "version"),
     },
+}
+
+# 2: the fold keeps the digests it derived from its messages where the lean form is not used (the exact paths)
+LAYOUT[2] = {
+    **LAYOUT[1],
+    "SurfaceFold": ("_derived", "_derived_digests", "_derives", "_digested", "_digests", "_digests_asked", "_header_tools",
+                    "_keys", "_notes", "_payloads", "_projected_digests", "_replacements", "_types", "_whole", "check_data",
+                    "check_messages", "content_generation", "digests", "keep_messages", "keep_replacements", "next_seq",
+                    "nodes", "note", "projected", "replace_generation", "replacement_count", "shadowed_count",
+                    "strict_unknown", "surface_event_count", "unknown_types"),
 }
 
 

@@ -60,7 +60,7 @@ __all__ = ["KNOWN", "LAYOUT", "STATE_VERSION", "Checkpoint", "StateCodec", "resu
 
 #: The version of a kept state's layout: bump it when a class of :data:`KNOWN` (or what
 #: :class:`Checkpoint` keeps) changes, so a state an older build kept is never taken back.
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 #: The classes a kept state may hold, by name: the reader's and the rules' own state.
 KNOWN: dict[str, type] = {cls.__name__: cls for cls in (
@@ -79,7 +79,8 @@ LAYOUT: dict[str, frozenset[str]] = {name: frozenset(fields) for name, fields in
                   "header_id", "inherited_cut", "last_marker", "seeded"),
     "Lifecycle": ("_command_seqs", "_commands", "calls", "compactions", "dispatches", "fold", "head", "next_step",
                   "next_turn", "provider", "retries", "step", "titles", "turn"),
-    "SurfaceFold": ("_derived", "_derived_digests", "_derives", "_digests", "_header_tools", "_keys", "_notes",
+    "SurfaceFold": ("_derived", "_derived_digests", "_derives", "_digested", "_digests", "_digests_asked", "_header_tools",
+                    "_keys", "_notes",
                     "_payloads", "_projected_digests", "_replacements", "_types", "_whole", "check_data",
                     "check_messages", "content_generation", "digests", "keep_messages", "keep_replacements", "next_seq",
                     "nodes", "note", "projected", "replace_generation", "replacement_count", "shadowed_count",
