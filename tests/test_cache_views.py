@@ -76,7 +76,7 @@ def no_reading(monkeypatch):
             opened.append(("messages", target))
             return real_open(target, **options)  # type: ignore[arg-type]  # the patched opener takes the real one's options as given
 
-        monkeypatch.setattr(info_ops, "_open", unreadable)
+        monkeypatch.setattr(info_ops, "open_target", unreadable)
         monkeypatch.setattr(validate_ops, "open_log", unreadable)
         monkeypatch.setattr(stats_ops, "open_log", unreadable)
         monkeypatch.setattr(surface_ops, "_surface_rows", unreadable)

@@ -18,8 +18,7 @@ from ..output.jsondoc import SHAPE
 from ..read.cache import STDIN, Kind, cached_call, open_cache, problem_of, problem_record
 from ..read.container import Torn
 from .outcome import note_dicts
-from .sessions import Target, located
-from .sessions import open_target as _open
+from .sessions import Target, located, open_target
 
 if TYPE_CHECKING:
     from ..model.summary import Summary
@@ -101,8 +100,8 @@ def session_info(target: Target, *, select: str | None = None, format_version: i
     plugins = tuple(system_prompt_plugins)
 
     def read(path: str) -> SessionInfo:
-        with _open(path, strict=False, select=select, format_version=format_version,
-                   system_prompt_plugins=plugins, stream=stream, parallel=parallel) as log, located(log.path):
+        with open_target(path, strict=False, select=select, format_version=format_version,
+                         system_prompt_plugins=plugins, stream=stream, parallel=parallel) as log, located(log.path):
             summary = summarize(log.counted())
             return SessionInfo.of(log, summary)
 

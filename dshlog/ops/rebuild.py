@@ -180,7 +180,7 @@ def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False,
                     progress: Position | None = None) -> RebuiltRequest:
     """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
     with open_target(target, strict=stance("rebuild").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-               stream=stream, parallel=parallel, progress=progress) as log:
+                     stream=stream, parallel=parallel, progress=progress) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
         return RebuiltRequest(number, request, tuple(log.notes), log.path, log.notes.suppressed())

@@ -11,8 +11,7 @@ from ..errors import boundary
 from ..model.requests import iter_requests
 from ..output.jsondoc import SHAPE
 from ..read.container import Position
-from .sessions import Target, located
-from .sessions import open_target as _open
+from .sessions import Target, located, open_target
 from .stance import stance
 
 if TYPE_CHECKING:
@@ -97,8 +96,8 @@ def request_series(target: Target, *, allow_unknown: bool = False, select: str |
     directory of the verified cache, or none; with one, an old log's proven successor is
     read instead of migrating it again (:mod:`dshlog.read.successor`).
     """
-    with _open(target, strict=stance("requests").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-               stream=stream, parallel=parallel, progress=progress, cache=cache) as log:
+    with open_target(target, strict=stance("requests").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
+                     stream=stream, parallel=parallel, progress=progress, cache=cache) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
                                                                  strict_unknown=not allow_unknown))

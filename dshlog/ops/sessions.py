@@ -316,7 +316,7 @@ def open_session(
     a header-less input; ``system_prompt_plugins`` are package names the v3->v4
     migration treats as dsh's system-prompt producer (a fork build's).
 
-    ``parallel`` (here and in every call below) lets dshlog hand work to forked
+    ``parallel`` (here and in every operation of the library) lets dshlog hand work to forked
     helper processes where a second core pays: decoding a large zstd body,
     reading back a large output before publishing it.  The default runs
     everything in the calling process, which is what a thread, a server or a
@@ -324,7 +324,7 @@ def open_session(
     """
     # the log's views are guarded too: what escapes their iteration leaves as the hierarchy's error
     return open_target(target, strict=strict, select=select, format_version=format_version,
-                 system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel, guard=True)
+                       system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel, guard=True)
 
 
 @boundary
@@ -355,7 +355,7 @@ def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None
     when the iterator is closed early), as dsh's read refuses a log as a whole.
     """
     with open_target(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-               parallel=parallel) as log:
+                     parallel=parallel) as log:
         with log.v4(allow_unknown=allow_unknown) as view:
             for event in view:
                 yield cast(Event, event)

@@ -394,7 +394,7 @@ def surface(target: Target, *, at: int | None = None, allow_unknown: bool = Fals
             stream: IO[bytes] | None = None, parallel: bool = False, progress: Position | None = None) -> SurfaceView:
     """``dshlog surface``: the fold of the log (or of its prefix up to seq ``at``): nodes and derived messages."""
     with open_target(target, strict=stance("surface").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-               stream=stream, parallel=parallel, progress=progress) as log:
+                     stream=stream, parallel=parallel, progress=progress) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         if at is not None and state.next_seq <= at:
