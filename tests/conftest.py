@@ -310,3 +310,13 @@ def as_one_encoding(root: Path) -> None:
         plain.write_bytes(text)
         os.utime(plain, ns=(st.st_atime_ns, st.st_mtime_ns))
         packed.unlink()
+
+
+@pytest.fixture
+def fresh_cache_connections():
+    """Each test opens its cache files anew, as a new process would (the cache keeps one connection per process)."""
+    from dshlog.read.cache import close_caches
+
+    close_caches()
+    yield
+    close_caches()

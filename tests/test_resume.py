@@ -42,12 +42,8 @@ COMMANDS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_connections():
-    """Each run opens its cache files anew, as a new process would."""
-    close_caches()
-    yield
-    close_caches()
+#: each test opens its cache files anew, as a new process would
+pytestmark = pytest.mark.usefixtures("fresh_cache_connections")
 
 
 @pytest.fixture

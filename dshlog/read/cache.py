@@ -300,8 +300,8 @@ class ResultCache:
                 pass
             self._db = None
 
-    def get(self, kind: Kind, key: str, stamp: Stamp) -> Any:
-        """The value stored for ``key`` under exactly ``stamp``, decoded; ``None`` on a miss."""
+    def _entry(self, kind: Kind, key: str) -> tuple[Stamp, bytes] | None:
+        """The stamp and encoded value stored for ``key``, checked against the row's own digest; ``None`` on a miss."""
         if self._db is None:
             return None
         try:
@@ -312,15 +312,27 @@ class ResultCache:
             return None
         except (self._sqlite3.Error, ValueError):  # a damaged text column does not decode: a miss
             return None
-        if row is None or tuple(row[:6]) != stamp.row():
+        if row is None or not all(type(x) is int for x in row[:5]) or not isinstance(row[5], bytes):
             return None
+        kept = Stamp(*row[:6])
         value = row[6]
-        if not isinstance(value, bytes) or row[7] != _check(f"{kind.tag()}\0{key}", stamp, value):
+        if not isinstance(value, bytes) or row[7] != _check(f"{kind.tag()}\0{key}", kept, value):
             return None
+        return kept, value
+
+    @staticmethod
+    def _decoded(kind: Kind, value: bytes) -> Any:
         try:
             return kind.decode(msgspec.msgpack.decode(value))
         except Exception:  # noqa: BLE001 - a row that does not decode is a miss, whatever it holds
             return None
+
+    def get(self, kind: Kind, key: str, stamp: Stamp) -> Any:
+        """The value stored for ``key`` under exactly ``stamp``, decoded; ``None`` on a miss."""
+        entry = self._entry(kind, key)
+        if entry is None or entry[0] != stamp:
+            return None
+        return self._decoded(kind, entry[1])
 
     def get_grown(self, kind: Kind, key: str, stamp: Stamp, path: str) -> Any:
         """The value stored for ``key`` at an earlier stamp of the file that has since only grown (:func:`grown_from`).
@@ -328,28 +340,10 @@ class ResultCache:
         Used for what a read keeps to resume from (:mod:`dshlog.read.resume`); ``None``
         on a miss, including a value stored at exactly ``stamp`` (nothing to resume).
         """
-        if self._db is None:
+        entry = self._entry(kind, key)
+        if entry is None or not grown_from(path, stamp, entry[0]):
             return None
-        try:
-            row = self._db.execute("SELECT dev, ino, size, mtime_ns, ctime_ns, digest, value, checksum FROM entries "
-                                   "WHERE kind = ? AND key = ?", (kind.tag(), key)).fetchone()
-        except self._sqlite3.DatabaseError:
-            self._repair()
-            return None
-        except (self._sqlite3.Error, ValueError):
-            return None
-        if row is None or not all(type(x) is int for x in row[:5]) or not isinstance(row[5], bytes):
-            return None
-        kept = Stamp(*row[:6])
-        value = row[6]
-        if not isinstance(value, bytes) or row[7] != _check(f"{kind.tag()}\0{key}", kept, value):
-            return None
-        if not grown_from(path, stamp, kept):
-            return None
-        try:
-            return kind.decode(msgspec.msgpack.decode(value))
-        except Exception:  # noqa: BLE001 - a row that does not decode is a miss, whatever it holds
-            return None
+        return self._decoded(kind, entry[1])
 
     def put(self, kind: Kind, key: str, stamp: Stamp, result: Any) -> None:
         """Keep ``result`` for ``key`` at ``stamp`` (written by :meth:`flush`); a value that cannot be encoded is not kept."""
