@@ -33,6 +33,7 @@ from ._version import __version__
 _OWNERS: dict[str, str] = {
     # opening a log, and its views
     "open_session": "dshlog.ops.sessions",
+    "Source": "dshlog.read.source",
     "find_session": "dshlog.ops.sessions",
     "stored_events": "dshlog.ops.sessions",
     "v4_events": "dshlog.ops.sessions",
@@ -192,6 +193,7 @@ if TYPE_CHECKING:  # what a type checker sees: the same names, imported eagerly
     from .ops.migrate import migrate_session as migrate_session
     from .ops.migrate import migrate_sessions as migrate_sessions
     from .ops.sessions import open_session as open_session
+    from .read.source import Source as Source
     from .ops.repair import plan_repair as plan_repair
     from .ops.rebuild import rebuild_request as rebuild_request
     from .ops.repair import repair_copy as repair_copy

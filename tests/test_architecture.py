@@ -437,6 +437,30 @@ def test_no_module_only_rewraps_another() -> None:
     assert found == []
 
 
+#: The facts of how to read an input that travel in a :class:`~dshlog.read.source.Source`.
+_READING_OPTIONS = frozenset({"select", "format_version", "system_prompt_plugins", "plugins", "stream", "parallel"})
+#: The modules a log is opened through: the library's operations, the opener and its views, the browser's index.
+_OPENING_PATH = re.compile(r"^dshlog\.(ops\.\w+|read\.(session|view|pages))$")
+
+
+def test_how_to_read_an_input_travels_as_one_value() -> None:
+    """No public function on the way from a caller to the opener takes a reading option by itself:
+    they travel together in a Source, so a new option is added in one place and read where it matters.
+    (The command-line functions take them from the user and build the Source; below the opener,
+    the container and migration layers take only the one fact each needs.)"""
+    found = []
+    for mod, tree in _TREES.items():
+        if not _OPENING_PATH.match(mod):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                a = node.args
+                taken = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]} & _READING_OPTIONS
+                if taken:
+                    found.append(f"{mod}.{node.name}: {', '.join(sorted(taken))}")
+    assert found == []
+
+
 #: The migration edges name their own two versions (``v3_v4``'s target is 4 whatever the
 #: current version is).
 _EDGE = re.compile(r"^dshlog\.migrate\.v[0-9]+_v[0-9]+$")

@@ -69,12 +69,12 @@ def no_reading(monkeypatch):
         real_open = surface_ops.open_target
 
         def listed(target: object, **options: object) -> object:
-            opened.append(("messages", target))
+            opened.append(("messages", getattr(target, "path", target)))
             return real_open(target, **options)  # type: ignore[arg-type]  # the patched opener takes the real one's options as given
 
         monkeypatch.setattr(info_ops, "open_target", unreadable)
         monkeypatch.setattr(validate_ops, "open_log", unreadable)
-        monkeypatch.setattr(stats_ops, "open_log", unreadable)
+        monkeypatch.setattr(stats_ops, "open_target", unreadable)
         monkeypatch.setattr(surface_ops, "_surface_rows", unreadable)
         monkeypatch.setattr(surface_ops, "open_target", listed)
         return opened

@@ -16,6 +16,7 @@ import shutil
 import pytest
 
 from conftest import CORPUS, corpus_files, requires_corpus
+from dshlog.read.source import Source
 from dshlog.errors import DshlogError
 from dshlog.model.fork import build_fork_seed, child_header
 from dshlog.protocol.jsjson import dumps
@@ -206,7 +207,7 @@ def test_forked_read_back_decides_as_the_in_process_one(path, tmp_path, monkeypa
         d = tmp_path / ("forked" if fork else "in-process")
         d.mkdir()
         shutil.copyfile(path, d / name)
-        out = publish.migrate_session(d / name, children="none", parallel=fork)
+        out = publish.migrate_session(Source(d / name, parallel=fork), children="none")
         successor = d / "session.v4.jsonl"
         error = re.sub(r"session\.migration\.[0-9a-f]+\.", "<staged>.", (out.error or "").replace(str(d), "<dir>"))
         results.append((out.status, error, out.events, out.bytes, successor.read_bytes() if successor.exists() else None))

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conftest import ROOT
+from dshlog.read.source import Source
 from dshlog.errors import CorruptLog, Location
 from dshlog.executor import DaskExecutor, InProcess, ProcessPool, run_chunk
 
@@ -143,7 +144,7 @@ def test_only_a_task_in_the_callers_process_may_fork_helpers(monkeypatch, tmp_pa
     with ex_mod.ProcessPool(2) as pool:
         assert not ex_mod.helpers_allowed(pool, True)
     seen: list[bool] = []
-    monkeypatch.setattr(stats_ops, "session_stats_of", lambda target, **kw: seen.append(kw["parallel"]) or target)
-    assert list(stats_ops.stats_many(["a", "b"], parallel=True)) == ["a", "b"]
-    assert list(stats_ops.stats_many(["c"], parallel=False)) == ["c"]
+    monkeypatch.setattr(stats_ops, "session_stats_of", lambda source: seen.append(source.parallel) or source.name)
+    assert list(stats_ops.stats_many(["a", "b"], source=Source(parallel=True))) == ["a", "b"]
+    assert list(stats_ops.stats_many(["c"], source=Source(parallel=False))) == ["c"]
     assert seen == [True, True, False]

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import FIXTURES, run_env
 import dshlog
+from dshlog.read.source import Source
 from dshlog import fastpaths, forked
 from dshlog.check.keys import message_digest
 from dshlog.check.surface import SurfaceFold
@@ -30,7 +31,7 @@ TEXT_TURN_V0 = FIXTURES / "v0" / "text-turn" / "session.jsonl"
 
 def _decisions() -> dict[str, Any]:
     """What each decision point chose, in the current mode."""
-    with SessionLog(str(LOOP), strict=False) as log:
+    with SessionLog(Source(str(LOOP)), strict=False) as log:
         gate, fused = log._gate(), log._plain is not None
     with open_log(str(TEXT_TURN_V0)) as log:
         runs = any(isinstance(e, PackedRun) for e in log.stored_runs())

@@ -31,6 +31,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, corpus_files, load_bench_script, run_env
+from dshlog.read.source import Source
 from dshlog import fastpaths
 from dshlog.protocol.events import RowHead
 from dshlog.protocol.jsjson import JsonError, loads, plain_text, same_values, struct_decoder
@@ -83,7 +84,7 @@ def generated() -> tuple[Path, Path]:
 def test_the_generated_log_reads_the_same_and_lazily(generated: tuple[Path, Path]) -> None:
     for path in generated:
         _assert_same(path)
-        with fastpaths.using("fast"), SessionLog(str(path), strict=False) as log:  # and the gate took the rows
+        with fastpaths.using("fast"), SessionLog(Source(str(path)), strict=False) as log:  # and the gate took the rows
             gate = log._gate()
             assert gate is not None
             rows = [obj for _events, obj, _raw, _loc in log._rows(runs=False, gate=gate)]
@@ -143,7 +144,7 @@ def test_restored_projections_read_the_same_and_lazily(generated: tuple[Path, Pa
         path.parent.mkdir()
         path.write_bytes(data)
         _assert_same(path)
-        with fastpaths.using("fast"), SessionLog(str(path), strict=False) as log:
+        with fastpaths.using("fast"), SessionLog(Source(str(path)), strict=False) as log:
             gate = log._gate()
             if gate is None or log.projection:
                 continue

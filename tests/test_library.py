@@ -227,7 +227,7 @@ def test_views() -> None:
     assert [e["seq"] for e in events] == list(range(len(events)))
     with dshlog.open_session(LOOP) as log:
         assert [e["seq"] for e in log.v4()] == [e["seq"] for e in dshlog.v4_events(LOOP)]
-    with open(LOOP, "rb") as fh, dshlog.open_session("piped", stream=fh) as log:  # type: ignore[arg-type]  # a BufferedReader is a binary stream
+    with open(LOOP, "rb") as fh, dshlog.open_session(dshlog.Source("piped", stream=fh)) as log:
         assert log.version == 4
 
 

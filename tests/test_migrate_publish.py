@@ -14,6 +14,7 @@ from conftest import CORPUS, FIXTURES, lock_held_elsewhere, requires_corpus, run
 from dshlog.errors import ExitCode
 from dshlog.ops import migrate as publish
 from dshlog.read.session import open_log
+from dshlog.read.source import Source
 from dshlog.write import verify
 
 TEXT_TURN = FIXTURES / "v0" / "text-turn" / "session.jsonl"
@@ -265,7 +266,7 @@ def test_read_back_process_that_dies_publishes_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(verify._ForkedReadBack, "_child", staticmethod(lambda *a: os._exit(3)))
     d = session_dir(tmp_path)
     before = sha(d / "session.jsonl")
-    out = publish.migrate_session(d / "session.jsonl", children="none", parallel=True)
+    out = publish.migrate_session(Source(d / "session.jsonl", parallel=True), children="none")
     assert out.status == "failed" and "ended without a verdict" in out.error
     assert sorted(p.name for p in d.iterdir()) == ["session.jsonl", "session.lock"]
     assert sha(d / "session.jsonl") == before
@@ -283,7 +284,7 @@ def test_small_sessions_are_read_back_in_process(tmp_path, monkeypatch):
     monkeypatch.setattr(verify, "_ForkedReadBack", no_fork)
     d = session_dir(tmp_path)
     assert (d / "session.jsonl").stat().st_size < verify.FORK_MIN_BYTES
-    out = publish.migrate_session(d / "session.jsonl", children="none", parallel=True)  # forking allowed, not worth it
+    out = publish.migrate_session(Source(d / "session.jsonl", parallel=True), children="none")  # forking allowed, not worth it
     assert out.status == "migrated", out.error
 
 
@@ -297,6 +298,6 @@ def test_read_back_in_process_when_fork_fails(tmp_path, monkeypatch):
     monkeypatch.setattr(verify, "FORK_MIN_BYTES", 0)
     monkeypatch.setattr(os, "fork", no_fork)
     d = session_dir(tmp_path)
-    out = publish.migrate_session(d / "session.jsonl", children="none", parallel=True)
+    out = publish.migrate_session(Source(d / "session.jsonl", parallel=True), children="none")
     assert out.status == "migrated", out.error
     assert out.events == 17

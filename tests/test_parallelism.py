@@ -134,7 +134,7 @@ def test_a_look_at_the_beginning_does_not_move_the_forked_decoder(tmp_path: Path
     assert p.stat().st_size > 4 * container.WORKER_MIN_BYTES // 2  # several reads of the child's, not one
 
     def read(parallel: bool) -> list[bytes | None]:
-        with dshlog.open_session(p, strict=False, parallel=parallel) as log:
+        with dshlog.open_session(dshlog.Source(p, parallel=parallel), strict=False) as log:
             assert log.projection is False  # peeks at the first row: the body (and the decoder) starts
             assert log.snapshot is False  # samples the beginning of the file
             return [r.raw for r in log.stored()]

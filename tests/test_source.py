@@ -11,6 +11,7 @@ import zstandard
 from conftest import FIXTURES, GOLDEN, ev, jsonl, v4_header
 from dshlog.errors import CorruptLog, IOFailure, UnsupportedVersion, UsageError
 from dshlog.read.session import open_log
+from dshlog.read.source import Source
 from dshlog.protocol.layout import parse_generation
 from dshlog.read.container import select_generation
 
@@ -167,7 +168,7 @@ def test_interleaved_child_stream_is_split(tmp_path):
     p.write_bytes(jsonl(*({"method": "session.event", "params": {"sessionId": "{{sessionId}}", "event": e}} for e in order)))
     recs, s = records(p)
     assert [e for e, _ in recs] == parent
-    recs, s = records(p, select="{{sessionId}}#2")
+    recs, s = records(Source(p, select="{{sessionId}}#2"))
     assert [e for e, _ in recs] == child
 
 

@@ -42,6 +42,7 @@ from ..ops.transcript import rescue_target
 from ..read.container import Position
 from ..read.pages import EventIndex, open_index
 from ..read.session import dsh_refusal, open_log
+from ..read.source import Source
 from ..read.store import place_refused
 from ..model.selection import Selection
 from ..ops.sessions import select_entries, unique_prefixes
@@ -284,10 +285,11 @@ class SessionView(Screen[None]):
         Binding("escape", "back", "back"),
     ]
 
-    def __init__(self, ix: EventIndex, *, system_prompt_plugins: tuple[str, ...] = ()) -> None:
+    def __init__(self, ix: EventIndex, *, source: Source = Source()) -> None:
         super().__init__(id="session")
         self.ix = ix
-        self.plugins = system_prompt_plugins
+        #: how the session is read again for dsh's decision (the indexed file, read as the browser was asked to)
+        self.how = source
         self.ordinal = 1 if ix.turns else 0
         self.reasoning = False
         #: characters of one item's text shown in the conversation (``m`` shows more)
@@ -358,9 +360,9 @@ class SessionView(Screen[None]):
     @work(thread=True, exclusive=True, group="decision")
     def load_decision(self) -> None:
         """dsh's decision on the log, in the background: a refusal shows the banner when it comes."""
-        source, plugins = self.ix.source, self.plugins
+        source = self.how.at(self.ix.source)
         try:
-            refused = dsh_refusal(lambda: open_log(source, system_prompt_plugins=plugins))
+            refused = dsh_refusal(lambda: open_log(source))
         except DshlogError:  # the log cannot be read again (gone, changed): what is shown stays as it is
             return
         if refused is not None:
@@ -710,7 +712,7 @@ class BrowseApp(App[None]):
     ]
 
     def __init__(
-        self, *, root: Path | None = None, target: str | None = None, tmpdir: str | None = None, system_prompt_plugins: tuple[str, ...] = (),
+        self, *, root: Path | None = None, target: str | None = None, tmpdir: str | None = None, source: Source = Source(),
         selection: Selection | None = None,
     ) -> None:
         super().__init__()
@@ -718,7 +720,8 @@ class BrowseApp(App[None]):
         self.selection = selection
         self.target = target
         self.tmpdir = tmpdir
-        self.plugins = system_prompt_plugins
+        #: how each session is read (a :class:`~dshlog.read.source.Source` without a path)
+        self.how = source
         self.index: EventIndex | None = None
         #: the sessions shown that dsh refuses to open: (dsh's refusal, what ``dshlog rescue`` takes), each once
         self.refused: dict[str, tuple[DshlogError, str]] = {}
@@ -737,14 +740,14 @@ class BrowseApp(App[None]):
 
     def open_session(self, target: str) -> None:
         try:
-            ix = open_index(target, tmpdir=self.tmpdir, system_prompt_plugins=self.plugins)
+            ix = open_index(self.how.at(target), tmpdir=self.tmpdir)
         except DshlogError as exc:
             self.notify(exc.one_line(), severity="error", timeout=8)
             return
         self.close_index()
         self.index = ix
         self.shown_refused(ix)
-        self.push_screen(SessionView(ix, system_prompt_plugins=self.plugins))
+        self.push_screen(SessionView(ix, source=self.how))
 
     def close_session(self) -> None:
         if self.root is None:  # one file: there is nothing to go back to (q quits)

@@ -11,7 +11,7 @@ from ..browse.app import BrowseApp
 from ..errors import UsageError
 from ..read.store import is_session_directory
 from .app import command_app
-from .common import ShownRefusal, current, plugins, print_refusal, resolve, root as default_root
+from .common import batch_source, current, print_refusal, resolve, root as default_root, ShownRefusal
 from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, selection
 
 app = command_app()
@@ -56,7 +56,7 @@ def browse(
         root, session = None, resolve(target)
     if session is not None and (since, until, project, cwd) != (None, None, None, None):
         raise UsageError("--since, --until, --project and --cwd select sessions of a root; give a ROOT, not one session")
-    app_ = BrowseApp(root=root, target=session, system_prompt_plugins=plugins(), selection=chosen if root is not None else None)
+    app_ = BrowseApp(root=root, target=session, source=batch_source(), selection=chosen if root is not None else None)
     app_.run()
     for refused, rescue in app_.refused.values():  # once the terminal is given back: said as show says it
         print_refusal("browse", ShownRefusal(refused, rescue))

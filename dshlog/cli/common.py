@@ -35,6 +35,7 @@ from ..check.problems import Problems
 from ..ops.sessions import open_target
 from ..read.container import Position
 from ..read.session import SessionLog
+from ..read.source import Source
 from ..read.store import list_sessions, resolve_session
 from .env import Env
 from .progress import Progress
@@ -50,8 +51,8 @@ else:
 __all__ = [
     "JSON_SHAPE", "BatchedStdout", "DeferredStdout", "FileArg", "FormatOpt", "JobsOpt", "JsonOpt", "Run",
     "SchedulerOpt", "SelectOpt", "ShownRefusal", "UnknownOpt", "batch_executor", "closer_lines", "current", "done", "emit",
-    "emit_json", "err", "event_bytes", "js", "may_fork", "open_log", "out", "plugins", "print_notes", "print_problems", "print_refusal",
-    "progress", "read_progress", "reading", "release", "resolve", "root", "screen", "stdin_for", "store_targets",
+    "batch_source", "emit_json", "err", "event_bytes", "js", "may_fork", "open_log", "out", "plugins", "print_notes", "print_problems", "print_refusal",
+    "progress", "read_progress", "release", "resolve", "root", "screen", "source_for", "stdin_for", "store_targets",
 ]
 
 
@@ -455,15 +456,22 @@ def stdin_for(path: str) -> io.BufferedReader | None:
     return stdin_stream() if path == "-" else None
 
 
-def reading(path: str) -> dict[str, Any]:
-    """The options every reading operation takes from this run: the input's stream, the plugins, parallelism."""
-    return {"stream": stdin_for(path), "system_prompt_plugins": plugins(), "parallel": may_fork()}
+def source_for(path: str, *, select: str | None = None, format_version: int | None = None) -> Source:
+    """How this run reads a resolved FILE: ``-`` is its standard input; the root's plugins and parallelism."""
+    return Source(path, stream=stdin_for(path), select=select, format_version=format_version, plugins=plugins(),
+                  parallel=may_fork())
+
+
+def batch_source(targets: Sequence[object] = (), *, select: str | None = None, format_version: int | None = None) -> Source:
+    """How this run reads every member of a batch (a Source without a path): a ``-`` among ``targets``
+    reads its standard input."""
+    return Source(stream=stdin_stream() if "-" in targets else None, select=select, format_version=format_version,
+                  plugins=plugins(), parallel=may_fork())
 
 
 def open_log(target: str | None, *, strict: bool = True, select: str | None = None, format_version: int | None = None) -> SessionLog:
     """Open a FILE argument (resolved as :func:`resolve` does) with the root's options."""
-    path = resolve(target)
-    return open_target(path, strict=strict, select=select, format_version=format_version, **reading(path))
+    return open_target(source_for(resolve(target), select=select, format_version=format_version), strict=strict)
 
 
 def release(out: BatchedStdout, view: Any) -> None:

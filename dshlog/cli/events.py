@@ -18,7 +18,7 @@ from .common import (
     event_bytes,
     line_width,
     print_notes,
-    reading,
+    source_for,
     release,
     resolve,
 )
@@ -48,7 +48,7 @@ def events(
     # the stored rows are shown as far as they can be read; --v4 is dsh's view, decided as dsh decides
     flt = EventFilter(tuple(type_), turn, from_seq, to_seq)
     width = line_width()
-    with event_stream(path, v4=v4, flt=flt, select=select, format_version=format_version, **reading(path)) as events:
+    with event_stream(source_for(path, select=select, format_version=format_version), v4=v4, flt=flt) as events:
         # dsh's view, or a filter that may find at the end that its turn or seq does not exist: nothing before the end
         out = DeferredStdout() if events.deferred else BatchedStdout()
         write = out.write

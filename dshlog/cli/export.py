@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -16,19 +16,8 @@ from ..model.selection import Selection
 from .app import command_app
 from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, is_root, of_roots, say, selection
 from .common import (
-    BatchedStdout,
-    FileArg,
-    current,
-    done,
-    FormatOpt,
-    SelectOpt,
-    err,
-    may_fork,
-    print_notes,
-    print_refusal,
-    read_progress,
-    reading,
-    resolve,
+    batch_source, BatchedStdout, current, done, err, FileArg, FormatOpt, print_notes, print_refusal,
+    read_progress, resolve, SelectOpt, source_for,
 )
 
 app = command_app()
@@ -74,17 +63,17 @@ def export(
     path = resolve(file)
     if force and (output is None or output == STDOUT):
         raise UsageError("--force replaces an earlier export at -o OUT: give -o")
-    options = {"full": full, "redact": redact, "select": select, "format_version": format_version, **reading(path),
-               "progress": read_progress()}
+    options: dict[str, Any] = {"full": full, "redact": redact, "progress": read_progress()}
+    source = source_for(path, select=select, format_version=format_version)
     if output is None or output == STDOUT:
         sink = _Streamed()
         try:
-            read = export_to(path, fmt, sink.write, **options)
+            read = export_to(source, fmt, sink.write, **options)
         finally:
             sink.flush()
         done()
     else:
-        written = export_transcript(path, output, format=fmt, force=force, **options)  # type: ignore[arg-type]  # a format of FORMATS
+        written = export_transcript(source, output, format=fmt, force=force, **options)  # type: ignore[arg-type]  # a format of FORMATS
         done()
         for w in written.warnings:
             err(f"dshlog: warning: {w}")
@@ -120,7 +109,7 @@ def _export_root(root: str, fmt: str, out: str | None, *, full: bool, redact: bo
     """``export ROOT --format html -o DIR``."""
     if fmt != "html" or out is None:
         raise UsageError(f"{root} is a persistence root: export it with --format html -o DIR (one page per session)", path=root)
-    result = export_store(root, out, full=full, redact=redact, parallel=may_fork(), selection=chosen, force=force)
+    result = export_store(root, out, full=full, redact=redact, source=batch_source(), selection=chosen, force=force)
     say(result.note)
     for w in result.warnings:
         err(f"dshlog: warning: {w}")

@@ -10,18 +10,7 @@ from ..errors import UsageError
 from ..ops.fork import fork_session
 from .app import command_app
 from .common import (
-    FileArg,
-    FormatOpt,
-    JsonOpt,
-    SelectOpt,
-    closer_lines,
-    current,
-    emit_json,
-    err,
-    may_fork,
-    out,
-    plugins,
-    resolve,
+    closer_lines, current, emit_json, err, FileArg, FormatOpt, JsonOpt, out, resolve, SelectOpt, source_for,
 )
 
 app = command_app()
@@ -48,8 +37,8 @@ def fork(
     if at is not None and at_turn is not None:
         raise UsageError("choose either --at SEQ or --at-turn N")
     file = resolve(file)
-    result = fork_session(file, output, at=at, turn=at_turn, child_id=child_id, created_at=int(current().env.now() * 1000),
-                          select=select, format_version=format_version, system_prompt_plugins=plugins(), parallel=may_fork())
+    result = fork_session(source_for(file, select=select, format_version=format_version), output, at=at, turn=at_turn,
+                          child_id=child_id, created_at=int(current().env.now() * 1000))
     if json_:
         emit_json(result.as_dict())
         return

@@ -22,7 +22,7 @@ from .common import (
     js,
     out,
     print_notes,
-    reading,
+    source_for,
     resolve,
     screen,
 )
@@ -37,7 +37,7 @@ def info(file: FileArg = None, json_: JsonOpt = False, select: SelectOpt = None,
     Example: dshlog info session.v4.jsonl --json | jq .summary.tokens
     """
     path = resolve(file)
-    result = session_info(path, select=select, format_version=format_version, **reading(path), cache=cache_dir())
+    result = session_info(source_for(path, select=select, format_version=format_version), cache=cache_dir())
     if json_:
         emit_json(result.as_dict())
         print_notes(result, quiet=True)  # the notes are in the document; the exit code is the same as without --json

@@ -15,7 +15,9 @@ from ..model.period import zone_named
 from ..output.text import human_bytes, local_minutes, zone_text
 from ..read.store import SessionEntry
 from .app import command_app
-from .common import JobsOpt, SchedulerOpt, batch_executor, cache_dir, current, emit_json, err, may_fork, root, screen
+from .common import (
+    batch_executor, batch_source, cache_dir, current, emit_json, err, JobsOpt, root, SchedulerOpt, screen,
+)
 from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, say, selection
 
 app = command_app()
@@ -58,8 +60,8 @@ def ls_(
     root_p = Path(root_arg) if root_arg is not None else root()
     chosen = selection(since, until, project, cwd)
     with batch_executor(jobs, scheduler) as ex:  # --grep reads every session: one task each
-        entries = list_store(root_p, selection=chosen, grep=grep, sort=sort, reverse=reverse, executor=ex, parallel=may_fork(),
-                              cache=cache_dir())
+        entries = list_store(root_p, selection=chosen, grep=grep, sort=sort, reverse=reverse, executor=ex,
+                              source=batch_source(), cache=cache_dir())
     say(entries.note)
     current().note_outcome(worst(e.exit_code for e in entries))  # a session it could not read: named, and the exit code
     if json_:

@@ -9,7 +9,7 @@ import typer
 
 from ..ops.migrate import MigrationOutcome, find_sessions, migrate_all
 from .app import command_app
-from .common import JobsOpt, JsonOpt, SchedulerOpt, batch_executor, emit_json, err, may_fork, out, plugins, resolve
+from .common import batch_executor, batch_source, emit_json, err, JobsOpt, JsonOpt, out, resolve, SchedulerOpt
 
 app = command_app()
 
@@ -54,7 +54,7 @@ def migrate(
 
     with batch_executor(jobs, scheduler) as ex:
         batch = migrate_all(sources, check=check, dry_run=dry_run, children="none" if no_children else "auto",
-                            system_prompt_plugins=plugins(), executor=ex, progress=report, parallel=may_fork())
+                            source=batch_source(), executor=ex, progress=report)
     counts = batch.summary
     if json_:
         emit_json(batch.as_dict())

@@ -18,7 +18,7 @@ from .common import (
     cache_dir,
     print_notes,
     read_progress,
-    reading,
+    source_for,
     resolve,
 )
 
@@ -44,9 +44,9 @@ def rebuild(
     """
     path = resolve(file)
     # the messages are spilled as they are folded and written piece by piece: the request never exists whole
-    with rebuild_text(path, request, pretty=not compact, messages_only=messages_only, allow_unknown=allow_unknown,
-                      select=select, format_version=format_version, **reading(path),
-                      progress=read_progress(), cache=cache_dir()) as req:
+    with rebuild_text(source_for(path, select=select, format_version=format_version), request, pretty=not compact,
+                      messages_only=messages_only, allow_unknown=allow_unknown, progress=read_progress(),
+                      cache=cache_dir()) as req:
         done()
         batch = BatchedStdout()
         for piece in req.pieces():

@@ -17,9 +17,8 @@ from .common import (
     closer_lines,
     emit_json,
     err,
-    may_fork,
     out,
-    reading,
+    source_for,
     resolve,
 )
 
@@ -48,11 +47,11 @@ def repair(
         raise UsageError("--check writes nothing: leave out --write and -o, or leave out --check")
     file = resolve(file)
     if write:
-        result = repair_in_place(file, parallel=may_fork())
+        result = repair_in_place(source_for(file))
     elif output is not None:
-        result = repair_copy(file, output, select=select, format_version=format_version, **reading(file))
+        result = repair_copy(source_for(file, select=select, format_version=format_version), output)
     else:
-        result = plan_repair(file, select=select, format_version=format_version, **reading(file))
+        result = plan_repair(source_for(file, select=select, format_version=format_version))
     plan = result.plan
     if json_:
         emit_json(result.as_dict())

@@ -19,7 +19,7 @@ from .common import (
     cache_dir,
     print_notes,
     read_progress,
-    reading,
+    source_for,
     resolve,
     screen,
 )
@@ -44,7 +44,7 @@ def requests(
     """
     path = resolve(file)
     # dsh's decision on the whole log, and every row, before anything is printed
-    series = request_series(path, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path),
+    series = request_series(source_for(path, select=select, format_version=format_version), allow_unknown=allow_unknown,
                             progress=read_progress(), cache=cache_dir())
     done()
     if json_:

@@ -12,7 +12,10 @@ from ..model.rescue import TRANSFORMATIONS
 from ..ops.rescue import RescueOutcome, StoreSummary, rescue_session, rescue_store
 from ..output.table import table
 from .app import command_app
-from .common import JSON_SHAPE, FileArg, JsonOpt, done, emit_json, err, js, may_fork, out, read_progress, resolve, screen
+from .common import (
+    batch_source, done, emit_json, err, FileArg, js, JSON_SHAPE, JsonOpt, out, read_progress, resolve, screen,
+    source_for,
+)
 
 app = command_app()
 
@@ -48,7 +51,7 @@ def rescue(
         if file is not None or output is not None:
             raise UsageError("-R ROOT rescues each session beside its source: give no FILE or -o")
         summary = rescue_store(Path(recursive), allow=allow, all_=all_, publish=publish, check=check,
-                               progress=None if json_ else _line, parallel=may_fork())
+                               progress=None if json_ else _line, source=batch_source())
         if json_:
             emit_json({"shape": JSON_SHAPE, **summary.as_dict()})
         else:
@@ -56,9 +59,8 @@ def rescue(
         raise typer.Exit(int(summary.exit_code))
     if publish and output is not None:
         raise UsageError("choose either --publish (beside the source) or -o OUT")
-    outcome = rescue_session(Path(resolve(file)), allow=allow, all_=all_, publish=publish,
-                             output=Path(output) if output is not None else None, check=check, parallel=may_fork(),
-                             progress=read_progress())
+    outcome = rescue_session(source_for(resolve(file)), allow=allow, all_=all_, publish=publish,
+                             output=Path(output) if output is not None else None, check=check, progress=read_progress())
     done()
     if json_:
         emit_json({"shape": JSON_SHAPE, **outcome.as_dict()})

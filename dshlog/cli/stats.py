@@ -15,22 +15,8 @@ from ..output.text import human_duration
 from .app import command_app
 from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, of_roots, say, selection
 from .common import (
-    FormatOpt,
-    JSON_SHAPE,
-    JobsOpt,
-    JsonOpt,
-    SchedulerOpt,
-    SelectOpt,
-    batch_executor,
-    cache_dir,
-    current as run,
-    emit_json,
-    err,
-    may_fork,
-    print_problems,
-    resolve,
-    screen,
-    stdin_stream,
+    batch_executor, batch_source, cache_dir, current as run, emit_json, err, FormatOpt, JobsOpt, JSON_SHAPE,
+    JsonOpt, print_problems, resolve, SchedulerOpt, screen, SelectOpt,
 )
 
 app = command_app()
@@ -62,10 +48,9 @@ def stats(
     targets, note = select_sessions(store_sessions([resolve(f) for f in files or current]), chosen,
                                     cache=cache_dir())  # a root or project directory: its sessions, as ls keeps them
     say(note)
-    stdin = stdin_stream() if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
-        for one in stats_many(targets, select=select, format_version=format_version, executor=ex, stream=stdin,
-                               parallel=may_fork(), cache=cache_dir()):
+        for one in stats_many(targets, source=batch_source(targets, select=select, format_version=format_version),
+                              executor=ex, cache=cache_dir()):
             if isinstance(one, Unreadable):  # named, and the batch goes on
                 err(f"dshlog: {one.error}")
                 run().note_outcome(one.exit_code)

@@ -22,7 +22,7 @@ from .common import (
     out,
     print_notes,
     read_progress,
-    reading,
+    source_for,
     resolve,
     screen,
 )
@@ -48,8 +48,8 @@ def surface(
     """
     path = resolve(file)
     # the lean fold: a row per node, not its message; --messages reads the messages again as they are written
-    view = surface_rows(path, at=at, allow_unknown=allow_unknown, select=select, format_version=format_version, **reading(path),
-                        progress=read_progress(), cache=cache_dir())
+    view = surface_rows(source_for(path, select=select, format_version=format_version), at=at,
+                        allow_unknown=allow_unknown, progress=read_progress(), cache=cache_dir())
     done()
     if json_:
         batch = BatchedStdout()

@@ -10,7 +10,7 @@ import typer
 from ..errors import ExitCode, UsageError
 from ..ops.events import follower, last_events
 from .app import command_app
-from .common import FileArg, FormatOpt, JsonOpt, current, err, event_bytes, line_width, print_notes, reading, resolve
+from .common import FileArg, FormatOpt, JsonOpt, current, err, event_bytes, line_width, print_notes, source_for, resolve
 
 app = command_app()
 
@@ -38,13 +38,13 @@ def tail(
     target = resolve(file)
     width = line_width()
     if not follow:
-        last = last_events(target, lines, format_version=format_version, **reading(target))
+        last = last_events(source_for(target, format_version=format_version), lines)
         for ev, raw in last.events:
             stdout.write(event_bytes(ev, raw, json_, width))
         print_notes(last)
         return
 
-    fol = follower(target, interval=interval, format_version=format_version)
+    fol = follower(source_for(target, format_version=format_version), interval=interval)
     notes = fol.notes
     shown = 0
 

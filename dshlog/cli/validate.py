@@ -14,22 +14,8 @@ from ..ops.sessions import select_sessions, store_sessions
 from .app import command_app
 from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, of_roots, say, selection
 from .common import (
-    FormatOpt,
-    JSON_SHAPE,
-    JobsOpt,
-    JsonOpt,
-    SchedulerOpt,
-    SelectOpt,
-    batch_executor,
-    cache_dir,
-    emit_json,
-    err,
-    may_fork,
-    out,
-    plugins,
-    read_progress,
-    resolve,
-    stdin_for,
+    batch_executor, batch_source, cache_dir, emit_json, err, FormatOpt, JobsOpt, JSON_SHAPE, JsonOpt, out,
+    read_progress, resolve, SchedulerOpt, SelectOpt,
 )
 
 app = command_app()
@@ -61,11 +47,9 @@ def validate(
     targets, note = select_sessions(store_sessions([resolve(f) for f in files or current]), chosen,
                                     cache=cache_dir())  # a root or project directory: its sessions, as ls keeps them
     say(note)
-    stream = stdin_for("-") if "-" in targets else None
     with batch_executor(jobs, scheduler, targets, one_each=True) as ex:
-        for report in validate_many(targets, select=select, format_version=format_version,
-                                    system_prompt_plugins=plugins(), executor=ex, parallel=may_fork(), stream=stream,
-                                    progress=read_progress() if len(targets) == 1 else None, cache=cache_dir()):
+        for report in validate_many(targets, source=batch_source(targets, select=select, format_version=format_version),
+                                    executor=ex, progress=read_progress() if len(targets) == 1 else None, cache=cache_dir()):
             reports.append(report)
             if json_:
                 continue

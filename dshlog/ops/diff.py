@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 from ..model.diff import diff_requests, requests_at
 from ..output.jsondoc import SHAPE, diff_document
 from .outcome import ReadNotes
-from .sessions import Target, located, open_target
+from .sessions import located, open_target
+from ..read.source import Source, Target
 
 __all__ = ["RequestDiff", "request_diff"]
 
@@ -31,9 +32,9 @@ class RequestDiff:
         return {"shape": SHAPE, **diff_document(dict(self.changes), label_a, label_b)}
 
 
-def _requests(target: Target, numbers: list[int], *, read: Callable[[ReadNotes], None] | None,
-              stream: IO[bytes] | None, **options: Any) -> dict[int, dict[str, Any]]:
-    with open_target(target, stream=stream, **options) as log:
+def _requests(target: Source | Target, numbers: list[int], *,
+              read: Callable[[ReadNotes], None] | None) -> dict[int, dict[str, Any]]:
+    with open_target(target) as log:
         with located(log.path), log.v4() as view:
             built = requests_at(view, numbers, session_id=log.session_id)
         if read is not None:
@@ -41,23 +42,19 @@ def _requests(target: Target, numbers: list[int], *, read: Callable[[ReadNotes],
         return built
 
 
-def request_diff(a: Target, number_a: int, number_b: int, *, b: Target | None = None,
-                 read: Callable[[ReadNotes], None] | None = None, select: str | None = None,
-                 format_version: int | None = None, system_prompt_plugins: tuple[str, ...] = (),
-                 stream_a: IO[bytes] | None = None, stream_b: IO[bytes] | None = None,
-                 parallel: bool = False) -> RequestDiff:
+def request_diff(a: Source | Target, number_a: int, number_b: int, *, b: Source | Target | None = None,
+                 read: Callable[[ReadNotes], None] | None = None) -> RequestDiff:
     """Request ``number_a`` of ``a`` against request ``number_b`` of ``b`` (of ``a`` itself when ``b`` is ``None``).
 
-    One log is read once for both requests; the read stops after the later one.
-    ``read`` hears each log's notes as soon as that log is read (before the next
-    is opened, so a failure of the second does not hide what the first said).
+    ``a`` and ``b``: paths, or :class:`~dshlog.read.source.Source` values (each with its own
+    stream when it is ``-``).  One log is read once for both requests; the read stops after
+    the later one.  ``read`` hears each log's notes as soon as that log is read (before the
+    next is opened, so a failure of the second does not hide what the first said).
     """
-    options: dict[str, Any] = {"select": select, "format_version": format_version,
-                               "system_prompt_plugins": system_prompt_plugins, "parallel": parallel}
     if b is None:
-        built = _requests(a, [number_a, number_b], read=read, stream=stream_a, **options)
+        built = _requests(a, [number_a, number_b], read=read)
         req_a, req_b = built[number_a], built[number_b]
     else:
-        req_a = _requests(a, [number_a], read=read, stream=stream_a, **options)[number_a]
-        req_b = _requests(b, [number_b], read=read, stream=stream_b, **options)[number_b]
+        req_a = _requests(a, [number_a], read=read)[number_a]
+        req_b = _requests(b, [number_b], read=read)[number_b]
     return RequestDiff(req_a, req_b, diff_requests(req_a, req_b))

@@ -10,11 +10,10 @@ here holds a whole log: :class:`EventStream` carries the open log and an iterato
 from __future__ import annotations
 
 import fnmatch
-import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 from ..check.problems import Problem, Problems
 from ..errors import InvalidArgument, UsageError
@@ -23,6 +22,7 @@ from ..read.follow import EventFollower
 from ..read.lazy import LazyRecord
 from ..read.session import EventRecord, SessionLog
 from ..read.view import V4View
+from ..read.source import Source, Target
 from .sessions import OpenLog, located, open_target
 from .stance import stance
 
@@ -150,13 +150,10 @@ class EventStream(OpenLog):
 
 
 
-def event_stream(target: str | os.PathLike[str], *, v4: bool = False, flt: EventFilter | None = None,
-                 select: str | None = None, format_version: int | None = None, system_prompt_plugins: tuple[str, ...] = (),
-                 stream: IO[bytes] | None = None, parallel: bool = False) -> EventStream:
+def event_stream(target: Source | Target, *, v4: bool = False, flt: EventFilter | None = None) -> EventStream:
     """Open ``target`` and stream its events: as stored, read as far as they can be (the default), or
     ``v4``, dsh's view decided as dsh decides; only those ``flt`` keeps."""
-    log = open_target(target, strict=stance("events --v4" if v4 else "events").strict, select=select, format_version=format_version,
-                      system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel)
+    log = open_target(target, strict=stance("events --v4" if v4 else "events").strict)
     try:
         view = log.v4() if v4 else None
     except BaseException:
@@ -175,14 +172,11 @@ class LastEvents:
     suppressed: dict[str, int] = field(default_factory=dict)
 
 
-def last_events(target: str | os.PathLike[str], count: int, *, format_version: int | None = None,
-                system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-                parallel: bool = False) -> LastEvents:
+def last_events(target: Source | Target, count: int) -> LastEvents:
     """The last ``count`` stored events of ``target``; only those are held, however long the log."""
     if count < 0:
         raise InvalidArgument(f"the count of last events must be 0 or more, not {count}")
-    with open_target(target, strict=stance("tail").strict, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
-                     stream=stream, parallel=parallel) as log:
+    with open_target(target, strict=stance("tail").strict) as log:
         last: deque[EventRecord | LazyRecord] = deque((), maxlen=count)
         with located(log.path):
             for r in log.stored_lines():  # only the last rows are parsed (a row the lazy reader admitted, at the end)
@@ -191,16 +185,17 @@ def last_events(target: str | os.PathLike[str], count: int, *, format_version: i
         return LastEvents(log.path, events, tuple(log.notes), log.notes.suppressed())
 
 
-def follower(target: str, *, interval: float = 0.25, format_version: int | None = None) -> EventFollower:
+def follower(target: Source | Target, *, interval: float = 0.25) -> EventFollower:
     """The live reader of a session's generation (``tail -f``): it follows the name across a replacement.
 
     Only a plain or zstd JSONL generation can be followed; standard input cannot.
     Its ``notes`` collect what it skipped.
     """
-    if target == "-":
+    source = Source.of(target)
+    if source.name == "-":
         raise UsageError("tail -f needs a file: standard input cannot be followed")
-    with open_target(target, strict=False, format_version=format_version) as log:  # header, version, container
+    with open_target(source, strict=False) as log:  # header, version, container
         path, container = log.path, log.info.container
     if container not in ("jsonl", "jsonl.zstd"):
         raise UsageError(f"tail -f follows JSONL generations; this input is {container}", path=path)
-    return EventFollower(target, poll_interval=interval, notes=Problems(), format_version=format_version)
+    return EventFollower(source.name, poll_interval=interval, notes=Problems(), format_version=source.format_version)

@@ -15,10 +15,10 @@ lock is held while the file appears; the log must not change while it is read.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from ..check.problems import Problem
 from ..errors import DshlogError, Refused, UsageError, boundary
@@ -37,7 +37,8 @@ from ..model.selection import Selection
 from ..output.jsondoc import SHAPE
 from ..read.container import Position
 from .outcome import ReadNotes
-from .sessions import Target, located, select_entries
+from .sessions import located, select_entries
+from ..read.source import Source, Target
 from .transcript import Reading, export_to, open_reading
 
 #: The formats of one transcript (:data:`~dshlog.output.export.FORMATS`).
@@ -73,16 +74,13 @@ class ExportResult:
 
 
 @boundary
-def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md", full: bool = False,
-                      redact: bool = False, select: str | None = None, format_version: int | None = None,
-                      system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
-                      parallel: bool = False, progress: Position | None = None, force: bool = False) -> ExportResult:
+def export_transcript(target: Source | Target, out: Target, *, format: ExportFormat = "md", full: bool = False,
+                      redact: bool = False, progress: Position | None = None, force: bool = False) -> ExportResult:
     """``dshlog export -o OUT``: a transcript (Markdown, self-contained HTML, or JSON) published at ``out``
     (``force``: replacing an earlier export there, staged first and renamed over it)."""
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
-    with open_reading(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-                      stream=stream, parallel=parallel, progress=progress) as reading:
+    with open_reading(target, progress=progress) as reading:
         with located(reading.path):
             path, warnings = export_to_file(reading, format, os.fspath(out), full=full, redact=redact, force=force)
         return ExportResult(str(path), format, tuple(warnings), reading.path, tuple(reading.notes), reading.notes.suppressed(),
@@ -90,14 +88,12 @@ def export_transcript(target: Target, out: Target, *, format: ExportFormat = "md
 
 
 @boundary
-def export_bytes(target: Target, *, format: ExportFormat = "md", full: bool = False, redact: bool = False,
-                 select: str | None = None, format_version: int | None = None, parallel: bool = False) -> bytes:
+def export_bytes(target: Source | Target, *, format: ExportFormat = "md", full: bool = False, redact: bool = False) -> bytes:
     """The transcript ``dshlog export`` prints, as bytes; a log dsh refuses opens with the refusal."""
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
     parts: list[bytes] = []
-    export_to(target, format, parts.append, full=full, redact=redact, select=select, format_version=format_version,
-              parallel=parallel)
+    export_to(target, format, parts.append, full=full, redact=redact)
     return b"".join(parts)
 
 
@@ -201,7 +197,7 @@ def _publish(target: Path, write_page: Callable[[Callable[[bytes], None]], None]
     return pub.warnings
 
 
-def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool = False, parallel: bool = False,
+def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool = False, source: Source = Source(),
                  selection: Selection | None = None, force: bool = False) -> StoreExport:
     """Every session of ``root`` as an HTML page in the new or empty directory ``out``, plus ``index.html``.
 
@@ -212,7 +208,8 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
     still written.  Nothing is ever
     overwritten: ``out`` must not hold any of the files this export writes, unless ``force``
     (refreshing an earlier export in place: each file is staged, then renamed over the old one).
-    ``parallel``: forked helpers may decode large zstd sessions (the caller's policy).
+    ``source``: how each session is read (a :class:`~dshlog.read.source.Source` without a path; its
+    ``parallel``: forked helpers may decode large zstd sessions, the caller's policy).
     ``selection``: only the sessions it keeps (``--since/--until/--project/--cwd``); what a
     person is told about it (``--cwd`` matched nothing) is :attr:`StoreExport.note`.
     """
@@ -252,7 +249,7 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
             )
             try:
                 renderer, refused, rescue = _export_page(e, directory / names[id(e)], links, full=full, redact=redact,
-                                                         result=result, parallel=parallel, force=force)
+                                                         result=result, source=source, force=force)
                 name = renderer.name or name
                 if refused is not None and rescue is not None:
                     result.refused.append((e.id or e.dir.name, refused, rescue))
@@ -269,10 +266,10 @@ def export_store(root: Path | str, out: str, *, full: bool = False, redact: bool
 
 
 def _export_page(entry: SessionEntry, target: Path, links: PageLinks, *, full: bool, redact: bool, result: StoreExport,
-                 parallel: bool = False, force: bool = False) -> tuple[HtmlRenderer, DshlogError | None, str | None]:
+                 source: Source, force: bool = False) -> tuple[HtmlRenderer, DshlogError | None, str | None]:
     """One session's page; dsh's refusal of the session (its page then opens with it) and what brings it back."""
     assert entry.path is not None
-    with open_reading(str(entry.path), parallel=parallel) as reading:
+    with open_reading(source.at(entry.path)) as reading:
         head = reading.export_head()
         renderer: HtmlRenderer | None = None
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from ..write.transaction import FileOwner, Publication, make_directory, output_l
 from ..write.target import is_persistence_root, means_directory, output_path
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
-from .sessions import Target
+from ..read.source import Source, Target
 
 __all__ = ["ForkResult", "fork_session"]
 
@@ -68,17 +68,13 @@ class ForkResult:
 
 @boundary
 def fork_session(
-    target: Target,
+    target: Source | Target,
     out: Target | None,
     *,
     at: int | None = None,
     turn: int | None = None,
     child_id: str | None = None,
     created_at: int | None = None,
-    select: str | None = None,
-    format_version: int | None = None,
-    system_prompt_plugins: Iterable[str] = (),
-    parallel: bool = False,
 ) -> ForkResult:
     """``dshlog fork``: the child of a fork as a new v4 log at ``out``, cut after parent seq ``at``
     (or after turn ``turn``'s end; default: the whole log); the parent is only read.
@@ -95,20 +91,20 @@ def fork_session(
     overwriting, so a failure (or an invalid boundary found late) leaves nothing.
     A parent without events has no seq to cut at: a usage error (the library's
     :func:`build_fork_seed` still gives the empty child of an empty seed).
-    ``parallel``: the caller allows forked helpers (the decode of a large zstd
-    parent, the read-back of a large child); by default everything runs in process.
+    ``target``: the parent's path, or a :class:`~dshlog.read.source.Source` that says how to
+    read it; its ``parallel`` allows forked helpers (the decode of a large zstd parent, the
+    read-back of a large child); by default everything runs in process.
     """
 
     if at is not None and turn is not None:
         raise UsageError("choose either at (a seq) or turn")
     # a trailing slash names a directory to create the child in: the name is passed on as given, not as a Path
-    target = os.fspath(target)
+    how = Source.of(target)
+    target = how.name
     out = None if out is None else os.fspath(out)
-    plugins = tuple(system_prompt_plugins)
 
     def _open() -> SessionLog:
-        return open_log(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
-                            parallel=parallel)
+        return open_log(how)
 
     if target == "-" or not resolve_path(target).is_file():  # the input is read twice (probe, then copy)
         raise UsageError("fork needs a regular file, not standard input or a pipe; save the stream to a file first", path=target)
@@ -142,7 +138,7 @@ def fork_session(
     try:
         out = output_path(out, name, owner=FileOwner.of(source), what="fork")
         return _write_child(out, source, parent_header=parent_header, new_id=new_id, created=created, compressed=compressed,
-                            parent_id=parent_id, at=at, target=target, open_log=_open, parallel=parallel)
+                            parent_id=parent_id, at=at, target=target, open_log=_open, parallel=how.parallel)
     except BaseException:
         for directory in reversed(made):
             try:

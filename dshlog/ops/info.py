@@ -6,10 +6,9 @@ The result (:class:`SessionInfo`) is what the verified cache keeps of a file (th
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from ..check.problems import Problem
 from ..errors import boundary
@@ -18,7 +17,8 @@ from ..output.jsondoc import SHAPE
 from ..read.cache import STDIN, Kind, cached_call, open_cache, problem_of, problem_record
 from ..read.container import Torn
 from .outcome import note_dicts
-from .sessions import Target, located, open_target
+from .sessions import located, open_target
+from ..read.source import Source, Target
 
 if TYPE_CHECKING:
     from ..model.summary import Summary
@@ -86,29 +86,25 @@ class SessionInfo:
 
 
 @boundary
-def session_info(target: Target, *, select: str | None = None, format_version: int | None = None,
-                 system_prompt_plugins: Iterable[str] = (), stream: IO[bytes] | None = None,
-                 parallel: bool = False, cache: str | None = None) -> SessionInfo:
+def session_info(target: Source | Target, *, cache: str | None = None) -> SessionInfo:
     """``dshlog info``: header, container, sizes, counts by type, turns, tokens (the stored events).
 
-    ``stream``, here and below: read this open binary stream (what ``-`` names), as :func:`open_session`;
-    ``progress``: told how far the read is (:data:`~dshlog.read.container.Position`).
+    ``target``: a path, or a :class:`~dshlog.read.source.Source` (its ``stream`` is read
+    instead, as :func:`open_session` reads one).
     ``cache``: the directory of the verified cache of per-session results
     (:mod:`dshlog.read.cache`), or none; a regular file unchanged since its info was kept
     is not read again.
     """
-    plugins = tuple(system_prompt_plugins)
+    source = Source.of(target)
 
     def read(path: str) -> SessionInfo:
-        with open_target(path, strict=False, select=select, format_version=format_version,
-                         system_prompt_plugins=plugins, stream=stream, parallel=parallel) as log, located(log.path):
+        with open_target(source.at(path), strict=False) as log, located(log.path):
             summary = summarize(log.counted())
             return SessionInfo.of(log, summary)
 
-    path = os.fspath(target)
-    if stream is not None or path == STDIN:
-        return read(path)
-    return cached_call(open_cache(cache), INFO, read, path, options=repr((select, format_version, plugins)))
+    if not source.named or source.name == STDIN:
+        return read(source.name)
+    return cached_call(open_cache(cache), INFO, read, source.name, options=source.options)
 
 
 def _info_record(i: SessionInfo) -> list[Any]:

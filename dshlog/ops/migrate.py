@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from collections.abc import Callable, Iterable
@@ -34,7 +34,7 @@ from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .outcome import worst
 from .rescuable import rescue_hint
-from .sessions import Target
+from ..read.source import Source, Target
 
 #: Whether a session's child sessions are looked for in its persistence root (``none``: it has none).
 Children = Literal["auto", "none"]
@@ -98,12 +98,12 @@ class Migration:
 
 
 def migrate_all(sources: Iterable[Path | str | Unreadable], *, check: bool = False, dry_run: bool = False, children: Children = "auto",
-                system_prompt_plugins: tuple[str, ...] = (), executor: Executor | None = None,
-                progress: Callable[[MigrationOutcome], None] | None = None, parallel: bool = False) -> Migration:
+                source: Source = Source(), executor: Executor | None = None,
+                progress: Callable[[MigrationOutcome], None] | None = None) -> Migration:
     """:func:`migrate_many` gathered into a :class:`Migration`; ``progress`` hears each outcome, in input order."""
     batch = Migration()
-    for o in migrate_many(list(sources), check=check, dry_run=dry_run, children=children,
-                          system_prompt_plugins=system_prompt_plugins, executor=executor, parallel=parallel):
+    for o in migrate_many(list(sources), check=check, dry_run=dry_run, children=children, source=source,
+                          executor=executor):
         batch.sessions.append(o)
         if progress is not None:
             progress(o)
@@ -141,8 +141,8 @@ def _child_facts(log: Any, children: Children) -> list[dict[str, Any]]:
 
 
 @boundary
-def migrate_session(source: Target, *, check: bool = False, dry_run: bool = False, children: Children = "auto",
-                    system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> MigrationOutcome:
+def migrate_session(source: Source | Target, *, check: bool = False, dry_run: bool = False,
+                    children: Children = "auto") -> MigrationOutcome:
     """``dshlog migrate`` for one session file: publish its v4 successor beside it, as dsh does.
 
     Never raises for the session's own problems: a failure is ``status ==
@@ -151,13 +151,13 @@ def migrate_session(source: Target, *, check: bool = False, dry_run: bool = Fals
     ``children="none"`` states that the session has no child sessions (needed
     outside a dsh persistence root).
 
-    ``system_prompt_plugins``: more package names the v3->v4 edge takes for dsh's
-    system-prompt producer (``--system-prompt-plugin``); the outcome notes them.
-    ``parallel``: the caller allows forked helpers (the decode of a large zstd
+    ``source``: a path, or a :class:`~dshlog.read.source.Source`: its ``plugins`` are more package
+    names the v3->v4 edge takes for dsh's system-prompt producer (``--system-prompt-plugin``; the
+    outcome notes them), its ``parallel`` allows forked helpers (the decode of a large zstd
     source, the read-back of a large successor); by default everything runs in process.
     """
-    source = Path(source)
-    system_prompt_plugins = tuple(system_prompt_plugins)
+    how = Source.of(source)
+    source = Path(how.name)
     out = MigrationOutcome(source=str(source), status="failed")
     try:
         _require_regular(source)
@@ -168,7 +168,7 @@ def migrate_session(source: Target, *, check: bool = False, dry_run: bool = Fals
                 out.notes.append(f"{chosen.name} is the generation dsh reads in this directory")
                 source = chosen
                 out.source = str(source)
-        with open_log(str(source), system_prompt_plugins=system_prompt_plugins, parallel=parallel) as log:
+        with open_log(how.at(source)) as log:
             out.version = log.version
             if log.version >= CURRENT_VERSION:
                 out.status = "current"
@@ -180,8 +180,8 @@ def migrate_session(source: Target, *, check: bool = False, dry_run: bool = Fals
             target = d / target_name(source)
             out.target = str(target)
             facts = _child_facts(log, children)
-            if system_prompt_plugins:  # the report says which rule produced the successor
-                out.notes.append("system-prompt producers besides upstream's: " + ", ".join(system_prompt_plugins))
+            if how.plugins:  # the report says which rule produced the successor
+                out.notes.append("system-prompt producers besides upstream's: " + ", ".join(how.plugins))
             if check or dry_run:
                 # --check forecasts the run exactly: the same decision as --dry-run (children, the chain,
                 # the v4 restore to the last event), only its answer is "needed" and exit 10
@@ -189,14 +189,14 @@ def migrate_session(source: Target, *, check: bool = False, dry_run: bool = Fals
                 out.status = "needed" if check else "would-migrate"
                 out.exit_code = ExitCode.PENDING if check else ExitCode.OK
                 return out
-        _publish(source, target, facts, out, system_prompt_plugins, parallel=parallel)
+        _publish(how.at(source), target, facts, out)
         out.status = "migrated"
     except DshlogError as exc:
         out.status = "failed"
         out.error = exc.with_context(path=out.source).one_line()  # every failure names its session
         out.exit_code = exc.exit_code
         if is_dsh_refusal(exc):  # asked only of a session dsh refuses: rescue reads it again
-            hint = rescue_hint(out.source, parallel=parallel)
+            hint = rescue_hint(how.at(out.source))
             if hint is not None:
                 out.notes.append(hint)
     return out
@@ -227,9 +227,9 @@ def _clean_after_publication(d: Path, out: MigrationOutcome) -> None:
         return  # best effort: the session itself is fine
 
 
-def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: MigrationOutcome, system_prompt_plugins: tuple[str, ...] = (),
-             *, parallel: bool = False) -> None:
+def _publish(how: Source, target: Path, facts: list[dict[str, Any]], out: MigrationOutcome) -> None:
     """Stream the migrated events into the one publication transaction (see the module docstring)."""
+    source = Path(how.name)
     compressed = source.name.endswith(".zstd")
     with open_log(str(source)) as probe:
         sid = probe.session_id
@@ -248,14 +248,14 @@ def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Migra
         out.notes.extend(pub.notes)  # leftovers of an interrupted earlier run
         staged = pub.stage()
         assert pub.before is not None
-        with open_log(str(source), system_prompt_plugins=system_prompt_plugins, parallel=parallel) as log:
+        with open_log(how) as log:
             view = log.v4(child_facts=facts)
             header, events = view.header, iter(view)
             assert header is not None  # a generation file: migrate_session refused a header-less input
             if log.projection:
                 out.notes.append("the source is a test-snapshot projection (no seq/time): the successor is written in the same form")
             with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, size_hint=pub.before.size,
-                          parallel=parallel) as check:
+                          parallel=how.parallel) as check:
                 w = LogWriter(staged, compressed=compressed, projection=log.projection, tee=check.tee)
                 w.header(header)
                 for ev in events:
@@ -269,30 +269,30 @@ def _publish(source: Path, target: Path, facts: list[dict[str, Any]], out: Migra
 
 @boundary
 def migrate_many(sources: Iterable[Target | Unreadable], *, check: bool = False, dry_run: bool = False,
-                 children: Children = "auto", system_prompt_plugins: Iterable[str] = (),
-                 executor: Executor | None = None, parallel: bool = False) -> Iterator[MigrationOutcome]:
+                 children: Children = "auto", source: Source = Source(),
+                 executor: Executor | None = None) -> Iterator[MigrationOutcome]:
     """:func:`migrate_session` of each source through ``executor``, in input order; never raises for a session's own.
 
     Sessions are independent (each publication holds its own session's lock); a
     parent that reads its children's facts reads whichever generation of a child
     dsh would read at that moment, and a child's old and new generations hold the
-    same facts, so the order in which workers finish does not change any result.
+    same facts, so the order in which workers finish does not change any result.  ``source``:
+    how every session is read (a :class:`~dshlog.read.source.Source` without a path).
     """
     ex = executor if executor is not None else InProcess()
-    task = partial(migrate_session, check=check, dry_run=dry_run, children=children, system_prompt_plugins=tuple(system_prompt_plugins),
-                   parallel=helpers_allowed(ex, parallel))
+    task = partial(migrate_session, check=check, dry_run=dry_run, children=children)
+    how = replace(source, parallel=helpers_allowed(ex, source.parallel))
     found = [s if isinstance(s, Unreadable) else os.fspath(s) for s in sources]
-    yield from in_walk_order(found, lambda readable: ex.map(task, [Path(p) for p in readable]), unreadable_outcome)
+    yield from in_walk_order(found, lambda readable: ex.map(task, [how.at(p) for p in readable]), unreadable_outcome)
 
 
 @boundary
 def migrate_sessions(*paths: Target, recursive: bool = False, check: bool = False, dry_run: bool = False,
-                     children: Children = "auto", system_prompt_plugins: Iterable[str] = (),
-                     parallel: bool = False) -> Migration:
+                     children: Children = "auto", source: Source = Source()) -> Migration:
     """``dshlog migrate``: every session named or (``recursive``) found below ``paths``.
 
     Each session is an outcome of its own; ``result.exit_code`` is the worst failure, or,
     with ``check``, 10 when some session needs migrating.
     """
     return migrate_all(find_sessions([os.fspath(p) for p in paths], recursive=recursive), check=check, dry_run=dry_run,
-                       children=children, system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel)
+                       children=children, source=source)

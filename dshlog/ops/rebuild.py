@@ -17,10 +17,9 @@ fold's own and is encoded when it is written.  One pass over the log, so a strea
 
 from __future__ import annotations
 
-import os
 import struct
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import IO, Any
@@ -32,7 +31,8 @@ from ..model.requests import RequestBuilder, settle
 from ..model.requests import rebuild as rebuild_from
 from ..protocol.jsjson import Items, document_pieces, dumps, dumps_pretty
 from ..read.container import Position
-from .sessions import Target, located, open_target
+from .sessions import located, open_target
+from ..read.source import Source, Target
 from .stance import stance
 
 __all__ = ["MessageSpill", "RebuiltRequest", "RequestText", "rebuild_request", "rebuild_text"]
@@ -122,10 +122,8 @@ def _texts(builder: RequestBuilder, spill: MessageSpill) -> Iterator[bytes]:
             yield spill.text(start)
 
 
-def rebuild_text(target: str | os.PathLike[str], number: int, *, pretty: bool = True, messages_only: bool = False,
-                 allow_unknown: bool = False, select: str | None = None, format_version: int | None = None,
-                 system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-                 parallel: bool = False, progress: Position | None = None, cache: str | None = None) -> RequestText:
+def rebuild_text(target: Source | Target, number: int, *, pretty: bool = True, messages_only: bool = False,
+                 allow_unknown: bool = False, progress: Position | None = None, cache: str | None = None) -> RequestText:
     """Fold the log up to request ``number``'s settlement, spilling each message's text (see the module docstring).
 
     ``progress``: told how far the read of the log is (bytes of the file, its size).
@@ -136,8 +134,7 @@ def rebuild_text(target: str | os.PathLike[str], number: int, *, pretty: bool = 
     """
     spill = MessageSpill(dumps_pretty if pretty else dumps)
     try:
-        with open_target(target, strict=stance("rebuild").strict, select=select, format_version=format_version,
-                         system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel,
+        with open_target(target, strict=stance("rebuild").strict,
                          progress=progress, cache=cache) as log:
             with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
                 builder = RequestBuilder(session_id=log.session_id, strict_unknown=not allow_unknown, note=spill.note)
@@ -174,13 +171,10 @@ class RebuiltRequest:
 
 
 @boundary
-def rebuild_request(target: Target, number: int, *, allow_unknown: bool = False, select: str | None = None,
-                    format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
-                    stream: IO[bytes] | None = None, parallel: bool = False,
+def rebuild_request(target: Source | Target, number: int, *, allow_unknown: bool = False,
                     progress: Position | None = None) -> RebuiltRequest:
     """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
-    with open_target(target, strict=stance("rebuild").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-                     stream=stream, parallel=parallel, progress=progress) as log:
+    with open_target(target, strict=stance("rebuild").strict, progress=progress) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
         return RebuiltRequest(number, request, tuple(log.notes), log.path, log.notes.suppressed())

@@ -19,8 +19,7 @@ its final name; otherwise nothing is published.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from typing import IO, Any
+from typing import Any
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from ..write.target import means_directory, output_path
 from ..write.transaction import FileOwner, Publication, output_lock
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter, frame
-from .sessions import Target
+from ..read.source import Source, Target
 
 
 def _pending(c: PendingCall) -> dict[str, Any]:
@@ -102,19 +101,17 @@ class _Balanced:
 
 
 @boundary
-def plan_repair(target: Target, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: Iterable[str] = (), parallel: bool = False,
-                stream: IO[bytes] | None = None) -> RepairOutcome:
+def plan_repair(target: Source | Target) -> RepairOutcome:
     """``dshlog repair``: what is open at the tail and the closers dsh appends on resume; writes nothing.
 
     The log (any version) is migrated in memory and its interrupted-turn closers computed.
 
-    ``parallel``, here and in the writers below: the caller allows forked helpers
-    (:mod:`dshlog.forked`); by default everything runs in process.  ``stream``:
-    the open stream ``-`` names (a pipe is read once, so only the plan and a copy take one).
+    ``target``: a path, or a :class:`~dshlog.read.source.Source`.  Its ``parallel``, here and in
+    the writers below: the caller allows forked helpers (:mod:`dshlog.forked`); by default
+    everything runs in process.  Its ``stream``: the open stream ``-`` names (a pipe is read
+    once, so only the plan and a copy take one).
     """
-    with open_log(os.fspath(target), select=select, format_version=format_version,
-                      system_prompt_plugins=tuple(system_prompt_plugins), parallel=parallel, stream=stream) as log:
+    with open_log(target) as log:
         state = TailState()
         n = 0
         comp: int | None = None
@@ -154,17 +151,16 @@ def _regular_source(target: str) -> Path | None:
 
 
 @boundary
-def repair_copy(target: Target, out: Target, *, select: str | None = None, format_version: int | None = None,
-                system_prompt_plugins: Iterable[str] = (), parallel: bool = False,
-                stream: IO[bytes] | None = None) -> RepairOutcome:
+def repair_copy(target: Source | Target, out: Target) -> RepairOutcome:
     """``dshlog repair -o OUT``: ``prefix + closers`` as a new v4 log at ``out`` (never overwriting); the input is untouched.
 
     ``out`` follows the one ``-o`` rule (:func:`dshlog.write.target.output_path`): into a
     directory, the copy is named as the v4 generation in the input's container.
     """
     # a trailing slash names a directory to create the copy in: the name is passed on as given, not as a Path
-    target, out, system_prompt_plugins = os.fspath(target), os.fspath(out), tuple(system_prompt_plugins)
-    source = _regular_source(target)
+    how = Source.of(target)
+    out = os.fspath(out)
+    source = _regular_source(how.name)
     if means_directory(out):
         compressed = source is not None and source.name.endswith(".zstd")
         out = output_path(out, generation_name(CURRENT_VERSION, compressed), owner=FileOwner.of(source) if source else None, what="repair")
@@ -180,13 +176,12 @@ def repair_copy(target: Target, out: Target, *, select: str | None = None, forma
     )
     with pub:
         staged = pub.stage()
-        with open_log(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
-                          parallel=parallel, stream=stream) as log:
+        with open_log(how) as log:
             header = log.v4().header
             size_hint = pub.before.size if pub.before is not None else 0
             subject = "repaired copy"
             with ReadBack(staged.path, header, compressed=compressed, snapshot=log.snapshot, subject=subject,
-                          size_hint=size_hint, extra=lambda: _Balanced(subject, str(out)), parallel=parallel) as check:
+                          size_hint=size_hint, extra=lambda: _Balanced(subject, str(out)), parallel=how.parallel) as check:
                 w = LogWriter(staged, compressed=compressed, tee=check.tee)
                 if header is not None:
                     w.header(log.header_raw if log.version == CURRENT_VERSION and log.header_raw is not None else header)
@@ -206,7 +201,7 @@ def repair_copy(target: Target, out: Target, *, select: str | None = None, forma
 
 
 @boundary
-def repair_in_place(target: Target, *, parallel: bool = False) -> RepairOutcome:
+def repair_in_place(target: Source | Target) -> RepairOutcome:
     """``dshlog repair --write``: close an interrupted tail in the log file itself, under ``session.lock``.
 
     The torn final line (or torn zstd frame) is cut first and its bytes are kept in
@@ -214,7 +209,8 @@ def repair_in_place(target: Target, *, parallel: bool = False) -> RepairOutcome:
     reading it back, and swapped in atomically, so a crash at any point leaves
     either the untouched log or the fully repaired one.
     """
-    target = os.fspath(target)
+    parallel = Source.of(target).parallel
+    target = Source.of(target).name
     if target == "-":
         raise UsageError("repair --write needs a file, not standard input (use -o OUT)")
     if not resolve_path(target).is_file():  # a pipe would be drained by the probe below
@@ -240,7 +236,7 @@ def repair_in_place(target: Target, *, parallel: bool = False) -> RepairOutcome:
     with pub:
         before = pub.before
         assert before is not None
-        with open_log(str(path), parallel=parallel) as log:
+        with open_log(Source(str(path), parallel=parallel)) as log:
             state = TailState()
             n = 0
             # dsh's read: rows after a damaged one that no later turn/end commits are not part of
@@ -282,7 +278,7 @@ def repair_in_place(target: Target, *, parallel: bool = False) -> RepairOutcome:
             side = path.with_name(f"{path.name}.torn-{before.mtime_ns // 1_000_000}")
             if container == Container.ZSTD and torn is not None:
                 # complete lines recovered from the torn frame go into the new frame, as dsh does
-                with open_log(str(path), parallel=parallel) as log2:
+                with open_log(Source(str(path), parallel=parallel)) as log2:
                     torn_frame_lines = [r.raw + b"\n" for r in log2.stored() if r.loc.frame == torn.frame and r.raw is not None]
         staged = pub.stage()
         with open(path, "rb") as fh:

@@ -33,7 +33,8 @@ from ..read.cache import Kind, cached_map, open_cache, problem_of, problem_recor
 from ..read.container import open_regular
 from ..read.session import open_log
 from ..read.store import Unreadable, in_walk_order
-from .sessions import Target, store_sessions
+from .sessions import store_sessions
+from ..read.source import Target
 
 __all__ = ["load_prices", "matches_project", "project_of", "session_usage", "store_sessions", "usage_report"]
 

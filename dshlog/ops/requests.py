@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from ..check.problems import Problem
 from ..errors import boundary
 from ..model.requests import iter_requests
 from ..output.jsondoc import SHAPE
 from ..read.container import Position
-from .sessions import Target, located, open_target
+from .sessions import located, open_target
+from ..read.source import Source, Target
 from .stance import stance
 
 if TYPE_CHECKING:
@@ -86,9 +87,7 @@ class RequestSeries:
 
 
 @boundary
-def request_series(target: Target, *, allow_unknown: bool = False, select: str | None = None,
-                   format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
-                   stream: IO[bytes] | None = None, parallel: bool = False,
+def request_series(target: Source | Target, *, allow_unknown: bool = False,
                    progress: Position | None = None, cache: str | None = None) -> RequestSeries:
     """``dshlog requests``: every request, whether it extends its predecessor byte for byte, and why not.
 
@@ -96,8 +95,7 @@ def request_series(target: Target, *, allow_unknown: bool = False, select: str |
     directory of the verified cache, or none; with one, an old log's proven successor is
     read instead of migrating it again (:mod:`dshlog.read.successor`).
     """
-    with open_target(target, strict=stance("requests").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-                     stream=stream, parallel=parallel, progress=progress, cache=cache) as log:
+    with open_target(target, strict=stance("requests").strict, progress=progress, cache=cache) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
                                                                  strict_unknown=not allow_unknown))

@@ -24,6 +24,7 @@ from ..protocol.jsjson import dumps
 from ..read.container import Container, Position
 from ..read.store import place_refused
 from ..read.session import SessionLog, open_log
+from ..read.source import Source, Target
 
 __all__ = ["HINT_LIMIT", "SourceFacts", "candidate_rows", "judge", "open_candidate", "read_stored", "rescue_hint", "serialize",
            "source_facts", "write_candidate"]
@@ -63,7 +64,7 @@ def write_candidate(s: Stored) -> IO[bytes]:
 
 def open_candidate(spool: IO[bytes]) -> SessionLog:
     """The strict reader over a candidate written by :func:`write_candidate` (closing the log closes the file)."""
-    return open_log(CANDIDATE, stream=spool)
+    return open_log(Source(CANDIDATE, stream=spool))
 
 
 def judge(s: Stored) -> Refusal | None:
@@ -118,16 +119,17 @@ def source_facts(source: Path) -> SourceFacts:
     return SourceFacts(size, digest.hexdigest())
 
 
-def read_stored(source: Path, *, parallel: bool = False, progress: Position | None = None) -> tuple[Stored, SourceFacts]:
+def read_stored(source: Source | Target, *, progress: Position | None = None) -> tuple[Stored, SourceFacts]:
     """The source's stored header and events (read leniently) and what the record says of its bytes
     (``progress``: told how far the read is)."""
-    data = source_facts(source)
-    return _stored(source, parallel=parallel, progress=progress), data
+    how = Source.of(source)
+    data = source_facts(Path(how.name))
+    return _stored(how, progress=progress), data
 
 
-def _stored(source: Path, *, parallel: bool = False, progress: Position | None = None) -> Stored:
+def _stored(source: Source, *, progress: Position | None = None) -> Stored:
     """The source's stored header and events, read leniently (a header dsh refuses too)."""
-    with open_log(str(source), strict=False, parallel=parallel, progress=progress) as log:
+    with open_log(source, strict=False, progress=progress) as log:
         if log.info.container not in (Container.JSONL, Container.ZSTD) or log.header is None:
             raise UsageError(f"only session generation files can be rescued (this is a {log.info.container} input)", path=log.path)
         proof = "; ".join(p.message for p in log.notes
@@ -145,7 +147,7 @@ HINT_LIMIT: int = 4 << 20
 _ZSTD_RATIO: int = 16
 
 
-def rescue_hint(source: str | Path, *, parallel: bool = False) -> str | None:
+def rescue_hint(target: Source | Target) -> str | None:
     """``rescue can bring this session back: dshlog rescue ID`` when rescue's plan ends in a log dsh accepts.
 
     Asked only of a session dsh refuses (it reads and judges the log again);
@@ -154,6 +156,8 @@ def rescue_hint(source: str | Path, *, parallel: bool = False) -> str | None:
     over :data:`HINT_LIMIT` is not judged: the note says rescue may bring it back
     and names ``--check``.
     """
+    how = Source.of(target)
+    source = how.name
     try:
         size = os.stat(source).st_size
     except OSError:
@@ -163,7 +167,7 @@ def rescue_hint(source: str | Path, *, parallel: bool = False) -> str | None:
     if size * (_ZSTD_RATIO if str(source).endswith(".zstd") else 1) > HINT_LIMIT:
         return rescue_may_note(rescue_target(None, str(source)))
     try:
-        stored = _stored(Path(source), parallel=parallel)
+        stored = _stored(how)
         if not plan(stored, judge).rescuable:
             return None
     except (DshlogError, OSError):  # a note that cannot be worked out is left out (the spool may not be writable)

@@ -39,7 +39,7 @@ from ..write.transaction import Publication, output_lock, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .migrate import target_name
-from .sessions import Target
+from ..read.source import Source, Target
 from .outcome import worst
 from .rescuable import SourceFacts, judge, open_candidate, read_stored, serialize, write_candidate
 from ..read.store import Unreadable, place_refused, walk_sessions
@@ -108,8 +108,8 @@ def _allowed(allow: Iterable[str], all_: bool) -> set[str]:
 
 
 @boundary
-def rescue_session(source: Target, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False,
-                   output: Target | None = None, check: bool = False, parallel: bool = False,
+def rescue_session(source: Source | Target, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False,
+                   output: Target | None = None, check: bool = False,
                    progress: Position | None = None) -> RescueOutcome:
     """``dshlog rescue``: what dsh refuses in a session, the transformations that resolve it, and (``publish``)
     the v4 successor (the library's ``dshlog.rescue``).
@@ -123,11 +123,13 @@ def rescue_session(source: Target, *, allow: Iterable[str] = (), all_: bool = Fa
     ``why`` and exit code.  A usage error (an unknown transformation) is raised.
     ``check``: a session rescue can bring back exits 10 (:attr:`ExitCode.PENDING`),
     as ``migrate --check`` and ``repair --check`` do; nothing is written.
-    ``parallel``: the caller allows forked helpers (the decode of a large zstd
-    source, the read-back of a large successor); by default everything runs in process.
-    ``progress``: told how far the read of the source is (bytes of the file, its size).
+    ``source``: a path, or a :class:`~dshlog.read.source.Source` whose ``parallel`` allows forked
+    helpers (the decode of a large zstd source, the read-back of a large successor); by default
+    everything runs in process.  ``progress``: told how far the read of the source is (bytes of
+    the file, its size).
     """
-    source = Path(source)
+    parallel = Source.of(source).parallel
+    source = Path(Source.of(source).name)
     output = None if output is None else Path(output)
     allowed = _allowed(allow, all_)
     if check and (publish or output is not None):
@@ -137,7 +139,7 @@ def rescue_session(source: Target, *, allow: Iterable[str] = (), all_: bool = Fa
         if _is_dir(source):  # a session directory: the generation dsh reads there
             source = select_generation(source)
             out.source = str(source)
-        stored, data = read_stored(source, parallel=parallel, progress=progress)
+        stored, data = read_stored(Source(source, parallel=parallel), progress=progress)
         where = place_refused(source)
         if where is not None and output is None:
             # refused for where it sits: a successor published beside it would sit in the same place
@@ -210,7 +212,7 @@ def _record(source: Path, data: SourceFacts, p: Plan, target: Path, events: int,
     return dumps_pretty(doc) + b"\n"
 
 
-def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: RescueOutcome, *, parallel: bool = False) -> None:
+def _publish(source: Path, data: SourceFacts, p: Plan, target: Path, out: RescueOutcome, *, parallel: bool) -> None:
     """Write the successor through the publication transaction; the record is its companion, linked just before it."""
     assert p.result is not None
     beside = target.parent.resolve() == source.parent.resolve()  # a successor in the session's own directory
@@ -413,11 +415,12 @@ def _slim(o: RescueOutcome) -> RescueOutcome:
 
 
 def rescue_store(root: Path, *, allow: Iterable[str] = (), all_: bool = False, publish: bool = False, check: bool = False,
-                 progress: Callable[[RescueOutcome], None] | None = None, parallel: bool = False) -> StoreSummary:
+                 progress: Callable[[RescueOutcome], None] | None = None, source: Source = Source()) -> StoreSummary:
     """Plan the rescue of every session below ``root`` and, with ``publish``, carry out every allowed one.
 
     A dry run by default, as ``migrate -R``: nothing is written.  ``progress``
-    hears each outcome in walk order, as soon as it is known.
+    hears each outcome in walk order, as soon as it is known.  ``source``: how each
+    session is read (a :class:`~dshlog.read.source.Source` without a path).
     """
     if not root.is_dir():
         raise UsageError("not a directory", path=str(root))
@@ -427,7 +430,7 @@ def rescue_store(root: Path, *, allow: Iterable[str] = (), all_: bool = False, p
         if isinstance(f, Unreadable):  # the walk named why: a failed session of the batch, in its turn
             o = RescueOutcome(source=f.path, status="failed", error=f.error, exit_code=f.exit_code)
         else:
-            o = _slim(rescue_session(Path(f), allow=allow, all_=all_, publish=publish, check=check, parallel=parallel))
+            o = _slim(rescue_session(source.at(f), allow=allow, all_=all_, publish=publish, check=check))
         if progress is not None:
             progress(o)
         outcomes.append(o)

@@ -25,7 +25,7 @@ from ..read.session import open_log
 from ..model.selection import Pinned, Selection
 from ..read.store import Unreadable, in_walk_order, first_header
 from .report import project_of
-from .sessions import Target
+from ..read.source import Target
 
 __all__ = ["OnHit", "SessionHits", "pin", "search", "search_session"]
 

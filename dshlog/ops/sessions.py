@@ -4,13 +4,13 @@ finding the ones that mention a text.  The library's ways in (:func:`open_sessio
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Self, cast
+from typing import Any, Self, cast
 
 from ..check.problems import Problems
 from ..errors import DshlogError, ExitCode, UsageError, boundary
@@ -24,15 +24,12 @@ from ..read.cache import Kind, cached_map, open_cache
 from ..read.container import Container, Position
 from ..protocol.events import Event
 from ..read.session import EventRecord, SessionLog, open_log
+from ..read.source import Source, Target
 from ..read.store import SessionEntry, Unreadable, list_sessions, project_key, resolve_session, raw_lines, first_header, sort_entries, walk_sessions
 
-__all__ = ["Listing", "OpenLog", "Target", "Unreadable", "find_session", "grep_session", "list_store", "located",
+__all__ = ["Listing", "OpenLog", "Unreadable", "find_session", "grep_session", "list_store", "located",
            "logged_message_texts", "open_session", "open_target", "select_entries", "select_sessions", "session_ids",
            "store_sessions", "stored_events", "unique_prefixes", "v4_events"]
-
-#: What names a log for an operation: a path (a generation file, a session directory, ``-``).
-Target = str | os.PathLike[str]
-
 
 @contextmanager
 def located(path: str) -> Iterator[None]:
@@ -46,24 +43,22 @@ def located(path: str) -> Iterator[None]:
         raise exc.with_context(path=path)  # noqa: B904 - the error itself, located
 
 
-def open_target(target: str | os.PathLike[str], *, strict: bool = True, select: str | None = None,
-                format_version: int | None = None, system_prompt_plugins: tuple[str, ...] = (),
-                stream: IO[bytes] | None = None, parallel: bool = False, guard: bool = False,
+def open_target(target: Source | Target, *, strict: bool = True, guard: bool = False,
                 progress: Position | None = None, cache: str | None = None) -> SessionLog:
-    """Open the input of an operation (see :class:`~dshlog.read.session.SessionLog` for the options).
+    """Open the input of an operation (see :class:`~dshlog.read.session.SessionLog` for the keywords).
 
-    ``select`` picks one session of a wrapped stream or document; on an input
-    that holds one session it is a usage error rather than silently ignored.
+    The source's ``select`` picks one session of a wrapped stream or document; on an
+    input that holds one session it is a usage error rather than silently ignored.
     ``progress``: told how far the body's read is (bytes of the file, its size).
     """
-    log = open_log(target, strict=strict, select=select, format_version=format_version,
-                       system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel, guard=guard,
-                       progress=progress, cache=cache)
-    if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
+    source = Source.of(target)
+    log = open_log(source, strict=strict, guard=guard, progress=progress, cache=cache)
+    if source.select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
         log.close()
         raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}",
-                         path=os.fspath(target))
+                         path=source.name)
     return log
+
 
 class OpenLog:
     """A result that streams from a log still open: its path, what the reader noticed so far, closed once.
@@ -99,14 +94,14 @@ _SEARCHED: frozenset[str] = frozenset(t for t, role in ROLE_OF_TYPE.items() if r
 _NEEDLES: tuple[bytes, ...] = tuple(t.encode() for t in sorted(_SEARCHED))
 
 
-def logged_message_texts(path: Path, *, parallel: bool = False) -> Iterator[str]:
+def logged_message_texts(source: Source) -> Iterator[str]:
     """Text of every user and assistant message in a generation, streamed (only those lines are parsed).
 
     The text is the one extractor's :data:`~dshlog.model.content.SEARCH` rule:
-    reasoning included, tool markers left out, one block per line.  ``parallel``:
-    a forked helper may decode a large zstd body (the caller's policy).
+    reasoning included, tool markers left out, one block per line.  The source's
+    ``parallel``: a forked helper may decode a large zstd body (the caller's policy).
     """
-    for raw in raw_lines(path, parallel=parallel):
+    for raw in raw_lines(Path(source.name), parallel=source.parallel):
         if not any(n in raw for n in _NEEDLES):
             continue
         obj = loads_or_none(raw)
@@ -122,14 +117,14 @@ def logged_message_texts(path: Path, *, parallel: bool = False) -> Iterator[str]
 
 
 @boundary
-def grep_session(path: Target, needle: str, *, parallel: bool = False) -> bool:
+def grep_session(target: Source | Target, needle: str) -> bool:
     """Whether any user or assistant message of a generation contains ``needle`` (smart case: see
     :func:`~dshlog.model.selection.smart_case`)."""
-    path = Path(path)
+    source = Source.of(target)
     if smart_case(needle):
         n = needle.casefold()
-        return any(n in t.casefold() for t in logged_message_texts(path, parallel=parallel))
-    return any(needle in t for t in logged_message_texts(path, parallel=parallel))
+        return any(n in t.casefold() for t in logged_message_texts(source))
+    return any(needle in t for t in logged_message_texts(source))
 
 
 def _created(e: SessionEntry) -> int | None:
@@ -223,12 +218,13 @@ class Listing(list[SessionEntry]):
 
 
 def list_store(root: Path, *, selection: Selection | None = None, grep: str | None = None,
-               sort: str = "time", reverse: bool = False, executor: Executor | None = None,
-               parallel: bool = False, cache: str | None = None) -> Listing:
+               sort: str = "time", reverse: bool = False, executor: Executor | None = None, source: Source = Source(),
+               cache: str | None = None) -> Listing:
     """``ls``: the sessions of ``root`` that ``selection`` keeps, mentioning ``grep``; sorted by ``sort``.
 
     ``grep`` reads every listed session: one task per session of ``executor`` (in-process by
-    default); ``parallel``: a read in this process may fork helpers to decode large zstd bodies
+    default); ``source``: how each session is read (a :class:`~dshlog.read.source.Source` without a
+    path); its ``parallel``: a read in this process may fork helpers to decode large zstd bodies
     (workers of a pool read in their own process: they are the parallelism).  ``cache``: the
     directory of the verified cache of per-session results (:mod:`dshlog.read.cache`), or none.
     """
@@ -246,9 +242,11 @@ def list_store(root: Path, *, selection: Selection | None = None, grep: str | No
     entries = unread + entries
     if grep is not None:
         ex = executor if executor is not None else InProcess()
-        task = partial(grep_session, needle=grep, parallel=helpers_allowed(ex, parallel))
+        how = replace(source, parallel=helpers_allowed(ex, source.parallel))
+        task = partial(grep_session, needle=grep)
         readable = [e for e in entries if e.path is not None]
-        hits = {id(e) for e, hit in zip(readable, ex.map(task, [e.path for e in readable if e.path is not None])) if hit}
+        hits = {id(e) for e, hit in zip(readable, ex.map(task, [how.at(e.path) for e in readable if e.path is not None]))
+                if hit}
         entries = [e for e in entries if id(e) in hits or (e.path is None and e.exit_code)]
     listing = Listing(sort_entries(entries, sort, reverse=reverse))
     listing.note = note
@@ -294,37 +292,27 @@ def unique_prefixes(ids: list[str], *, minimum: int = 8, longer_than: int = 12) 
 
 
 @boundary
-def open_session(
-    target: Target,
-    *,
-    strict: bool = True,
-    select: str | None = None,
-    format_version: int | None = None,
-    system_prompt_plugins: Iterable[str] = (),
-    stream: IO[bytes] | None = None,
-    parallel: bool = False,
-) -> SessionLog:
+def open_session(target: Source | Target, *, strict: bool = True) -> SessionLog:
     """Open a log: a generation file, a session directory, a JSON array or wrapped stream, or ``-``.
 
-    ``-`` reads standard input; ``stream`` reads an open binary stream instead
-    (``target`` then only names it in messages).  ``strict`` (the default)
-    decides as dsh does: a header dsh refuses is refused here, and the v4 view
-    ends with dsh's refusal; ``strict=False`` shows a damaged log as far as it
-    can be read, with ``log.notes``.  Use the log as a context manager; its body
-    can be read once (``log.stored()`` or ``log.v4()``).  ``select`` picks one
-    session of a multi-session input; ``format_version`` states the version of
-    a header-less input; ``system_prompt_plugins`` are package names the v3->v4
-    migration treats as dsh's system-prompt producer (a fork build's).
+    ``target`` is a path, or a :class:`~dshlog.read.source.Source` that says how to
+    read it: an open binary stream to read instead (``-``), which session of a
+    multi-session input, the version of a header-less input, the package names
+    the v3->v4 migration treats as dsh's system-prompt producer (a fork build's),
+    and whether forked helpers may work on it.  ``strict`` (the default) decides
+    as dsh does: a header dsh refuses is refused here, and the v4 view ends with
+    dsh's refusal; ``strict=False`` shows a damaged log as far as it can be read,
+    with ``log.notes``.  Use the log as a context manager; its body can be read
+    once (``log.stored()`` or ``log.v4()``).
 
-    ``parallel`` (here and in every operation of the library) lets dshlog hand work to forked
-    helper processes where a second core pays: decoding a large zstd body,
+    ``Source.parallel`` (here and in every operation of the library) lets dshlog hand work to
+    forked helper processes where a second core pays: decoding a large zstd body,
     reading back a large output before publishing it.  The default runs
     everything in the calling process, which is what a thread, a server or a
     process pool embedding dshlog expects; the command line turns it on.
     """
     # the log's views are guarded too: what escapes their iteration leaves as the hierarchy's error
-    return open_target(target, strict=strict, select=select, format_version=format_version,
-                       system_prompt_plugins=tuple(system_prompt_plugins), stream=stream, parallel=parallel, guard=True)
+    return open_target(target, strict=strict, guard=True)
 
 
 @boundary
@@ -334,28 +322,24 @@ def find_session(session_id: str, *, root: Target) -> Path:
 
 
 @boundary
-def stored_events(target: Target, *, strict: bool = False, select: str | None = None,
-                  format_version: int | None = None, parallel: bool = False) -> Iterator[EventRecord]:
+def stored_events(target: Source | Target, *, strict: bool = False) -> Iterator[EventRecord]:
     """The events as stored (any version), each with its exact line bytes and location.
 
     Not strict by default: the rows are shown as far as they can be read, as
     ``dshlog events`` shows them.  The file is closed when the iterator ends.
     """
-    with open_target(target, strict=strict, select=select, format_version=format_version, parallel=parallel) as log:
+    with open_target(target, strict=strict) as log:
         yield from log.stored()
 
 
 @boundary
-def v4_events(target: Target, *, allow_unknown: bool = False, select: str | None = None,
-              format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
-              parallel: bool = False) -> Iterator[Event]:
+def v4_events(target: Source | Target, *, allow_unknown: bool = False) -> Iterator[Event]:
     """dsh's view of a log: v4 events (an older log migrated in memory), ending with dsh's decision.
 
     When dsh would refuse the log, the error is raised after the last event (or
     when the iterator is closed early), as dsh's read refuses a log as a whole.
     """
-    with open_target(target, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-                     parallel=parallel) as log:
+    with open_target(target) as log:
         with log.v4(allow_unknown=allow_unknown) as view:
             for event in view:
                 yield cast(Event, event)

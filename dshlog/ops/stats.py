@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import IO, Any
+from typing import Any
 
 from ..check.problems import Problem
-from ..errors import UsageError, boundary
+from ..errors import boundary
 from ..executor import Executor, InProcess, helpers_allowed
 from ..model.stats import stats_counters, total_stats
 from ..model.summary import summarize
 from ..output.jsondoc import SHAPE
 from ..read.cache import Kind, cached_map, open_cache, problem_of, problem_record
-from ..read.container import Container
-from ..read.session import open_log
 from ..read.store import Unreadable, in_walk_order
-from .sessions import Target
+from ..read.source import Source, Target
+from .sessions import open_target
 
 __all__ = ["STATS", "SessionStats", "Stats", "session_stats", "session_stats_of", "stats_many"]
 
@@ -52,29 +51,23 @@ class Stats:
 
 
 @boundary
-def session_stats(*targets: Target, select: str | None = None, format_version: int | None = None,
-                  parallel: bool = False) -> Stats:
+def session_stats(*targets: Source | Target) -> Stats:
     """``dshlog stats``: per session and in total (turns, steps, calls, retries, tools, tokens, time)."""
-    sessions = tuple(session_stats_of(os.fspath(t), select=select, format_version=format_version, parallel=parallel)
-                     for t in targets)
+    sessions = tuple(session_stats_of(Source.of(t)) for t in targets)
     return Stats(sessions, total_stats(s.as_dict() for s in sessions))
 
 
-def session_stats_of(target: str, *, select: str | None = None, format_version: int | None = None,
-                     stream: IO[bytes] | None = None, parallel: bool = False) -> SessionStats:
-    """One session's ``stats``; a log that cannot be opened raises, as a single ``stats FILE`` does.
-
-    ``stream``: what ``-`` reads (the caller's standard input), instead of this process's.
-    ``parallel``: a forked helper may decode a large zstd body (the caller's policy).
-    """
-    with open_log(target, strict=False, select=select, format_version=format_version,
-                      stream=stream if target == "-" else None, parallel=parallel) as log:
-        if select is not None and log.info.container in (Container.JSONL, Container.ZSTD, Container.ARRAY):
-            raise UsageError(f"--select picks a session of a wrapped stream or document; this input is {log.info.container}",
-                             path=log.path)
+def session_stats_of(source: Source) -> SessionStats:
+    """One session's ``stats``; a log that cannot be opened raises, as a single ``stats FILE`` does."""
+    with open_target(source, strict=False) as log:
         s = summarize(log.counted())
         return SessionStats(log.path, log.session_id, log.version, log.projection, stats_counters(s, projection=log.projection),
                             tuple(log.notes), log.notes.suppressed())
+
+
+def _stats_at(path: str, source: Source) -> SessionStats:
+    """A batch's task: ``stats`` of the member ``path``, read as ``source`` says."""
+    return session_stats_of(source.at(path))
 
 
 def _stats_record(s: SessionStats) -> list[Any]:
@@ -95,11 +88,11 @@ STATS = Kind("stats", 2, _stats_record, _stats_of)
 
 
 @boundary
-def stats_many(targets: Iterable[Target | Unreadable], *, select: str | None = None, format_version: int | None = None,
-               executor: Executor | None = None, stream: IO[bytes] | None = None,
-               parallel: bool = False, cache: str | None = None) -> Iterator[SessionStats | Unreadable]:
+def stats_many(targets: Iterable[Target | Unreadable], *, source: Source = Source(), executor: Executor | None = None,
+               cache: str | None = None) -> Iterator[SessionStats | Unreadable]:
     """Each target's ``stats`` through ``executor``, in input order; the first that cannot be opened raises, at its turn.
 
+    ``source``: how every target is read (a :class:`~dshlog.read.source.Source` without a path).
     A session a store's walk could not read (an :class:`~dshlog.read.store.Unreadable`
     among ``targets``) comes back as it came, in its turn.
 
@@ -108,13 +101,12 @@ def stats_many(targets: Iterable[Target | Unreadable], *, select: str | None = N
     the directory of the verified cache of per-session results (:mod:`dshlog.read.cache`),
     or none; only regular files are served from it (never ``-``).
     """
-    ex = executor if executor is not None and stream is None else InProcess()
-    task = partial(session_stats_of, select=select, format_version=format_version, stream=stream,
-                   parallel=helpers_allowed(ex, parallel))
+    ex = executor if executor is not None and source.named else InProcess()
+    task = partial(_stats_at, source=replace(source, parallel=helpers_allowed(ex, source.parallel)))
     # a session the store's walk could not read comes back in its turn, as the walk named it
     paths = [t if isinstance(t, Unreadable) else os.fspath(t) for t in targets]
     yield from in_walk_order(paths, lambda readable: cached_map(open_cache(cache), STATS, task, readable, ex,
-                                                                       options=f"{select},{format_version}"), _as_result)
+                                                                options=source.options), _as_result)
 
 
 def _as_result(u: Unreadable) -> SessionStats | Unreadable:

@@ -26,12 +26,11 @@ form would be larger than the cache's bound is not kept (:func:`_kept_record` st
 
 from __future__ import annotations
 
-import os
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import IO, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..check.problems import Problem
 from ..check.surface import SurfaceFold, derive_message, fold
@@ -45,7 +44,8 @@ from ..read.container import Position
 from ..read.place import place_keys
 from ..read.resume import StateCodec, resume_view, state_kind, view_checkpoint
 from ..read.session import SessionLog
-from .sessions import Target, located, open_target
+from .sessions import located, open_target
+from ..read.source import Source, Target
 from .stance import stance
 
 __all__ = ["KeptFold", "NodeRow", "Note", "SurfaceRows", "SurfaceView", "command_fold", "node_note", "surface", "surface_rows"]
@@ -240,10 +240,8 @@ def command_fold(*, strict_unknown: bool = True, keep_messages: bool = False) ->
     return SurfaceFold(strict_unknown=strict_unknown, keep_messages=keep_messages, note=node_note)
 
 
-def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow_unknown: bool = False,
-                 select: str | None = None, format_version: int | None = None,
-                 system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-                 parallel: bool = False, progress: Position | None = None, cache: str | None = None) -> SurfaceRows:
+def surface_rows(target: Source | Target, *, at: int | None = None, allow_unknown: bool = False,
+                 progress: Position | None = None, cache: str | None = None) -> SurfaceRows:
     """Fold the log (or its prefix up to seq ``at``) keeping the printed row of each node, not its message.
 
     ``cache``: the directory of the verified cache of per-session results
@@ -251,20 +249,19 @@ def surface_rows(target: str | os.PathLike[str], *, at: int | None = None, allow
     kept (with these options, in the same root) is not folded again, and an old log's proven
     successor is read instead of migrating it again (:mod:`dshlog.read.successor`).
     """
+    source = Source.of(target)
 
     def reopen() -> SessionLog:
-        return open_target(target, select=select, format_version=format_version,
-                           system_prompt_plugins=system_prompt_plugins, stream=stream, parallel=parallel,
-                           progress=progress, cache=cache)
+        return open_target(source, progress=progress, cache=cache)
 
     def fold(_path: str, kept: Any = None) -> tuple[SurfaceRows, Any]:
-        return _surface_rows(reopen, at, allow_unknown, stream is not None, kept)
+        return _surface_rows(reopen, at, allow_unknown, not source.named, kept)
 
-    path = os.fspath(target)
-    if stream is not None or path == STDIN:
-        return fold(path)[0]
-    options = repr((at, allow_unknown, select, format_version, tuple(system_prompt_plugins)))
-    rows = resumed_call(open_cache(cache), SURFACE, SURFACE_STATE, fold, path, options=options, depends=place_keys())
+    if not source.named or source.name == STDIN:
+        return fold(source.name)[0]
+    options = repr((at, allow_unknown, source.options))
+    rows = resumed_call(open_cache(cache), SURFACE, SURFACE_STATE, fold, source.name, options=options,
+                        depends=place_keys())
     return replace(rows, reread=reopen)  # a kept fold reads its messages from the log, as the command's own does
 
 
@@ -389,12 +386,10 @@ class SurfaceView:
 
 
 @boundary
-def surface(target: Target, *, at: int | None = None, allow_unknown: bool = False, select: str | None = None,
-            format_version: int | None = None, system_prompt_plugins: Iterable[str] = (),
-            stream: IO[bytes] | None = None, parallel: bool = False, progress: Position | None = None) -> SurfaceView:
+def surface(target: Source | Target, *, at: int | None = None, allow_unknown: bool = False,
+            progress: Position | None = None) -> SurfaceView:
     """``dshlog surface``: the fold of the log (or of its prefix up to seq ``at``): nodes and derived messages."""
-    with open_target(target, strict=stance("surface").strict, select=select, format_version=format_version, system_prompt_plugins=tuple(system_prompt_plugins),
-                     stream=stream, parallel=parallel, progress=progress) as log:
+    with open_target(target, strict=stance("surface").strict, progress=progress) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
             state = fold(view, until_seq=at, strict_unknown=not allow_unknown)
         if at is not None and state.next_seq <= at:

@@ -28,14 +28,11 @@ file (disk, not memory).
 
 from __future__ import annotations
 
-import io
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from ..check.problems import Problems
 from ..errors import DshlogError
@@ -47,6 +44,7 @@ from ..read.container import Position
 from ..read.session import SessionLog, dsh_refusal, is_dsh_refusal
 from ..read.store import place_refused
 from .outcome import ReadNotes
+from ..read.source import Reread, Source, Target
 from .sessions import OpenLog, located, open_target
 from .stance import stance
 
@@ -59,27 +57,18 @@ class Shown(Renderer, Protocol):
     def mark(self, text: str) -> None: ...
 
 
-class _Source:
-    """Opens the same input again, as many times as asked; standard input is spooled once to a temp file."""
+class _Reopen:
+    """Opens the same input again, as many times as asked (:class:`~dshlog.read.source.Reread`)."""
 
-    def __init__(self, target: str | os.PathLike[str], stream: IO[bytes] | None, options: dict[str, Any]) -> None:
-        self.target = target
-        self.options = options
-        self._spool: IO[bytes] | None = None
-        if stream is not None:
-            self._spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-            shutil.copyfileobj(stream, self._spool, 1 << 20)
+    def __init__(self, target: Source | Target, progress: Position | None) -> None:
+        self._again = Reread(Source.of(target))
+        self._progress = progress
 
     def open(self, *, strict: bool) -> SessionLog:
-        stream: IO[bytes] | None = None
-        if self._spool is not None:  # its own descriptor each time: the log closes what it reads
-            stream = io.BufferedReader(io.FileIO(os.dup(self._spool.fileno()), "rb"), 1 << 20)
-            stream.seek(0)
-        return open_target(self.target, strict=strict, stream=stream, **self.options)
+        return open_target(self._again(), strict=strict, progress=self._progress)
 
     def close(self) -> None:
-        if self._spool is not None:
-            self._spool.close()
+        self._again.close()
 
 
 class Reading(OpenLog):
@@ -95,7 +84,7 @@ class Reading(OpenLog):
     #: the command that reads the log (its stance is in :data:`~dshlog.ops.stance.STANCES`)
     command = "export"
 
-    def __init__(self, source: _Source) -> None:
+    def __init__(self, source: _Reopen) -> None:
         self._source = source
         try:
             self.refused = dsh_refusal(lambda: source.open(strict=True))
@@ -179,33 +168,21 @@ class Transcript(Reading):
                 raise
 
 
-def _source(target: str | os.PathLike[str], stream: IO[bytes] | None, **options: Any) -> _Source:
-    return _Source(target, stream, options)
-
-
-def open_reading(target: str | os.PathLike[str], *, select: str | None = None, format_version: int | None = None,
-                 system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-                 parallel: bool = False, progress: Position | None = None) -> Reading:
+def open_reading(target: Source | Target, *, progress: Position | None = None) -> Reading:
     """Open ``target`` for a person: dsh's decision first, then the log (see :class:`Reading`).
 
     ``progress`` is told how far each of the two reads is (bytes of the file, its size).
     """
-    return Reading(_source(target, stream, select=select, format_version=format_version,
-                           system_prompt_plugins=system_prompt_plugins, parallel=parallel, progress=progress))
+    return Reading(_Reopen(target, progress))
 
 
-def open_transcript(target: str | os.PathLike[str], *, select: str | None = None, format_version: int | None = None,
-               system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-               parallel: bool = False, progress: Position | None = None) -> Transcript:
+def open_transcript(target: Source | Target, *, progress: Position | None = None) -> Transcript:
     """Open ``target`` for ``show`` (dsh's decision first; see :class:`Reading`)."""
-    return Transcript(_source(target, stream, select=select, format_version=format_version,
-                              system_prompt_plugins=system_prompt_plugins, parallel=parallel, progress=progress))
+    return Transcript(_Reopen(target, progress))
 
 
-def export_to(target: str | os.PathLike[str], fmt: str, write: Callable[[bytes], object], *, full: bool = False,
-              redact: bool = False, select: str | None = None, format_version: int | None = None,
-              system_prompt_plugins: tuple[str, ...] = (), stream: IO[bytes] | None = None,
-              parallel: bool = False, progress: Position | None = None) -> ReadNotes:
+def export_to(target: Source | Target, fmt: str, write: Callable[[bytes], object], *, full: bool = False,
+              redact: bool = False, progress: Position | None = None) -> ReadNotes:
     """The transcript of ``target`` in ``fmt`` (``md``, ``html``, ``json``) through ``write``.
 
     A log dsh refuses is exported too, opening with the refusal (the result's
@@ -213,8 +190,7 @@ def export_to(target: str | os.PathLike[str], fmt: str, write: Callable[[bytes],
     meanwhile), the refusal is raised: a caller that must not show such a
     transcript holds what ``write`` got until this returns.
     """
-    with open_reading(target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
-                      stream=stream, parallel=parallel, progress=progress) as reading:
+    with open_reading(target, progress=progress) as reading:
         head = reading.export_head()
         with reading.events() as events:
             render_export(events, head, fmt, write, full=full, redact=redact)

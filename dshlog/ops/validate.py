@@ -13,12 +13,10 @@ is one more error, in dsh's words.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import IO, Any
+from typing import Any
 
 from ..check.problems import Problem, Severity
 from ..check.validate import Validator
@@ -34,7 +32,7 @@ from ..read.session import SessionLog, is_dsh_refusal, open_log
 from ..read.store import Unreadable, in_walk_order
 from ..output.jsondoc import SHAPE
 from .outcome import worst
-from .sessions import Target
+from ..read.source import Reread, Source, Target
 
 MAX_PROBLEMS = 1000  # per file; the rest are counted, so memory stays bounded
 
@@ -172,12 +170,7 @@ def _feed_rules(report: ValidationReport, rules: Validator, events: Any) -> None
         report.add(p)
 
 
-#: A fresh stream over a piped input for each of its reads (``None``: the target is opened by name).
-Reopen = Callable[[], IO[bytes] | None]
-
-
-def _dsh_verdict(report: ValidationReport, log: Any, target: str, select: str | None, format_version: int | None,
-                 plugins: tuple[str, ...], parallel: bool, again: Reopen, progress: Position | None = None,
+def _dsh_verdict(report: ValidationReport, log: Any, again: Reread, progress: Position | None = None,
                  cache: str | None = None) -> None:
     """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
 
@@ -185,23 +178,23 @@ def _dsh_verdict(report: ValidationReport, log: Any, target: str, select: str | 
     from it; a v4 log whose listing found nothing (every rule of dsh's restore ran
     over rows that all decoded) is one dsh reads, so it is not read again.
     """
+    source = log.source
     decision = getattr(log, "decision", None)
     if log.version == CURRENT_VERSION and (decision is None or decision.admitted) and not report.errors and not report.warnings:
         header = log.header or {}
-        if target == "-" or place_refusal(log.path, header.get("id"), header.get("cwd"), compressed=log.info.container == Container.ZSTD) is None:
+        if source.name == "-" or place_refusal(log.path, header.get("id"), header.get("cwd"), compressed=log.info.container == Container.ZSTD) is None:
             return  # otherwise dsh refuses it for where it sits: the strict open below says so
     try:
-        with open_log(target, select=select, format_version=format_version, system_prompt_plugins=plugins,
-                      parallel=parallel, stream=again(), progress=progress, cache=cache) as log:
+        with open_log(again(), progress=progress, cache=cache) as log:
             with log.v4() as view:
                 view.finish()
     except DshlogError as exc:
-        if is_dsh_refusal(exc) and target != "-" and select is None and format_version is None:
+        if is_dsh_refusal(exc) and source.name != "-" and source.select is None and source.format_version is None:
             # asked only of a session dsh refuses, read from its file as rescue reads it; imported here so
             # that validate's start-up does not load the rescue catalogue (tests/test_architecture.py)
             from .rescuable import rescue_hint
 
-            report.rescue = rescue_hint(target, parallel=parallel)
+            report.rescue = rescue_hint(replace(source, stream=None))
         if any(p.severity == "error" and p.message.endswith(exc.message) for p in report.problems):
             return  # listed already, as an error
         # the reader's note on a header dsh refuses becomes this error
@@ -209,33 +202,19 @@ def _dsh_verdict(report: ValidationReport, log: Any, target: str, select: str | 
         _from_error(report, exc)
 
 
-def validate_log(target: str, *, select: str | None = None, format_version: int | None = None,
-                 system_prompt_plugins: tuple[str, ...] = (), parallel: bool = False,
-                 stream: IO[bytes] | None = None, progress: Position | None = None,
+def validate_log(target: Source | Target, *, progress: Position | None = None,
                  cache: str | None = None) -> ValidationReport:
     """Check one input completely; never raises for problems in the log itself.
 
-    ``system_prompt_plugins`` and ``parallel`` (forked helpers allowed): as
-    :class:`~dshlog.read.session.SessionLog` takes them.  ``stream``: read this
-    open stream (what ``-`` names) instead of opening ``target``; the log is read
-    up to three times (the listing, dsh's decision, the migrated form), so the
-    stream is spooled once to a temporary file, never held in memory.  ``progress``: told how far
+    A source's ``stream`` (what ``-`` names) is read up to three times (the listing,
+    dsh's decision, the migrated form), so it is spooled once to a temporary file,
+    never held in memory.  ``progress``: told how far
     each read is (bytes of the file, its size).  ``cache``: the directory of the verified cache, or
     none; with one, the two reads of an old log's migrated form read its proven successor instead
     (:mod:`dshlog.read.successor`); the listing reads the old file's own rows.
     """
-    if stream is None:
-        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, lambda: None, progress,
-                             cache)[0]
-    with tempfile.TemporaryFile() as spool:
-        shutil.copyfileobj(stream, spool, 1 << 20)
-
-        def again() -> IO[bytes]:
-            fh = open(os.dup(spool.fileno()), "rb", buffering=1 << 20)  # closed with the log that reads it
-            fh.seek(0)
-            return fh
-
-        return _validate_log(target, select, format_version, system_prompt_plugins, parallel, again, progress)[0]
+    with Reread(Source.of(target)) as again:
+        return _validate_log(again, progress, cache)[0]
 
 
 #: What a kept state of validate's read may refer to by name (nothing but the shared constants).
@@ -256,19 +235,17 @@ def _resumed(log: SessionLog, kept: Any, report: ValidationReport) -> tuple[bool
     return True, rules
 
 
-def _validate_log(target: str, select: str | None, format_version: int | None, system_prompt_plugins: tuple[str, ...],
-                  parallel: bool, again: Reopen, progress: Position | None = None,
+def _validate_log(again: Reread, progress: Position | None = None,
                   cache: str | None = None, kept: Any = None) -> tuple[ValidationReport, Any]:
     """The report, and the state validate's read of a v4 log leaves to go on from once it has grown (``None``: none).
 
     ``kept``: such a state an earlier read of this file left, the file since appended to:
     the rows it read are not read again (:mod:`dshlog.read.resume`).
     """
-    report = ValidationReport(path=target)
+    report = ValidationReport(path=again.name)
 
     def opened() -> SessionLog:
-        return open_log(target, strict=False, select=select, format_version=format_version, parallel=parallel,
-                        stream=again(), progress=progress)
+        return open_log(again(), strict=False, progress=progress)
 
     rules: Validator | None = None
     try:
@@ -332,13 +309,11 @@ def _validate_log(target: str, select: str | None, format_version: int | None, s
             else:
                 sev = Severity.WARNING
             report.add(n.with_severity(sev))
-    _dsh_verdict(report, log, target, select, format_version, system_prompt_plugins, parallel, again, progress, cache)
+    _dsh_verdict(report, log, again, progress, cache)
     if log.version is not None and log.version < CURRENT_VERSION and not report.errors and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         try:
-            log2 = open_log(target, strict=False, select=select, format_version=format_version,
-                                system_prompt_plugins=system_prompt_plugins, parallel=parallel, stream=again(),
-                                progress=progress, cache=cache)
+            log2 = open_log(again(), strict=False, progress=progress, cache=cache)
             with log2:
                 migrated = log2.v4()
                 rules = Validator(migrated.header if log2.header is not None else None, projection=log2.snapshot)
@@ -350,16 +325,13 @@ def _validate_log(target: str, select: str | None, format_version: int | None, s
     return report, checkpoint.state
 
 
-def _validate_target(target: str, kept: Any, *, stream: IO[bytes] | None, select: str | None,
-                     format_version: int | None, system_prompt_plugins: tuple[str, ...], parallel: bool,
-                     progress: Position | None, cache: str | None) -> tuple[ValidationReport, Any]:
-    """One target of a batch: ``-`` reads the batch's ``stream``, every other target its file (going on from ``kept``)."""
-    if target == "-" and stream is not None:
-        return validate_log(target, select=select, format_version=format_version,
-                            system_prompt_plugins=system_prompt_plugins, parallel=parallel, stream=stream,
-                            progress=progress, cache=cache), None
-    return _validate_log(target, select, format_version, system_prompt_plugins, parallel, lambda: None, progress, cache,
-                         kept)
+def _validate_target(target: str, kept: Any, *, source: Source, progress: Position | None,
+                     cache: str | None) -> tuple[ValidationReport, Any]:
+    """One target of a batch: ``-`` reads the batch's stream, every other target its file (going on from ``kept``)."""
+    member = source.at(target)
+    if member.stream is not None:
+        return validate_log(member, progress=progress, cache=cache), None
+    return _validate_log(Reread(member), progress, cache, kept)
 
 
 def unreadable_report(u: Unreadable) -> ValidationReport:
@@ -398,9 +370,7 @@ def _lasting(r: ValidationReport) -> bool:
 
 
 @boundary
-def validate_many(targets: Iterable[Target | Unreadable], *, select: str | None = None, format_version: int | None = None,
-                  system_prompt_plugins: Iterable[str] = (), executor: Executor | None = None,
-                  parallel: bool = False, stream: IO[bytes] | None = None,
+def validate_many(targets: Iterable[Target | Unreadable], *, source: Source = Source(), executor: Executor | None = None,
                   progress: Position | None = None, cache: str | None = None) -> Iterator[ValidationReport]:
     """``validate`` of each target, one task per session, yielded in input order as each turn comes.
 
@@ -414,22 +384,21 @@ def validate_many(targets: Iterable[Target | Unreadable], *, select: str | None 
     ``progress``: told how far the read of a single target is, when the batch is that one
     target read in this process (a hook does not travel to a worker).
 
-    ``stream``: what a target ``-`` reads (the caller's standard input).  With one, the
-    batch runs in this process whatever ``executor`` says: an open stream is this
+    ``source``: how every target is read (a :class:`~dshlog.read.source.Source` without a
+    path); its ``stream`` is what a target ``-`` reads (the caller's standard input).  With
+    one, the batch runs in this process whatever ``executor`` says: an open stream is this
     process's and cannot travel to a worker.
 
     ``cache``: the directory of the verified cache of per-session results
     (:mod:`dshlog.read.cache`), or none; only regular files are served from it (never ``-``).
     """
-    ex = executor if executor is not None and stream is None else InProcess()
+    ex = executor if executor is not None and source.named else InProcess()
     paths = [t if isinstance(t, Unreadable) else os.fspath(t) for t in targets]
-    system_prompt_plugins = tuple(system_prompt_plugins)
     told = progress if len(paths) == 1 and isinstance(ex, InProcess) else None
-    task = partial(_validate_target, select=select, format_version=format_version, system_prompt_plugins=system_prompt_plugins,
-                   parallel=helpers_allowed(ex, parallel), stream=stream, progress=told, cache=cache)
-    options = repr((select, format_version, tuple(system_prompt_plugins)))
+    task = partial(_validate_target, source=replace(source, parallel=helpers_allowed(ex, source.parallel)), progress=told,
+                   cache=cache)
     yield from in_walk_order(paths, lambda readable: resumed_map(open_cache(cache), REPORT, REPORT_STATE, task, readable,
-                                                                 ex, options=options, keep=_lasting,
+                                                                 ex, options=source.options, keep=_lasting,
                                                                  depends=place_keys()), unreadable_report)
 
 
@@ -448,12 +417,9 @@ class Validation:
 
 
 @boundary
-def validate(*targets: Target, select: str | None = None, format_version: int | None = None,
-             system_prompt_plugins: Iterable[str] = (), parallel: bool = False) -> Validation:
+def validate(*targets: Source | Target) -> Validation:
     """``dshlog validate``: every problem of each input with its location; never raises for the log's own.
 
     ``result.exit_code`` is the worst verdict (0 clean, 3 unsupported, 4 damaged, 6 unreadable).
     """
-    plugins = tuple(system_prompt_plugins)
-    return Validation(tuple(validate_log(os.fspath(t), select=select, format_version=format_version,
-                                         system_prompt_plugins=plugins, parallel=parallel) for t in targets))
+    return Validation(tuple(validate_log(t) for t in targets))

@@ -37,6 +37,7 @@ from ..protocol.layout import parse_generation
 from ..protocol.vocabulary import CURRENT_VERSION
 from .container import open_regular
 from .session import is_dsh_refusal, open_log
+from .source import Source, Target
 
 __all__ = ["DAMAGED", "EventIndex", "Match", "open_index"]
 
@@ -324,7 +325,7 @@ def _plain_v4(path: Path) -> bool:
     return isinstance(head, dict) and head.get("type") == "session" and head.get("version") == CURRENT_VERSION
 
 
-def open_index(target: str, *, tmpdir: str | None = None, system_prompt_plugins: tuple[str, ...] = ()) -> EventIndex:
+def open_index(target: Source | Target, *, tmpdir: str | None = None) -> EventIndex:
     """An index over the log at ``target`` (file or session directory); older or packed logs are converted first.
 
     A browser shows what a log holds, a log dsh refuses too: its stored rows, read
@@ -333,10 +334,11 @@ def open_index(target: str, *, tmpdir: str | None = None, system_prompt_plugins:
     plain v4 file is indexed in place before dsh's decision on it is known
     (:attr:`EventIndex.decided` is false; :func:`~dshlog.read.session.dsh_refusal`
     takes it), so a large log opens at once.
-    ``system_prompt_plugins``: as for :func:`~dshlog.read.session.open_session`, for the migration of an older log.
+    ``target``: a path, or a :class:`~dshlog.read.source.Source` (its plugins name dsh's
+    system-prompt producers for the migration of an older log).
     """
     try:
-        with open_log(target, system_prompt_plugins=system_prompt_plugins) as log:
+        with open_log(target) as log:
             path = Path(log.path)
             if path.is_file() and _plain_v4(path) and not log.projection:
                 return EventIndex(path, source=log.path, stored_version=log.version, decided=False)
@@ -346,7 +348,7 @@ def open_index(target: str, *, tmpdir: str | None = None, system_prompt_plugins:
         if not is_dsh_refusal(exc):
             raise
         refusal = exc
-    with open_log(target, strict=False, system_prompt_plugins=system_prompt_plugins) as log:
+    with open_log(target, strict=False) as log:
         return _converted(log.path, log.version, log.header, (r.event for r in log.stored()), tmpdir, refusal)
 
 

@@ -37,6 +37,7 @@ from ..check.surface import NodeNote
 from .lazy import LazyRecord, RowGate
 from .place import place_refusal
 from .rows import RowDecoder
+from .source import Source, Target
 from .view import V4View
 from ..protocol.jsjson import JsonError, dumps, iter_array, js_string, loads, top_level_keys
 from ..protocol.layout import parse_generation, persistence_root
@@ -142,31 +143,14 @@ def _june_prerelease(sample: bytes) -> bool:
 class SessionLog:
     """An opened session log (header read, body not yet)."""
 
-    def __init__(
-        self,
-        target: str,
-        *,
-        strict: bool = True,
-        select: str | None = None,
-        format_version: int | None = None,
-        stream: IO[bytes] | None = None,
-        system_prompt_plugins: tuple[str, ...] | list[str] = (),
-        parallel: bool = False,
-        guard: bool = False,
-        progress: Position | None = None,
-        cache: str | None = None,
-    ) -> None:
-        """``stream``: read this already open buffered binary stream (``target`` is then only
-        the name shown in messages), e.g. bytes arriving through a pipe.
+    def __init__(self, source: Source, *, strict: bool = True, guard: bool = False,
+                 progress: Position | None = None, cache: str | None = None) -> None:
+        """``source``: the input and how to read it (:class:`~dshlog.read.source.Source`).
 
         ``strict``: decide as dsh does: the header is admitted (or refused) here, with
         dsh's texts, before any row is read; the v4 view reads rows as dsh's
         recovering read does and restores the v4 artifact as dsh does.  When false,
         the log is shown as far as it can be read, with notes.
-        ``system_prompt_plugins``: package names the v3->v4 edge takes for
-        dsh's system-prompt producer besides upstream's own (a fork build's name).
-        ``parallel``: the caller allows a forked helper to decode a large zstd body
-        (:func:`~dshlog.read.container.iter_zstd_lines`); the default reads in process.
         ``guard``: the views this log hands out translate what escapes their
         iteration into the error hierarchy (:func:`dshlog.errors.guarded`), as
         the library's entry points do for a log they return to a caller.
@@ -177,15 +161,13 @@ class SessionLog:
         with one, the v4 view of an old generation file reads its published successor
         instead of migrating it where a read of this file proved it (:mod:`dshlog.read.successor`).
         """
-        self.target = target
+        self.source = source
+        target = source.name
+        stream = source.stream
         self.cache = cache
-        #: the input is a file opened by name (not a stream the caller passed)
-        self.named = stream is None
-        self.parallel = parallel
         self.guard = guard
         self.progress = progress
         self.strict = strict
-        self.select = select
         self.notes = Problems()
         self._consumed = False
         self._snapshot: bool | None = None
@@ -193,8 +175,6 @@ class SessionLog:
         self._sample_from: int | None = None
         #: dsh's decision on the header line (``None`` for an input without one)
         self.decision: HeaderDecision | None = None
-        #: extra system-prompt plugin package names for the v3->v4 edge (README: migrate)
-        self.system_prompt_plugins: tuple[str, ...] = tuple(system_prompt_plugins)
         self._mig_header: dict[str, Any] | None = None
         fh, path, size = (stream, target, None) if stream is not None else open_binary(target)
         self.path = path
@@ -226,7 +206,7 @@ class SessionLog:
         self.at_end: Callable[[], None] | None = None
         #: (line number, byte offset) of the first line a plain body's read has not taken, once it ends
         self.unread: tuple[int, int] | None = None
-        self._open_body(head, format_version)
+        self._open_body(head, source.format_version)
 
     # ------------------------------------------------------------------ opening
 
@@ -262,7 +242,7 @@ class SessionLog:
         c = self.info.container
         path = self.path
         if c in (Container.JSONL, Container.ZSTD):
-            lines = iter_lines(self._fh, self.info) if c == Container.JSONL else iter_zstd_lines(self._fh, self.info, self.parallel)
+            lines = iter_lines(self._fh, self.info) if c == Container.JSONL else iter_zstd_lines(self._fh, self.info, self.source.parallel)
             first = next(lines, None)
             if first is None:
                 zstd = c == Container.ZSTD or path.endswith(".jsonl.zstd")
@@ -360,13 +340,14 @@ class SessionLog:
         names = [str(lg.get("file", i)) for i, lg in enumerate(logs)]
         self.info.wrapped_sessions = names
         idx = 0
-        if self.select is not None:
-            if self.select.isdigit() and int(self.select) < len(logs):
-                idx = int(self.select)
-            elif self.select in names:
-                idx = names.index(self.select)
+        select = self.source.select
+        if select is not None:
+            if select.isdigit() and int(select) < len(logs):
+                idx = int(select)
+            elif select in names:
+                idx = names.index(select)
             else:
-                raise UsageError(f"no log {self.select!r} in this document (logs: {', '.join(names)})", path=self.path)
+                raise UsageError(f"no log {select!r} in this document (logs: {', '.join(names)})", path=self.path)
         elif len(logs) > 1:
             self.notes.add(Problem("multi", f"document holds {len(logs)} logs ({', '.join(names)}); reading the first (choose with --select)", Severity.INFO))
         lines = logs[idx].get("lines") or []
@@ -379,7 +360,7 @@ class SessionLog:
         self.version = self._header_version(sample, format_version)
 
     def _unwrap(self, lines: Iterator[Record], container: str) -> Iterator[Record]:
-        wanted = self.select
+        select = wanted = self.source.select
         seen: list[str] = []
         streams: dict[str, list[int]] = {}
         for rec in lines:
@@ -401,13 +382,13 @@ class SessionLog:
                 self.info.wrapped_sessions = list(seen)
                 if wanted is None:
                     wanted = sid
-                elif len(seen) > 1 and self.select is None:
+                elif len(seen) > 1 and select is None:
                     self.notes.add(Problem("multi", f"stream interleaves another session {sid!r}; its events are skipped (choose with --select)", Severity.INFO, loc=rec.loc()))
             if sid != wanted:
                 continue
             yield Record(None, ev, rec.line, rec.offset, rec.frame)
-        if self.select is not None and self.select not in seen:
-            raise UsageError(f"--select {self.select!r} names no session of this stream (sessions: {', '.join(seen) or 'none'})", path=self.path)
+        if select is not None and select not in seen:
+            raise UsageError(f"--select {select!r} names no session of this stream (sessions: {', '.join(seen) or 'none'})", path=self.path)
 
     @staticmethod
     def _demux(sid: str, ev: Any, streams: dict[str, list[int]]) -> str:
@@ -898,7 +879,7 @@ class SessionLog:
 
     def sibling(self, path: str) -> SessionLog:
         """Another file opened leniently by this reader, with this log's parallelism and progress (a proven successor)."""
-        return SessionLog(path, strict=False, parallel=self.parallel, progress=self.progress)
+        return SessionLog(self.source.at(path), strict=False, progress=self.progress)
 
     def close(self) -> None:
         try:
@@ -928,7 +909,7 @@ def _chain_first(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
 def child_log_header(path: Path) -> dict[str, Any] | None:
     """A child session's header, or ``None`` when it cannot be read (what :func:`~dshlog.read.children.discover_child_facts` asks)."""
     try:
-        with SessionLog(str(path), strict=False) as s:
+        with SessionLog(Source(str(path)), strict=False) as s:
             return s.header
     except DshlogError:
         return None
@@ -946,7 +927,7 @@ class _ChildView:
         self.inherited_cut: int | None = None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        with SessionLog(str(self.path), strict=False) as s:
+        with SessionLog(Source(str(self.path)), strict=False) as s:
             events = s.v4(child_facts=[])
             yield from events
             self.inherited_cut = getattr(events, "inherited_cut", None)
@@ -957,9 +938,11 @@ def child_log_events(path: Path) -> _ChildView:
     return _ChildView(path)
 
 
-def open_log(target: str | os.PathLike[str], **kw: Any) -> SessionLog:
-    """Open a session log (see :class:`SessionLog`)."""
-    return SessionLog(str(target), **kw)
+def open_log(source: Source | Target, *, strict: bool = True, guard: bool = False, progress: Position | None = None,
+             cache: str | None = None) -> SessionLog:
+    """Open a session log: a :class:`~dshlog.read.source.Source`, or a path read with the defaults
+    (see :class:`SessionLog` for the keywords)."""
+    return SessionLog(Source.of(source), strict=strict, guard=guard, progress=progress, cache=cache)
 
 
 def is_dsh_refusal(exc: BaseException) -> bool:

@@ -24,13 +24,14 @@ from .container import Container, Position, SourceInfo
 from .header import HeaderDecision
 from .lazy import RowGate
 from .rows import RowDecoder
+from .source import Source
 
 __all__ = ["LogInput", "V4View"]
 
 
 class LogInput(Protocol):
     """What the view reads of its input (:class:`~dshlog.read.session.SessionLog`): the header decision,
-    the stored rows, and the reader's options and notes.  The view owns nothing of the input."""
+    the stored rows, the input and how it is read (its :class:`~dshlog.read.source.Source`), the reader's notes.  The view owns nothing of the input."""
 
     @property
     def path(self) -> str: ...
@@ -53,15 +54,11 @@ class LogInput(Protocol):
     @property
     def guard(self) -> bool: ...
     @property
-    def parallel(self) -> bool: ...
-    @property
     def progress(self) -> Position | None: ...
     @property
     def cache(self) -> str | None: ...
     @property
-    def named(self) -> bool: ...
-    @property
-    def system_prompt_plugins(self) -> tuple[str, ...]: ...
+    def source(self) -> Source: ...
     @property
     def snapshot(self) -> bool: ...
     @property
@@ -166,7 +163,7 @@ class V4View:
         try:
             body = log._stored_runs() if self._runs else (r.event for r in log._stored())
             header, events = migrate_stream(log._migration_header(), body, child_facts=facts, projection=log.snapshot,
-                                            system_prompt_plugins=log.system_prompt_plugins)
+                                            system_prompt_plugins=log.source.plugins)
             self._header = header
             self._migrated = events
             if witness is None:
@@ -186,11 +183,11 @@ class V4View:
     def _claim(self, facts: list[dict[str, Any]]) -> successor.Claim | None:
         """What this view of an old generation file may prove or use (:mod:`dshlog.read.successor`), or ``None``."""
         log = self._log
-        if log.cache is None or not log.named or log.header is None or log.info.container != Container.JSONL \
+        if log.cache is None or not log.source.named or log.header is None or log.info.container != Container.JSONL \
                 or log.snapshot:
             return None
         return successor.claim(log.cache, log.path, log._fh.fileno(), strict=log.strict, version=log.version,
-                               plugins=log.system_prompt_plugins, facts=facts)
+                               plugins=log.source.plugins, facts=facts)
 
     def _successor(self, proof: successor.Proof) -> Iterator[tuple[dict[str, Any], bytes | None]] | None:
         """The proven successor's events, as the migration would yield them; ``None`` when it cannot be opened as proven."""

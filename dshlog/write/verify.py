@@ -27,6 +27,7 @@ from ..check.validate import Validator
 from ..errors import Refused
 from ..read.container import SourceInfo, iter_zstd_lines
 from ..read.session import SessionLog, open_log
+from ..read.source import Source
 
 # Below this output size the read-back runs in process: a fork costs more than it saves
 # (a batch over thousands of small sessions would pay it for each).
@@ -135,7 +136,7 @@ class ReadBack:
         if self._reader is not None and plain is not None:
             n = self._reader.result()
         else:
-            with open_log(str(path), parallel=self.parallel) as check:
+            with open_log(Source(str(path), parallel=self.parallel)) as check:
                 n = check_rules(check, self.header, self.snapshot, str(path), self.subject, self.extra)
         if n != events:
             raise Refused(f"{self.subject} does not verify: {n} events read back, {events} written", path=str(path))
@@ -217,7 +218,7 @@ class _ForkedReadBack:
     ) -> None:
         def work() -> None:
             try:
-                with open(data_r, "rb", buffering=1 << 20) as stream, SessionLog(path, stream=stream) as check:
+                with open(data_r, "rb", buffering=1 << 20) as stream, SessionLog(Source(path, stream=stream)) as check:
                     verdict: tuple[Any, ...] = ("ok", check_rules(check, header, snapshot, path, subject, extra))
             except BaseException as exc:  # noqa: BLE001 - handed to the parent, raised there
                 verdict = ("error", _forked.pack_error(exc))
