@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import resource
 import select
 import shutil
 import struct
@@ -166,9 +167,22 @@ def test_show_first_screen_is_quick_on_a_large_log(large_log) -> None:
     assert seen is not None, shown[-2000:].decode(errors="replace")
     # the first screen came while show was still reading the log: it streams into the pager
     assert code is None and "cpu" in FIRST_SCREEN, "show had finished the whole log before its first screen"
-    # and it took dshlog under a second of work; the wall clock on a shared machine is the machine's
-    # (how many other processes share the CPU), so it is reported, the CPU time is checked
-    assert FIRST_SCREEN["cpu"] < 1.0, f"first screen after {FIRST_SCREEN['cpu']:.2f} s of CPU ({seen:.2f} s wall)"
+    # and it cost dshlog about dsh's decision on the whole log, which show says before its first line
+    # (what `validate` costs on the same log), and a little drawing: not the whole transcript. The wall
+    # clock on a shared machine is the machine's (how many other processes share the CPU), so it is
+    # reported, the CPU time is checked; the absolute figure is a target of bench/browse_open.py
+    decided = decision_cpu(large_log)
+    assert FIRST_SCREEN["cpu"] < 1.2 * decided + 0.3, \
+        f"first screen after {FIRST_SCREEN['cpu']:.2f} s of CPU ({seen:.2f} s wall); dsh's decision alone {decided:.2f} s"
+
+
+def decision_cpu(log: Path) -> float:
+    """The CPU time of ``dshlog validate`` on ``log`` without the cache: dsh's decision on the whole log."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = {**os.environ, "DSHLOG_NO_CACHE": "1"}
+    subprocess.run(dshlog_argv("validate", str(log)), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def test_show_uses_the_pager_and_ends_when_it_quits(tmp_path) -> None:
