@@ -1843,6 +1843,8 @@ CACHED: list[Command] = [
     Command("surface --json --messages", ("surface", "--json", "--messages", "{f}"), human=False),
     Command("requests", ("requests", "{f}")),
     Command("rebuild -r last", ("rebuild", "--request", "{last}", "{f}"), human=False),
+    Command("show", ("show", "{f}")),
+    Command("export --format json", ("export", "--format", "json", "{f}"), human=False),
     # a copy elsewhere: entries of another key, so that rows swapped between keys can show a wrong answer
     Command("info --json of a copy", ("info", "--json", "{g}"), human=False),
     Command("validate of a copy", ("validate", "{g}")),

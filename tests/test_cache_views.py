@@ -25,6 +25,7 @@ from dshlog.errors import DshlogError
 from dshlog.executor import InProcess
 from dshlog.ops import stats as stats_ops
 from dshlog.ops import surface as surface_ops
+from dshlog.ops import transcript as transcript_ops
 from dshlog.ops import validate as validate_ops
 from dshlog.ops import info as info_ops
 from dshlog.read import cache as cache_mod
@@ -114,6 +115,50 @@ def test_a_second_run_is_served_from_the_cache(cmd, path, tmp_path, no_reading):
     warm = run_env(*cmd, path, cache_dir=cache)
     assert opened == ([("messages", path)] if "--messages" in cmd else [])
     assert warm == off
+
+
+#: The readers for a person, whose first pass (dsh's decision on the whole log) the cache spares.
+READERS = [("show",), ("export",), ("export", "--format", "json")]
+
+
+@pytest.mark.parametrize("cmd", READERS, ids=" ".join)
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(Path(p).relative_to(FIXTURES)))
+def test_a_second_look_is_not_decided_again(cmd, path, tmp_path, monkeypatch):
+    """show and export of a log dsh opens decide it once while it is unchanged; a refused log is decided each time."""
+    cache = tmp_path / "cache"
+    off = run_env(*cmd, path, cache_dir=None)
+    assert run_env(*cmd, path, cache_dir=cache) == off
+    refused = off[0] in (3, 4)
+    assert (("opens", path) in _entries(cache)) is not refused
+    close_caches()
+    decided: list[object] = []
+    real = transcript_ops.dsh_refusal
+
+    def deciding(open_strict: Any) -> Any:
+        decided.append(open_strict)
+        return real(open_strict)
+
+    monkeypatch.setattr(transcript_ops, "dsh_refusal", deciding)
+    assert run_env(*cmd, path, cache_dir=cache) == off
+    assert len(decided) == (1 if refused else 0)
+
+
+def test_a_changed_log_is_decided_again(tmp_path, monkeypatch):
+    """A log dsh opened, then damaged in place, is decided afresh: show opens with the refusal the cache did not keep."""
+    p = tmp_path / "session.v4.jsonl"
+    lines = (FIXTURES / "v4" / "loop" / "session.v4.jsonl").read_bytes().splitlines(keepends=True)
+    p.write_bytes(b"".join(lines))
+    cache = tmp_path / "cache"
+    assert run_env("show", str(p), cache_dir=cache)[0] == 0
+    close_caches()
+    p.write_bytes(b"".join(lines[:3] + [lines[3].replace(b'"seq":', b'"seq":9', 1)] + lines[4:]))
+    off = run_env("show", str(p), cache_dir=None)
+    assert off[0] != 0 and off == run_env("show", str(p), cache_dir=cache)
+    close_caches()  # and the refusal is not kept: it is decided again on the next look
+    decided: list[object] = []
+    real = transcript_ops.dsh_refusal
+    monkeypatch.setattr(transcript_ops, "dsh_refusal", lambda open_strict: decided.append(1) or real(open_strict))
+    assert run_env("show", str(p), cache_dir=cache) == off and decided == [1]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(Path(p).relative_to(FIXTURES)))

@@ -142,7 +142,7 @@ def _root(
     no_cache: Annotated[bool, typer.Option(
         "--no-cache",
         help="Read every log afresh and keep no cache of per-session results (report, stats, validate, "
-        "info, surface, ls) nor of an old log's proven v4 successor; also DSHLOG_NO_CACHE=1. The cache is in $XDG_CACHE_HOME/dshlog "
+        "info, surface, ls; dsh's decision before show and export) nor of an old log's proven v4 successor; also DSHLOG_NO_CACHE=1. The cache is in $XDG_CACHE_HOME/dshlog "
         "(~/.cache/dshlog), each entry checked against its file.")] = False,
 ) -> None:
     """Inspect and repair DeepSeek Harness session logs from outside dsh.

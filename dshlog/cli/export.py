@@ -16,7 +16,7 @@ from ..model.selection import Selection
 from .app import command_app
 from .select import CwdOpt, ProjectOpt, SinceOpt, UntilOpt, is_root, of_roots, say, selection
 from .common import (
-    batch_source, BatchedStdout, current, done, err, FileArg, FormatOpt, print_notes, print_refusal,
+    batch_source, BatchedStdout, cache_dir, current, done, err, FileArg, FormatOpt, print_notes, print_refusal,
     read_progress, resolve, SelectOpt, source_for,
 )
 
@@ -63,7 +63,7 @@ def export(
     path = resolve(file)
     if force and (output is None or output == STDOUT):
         raise UsageError("--force replaces an earlier export at -o OUT: give -o")
-    options: dict[str, Any] = {"full": full, "redact": redact, "progress": read_progress()}
+    options: dict[str, Any] = {"full": full, "redact": redact, "progress": read_progress(), "cache": cache_dir()}
     source = source_for(path, select=select, format_version=format_version)
     if output is None or output == STDOUT:
         sink = _Streamed()

@@ -10,7 +10,7 @@ from ..ops.transcript import open_transcript
 from ..output.plain import PlainRenderer
 from ..output.terminal import TerminalRenderer
 from .app import command_app
-from .common import FileArg, FormatOpt, SelectOpt, current, done, print_notes, print_refusal, read_progress, source_for, resolve
+from .common import FileArg, cache_dir, FormatOpt, SelectOpt, current, done, print_notes, print_refusal, read_progress, source_for, resolve
 from .pager import paged
 
 app = command_app()
@@ -36,7 +36,8 @@ def show(
     run = current()
     path = resolve(file)
     scr = run.env.screen()
-    with open_transcript(source_for(path, select=select, format_version=format_version), progress=read_progress()) as t:
+    with open_transcript(source_for(path, select=select, format_version=format_version), progress=read_progress(),
+                         cache=cache_dir()) as t:
         if scr.terminal:
             done()  # the transcript is drawn on the terminal (or a pager) from here: no line under it
         if not scr.terminal:

@@ -75,12 +75,14 @@ class ExportResult:
 
 @boundary
 def export_transcript(target: Source | Target, out: Target, *, format: ExportFormat = "md", full: bool = False,
-                      redact: bool = False, progress: Position | None = None, force: bool = False) -> ExportResult:
+                      redact: bool = False, progress: Position | None = None, force: bool = False,
+                      cache: str | None = None) -> ExportResult:
     """``dshlog export -o OUT``: a transcript (Markdown, self-contained HTML, or JSON) published at ``out``
-    (``force``: replacing an earlier export there, staged first and renamed over it)."""
+    (``force``: replacing an earlier export there, staged first and renamed over it; ``cache``: as
+    :func:`~dshlog.ops.transcript.open_reading` takes it)."""
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r} (choose {', '.join(FORMATS)})")
-    with open_reading(target, progress=progress) as reading:
+    with open_reading(target, progress=progress, cache=cache) as reading:
         with located(reading.path):
             path, warnings = export_to_file(reading, format, os.fspath(out), full=full, redact=redact, force=force)
         return ExportResult(str(path), format, tuple(warnings), reading.path, tuple(reading.notes), reading.notes.suppressed(),

@@ -7,7 +7,9 @@ rule, for ``show`` (:class:`Transcript`), ``export`` (:func:`export_to`, and
 
 1. dsh's decision on the whole log comes first (:func:`~dshlog.read.session.dsh_refusal`:
    one strict pass that keeps nothing), since the transcript of a log dsh refuses
-   must *open* with the refusal, and dsh may refuse a log at its last row;
+   must *open* with the refusal, and dsh may refuse a log at its last row.  With a
+   cache directory, a file dsh opens is not decided again while it is unchanged
+   (:data:`OPENS`): a second look at a large log shows its first screen at once;
 2. the log is opened again and read once: a log dsh opens as dsh's view (an older
    log migrated in memory, restored as dsh restores it: the transcript it always
    was), a log dsh refuses as its stored rows, read as far as they can be read
@@ -41,10 +43,12 @@ from ..output.export import export as render_export
 from ..output.labels import refusal_mark, rescue_target
 from ..output.renderer import Renderer, render
 from ..read.container import Position
+from ..read.cache import Kind, cached_call, open_cache
+from ..read.place import place_keys
 from ..read.session import SessionLog, dsh_refusal, is_dsh_refusal
+from ..read.source import Reread, Source, Target
 from ..read.store import place_refused
 from .outcome import ReadNotes
-from ..read.source import Reread, Source, Target
 from .sessions import OpenLog, located, open_target
 from .stance import stance
 
@@ -57,15 +61,39 @@ class Shown(Renderer, Protocol):
     def mark(self, text: str) -> None: ...
 
 
+def _opens_of(value: Any) -> tuple[None]:
+    if value != 1:
+        raise ValueError("not a kept decision")
+    return (None,)
+
+
+#: dsh's decision on a log in the verified cache (:mod:`dshlog.read.cache`), kept only where dsh opens the
+#: log: a refusal is decided again, so its located error and the rescue hint always come from a read.
+OPENS = Kind("opens", 1, lambda _decided: 1, _opens_of)
+
+
 class _Reopen:
     """Opens the same input again, as many times as asked (:class:`~dshlog.read.source.Reread`)."""
 
-    def __init__(self, target: Source | Target, progress: Position | None) -> None:
-        self._again = Reread(Source.of(target))
+    def __init__(self, target: Source | Target, progress: Position | None, cache: str | None) -> None:
+        self._source = Source.of(target)
+        self._again = Reread(self._source)
         self._progress = progress
+        self._cache = cache
 
     def open(self, *, strict: bool) -> SessionLog:
         return open_target(self._again(), strict=strict, progress=self._progress)
+
+    def refusal(self) -> DshlogError | None:
+        """dsh's decision on the whole log (``None``: dsh opens it), served from the cache where it holds it."""
+
+        def decide(_name: str) -> tuple[DshlogError | None]:
+            return (dsh_refusal(lambda: self.open(strict=True)),)
+
+        cache = open_cache(self._cache) if self._source.named else None
+        decided = cached_call(cache, OPENS, decide, self._source.name, options=self._source.options,
+                              keep=lambda d: d[0] is None, depends=place_keys())
+        return decided[0]
 
     def close(self) -> None:
         self._again.close()
@@ -87,7 +115,7 @@ class Reading(OpenLog):
     def __init__(self, source: _Reopen) -> None:
         self._source = source
         try:
-            self.refused = dsh_refusal(lambda: source.open(strict=True))
+            self.refused = source.refusal()
             # a log dsh opens is read as dsh reads it; one it refuses as these commands read a log (STANCES)
             super().__init__(source.open(strict=self.refused is None or stance(self.command).strict))
         except BaseException:
@@ -168,21 +196,23 @@ class Transcript(Reading):
                 raise
 
 
-def open_reading(target: Source | Target, *, progress: Position | None = None) -> Reading:
+def open_reading(target: Source | Target, *, progress: Position | None = None, cache: str | None = None) -> Reading:
     """Open ``target`` for a person: dsh's decision first, then the log (see :class:`Reading`).
 
     ``progress`` is told how far each of the two reads is (bytes of the file, its size).
+    ``cache``: the directory of the verified cache, or none; a regular file dsh opened
+    unchanged since is not decided again.
     """
-    return Reading(_Reopen(target, progress))
+    return Reading(_Reopen(target, progress, cache))
 
 
-def open_transcript(target: Source | Target, *, progress: Position | None = None) -> Transcript:
-    """Open ``target`` for ``show`` (dsh's decision first; see :class:`Reading`)."""
-    return Transcript(_Reopen(target, progress))
+def open_transcript(target: Source | Target, *, progress: Position | None = None, cache: str | None = None) -> Transcript:
+    """Open ``target`` for ``show`` (dsh's decision first; see :class:`Reading` and :func:`open_reading`)."""
+    return Transcript(_Reopen(target, progress, cache))
 
 
 def export_to(target: Source | Target, fmt: str, write: Callable[[bytes], object], *, full: bool = False,
-              redact: bool = False, progress: Position | None = None) -> ReadNotes:
+              redact: bool = False, progress: Position | None = None, cache: str | None = None) -> ReadNotes:
     """The transcript of ``target`` in ``fmt`` (``md``, ``html``, ``json``) through ``write``.
 
     A log dsh refuses is exported too, opening with the refusal (the result's
@@ -190,7 +220,7 @@ def export_to(target: Source | Target, fmt: str, write: Callable[[bytes], object
     meanwhile), the refusal is raised: a caller that must not show such a
     transcript holds what ``write`` got until this returns.
     """
-    with open_reading(target, progress=progress) as reading:
+    with open_reading(target, progress=progress, cache=cache) as reading:
         head = reading.export_head()
         with reading.events() as events:
             render_export(events, head, fmt, write, full=full, redact=redact)
