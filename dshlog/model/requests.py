@@ -23,7 +23,16 @@ from typing import TYPE_CHECKING, Any, cast
 from ..protocol.jsjson import dumps as _dumps
 
 from dshlog.errors import CorruptLog, UsageError
-from dshlog.check.surface import SETTLEMENT_TYPES, Digests, HeaderTools, NodeNote, SurfaceFold, SurfaceShare, json_equal
+from dshlog.check.surface import (
+    SETTLEMENT_TYPES,
+    Digests,
+    HeaderTools,
+    NodeNote,
+    SurfaceFold,
+    SurfaceShare,
+    derive_message,
+    json_equal,
+)
 
 # Reasons a request may not extend its predecessor, most specific first.
 REASON_COMPACTION = "compaction replace"
@@ -448,14 +457,17 @@ class SharedSurface:
     instead of folding every event again.  :attr:`share` is what they ask of it: with
     ``digests``, the digests of the derived messages and the content generation are
     kept at each settlement (:func:`iter_requests`); with ``request``, the node notes
-    (``note``) at that settlement (:func:`settle`).  :attr:`fold` is the fold given
+    (``note``) at that settlement (:func:`settle`), and nothing is noted after it (the
+    fold goes on only to check the rest of the log).  :attr:`fold` is the fold given
     back, or ``None`` when there is none to follow (the builder then folds its own).
     """
 
-    __slots__ = ("share", "fold", "settlements", "digests", "count", "generation", "request", "notes")
+    __slots__ = ("share", "fold", "settlements", "digests", "count", "generation", "request", "notes", "_note")
 
     def __init__(self, *, digests: bool = False, note: NodeNote | None = None, request: int | None = None) -> None:
-        self.share = SurfaceShare(digests=digests, note=note, settling=self._settling)
+        self._note = note
+        self.share = SurfaceShare(digests=digests, note=self._noted if note is not None else None,
+                                  settling=self._settling)
         self.fold: SurfaceFold | None = None
         self.settlements = 0
         self.digests: Digests | None = None
@@ -472,6 +484,10 @@ class SharedSurface:
             self.count = len(self.digests)
         if self.settlements == self.request:
             self.notes = tuple(fold.node_notes())
+
+    def _noted(self, seq: int, etype: str, data: Any) -> Any:
+        """The caller's note of a node, until the request's notes are kept."""
+        return self._note(seq, etype, data) if self._note is not None and self.notes is None else None
 
 
 class RequestBuilder:
@@ -638,14 +654,27 @@ def rebuild(
     session_id: str | None = None,
     require_header: bool = True,
     strict_unknown: bool = True,
+    shared: SharedSurface | None = None,
 ) -> dict[str, Any]:
     """Request ``n`` (1-based) of the log, rebuilt from the prefix before its settlement.
 
     Reads the stream only up to that settlement.  Raises :class:`UsageError`
-    when the log holds fewer requests.
+    when the log holds fewer requests.  ``shared``: follow that fold instead of
+    folding (a :class:`SharedSurface` made with ``note=message_note, request=n``).
     """
-    builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown)
-    return settle(builder, events, n).build(require_header=require_header)
+    if shared is None or shared.fold is None:
+        builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown)
+        return settle(builder, events, n).build(require_header=require_header)
+    builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown, shared=shared)
+    notes = settle(builder, events, n).node_notes()
+    messages = [projected if projected is not None else note for _seq, _etype, note, projected in notes
+                if projected is not None or note is not None]
+    return builder.document(messages, require_header=require_header)
+
+
+def message_note(seq: int, etype: str, data: Any) -> dict[str, Any] | None:
+    """A node's note that is its derived message itself (the stored object), for :func:`rebuild` to follow a shared fold."""
+    return derive_message(etype, data)
 
 
 def settle(builder: RequestBuilder, events: Iterable[dict[str, Any]], n: Any) -> RequestBuilder:

@@ -27,7 +27,7 @@ from typing import IO, Any
 from ..check.problems import Problem
 from ..check.surface import derive_message
 from ..errors import boundary
-from ..model.requests import RequestBuilder, SharedSurface, settle
+from ..model.requests import RequestBuilder, SharedSurface, message_note, settle
 from ..model.requests import rebuild as rebuild_from
 from ..protocol.jsjson import Items, document_pieces, dumps, dumps_pretty
 from ..read.container import Position
@@ -55,11 +55,8 @@ class MessageSpill:
         self._file: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=_IN_MEMORY)  # noqa: SIM115 - closed by close()
         self._end = 0
         self._reading = False
-        self._sealed = False
 
     def note(self, seq: int, etype: str, data: Any) -> int | None:
-        if self._sealed:
-            return None
         message = derive_message(etype, data)
         if message is None:
             return None
@@ -72,10 +69,6 @@ class MessageSpill:
         self._file.write(text)
         self._end = start + _LENGTH.size + len(text)
         return start
-
-    def seal(self) -> None:
-        """Write no more: the request's messages are noted (a fold that goes on notes nothing now)."""
-        self._sealed = True
 
     def text(self, start: int) -> bytes:
         """The text noted at ``start``."""
@@ -150,7 +143,6 @@ def rebuild_text(target: Source | Target, number: int, *, pretty: bool = True, m
                 builder = RequestBuilder(session_id=session_id, strict_unknown=not allow_unknown, note=spill.note,
                                          shared=shared)
                 settle(builder, view, number)
-                spill.seal()  # the rest of the log is only checked: its nodes' messages are not written
                 request = builder.document(Items(_texts(builder, spill), encoded=True))
             document: dict[str, Any] | Items = request["messages"] if messages_only else request
             return RequestText(number, document, spill, pretty, tuple(log.notes), log.path, log.notes.suppressed())
@@ -188,5 +180,8 @@ def rebuild_request(target: Source | Target, number: int, *, allow_unknown: bool
     """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
     with open_target(target, strict=stance("rebuild").strict, progress=progress) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
-            request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
+            session_id = log.session_id  # as known before the body is read (sharing the fold peeks at it)
+            shared = SharedSurface(note=message_note, request=number)
+            shared.fold = view.share_surface(shared.share)  # the restore folds the surface once, for both
+            request = rebuild_from(view, number, session_id=session_id, strict_unknown=not allow_unknown, shared=shared)
         return RebuiltRequest(number, request, tuple(log.notes), log.path, log.notes.suppressed())
