@@ -7,7 +7,8 @@ messages, and the header/developer events supply ``toolHistory``.  Requests
 are numbered by settlements (``assistant/message`` or ``assistant/attempt``),
 one per started model call.
 
-Everything here folds the stream once.  :func:`rebuild` stops reading at the
+Everything here folds the stream once; a reader of dsh's view does not even fold it
+itself, but follows the restore's fold (:class:`SharedSurface`).  :func:`rebuild` stops reading at the
 requested settlement and holds only the messages it returns;
 :func:`iter_requests` keeps just the previous request's messages to decide
 whether each request extends the one before it.

@@ -3,8 +3,9 @@
 The library's :func:`rebuild_request` returns the request as one
 mapping; of a log that never compacts, the last request holds every message of the
 log, and the command held them all, then their JSON text beside them (93 MB at a
-30 MB log, 291 MB at 120 MB).  The command's fold is the lean checking fold (dsh's
-checks unchanged) with a *note* per surface node instead of its message: as each
+30 MB log, 291 MB at 120 MB).  The command's fold is dsh's restore's own lean
+checking fold (:meth:`~dshlog.read.view.V4View.share_surface`; a log without a restore
+is folded by the builder) with a *note* per surface node instead of its message: as each
 node is folded, its derived message is written, already in the output's form, to a
 temporary spill, and the note is where that text starts.  A node shadowed later
 leaves its text unread in the spill.  The request is then written piece by piece
