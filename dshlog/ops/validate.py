@@ -22,6 +22,8 @@ from ..check.problems import Problem, Severity
 from ..check.validate import Validator
 from ..errors import DshlogError, ExitCode, MigrationRefused, NotASessionLog, UnsupportedVersion, boundary
 from ..executor import Executor, InProcess, helpers_allowed
+from ..fastpaths import fast
+from ..migrate.chain import header_only
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.cache import MAX_VALUE_BYTES, Kind, open_cache, problem_of, problem_record, resumed_map
@@ -170,13 +172,38 @@ def _feed_rules(report: ValidationReport, rules: Validator, events: Any) -> None
         report.add(p)
 
 
+@dataclass
+class _Restored:
+    """What dsh's restore of an old log found, as the rules over its migrated form list it (the one-restore fast path).
+
+    dsh's restore of a migrated log is those rules (:class:`~dshlog.read.view.V4View`): when
+    its strict read takes the very events the lenient read migrates (no row was dropped,
+    recovered or completed), its findings are that listing, and the log is not read again.
+    """
+
+    found: ValidationReport
+    #: the strict read took the lenient read's events: ``found`` is the migrated form's listing
+    whole: bool = False
+
+
+def _one_restore(log: SessionLog, report: ValidationReport) -> bool:
+    """Whether dsh's restore of this old log may also list its migrated form (fastpaths: one restore).
+
+    Only when the listing found nothing at all: then every row decoded as it is, and
+    the strict read (which recovers a damaged tail, and completes nothing) reads the same rows.
+    """
+    return fast() and log.version is not None and log.version < CURRENT_VERSION and log.header is not None \
+        and not report.problems and not report.unsupported
+
+
 def _dsh_verdict(report: ValidationReport, log: Any, again: Reread, progress: Position | None = None,
-                 cache: str | None = None) -> None:
+                 cache: str | None = None, restored: _Restored | None = None) -> None:
     """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
 
     ``log`` is the lenient reader the listing used.  A header dsh refuses is known
     from it; a v4 log whose listing found nothing (every rule of dsh's restore ran
     over rows that all decoded) is one dsh reads, so it is not read again.
+    ``restored``: also gather every problem of dsh's restore (:class:`_Restored`).
     """
     source = log.source
     decision = getattr(log, "decision", None)
@@ -186,8 +213,12 @@ def _dsh_verdict(report: ValidationReport, log: Any, again: Reread, progress: Po
             return  # otherwise dsh refuses it for where it sits: the strict open below says so
     try:
         with open_log(again(), progress=progress, cache=cache) as log:
-            with log.v4() as view:
+            with log.v4(told=restored.found.add if restored is not None else None) as view:
                 view.finish()
+            if restored is not None:
+                # the lenient read migrates this header as it is stored: the same v4 header, the same rules
+                restored.whole = not log.notes and not log.snapshot and log.header is not None \
+                    and view.header == header_only(log.header, projection=False)
     except DshlogError as exc:
         if is_dsh_refusal(exc) and source.name != "-" and source.select is None and source.format_version is None:
             # asked only of a session dsh refuses, read from its file as rescue reads it; imported here so
@@ -309,9 +340,15 @@ def _validate_log(again: Reread, progress: Position | None = None,
             else:
                 sev = Severity.WARNING
             report.add(n.with_severity(sev))
-    _dsh_verdict(report, log, again, progress, cache)
+    restored = _Restored(ValidationReport(report.path)) if _one_restore(log, report) else None
+    _dsh_verdict(report, log, again, progress, cache, restored)
     if log.version is not None and log.version < CURRENT_VERSION and not report.errors and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
+        if restored is not None and restored.whole:
+            for p in restored.found.problems:  # dsh's restore ran those rules over that form
+                report.add(p)
+            report.more_problems += restored.found.more_problems
+            return report, checkpoint.state
         try:
             log2 = open_log(again(), strict=False, progress=progress, cache=cache)
             with log2:
