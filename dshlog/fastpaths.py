@@ -14,7 +14,8 @@ lean surface fold         ``check/surface.py`` ``SurfaceFold``        the fold t
 fused line reader         ``read/session.py`` ``_open_body``          ``read/container.iter_lines``
 whole packed runs         ``read/session.py`` ``_rows``               packed rows expanded to chunks
 forked helpers            ``forked.py`` ``can_fork``                  in the caller's process
-one restore               ``ops/validate.py`` ``_one_restore``        the migrated form read again
+one restore               ``ops/validate.py`` ``_dsh_lists``,         the listing, dsh's decision, the
+                          ``_one_restore``                            migrated form each read apart
 ========================  ==========================================  ===============================
 
 The resumed read of a log that only grew (:mod:`dshlog.read.resume`) goes on where the

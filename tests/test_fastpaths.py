@@ -15,7 +15,7 @@ import pytest
 
 from conftest import FIXTURES, corpus_files, run_env
 import dshlog
-from dshlog.read.source import Source
+from dshlog.read.source import Reread, Source
 from dshlog import fastpaths, forked
 from dshlog.check.keys import message_digest
 from dshlog.check.surface import SurfaceFold
@@ -139,11 +139,12 @@ def _old_logs() -> list[Path]:
     return fixtures + [p for p in corpus_files() if p.suffix == ".jsonl"]
 
 
-def test_one_restore_lists_an_old_log_as_the_migrated_form_read_again_does() -> None:
-    """validate's one restore (dsh's restore gathering every problem) against the rules over the migrated form read again."""
+def test_one_restore_lists_an_old_log_as_the_full_read_does() -> None:
+    """validate's one restore (dsh's read listing an old log, or its restore listing the migrated form)
+    against the exact body: the lenient listing, dsh's decision, the migrated form read through the rules again."""
     logs = _old_logs()
     assert logs
-    used = 0
+    listed = restored = 0
     for path in logs:
         reports = {}
         for mode in fastpaths.MODES:
@@ -152,7 +153,9 @@ def test_one_restore_lists_an_old_log_as_the_migrated_form_read_again_does() -> 
         assert reports["fast"] == reports["exact"], path
         with fastpaths.using("fast"), open_log(str(path), strict=False) as log:
             if log.version is not None and log.version < 4:
+                if validate_op._dsh_lists(log, None):
+                    listed += validate_op._listed_by_dsh(Reread(Source(str(path))), None) is not None
                 for _ in log.stored_runs():
                     pass
-                used += validate_op._one_restore(log, validate_op.ValidationReport(str(path)))
-    assert used, "no old log took the one restore"
+                restored += validate_op._one_restore(log, validate_op.ValidationReport(str(path)))
+    assert listed and restored, "no old log took the one restore"

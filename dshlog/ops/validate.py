@@ -196,6 +196,56 @@ def _one_restore(log: SessionLog, report: ValidationReport) -> bool:
         and not report.problems and not report.unsupported
 
 
+#: The stored versions whose header the lenient listing reads as dsh does (a v1 header may be the June
+#: pre-release writer's, which the listing reads as v0 with a note).
+_LISTED_VERSIONS = (0, 2, 3)
+#: Notes of the migration's setup rather than of the rows (no persistence root to find child sessions
+#: in): the listing, which does not migrate, never has them.
+_SETUP_NOTES = frozenset({"children"})
+
+
+def _dsh_lists(log: SessionLog, cache: str | None) -> bool:
+    """Whether dsh's read of this old log may stand for the whole listing (fastpaths: one restore; :func:`_listed_by_dsh`).
+
+    ``log`` is the lenient listing, opened, its body not read yet.  Not with a cache (dsh's
+    read may take a proven successor, not this file's rows), nor for a header the listing
+    has noted something about or reads with another version than it stores.
+    """
+    header = log.header
+    if not fast() or cache is not None or header is None or log.notes:
+        return False
+    version = header.get("version")
+    container = log.info.container
+    return type(version) is int and version in _LISTED_VERSIONS and log.version == version and (
+        container == Container.ZSTD or (container == Container.JSONL and not log.path.endswith(".zstd")))
+
+
+def _listed_by_dsh(again: Reread, progress: Position | None) -> ValidationReport | None:
+    """An old log's whole report from dsh's read of it alone, when that read is clean; else ``None`` (read it all).
+
+    dsh's strict read refuses (or recovers, with a note) every row the lenient listing
+    would note: a row that does not parse or decode, an envelope unlike the rows before it,
+    a seq gap.  So when it took every row and noted nothing, the listing would note nothing
+    and count the same events (the decoder's next seq: dense from 0), and the restore's
+    rules are those of the migrated form (:class:`_Restored`): one read instead of three.
+    """
+    found = ValidationReport(again.name)
+    try:
+        with open_log(again(), progress=progress) as log:
+            header = log.header
+            if header is None or log.version != header.get("version"):
+                return None
+            with log.v4(told=found.add) as view:
+                view.finish()
+            if not _SETUP_NOTES.issuperset(log.notes.counts) or log.snapshot or log.decoder.seq_offset is not None \
+                    or view.header != header_only(header, projection=False):
+                return None
+            found.path, found.version, found.projection, found.events = log.path, log.version, log.projection, log.decoder.next_seq
+    except DshlogError:
+        return None  # dsh refuses it: the full read lists why, where
+    return found
+
+
 def _dsh_verdict(report: ValidationReport, log: Any, again: Reread, progress: Position | None = None,
                  cache: str | None = None, restored: _Restored | None = None) -> None:
     """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
@@ -286,6 +336,11 @@ def _validate_log(again: Reread, progress: Position | None = None,
             if not fits:
                 log.close()
                 log = opened()  # the state does not fit this file: read it afresh
+        if kept is None and _dsh_lists(log, cache):
+            listed = _listed_by_dsh(again, progress)
+            if listed is not None:
+                log.close()
+                return listed, None
     except DshlogError as exc:
         _from_error(report, exc)
         return report, None
