@@ -220,8 +220,9 @@ def _dsh_lists(log: SessionLog, cache: str | None) -> bool:
         container == Container.ZSTD or (container == Container.JSONL and not log.path.endswith(".zstd")))
 
 
-def _listed_by_dsh(again: Reread, progress: Position | None) -> ValidationReport | None:
-    """An old log's whole report from dsh's read of it alone, when that read is clean; else ``None`` (read it all).
+def _listed_by_dsh(again: Reread, progress: Position | None) -> ValidationReport | DshlogError | None:
+    """An old log's whole report from dsh's read of it alone, when that read is clean; else ``None`` (read it all),
+    or dsh's refusal (the full read lists why and where, and takes it as dsh's decision instead of reading it again).
 
     dsh's strict read refuses (or recovers, with a note) every row the lenient listing
     would note: a row that does not parse or decode, an envelope unlike the rows before it,
@@ -241,19 +242,20 @@ def _listed_by_dsh(again: Reread, progress: Position | None) -> ValidationReport
                     or view.header != header_only(header, projection=False):
                 return None
             found.path, found.version, found.projection, found.events = log.path, log.version, log.projection, log.decoder.next_seq
-    except DshlogError:
-        return None  # dsh refuses it: the full read lists why, where
+    except DshlogError as exc:
+        return exc
     return found
 
 
 def _dsh_verdict(report: ValidationReport, log: Any, again: Reread, progress: Position | None = None,
-                 cache: str | None = None, restored: _Restored | None = None) -> None:
+                 cache: str | None = None, restored: _Restored | None = None, refusal: DshlogError | None = None) -> None:
     """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
 
     ``log`` is the lenient reader the listing used.  A header dsh refuses is known
     from it; a v4 log whose listing found nothing (every rule of dsh's restore ran
     over rows that all decoded) is one dsh reads, so it is not read again.
     ``restored``: also gather every problem of dsh's restore (:class:`_Restored`).
+    ``refusal``: dsh's refusal of this very read, already taken (:func:`_listed_by_dsh`).
     """
     source = log.source
     decision = getattr(log, "decision", None)
@@ -262,6 +264,8 @@ def _dsh_verdict(report: ValidationReport, log: Any, again: Reread, progress: Po
         if source.name == "-" or place_refusal(log.path, header.get("id"), header.get("cwd"), compressed=log.info.container == Container.ZSTD) is None:
             return  # otherwise dsh refuses it for where it sits: the strict open below says so
     try:
+        if refusal is not None:
+            raise refusal
         with open_log(again(), progress=progress, cache=cache) as log:
             with log.v4(told=restored.found.add if restored is not None else None) as view:
                 view.finish()
@@ -329,6 +333,7 @@ def _validate_log(again: Reread, progress: Position | None = None,
         return open_log(again(), strict=False, progress=progress)
 
     rules: Validator | None = None
+    refusal: DshlogError | None = None
     try:
         log = opened()
         if kept is not None and log.version == CURRENT_VERSION:
@@ -338,9 +343,10 @@ def _validate_log(again: Reread, progress: Position | None = None,
                 log = opened()  # the state does not fit this file: read it afresh
         if kept is None and _dsh_lists(log, cache):
             listed = _listed_by_dsh(again, progress)
-            if listed is not None:
+            if isinstance(listed, ValidationReport):
                 log.close()
                 return listed, None
+            refusal = listed
     except DshlogError as exc:
         _from_error(report, exc)
         return report, None
@@ -396,7 +402,7 @@ def _validate_log(again: Reread, progress: Position | None = None,
                 sev = Severity.WARNING
             report.add(n.with_severity(sev))
     restored = _Restored(ValidationReport(report.path)) if _one_restore(log, report) else None
-    _dsh_verdict(report, log, again, progress, cache, restored)
+    _dsh_verdict(report, log, again, progress, cache, restored, refusal)
     if log.version is not None and log.version < CURRENT_VERSION and not report.errors and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
         if restored is not None and restored.whole:
