@@ -9,7 +9,7 @@ successor, :mod:`dshlog.read.successor`), run through dsh's v4 restore
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any, Protocol, Self
 
 from ..check.problems import Problem, Problems
@@ -110,8 +110,9 @@ class V4View:
 
     def __init__(self, log: LogInput, child_facts: list[dict[str, Any]] | None, runs: bool = True, *,
                  allow_unknown: bool = False, restore: bool = True,
-                 surface_note: NodeNote | None = None) -> None:
+                 surface_note: NodeNote | None = None, told: Callable[[Problem], None] | None = None) -> None:
         self._log = log
+        self._told = told
         self._restore = restore
         self._surface_note = surface_note
         self._rules: Validator | None = None
@@ -226,9 +227,13 @@ class V4View:
         # have stopped at that refusal) is given nothing more: the rest is only checked.
         shared = self._shared
         skipped_by: Any = None
+        told = self._told
         for pair in pairs:
             problems = rules.feed(pair[0])
             if problems:
+                if told is not None:
+                    for p in problems:
+                        told(p)
                 first = self._first(first, problems)
             if not shared:
                 yield pair
@@ -237,7 +242,11 @@ class V4View:
                     skipped_by = problems[0] if problems else True
                 else:
                     yield pair
-        first = self._first(first, rules.finish())
+        problems = rules.finish()
+        if told is not None:
+            for p in problems:
+                told(p)
+        first = self._first(first, problems)
         if first is not None:
             raise self._refusal(first)
         if isinstance(skipped_by, Problem):  # refused by a rule whose finding dsh does not refuse the log for
