@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -304,6 +303,8 @@ class DeferredStdout(BatchedStdout):
 
     def __init__(self) -> None:
         super().__init__()
+        import tempfile  # only the commands whose output waits for dsh's decision
+
         self._spool = tempfile.SpooledTemporaryFile(max_size=16 << 20)
 
     def flush(self) -> None:

@@ -17,7 +17,6 @@ from typing import Any
 
 from ..errors import DshlogError
 from ..protocol.layout import choose_generation
-from ..migrate.v3_v4 import child_catalog_fact
 
 
 def _generation(session_dir: Path) -> Path | None:
@@ -117,6 +116,8 @@ def discover_child_facts(
     descriptor is invalid, still yields a fact (``descriptorCount: 0``,
     ``descriptor: null``) and a warning, so the parent gets an ``unknown`` entry.
     """
+    from ..migrate.v3_v4 import child_catalog_fact  # an older log's migration only: a v4 read loads none
+
     facts: list[dict[str, Any]] = []
     try:
         projects = sorted(p for p in Path(root).iterdir() if p.is_dir())

@@ -31,7 +31,6 @@ from typing import Any, Literal
 
 from ..check.header import is_absolute_cwd
 from ..errors import CorruptLog, DshlogError, Location, UnsupportedVersion
-from ..migrate.chain import header_only
 from ..protocol.jsjson import stringify
 from ..protocol.texts import FORMAT_VERSION_REFUSAL, HEADER_NOT_AN_OBJECT, newer_version
 from ..protocol.values import has_placeholder, is_count, safe_int
@@ -247,7 +246,12 @@ def read_header(header: Any) -> HeaderDecision:
     try:
         decode_physical_header(header, version)
         placeholder = has_placeholder(header.get("cwd"))
-        migrated = header if version == CURRENT_VERSION else header_only(header, projection=placeholder)
+        if version == CURRENT_VERSION:
+            migrated = header
+        else:
+            from ..migrate.chain import header_only  # an older header only: a v4 one loads no migration
+
+            migrated = header_only(header, projection=placeholder)
     except UnsupportedVersion as exc:
         return HeaderDecision("unsupported", version, reason=exc.message)
     except DshlogError as exc:
