@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from ..errors import DshlogError
 from ..protocol.layout import choose_generation
@@ -27,8 +28,7 @@ def _generation(session_dir: Path) -> Path | None:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class _Parenthood:
+class _Parenthood(msgspec.Struct, frozen=True):
     """What one session directory's header said about its parent, and what it was read from."""
 
     dir_mtime_ns: int

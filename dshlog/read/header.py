@@ -26,8 +26,9 @@ too, which dsh's code does not do (README "How dshlog relates to dsh").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from ..check.header import is_absolute_cwd
 from ..errors import CorruptLog, DshlogError, Location, UnsupportedVersion
@@ -208,8 +209,7 @@ def stored_version(header: Any) -> int:
     return safe_int(version)
 
 
-@dataclass(frozen=True, slots=True)
-class HeaderDecision:
+class HeaderDecision(msgspec.Struct, frozen=True):
     """dsh's decision on a header line (the catalog's ``readHeader``).
 
     ``header`` is the v4 physical header the log has after migration (for
