@@ -24,7 +24,6 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -231,6 +230,8 @@ class SessionLog:
         fh = self._fh
         if fh.seekable():
             return fh
+        import tempfile  # an unseekable input only (standard input)
+
         spool = tempfile.TemporaryFile()
         shutil.copyfileobj(fh, spool, 1 << 20)
         spool.seek(0)

@@ -10,13 +10,12 @@ successor, :mod:`dshlog.read.successor`), run through dsh's v4 restore
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import IO, Any, Protocol, Self
+from typing import IO, TYPE_CHECKING, Any, Protocol, Self
 
 from ..check.problems import Problem, Problems
 from ..check.surface import NodeNote, SurfaceFold, SurfaceShare
 from ..check.validate import Validator
 from ..errors import CorruptLog, DshlogError, Location, MigrationRefused, UnsupportedVersion, guarded
-from ..migrate.chain import MigratedEvents, header_only, migrate_stream
 from ..protocol.texts import transformed_artifact_refusal
 from ..protocol.vocabulary import CURRENT_VERSION
 from . import successor
@@ -25,6 +24,9 @@ from .header import HeaderDecision
 from .lazy import RowGate
 from .rows import RowDecoder
 from .source import Source
+
+if TYPE_CHECKING:
+    from ..migrate.chain import MigratedEvents
 
 __all__ = ["LogInput", "V4View"]
 
@@ -139,6 +141,8 @@ class V4View:
             elif self.dsh and log.decision is not None and log.decision.header is not None:
                 self._header = log.decision.header
             else:
+                from ..migrate.chain import header_only  # an older log only: a v4 one loads no migration
+
                 try:
                     self._header = header_only(log._migration_header(), projection=log.snapshot)
                 except DshlogError as exc:
@@ -160,6 +164,8 @@ class V4View:
             if published is not None:
                 yield from published
                 return
+        from ..migrate.chain import migrate_stream  # an older log only: a v4 one loads no migration
+
         witness = successor.Witness(claim) if claim is not None else None
         noted = len(log.notes)
         try:
