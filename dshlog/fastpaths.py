@@ -1,6 +1,6 @@
 """One switch for every fast path: ``fast`` (the default) or ``exact`` (the one plain body everywhere).
 
-Seven facts have a fast body beside the exact one, and each fast body exists only
+Eight facts have a fast body beside the exact one, and each fast body exists only
 for speed or memory: its answers are the exact body's.  Each asks this module at
 its decision point, and nowhere else:
 
@@ -14,6 +14,8 @@ lean surface fold         ``check/surface.py`` ``SurfaceFold``        the fold t
 fused line reader         ``read/session.py`` ``_open_body``          ``read/container.iter_lines``
 whole packed runs         ``read/session.py`` ``_rows``               packed rows expanded to chunks
 forked helpers            ``forked.py`` ``can_fork``                  in the caller's process
+one restore               ``ops/validate.py`` ``_dsh_lists``,         the listing, dsh's decision, the
+                          ``_one_restore``                            migrated form each read apart
 ========================  ==========================================  ===============================
 
 The resumed read of a log that only grew (:mod:`dshlog.read.resume`) goes on where the

@@ -18,7 +18,6 @@ caller's process, whatever ``parallel`` says.
 from __future__ import annotations
 
 import os
-import pickle
 import threading
 from collections.abc import Callable, Iterable
 from typing import NoReturn
@@ -77,6 +76,8 @@ def close_inherited(keep: Iterable[int]) -> None:
 
 def pack_error(exc: BaseException) -> bytes:
     """An exception as bytes: its class, args and attributes (``path``, ``loc``, ...)."""
+    import pickle  # only where a helper fails: a command that forks none loads no pickle
+
     try:
         return pickle.dumps((type(exc), exc.args, dict(getattr(exc, "__dict__", {}))))
     except Exception:  # noqa: BLE001 - an unpicklable payload: keep the class and text
@@ -85,6 +86,8 @@ def pack_error(exc: BaseException) -> bytes:
 
 def unpack_error(blob: bytes) -> BaseException:
     """The exception :func:`pack_error` described, rebuilt without calling its ``__init__``."""
+    import pickle  # only when a helper failed
+
     cls, args, attrs = pickle.loads(blob)
     exc: BaseException = cls.__new__(cls)
     exc.args = args

@@ -63,6 +63,18 @@ LATE_IMPORTS: dict[tuple[str, str, str], str] = {
     ("dshlog.executor", "DaskExecutor.__init__", "distributed"): "Dask (an optional extra, 236 ms), for --scheduler",
     ("dshlog.executor", "ProcessPool._ensure", "multiprocessing"): "2.5 ms, for a pool of workers (-j 2 and more)",
     ("dshlog.read.cache", "open_cache", "sqlite3"): "1.3 ms, for the commands that use the cache",
+    # pickle: 2-4 ms, only for an exception crossing a helper's pipe
+    ("dshlog.forked", "pack_error", "pickle"): "pickle, for a helper's failure",
+    ("dshlog.forked", "unpack_error", "pickle"): "pickle, for a helper's failure",
+    # tempfile (and random, which it loads): 3-7 ms, only for a spool
+    ("dshlog.read.source", "Reread.__init__", "tempfile"): "tempfile, to spool a stream read twice",
+    ("dshlog.read.session", "SessionLog._rewindable", "tempfile"): "tempfile, to spool an unseekable input",
+    ("dshlog.cli.common", "DeferredStdout.__init__", "tempfile"): "tempfile, for output held until dsh's decision",
+    # the migration chain: 4-7 ms, only to read a log older than v4 (a v4 log is its stored events)
+    ("dshlog.read.header", "read_header", "dshlog.migrate.chain"): "the chain, for an older header",
+    ("dshlog.read.view", "V4View.header", "dshlog.migrate.chain"): "the chain, for an older log's header",
+    ("dshlog.read.view", "V4View._source", "dshlog.migrate.chain"): "the chain, for an older log's events",
+    ("dshlog.read.children", "discover_child_facts", "dshlog.migrate.v3_v4"): "the chain, for an older log's children",
     # zstandard: 0.6 ms and a C library mapped, only for .zstd logs (a plain reader loads none:
     # tests/test_cli_help.py test_reading_commands_stay_light)
     ("dshlog.protocol.zstd", "FrameWalker.__init__", "zstandard"): "zstandard, to read a .zstd log",

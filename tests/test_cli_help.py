@@ -68,6 +68,18 @@ def test_reading_commands_stay_light(command):
     assert sorted(m for m in HEAVY_MODULES if m in imported(command, str(log))) == []
 
 
+#: What a plain-JSONL v4 read has no use for: the chain (an older log), a spool (a stream), pickle (a helper's failure).
+V4_UNUSED_MODULES = ("dshlog.migrate", "tempfile", "pickle")
+
+
+@pytest.mark.parametrize("command", ["info", "validate", "events", "surface", "stats", "requests"])
+def test_a_v4_read_loads_no_migration_nor_spool(command):
+    """A v4 log is its stored events: reading one loads neither the migration chain nor what only a stream or a pool uses."""
+    log = FIXTURES / "v4" / "loop" / "session.v4.jsonl"
+    found = imported(command, str(log))
+    assert sorted(m for m in V4_UNUSED_MODULES if m in found) == []
+
+
 @pytest.mark.parametrize("argv", [["export", "-f", "md"], ["export", "-f", "json"], ["show"], ["stats"], ["requests"]])
 def test_only_browse_imports_textual(argv):
     """Textual is browse's alone and Markdown-to-HTML the HTML export's: no other command pays for them."""

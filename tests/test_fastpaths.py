@@ -2,7 +2,7 @@
 
 Whether each fast body gives its exact body's answers is what the whole suite says,
 run under both modes (``make test``, ``tests/both_modes.py``); these tests say that
-the switch reaches every one of the seven decision points, in both directions, and
+the switch reaches every one of the eight decision points, in both directions, and
 how a program and the command line choose it.
 """
 
@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
-from conftest import FIXTURES, run_env
+from conftest import FIXTURES, corpus_files, run_env
 import dshlog
-from dshlog.read.source import Source
+from dshlog.read.source import Reread, Source
 from dshlog import fastpaths, forked
 from dshlog.check.keys import message_digest
 from dshlog.check.surface import SurfaceFold
 from dshlog.check.validate import Validator
 from dshlog.executor import ProcessPool
+from dshlog.ops import validate as validate_op
 from dshlog.protocol import jsjson
 from dshlog.protocol.packed import PackedRun
 from dshlog.read.session import SessionLog, open_log
@@ -35,6 +36,8 @@ def _decisions() -> dict[str, Any]:
         gate, fused = log._gate(), log._plain is not None
     with open_log(str(TEXT_TURN_V0)) as log:
         runs = any(isinstance(e, PackedRun) for e in log.stored_runs())
+    with open_log(str(TEXT_TURN_V0), strict=False) as log:
+        one_restore = validate_op._one_restore(log, validate_op.ValidationReport(str(TEXT_TURN_V0)))
     calls: list[bytes] = []
     real = jsjson._c_scan
     assert real is not None, "the C pass is built wherever the package is installed from a checkout"
@@ -51,6 +54,7 @@ def _decisions() -> dict[str, Any]:
         "fused reader": fused,
         "packed runs": runs,
         "forked helpers": forked.can_fork(True),
+        "one restore": one_restore,
     }
 
 
@@ -127,3 +131,31 @@ def test_the_table_of_decision_points_names_modules_that_ask() -> None:
     assert all(f"``{name}``" in (fastpaths.__doc__ or "") for name in named)
     for name in named:
         assert "fast()" in (root / name).read_text(encoding="utf-8"), name
+
+
+def _old_logs() -> list[Path]:
+    """Every session log before v4 of the fixtures and the shared corpus (when present)."""
+    fixtures = [p for p in FIXTURES.rglob("*.jsonl") if p.parent.parent.name != "v4" and "golden" not in p.parts]
+    return fixtures + [p for p in corpus_files() if p.suffix == ".jsonl"]
+
+
+def test_one_restore_lists_an_old_log_as_the_full_read_does() -> None:
+    """validate's one restore (dsh's read listing an old log, or its restore listing the migrated form)
+    against the exact body: the lenient listing, dsh's decision, the migrated form read through the rules again."""
+    logs = _old_logs()
+    assert logs
+    listed = restored = 0
+    for path in logs:
+        reports = {}
+        for mode in fastpaths.MODES:
+            with fastpaths.using(mode):
+                reports[mode] = validate_op.validate_log(str(path)).as_dict()
+        assert reports["fast"] == reports["exact"], path
+        with fastpaths.using("fast"), open_log(str(path), strict=False) as log:
+            if log.version is not None and log.version < 4:
+                if validate_op._dsh_lists(log, None):
+                    listed += validate_op._listed_by_dsh(Reread(Source(str(path))), None) is not None
+                for _ in log.stored_runs():
+                    pass
+                restored += validate_op._one_restore(log, validate_op.ValidationReport(str(path)))
+    assert listed and restored, "no old log took the one restore"

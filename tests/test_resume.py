@@ -310,6 +310,13 @@ LAYOUT[2] = {
                     "strict_unknown", "surface_event_count", "unknown_types"),
 }
 
+# 3: the restore's rules count the events their fold skipped, and hold the hook of a consumer that shares the fold
+LAYOUT[3] = {
+    **LAYOUT[2],
+    "Validator": ("_data", "_finished", "_fold", "_report", "_settling", "count", "header", "inherited_cut", "known",
+                  "lifecycle", "ownership", "projection", "skipped", "typed"),
+}
+
 
 def test_the_kept_layout_is_the_versioned_one():
     """A kept class that gains or loses a field changes what a state holds: ``STATE_VERSION`` must be bumped."""

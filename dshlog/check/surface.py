@@ -66,6 +66,7 @@ __all__ = [
     "NodeNote",
     "SurfaceError",
     "SurfaceFold",
+    "SurfaceShare",
     "derive_message",
     "derive_messages",
     "fold",
@@ -78,6 +79,27 @@ RECENT_REPLACEMENTS = 8
 #: What a caller keeps per surface node instead of its message: ``note(seq, type, data)``
 #: (see :class:`SurfaceFold`); the result is held while the node is current.
 NodeNote = Callable[[int, str, Any], Any]
+
+
+class SurfaceShare:
+    """What a consumer of the restored events asks of the restore's own fold, so the log is folded once.
+
+    dsh's restore folds the surface to check it; a view built from the surface (a request,
+    its messages) is a fold of the same events.  Rather than folding them again, such a
+    consumer has the restore's fold keep what it reads (``digests``: a digest of each
+    derived message; ``note``: the consumer's note per node, as :class:`SurfaceFold` takes
+    them) and is told, through ``settling``, just before the fold takes each settlement
+    event, while the surface is the one that settlement's request was built from.
+    ``settling`` only looks at the fold: it must not raise, nor change it.
+    """
+
+    __slots__ = ("digests", "note", "settling")
+
+    def __init__(self, *, digests: bool = False, note: NodeNote | None = None,
+                 settling: Callable[[SurfaceFold], None] | None = None) -> None:
+        self.digests = digests
+        self.note = note
+        self.settling = settling
 
 
 class SurfaceError(CorruptLog):

@@ -36,7 +36,7 @@ from .header import CwdPlatform, validate_header
 from .lifecycle import Lifecycle
 from .ownership import Ownership
 from .problems import Problem, Severity
-from .surface import NodeNote, SurfaceFold
+from .surface import NodeNote, SurfaceFold, SurfaceShare
 
 __all__ = ["Validator", "validate_events"]
 
@@ -116,9 +116,14 @@ class Validator:
         cwd_platform: CwdPlatform = "any",
         json_values: bool = False,
         surface_note: NodeNote | None = None,
+        share: SurfaceShare | None = None,
     ) -> None:
         """``surface_note``: the fold also keeps this note per node and every replacement record,
-        so a log without problems leaves the fold a surface command prints (:attr:`clean_fold`)."""
+        so a log without problems leaves the fold a surface command prints (:attr:`clean_fold`).
+
+        ``share``: the fold also keeps what a consumer of the events folds the surface for,
+        and tells it before each settlement (see :class:`~dshlog.check.surface.SurfaceShare`);
+        the consumer follows :attr:`fold` while :attr:`skipped` is 0."""
         self.header = header
         self.typed = json_values and fast()
         self.projection = projection
@@ -128,6 +133,10 @@ class Validator:
         self._report = _Collector(projection)
         self._data = _Gather()
         self._finished = False
+        #: events whose surface effect the fold skipped (refused, or not given to it): from the
+        #: first one on, the fold is no longer the one a fold that stops at a refusal would hold
+        self.skipped = 0
+        self._settling = share.settling if share is not None else None
 
         if header is not None:
             hdr = header if isinstance(header, dict) else {}
@@ -139,8 +148,9 @@ class Validator:
         # Validation needs only the count of replacements, not their records, and no
         # messages (the lean fold keeps what its own rules read); the data rules run
         # here, and only the events that pass them are folded.
+        note = surface_note if surface_note is not None else share.note if share is not None else None
         self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=surface_note is not None,
-                                 keep_messages=False, note=surface_note)
+                                 keep_messages=False, digests=share is not None and share.digests, note=note)
         self._fold.check_data = False
         self.lifecycle = Lifecycle(self._fold)
 
@@ -172,6 +182,11 @@ class Validator:
     def unflagged(self) -> bool:
         """Before :meth:`finish`: nothing but an ``info`` reported so far, and nothing pending."""
         return not self._finished and not self._report.flagged and not self._report.pending
+
+    @property
+    def fold(self) -> SurfaceFold:
+        """The surface fold as it stands (after the events fed so far)."""
+        return self._fold
 
     @property
     def clean_fold(self) -> SurfaceFold | None:
@@ -245,6 +260,7 @@ class Validator:
     def _advance_fold(self, idx: int) -> bool:
         """Skip the event's surface effect (it was refused or reported); always ``False``."""
         self._fold.next_seq = idx + 1
+        self.skipped += 1
         return False
 
     def _apply_surface(self, event: dict[str, Any], idx: int) -> bool:
@@ -252,6 +268,8 @@ class Validator:
         candidate = event
         if event.get("seq") != idx or type(event.get("seq")) is not int:
             candidate = {**event, "seq": idx}  # seq problems are already reported; keep folding
+        if self._settling is not None and event.get("type") in vocab.SETTLEMENT_TYPES:
+            self._settling(self._fold)
         try:
             self._fold.apply(candidate)
         except DshlogError as exc:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+
+import msgspec
 
 from ..errors import DshlogError, ExitCode, IOFailure, UsageError
 from ..executor import JOBS_PER_CPU, DaskExecutor, Executor, InProcess, ProcessPool, default_jobs
@@ -56,8 +56,7 @@ __all__ = [
 ]
 
 
-@dataclass
-class Run:
+class Run(msgspec.Struct):
     """One invocation: its environment, the root's options, and the worst outcome reported so far.
 
     ``worst`` is how a reader that printed what it could still exits with the
@@ -69,7 +68,7 @@ class Run:
     debug: bool = False
     plugins: tuple[str, ...] = ()
     worst: ExitCode = ExitCode.OK
-    stdin_used: bool = field(default=False)
+    stdin_used: bool = False
     #: ``--no-cache``: no cache of per-session results is read or written
     no_cache: bool = False
     #: the progress line drawn on stderr now, erased before any other line is written
@@ -304,6 +303,8 @@ class DeferredStdout(BatchedStdout):
 
     def __init__(self) -> None:
         super().__init__()
+        import tempfile  # only the commands whose output waits for dsh's decision
+
         self._spool = tempfile.SpooledTemporaryFile(max_size=16 << 20)
 
     def flush(self) -> None:
@@ -365,8 +366,7 @@ def print_notes(log: Any, quiet: bool = False) -> None:
     print_problems(log.path, log.notes, suppressed, quiet=quiet)
 
 
-@dataclass(frozen=True)
-class ShownRefusal:
+class ShownRefusal(msgspec.Struct, frozen=True):
     """dsh's refusal of a log a command showed anyway, and what ``dshlog rescue`` takes (:func:`print_refusal`)."""
 
     refused: DshlogError | None

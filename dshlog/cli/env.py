@@ -17,10 +17,11 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
 from zoneinfo import ZoneInfo
+
+import msgspec
 
 from ..output.screen import Screen
 
@@ -93,8 +94,7 @@ def _binary(stream: object) -> BinaryIO:
     return buf if buf is not None else stream  # type: ignore[return-value]  # a binary stream already
 
 
-@dataclass
-class Env:
+class Env(msgspec.Struct):
     """Everything a command may know about the process it runs in."""
 
     stdin: BinaryIO
@@ -107,7 +107,7 @@ class Env:
     #: columns of the terminal (``COLUMNS`` or the terminal's size); ``None`` when unknown
     width: int | None = None
     dsh_home: str | None = None
-    home: Path = field(default_factory=Path.home)
+    home: Path = msgspec.field(default_factory=Path.home)
     cwd: str = "/"
     now: Callable[[], float] = time.time
     #: a monotonic clock, for how long work has run (progress on a terminal)
@@ -127,7 +127,7 @@ class Env:
     #: the pager command for ``show`` on a terminal (``PAGER``; empty means none)
     pager: str = "less"
     #: the environment handed to a child process (the pager)
-    environ: Mapping[str, str] = field(default_factory=dict)
+    environ: Mapping[str, str] = msgspec.field(default_factory=dict)
     #: the directory of the cache of per-session results (``None``: no cache; ``--no-cache`` too)
     cache_dir: Path | None = None
     #: the streams are this process's own descriptors (a closed stdout is then pointed at /dev/null)

@@ -38,8 +38,9 @@ it, and the model never imports the renderers.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ..protocol.jsjson import JsonError, loads
 from ..protocol.vocabulary import TOOL_CHANGE_BLOCKS
@@ -47,8 +48,7 @@ from ..protocol.vocabulary import TOOL_CHANGE_BLOCKS
 __all__ = ["EVENT_LINE", "FIND", "PREVIEW", "SEARCH", "TRANSCRIPT", "TextRule", "content_pieces", "content_text", "message_text"]
 
 
-@dataclass(frozen=True, slots=True)
-class TextRule:
+class TextRule(msgspec.Struct, frozen=True):
     """What one use of the extractor shows.
 
     ``tool_calls``: tool-call, tool-addition and tool-removal blocks as markers.

@@ -7,7 +7,8 @@ messages, and the header/developer events supply ``toolHistory``.  Requests
 are numbered by settlements (``assistant/message`` or ``assistant/attempt``),
 one per started model call.
 
-Everything here folds the stream once.  :func:`rebuild` stops reading at the
+Everything here folds the stream once; a reader of dsh's view does not even fold it
+itself, but follows the restore's fold (:class:`SharedSurface`).  :func:`rebuild` stops reading at the
 requested settlement and holds only the messages it returns;
 :func:`iter_requests` keeps just the previous request's messages to decide
 whether each request extends the one before it.
@@ -23,7 +24,16 @@ from typing import TYPE_CHECKING, Any, cast
 from ..protocol.jsjson import dumps as _dumps
 
 from dshlog.errors import CorruptLog, UsageError
-from dshlog.check.surface import SETTLEMENT_TYPES, Digests, HeaderTools, NodeNote, SurfaceFold, json_equal
+from dshlog.check.surface import (
+    SETTLEMENT_TYPES,
+    Digests,
+    HeaderTools,
+    NodeNote,
+    SurfaceFold,
+    SurfaceShare,
+    derive_message,
+    json_equal,
+)
 
 # Reasons a request may not extend its predecessor, most specific first.
 REASON_COMPACTION = "compaction replace"
@@ -440,6 +450,47 @@ for _f in _FIELDS:
 del _f
 
 
+class SharedSurface:
+    """A surface fold another reader folds, as it stood before each settlement: what a request is built from.
+
+    ``dshlog requests`` and ``rebuild`` read dsh's view, whose restore folds the surface
+    to check it (:meth:`~dshlog.read.view.V4View.share_surface`); they follow that fold
+    instead of folding every event again.  :attr:`share` is what they ask of it: with
+    ``digests``, the digests of the derived messages and the content generation are
+    kept at each settlement (:func:`iter_requests`); with ``request``, the node notes
+    (``note``) at that settlement (:func:`settle`), and nothing is noted after it (the
+    fold goes on only to check the rest of the log).  :attr:`fold` is the fold given
+    back, or ``None`` when there is none to follow (the builder then folds its own).
+    """
+
+    __slots__ = ("share", "fold", "settlements", "digests", "count", "generation", "request", "notes", "_note")
+
+    def __init__(self, *, digests: bool = False, note: NodeNote | None = None, request: int | None = None) -> None:
+        self._note = note
+        self.share = SurfaceShare(digests=digests, note=self._noted if note is not None else None,
+                                  settling=self._settling)
+        self.fold: SurfaceFold | None = None
+        self.settlements = 0
+        self.digests: Digests | None = None
+        self.count = 0  # of the digests, those of the surface then (appends extend the fold's list in place)
+        self.generation = 0
+        self.request = request
+        self.notes: tuple[tuple[int, str, Any, dict[str, Any] | None], ...] | None = None
+
+    def _settling(self, fold: SurfaceFold) -> None:
+        """The fold is about to take a settlement: keep what its request is built from."""
+        self.settlements += 1
+        if self.share.digests:
+            self.digests, self.generation = fold.message_digests(), fold.content_generation
+            self.count = len(self.digests)
+        if self.settlements == self.request:
+            self.notes = tuple(fold.node_notes())
+
+    def _noted(self, seq: int, etype: str, data: Any) -> Any:
+        """The caller's note of a node, until the request's notes are kept."""
+        return self._note(seq, etype, data) if self._note is not None and self.notes is None else None
+
+
 class RequestBuilder:
     """One pass over a log that can produce, at every settlement, the request
     dsh dispatched for it.
@@ -450,7 +501,7 @@ class RequestBuilder:
     """
 
     def __init__(self, *, session_id: str | None = None, strict_unknown: bool = True, lean: bool = False,
-                 note: NodeNote | None = None) -> None:
+                 note: NodeNote | None = None, shared: SharedSurface | None = None) -> None:
         """``lean``: keep a digest of each message instead of the message; :meth:`message_digests`
         then stands in for :meth:`messages` and :meth:`build` is unavailable.
 
@@ -458,11 +509,19 @@ class RequestBuilder:
         surface's :meth:`~dshlog.check.surface.SurfaceFold.node_notes`), for a caller that
         writes the messages from what it noted (``rebuild``, whose request may hold every
         message of the log); :meth:`document` then takes the messages as that caller gives them.
+
+        ``shared``: follow that fold (when it has one) instead of folding: its owner has
+        folded each event before :meth:`apply` is given it, and the surface before a
+        settlement is the one :class:`SharedSurface` kept then.
         """
         self.session_id = session_id
+        self._shared = shared if shared is not None and shared.fold is not None else None
         # Requests need to know that a replacement happened, never the records.
-        self.surface = SurfaceFold(strict_unknown=strict_unknown, keep_replacements=False,
-                                   keep_messages=not lean and note is None, digests=lean, note=note)
+        self.surface = self._shared.fold if self._shared is not None and self._shared.fold is not None else \
+            SurfaceFold(strict_unknown=strict_unknown, keep_replacements=False,
+                        keep_messages=not lean and note is None, digests=lean, note=note)
+        # a shared fold's counts when the previous event was given (it is one event ahead)
+        self._replacements_seen = self._content_seen = 0
         self.tool_history = ToolHistory()
         self.header: dict[str, Any] | None = None  # canonical current header
         self.header_seq: int | None = None
@@ -478,11 +537,26 @@ class RequestBuilder:
     def is_settlement(event: dict[str, Any]) -> bool:
         return event.get("type") in SETTLEMENT_TYPES
 
+    @property
+    def next_seq(self) -> int:
+        """The seq the next event given to :meth:`apply` must carry."""
+        return self.surface.next_seq - 1 if self._shared is not None else self.surface.next_seq
+
+    @property
+    def shared(self) -> SharedSurface | None:
+        """The shared fold followed, or ``None`` (the builder folds its own)."""
+        return self._shared
+
     def apply(self, event: dict[str, Any]) -> None:
         """Fold the next event into surface, header and tool history."""
-        replacements_before = self.surface.replacement_count
-        content_before = self.surface.content_generation
-        self.surface.apply(event)  # validates; raises before anything else changes
+        if self._shared is None:
+            replacements_before = self.surface.replacement_count
+            content_before = self.surface.content_generation
+            self.surface.apply(event)  # validates; raises before anything else changes
+        else:  # folded already: compare with the counts after the previous event
+            replacements_before, content_before = self._replacements_seen, self._content_seen
+            self._replacements_seen = self.surface.replacement_count
+            self._content_seen = self.surface.content_generation
         etype: Any = event.get("type")
         if self.surface.replacement_count != replacements_before:
             if etype not in self._since_replacements:
@@ -547,12 +621,30 @@ class RequestBuilder:
         :meth:`~dshlog.check.surface.SurfaceFold.message_digests` for how long the list holds)."""
         if self.header is None and require_header:
             raise self._missing_header()
+        if self._shared is not None:
+            return cast("Digests", self._shared.digests)  # kept as the settlement came
         return self.surface.message_digests()
+
+    def message_count(self, digests: Digests) -> int:
+        """How many of :meth:`message_digests`' ``digests`` are the surface's before the settlement at hand
+        (a shared fold's list may have been extended by the settlement since)."""
+        return self._shared.count if self._shared is not None else len(digests)
+
+    def content_generation(self) -> int:
+        """The surface's content generation before the settlement at hand (:meth:`message_digests`'s moment)."""
+        return self._shared.generation if self._shared is not None else self.surface.content_generation
+
+    def node_notes(self) -> Iterable[tuple[int, str, Any, dict[str, Any] | None]]:
+        """The surface's node notes (a builder made with ``note``, or following a fold that notes) before the
+        settlement :func:`settle` stopped at."""
+        if self._shared is not None:
+            return self._shared.notes or ()
+        return self.surface.node_notes()
 
     def _missing_header(self) -> CorruptLog:
         return CorruptLog(
-            f"no request header before request {self.settlements + 1} (settlement at seq {self.surface.next_seq})",
-            seq=self.surface.next_seq,
+            f"no request header before request {self.settlements + 1} (settlement at seq {self.next_seq})",
+            seq=self.next_seq,
         )
 
 
@@ -563,14 +655,27 @@ def rebuild(
     session_id: str | None = None,
     require_header: bool = True,
     strict_unknown: bool = True,
+    shared: SharedSurface | None = None,
 ) -> dict[str, Any]:
     """Request ``n`` (1-based) of the log, rebuilt from the prefix before its settlement.
 
     Reads the stream only up to that settlement.  Raises :class:`UsageError`
-    when the log holds fewer requests.
+    when the log holds fewer requests.  ``shared``: follow that fold instead of
+    folding (a :class:`SharedSurface` made with ``note=message_note, request=n``).
     """
-    builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown)
-    return settle(builder, events, n).build(require_header=require_header)
+    if shared is None or shared.fold is None:
+        builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown)
+        return settle(builder, events, n).build(require_header=require_header)
+    builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown, shared=shared)
+    notes = settle(builder, events, n).node_notes()
+    messages = [projected if projected is not None else note for _seq, _etype, note, projected in notes
+                if projected is not None or note is not None]
+    return builder.document(messages, require_header=require_header)
+
+
+def message_note(seq: int, etype: str, data: Any) -> dict[str, Any] | None:
+    """A node's note that is its derived message itself (the stored object), for :func:`rebuild` to follow a shared fold."""
+    return derive_message(etype, data)
 
 
 def settle(builder: RequestBuilder, events: Iterable[dict[str, Any]], n: Any) -> RequestBuilder:
@@ -583,8 +688,9 @@ def settle(builder: RequestBuilder, events: Iterable[dict[str, Any]], n: Any) ->
     valid = isinstance(n, int) and not isinstance(n, bool) and n >= 1
     for event in events:
         if valid and builder.is_settlement(event) and builder.settlements + 1 == n:
-            # The settlement itself must be a valid next event (contiguous seq).
-            if event.get("seq") != builder.surface.next_seq:
+            # The settlement itself must be a valid next event (contiguous seq); a shared
+            # fold's owner checks that, and refuses the log where it is not.
+            if builder.shared is None and event.get("seq") != builder.surface.next_seq:
                 builder.apply(event)  # raises the contiguity error
             return builder
         builder.apply(event)
@@ -639,6 +745,7 @@ def iter_requests(
     session_id: str | None = None,
     require_header: bool = False,
     strict_unknown: bool = True,
+    shared: SharedSurface | None = None,
 ) -> Iterator[RequestInfo]:
     """Describe every request of the log in one pass (number, settlement, size,
     whether it extends its predecessor and, when not, why; token usage).
@@ -646,8 +753,10 @@ def iter_requests(
     Messages are compared by digests of their JSON text (equal exactly when the texts
     are), so a long surface costs 16 bytes a message, not the messages; only a
     reference to the previous request's digest list and its length are retained.
+
+    ``shared``: follow that fold (made with ``digests``) instead of folding the events again.
     """
-    builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown, lean=True)
+    builder = RequestBuilder(session_id=session_id, strict_unknown=strict_unknown, lean=True, shared=shared)
     previous: Digests | None = None
     previous_count = 0
     previous_header: dict[str, Any] | None = None
@@ -663,10 +772,11 @@ def iter_requests(
     reason: str | None
     for event in events:
         # builder.is_settlement(event), inlined: this test runs for every event of the log.
-        if event.get("type") not in SETTLEMENT_TYPES or event.get("seq") != builder.surface.next_seq:
+        if event.get("type") not in SETTLEMENT_TYPES or event.get("seq") != builder.next_seq:
             builder.apply(event)
             continue
         messages = builder.message_digests(require_header=require_header)
+        count = builder.message_count(messages)
         header = builder.header
         changes: list[str] = []
         header_reason = builder._since_header_reason
@@ -694,15 +804,15 @@ def iter_requests(
                 changes.extend(compared[2])
             if builder._since_projection:
                 changes.append(REASON_REWRITTEN)
-            if builder.surface.content_generation == previous_generation:
+            if builder.content_generation() == previous_generation:
                 # Only appends since the previous request: its messages are a prefix
                 # of these, so nothing needs comparing.
-                extends: bool | None = len(messages) >= previous_count
+                extends: bool | None = count >= previous_count
             else:
                 # Seed wording (SEMANTICS §4.6): these start with all of the previous
                 # messages, byte for byte (the list taken then still holds them: only
                 # appends extend a digest list in place).
-                extends = len(messages) >= previous_count and messages[:previous_count] == previous[:previous_count]
+                extends = count >= previous_count and messages[:previous_count] == previous[:previous_count]
         else:
             extends = None
             changes = [c for c in changes if c != REASON_SERIES]
@@ -719,7 +829,7 @@ def iter_requests(
             kind=event["type"],
             turn=data.get("turn"),
             step=data.get("step"),
-            message_count=len(messages),
+            message_count=count,
             extends=extends,
             reason=reason,
             changes=changes,
@@ -731,8 +841,8 @@ def iter_requests(
             cache_read_tokens=_int_or_none(usage.get("cacheReadTokens")),
             reasoning_tokens=_int_or_none(usage.get("reasoningTokens")),
         )
-        previous, previous_count = messages, len(messages)
+        previous, previous_count = messages, count
         previous_header = header
-        previous_generation = builder.surface.content_generation
+        previous_generation = builder.content_generation()
         builder.apply(event)
         yield info

@@ -13,8 +13,10 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ..errors import UsageError
 from ..protocol.vocabulary import ROLE_OF_TYPE, message_of
@@ -97,7 +99,7 @@ class Searcher:
             raise UsageError("the pattern is empty")
         self.query = query
         self._re = query.compiled()
-        self._rule = replace(FIND, reasoning=query.reasoning)
+        self._rule = msgspec.structs.replace(FIND, reasoning=query.reasoning)
         self._turn: int | None = None
         self.found = 0
 

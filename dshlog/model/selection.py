@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
 from datetime import tzinfo
+
+import msgspec
 
 from ..errors import UsageError
 from ..protocol.layout import project_key
@@ -49,8 +50,7 @@ def matches_project(wanted: str, cwd: str | None, project_dir: str | None) -> bo
     return wanted in (cwd or "") or wanted in (project_dir or "")
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(msgspec.Struct, frozen=True):
     """The filters of a command over sessions, parsed (plain data: it travels to workers)."""
 
     since: int | None = None  # epoch ms
@@ -87,25 +87,24 @@ class Selection:
         known = {c for c in cwds if c}
         want = project_key(self.cwd)
         if want in set(project_dirs) or any(project_key(c) == want for c in known):
-            return Pinned(replace(self, cwd_part=None))
+            return Pinned(msgspec.structs.replace(self, cwd_part=None))
         part = self.cwd_part
         found = sorted(c for c in known if part and part in c)
         named = [c for c in found if part and os.path.normpath(c).endswith(os.sep + part.strip(os.sep))]
         if len(named) == 1:  # ``webapp`` is /home/dev/webapp rather than /home/dev/webapp/workspace
             found = named
         if len(found) == 1:
-            return Pinned(replace(self, cwd=os.path.normpath(found[0]), cwd_part=None))
+            return Pinned(msgspec.structs.replace(self, cwd=os.path.normpath(found[0]), cwd_part=None))
         if found:
             more = f" and {len(found) - _NAMED} more" if len(found) > _NAMED else ""
             raise UsageError(f"--cwd {part!r} is part of {len(found)} project directories: "
                              f"{', '.join(found[:_NAMED])}{more} (name one)")
         shown = part if part is not None else self.cwd
-        return Pinned(replace(self, cwd_part=None),
+        return Pinned(msgspec.structs.replace(self, cwd_part=None),
                       f"--cwd {shown!r}: no session has this project directory or one containing it")
 
 
-@dataclass(frozen=True)
-class Pinned:
+class Pinned(msgspec.Struct, frozen=True):
     """A selection whose ``--cwd`` is one directory, and what to tell a person when it matches no session."""
 
     selection: Selection

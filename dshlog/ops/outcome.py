@@ -13,8 +13,9 @@ is not; "work needed" (``--check``) is reported only when nothing failed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import msgspec
 
 from ..check.problems import Problem
 from ..errors import DshlogError, ExitCode
@@ -63,8 +64,7 @@ class Noted(Protocol):
     def suppressed(self) -> Mapping[str, int]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class ReadNotes:
+class ReadNotes(msgspec.Struct, frozen=True):
     """What reading one log left to say, when the operation's output went to a sink of the caller's.
 
     ``show`` and ``export`` to a stream render as they read, so what remains is
@@ -73,7 +73,7 @@ class ReadNotes:
 
     path: str
     notes: tuple[Problem, ...] = ()
-    suppressed: Mapping[str, int] = field(default_factory=dict)
+    suppressed: Mapping[str, int] = msgspec.field(default_factory=dict)
     #: dsh's refusal of a log shown anyway (``show``, ``export``: they show what a log holds), and what
     #: ``dshlog rescue`` takes to bring it back
     refused: DshlogError | None = None

@@ -3,8 +3,9 @@
 The library's :func:`rebuild_request` returns the request as one
 mapping; of a log that never compacts, the last request holds every message of the
 log, and the command held them all, then their JSON text beside them (93 MB at a
-30 MB log, 291 MB at 120 MB).  The command's fold is the lean checking fold (dsh's
-checks unchanged) with a *note* per surface node instead of its message: as each
+30 MB log, 291 MB at 120 MB).  The command's fold is dsh's restore's own lean
+checking fold (:meth:`~dshlog.read.view.V4View.share_surface`; a log without a restore
+is folded by the builder) with a *note* per surface node instead of its message: as each
 node is folded, its derived message is written, already in the output's form, to a
 temporary spill, and the note is where that text starts.  A node shadowed later
 leaves its text unread in the spill.  The request is then written piece by piece
@@ -27,7 +28,7 @@ from typing import IO, Any
 from ..check.problems import Problem
 from ..check.surface import derive_message
 from ..errors import boundary
-from ..model.requests import RequestBuilder, settle
+from ..model.requests import RequestBuilder, SharedSurface, message_note, settle
 from ..model.requests import rebuild as rebuild_from
 from ..protocol.jsjson import Items, document_pieces, dumps, dumps_pretty
 from ..read.container import Position
@@ -115,7 +116,7 @@ class RequestText:
 
 def _texts(builder: RequestBuilder, spill: MessageSpill) -> Iterator[bytes]:
     """The current messages' texts in surface order: spilled, or a projected message encoded now."""
-    for _seq, _etype, start, projected in builder.surface.node_notes():
+    for _seq, _etype, start, projected in builder.node_notes():
         if projected is not None:
             yield spill.encode(projected)
         elif start is not None:
@@ -137,7 +138,11 @@ def rebuild_text(target: Source | Target, number: int, *, pretty: bool = True, m
         with open_target(target, strict=stance("rebuild").strict,
                          progress=progress, cache=cache) as log:
             with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
-                builder = RequestBuilder(session_id=log.session_id, strict_unknown=not allow_unknown, note=spill.note)
+                session_id = log.session_id  # as known before the body is read (sharing the fold peeks at it)
+                shared = SharedSurface(note=spill.note, request=number)
+                shared.fold = view.share_surface(shared.share)
+                builder = RequestBuilder(session_id=session_id, strict_unknown=not allow_unknown, note=spill.note,
+                                         shared=shared)
                 settle(builder, view, number)
                 request = builder.document(Items(_texts(builder, spill), encoded=True))
             document: dict[str, Any] | Items = request["messages"] if messages_only else request
@@ -176,5 +181,8 @@ def rebuild_request(target: Source | Target, number: int, *, allow_unknown: bool
     """``dshlog rebuild``: request ``number`` (1-based) exactly as dsh sent it, from the log alone."""
     with open_target(target, strict=stance("rebuild").strict, progress=progress) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
-            request = rebuild_from(view, number, session_id=log.session_id, strict_unknown=not allow_unknown)
+            session_id = log.session_id  # as known before the body is read (sharing the fold peeks at it)
+            shared = SharedSurface(note=message_note, request=number)
+            shared.fold = view.share_surface(shared.share)  # the restore folds the surface once, for both
+            request = rebuild_from(view, number, session_id=session_id, strict_unknown=not allow_unknown, shared=shared)
         return RebuiltRequest(number, request, tuple(log.notes), log.path, log.notes.suppressed())

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..check.problems import Problem
 from ..errors import boundary
-from ..model.requests import iter_requests
+from ..model.requests import SharedSurface, iter_requests
 from ..output.jsondoc import SHAPE
 from ..read.container import Position
 from .sessions import located, open_target
@@ -97,6 +97,9 @@ def request_series(target: Source | Target, *, allow_unknown: bool = False,
     """
     with open_target(target, strict=stance("requests").strict, progress=progress, cache=cache) as log:
         with located(log.path), log.v4(allow_unknown=allow_unknown) as view:
-            rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=log.session_id,
-                                                                 strict_unknown=not allow_unknown))
+            session_id = log.session_id  # as known before the body is read (sharing the fold peeks at it)
+            shared = SharedSurface(digests=True)
+            shared.fold = view.share_surface(shared.share)  # the restore folds the surface once, for both
+            rows = tuple(RequestRow.of(r) for r in iter_requests(view, session_id=session_id,
+                                                                 strict_unknown=not allow_unknown, shared=shared))
         return RequestSeries(rows, tuple(log.notes), log.path, log.notes.suppressed())

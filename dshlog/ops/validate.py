@@ -22,6 +22,8 @@ from ..check.problems import Problem, Severity
 from ..check.validate import Validator
 from ..errors import DshlogError, ExitCode, MigrationRefused, NotASessionLog, UnsupportedVersion, boundary
 from ..executor import Executor, InProcess, helpers_allowed
+from ..fastpaths import fast
+from ..migrate.chain import header_only
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.cache import MAX_VALUE_BYTES, Kind, open_cache, problem_of, problem_record, resumed_map
@@ -170,13 +172,90 @@ def _feed_rules(report: ValidationReport, rules: Validator, events: Any) -> None
         report.add(p)
 
 
+@dataclass
+class _Restored:
+    """What dsh's restore of an old log found, as the rules over its migrated form list it (the one-restore fast path).
+
+    dsh's restore of a migrated log is those rules (:class:`~dshlog.read.view.V4View`): when
+    its strict read takes the very events the lenient read migrates (no row was dropped,
+    recovered or completed), its findings are that listing, and the log is not read again.
+    """
+
+    found: ValidationReport
+    #: the strict read took the lenient read's events: ``found`` is the migrated form's listing
+    whole: bool = False
+
+
+def _one_restore(log: SessionLog, report: ValidationReport) -> bool:
+    """Whether dsh's restore of this old log may also list its migrated form (fastpaths: one restore).
+
+    Only when the listing found nothing at all: then every row decoded as it is, and
+    the strict read (which recovers a damaged tail, and completes nothing) reads the same rows.
+    """
+    return fast() and log.version is not None and log.version < CURRENT_VERSION and log.header is not None \
+        and not report.problems and not report.unsupported
+
+
+#: The stored versions whose header the lenient listing reads as dsh does (a v1 header may be the June
+#: pre-release writer's, which the listing reads as v0 with a note).
+_LISTED_VERSIONS = (0, 2, 3)
+#: Notes of the migration's setup rather than of the rows (no persistence root to find child sessions
+#: in): the listing, which does not migrate, never has them.
+_SETUP_NOTES = frozenset({"children"})
+
+
+def _dsh_lists(log: SessionLog, cache: str | None) -> bool:
+    """Whether dsh's read of this old log may stand for the whole listing (fastpaths: one restore; :func:`_listed_by_dsh`).
+
+    ``log`` is the lenient listing, opened, its body not read yet.  Not with a cache (dsh's
+    read may take a proven successor, not this file's rows), nor for a header the listing
+    has noted something about or reads with another version than it stores.
+    """
+    header = log.header
+    if not fast() or cache is not None or header is None or log.notes:
+        return False
+    version = header.get("version")
+    container = log.info.container
+    return type(version) is int and version in _LISTED_VERSIONS and log.version == version and (
+        container == Container.ZSTD or (container == Container.JSONL and not log.path.endswith(".zstd")))
+
+
+def _listed_by_dsh(again: Reread, progress: Position | None) -> ValidationReport | DshlogError | None:
+    """An old log's whole report from dsh's read of it alone, when that read is clean; else ``None`` (read it all),
+    or dsh's refusal (the full read lists why and where, and takes it as dsh's decision instead of reading it again).
+
+    dsh's strict read refuses (or recovers, with a note) every row the lenient listing
+    would note: a row that does not parse or decode, an envelope unlike the rows before it,
+    a seq gap.  So when it took every row and noted nothing, the listing would note nothing
+    and count the same events (the decoder's next seq: dense from 0), and the restore's
+    rules are those of the migrated form (:class:`_Restored`): one read instead of three.
+    """
+    found = ValidationReport(again.name)
+    try:
+        with open_log(again(), progress=progress) as log:
+            header = log.header
+            if header is None or log.version != header.get("version"):
+                return None
+            with log.v4(told=found.add) as view:
+                view.finish()
+            if not _SETUP_NOTES.issuperset(log.notes.counts) or log.snapshot or log.decoder.seq_offset is not None \
+                    or view.header != header_only(header, projection=False):
+                return None
+            found.path, found.version, found.projection, found.events = log.path, log.version, log.projection, log.decoder.next_seq
+    except DshlogError as exc:
+        return exc
+    return found
+
+
 def _dsh_verdict(report: ValidationReport, log: Any, again: Reread, progress: Position | None = None,
-                 cache: str | None = None) -> None:
+                 cache: str | None = None, restored: _Restored | None = None, refusal: DshlogError | None = None) -> None:
     """dsh's decision on the whole log, added as an error when dsh refuses it (unless already listed).
 
     ``log`` is the lenient reader the listing used.  A header dsh refuses is known
     from it; a v4 log whose listing found nothing (every rule of dsh's restore ran
     over rows that all decoded) is one dsh reads, so it is not read again.
+    ``restored``: also gather every problem of dsh's restore (:class:`_Restored`).
+    ``refusal``: dsh's refusal of this very read, already taken (:func:`_listed_by_dsh`).
     """
     source = log.source
     decision = getattr(log, "decision", None)
@@ -185,9 +264,15 @@ def _dsh_verdict(report: ValidationReport, log: Any, again: Reread, progress: Po
         if source.name == "-" or place_refusal(log.path, header.get("id"), header.get("cwd"), compressed=log.info.container == Container.ZSTD) is None:
             return  # otherwise dsh refuses it for where it sits: the strict open below says so
     try:
+        if refusal is not None:
+            raise refusal
         with open_log(again(), progress=progress, cache=cache) as log:
-            with log.v4() as view:
+            with log.v4(told=restored.found.add if restored is not None else None) as view:
                 view.finish()
+            if restored is not None:
+                # the lenient read migrates this header as it is stored: the same v4 header, the same rules
+                restored.whole = not log.notes and not log.snapshot and log.header is not None \
+                    and view.header == header_only(log.header, projection=False)
     except DshlogError as exc:
         if is_dsh_refusal(exc) and source.name != "-" and source.select is None and source.format_version is None:
             # asked only of a session dsh refuses, read from its file as rescue reads it; imported here so
@@ -248,6 +333,7 @@ def _validate_log(again: Reread, progress: Position | None = None,
         return open_log(again(), strict=False, progress=progress)
 
     rules: Validator | None = None
+    refusal: DshlogError | None = None
     try:
         log = opened()
         if kept is not None and log.version == CURRENT_VERSION:
@@ -255,6 +341,12 @@ def _validate_log(again: Reread, progress: Position | None = None,
             if not fits:
                 log.close()
                 log = opened()  # the state does not fit this file: read it afresh
+        if kept is None and _dsh_lists(log, cache):
+            listed = _listed_by_dsh(again, progress)
+            if isinstance(listed, ValidationReport):
+                log.close()
+                return listed, None
+            refusal = listed
     except DshlogError as exc:
         _from_error(report, exc)
         return report, None
@@ -309,9 +401,15 @@ def _validate_log(again: Reread, progress: Position | None = None,
             else:
                 sev = Severity.WARNING
             report.add(n.with_severity(sev))
-    _dsh_verdict(report, log, again, progress, cache)
+    restored = _Restored(ValidationReport(report.path)) if _one_restore(log, report) else None
+    _dsh_verdict(report, log, again, progress, cache, restored, refusal)
     if log.version is not None and log.version < CURRENT_VERSION and not report.errors and not report.unsupported:
         # historical: the log must also migrate, and its v4 form must pass the rules
+        if restored is not None and restored.whole:
+            for p in restored.found.problems:  # dsh's restore ran those rules over that form
+                report.add(p)
+            report.more_problems += restored.found.more_problems
+            return report, checkpoint.state
         try:
             log2 = open_log(again(), strict=False, progress=progress, cache=cache)
             with log2:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from ..protocol.layout import persistence_root
 from ..protocol.vocabulary import CURRENT_VERSION
@@ -28,8 +29,7 @@ if TYPE_CHECKING:  # the item types are only named here: `events` and `tail` pri
 # --------------------------------------------------------------------------- marks
 
 
-@dataclass(frozen=True, slots=True)
-class Mark:
+class Mark(msgspec.Struct, frozen=True):
     """A sign in front of a line: ``plain`` (ASCII) when piped, ``symbol`` on a terminal and in documents."""
 
     plain: str
@@ -84,8 +84,7 @@ REASONING_HINT = "--reasoning to show"
 IN_PART = "counted in part"  # a session a report read past a damaged row: its figures are those of the rows it could read
 
 
-@dataclass(frozen=True, slots=True)
-class Hints:
+class Hints(msgspec.Struct, frozen=True):
     """How a reader is told to see what a transcript folded or trimmed: the command's flags, or the browser's keys."""
 
     reasoning: str

@@ -9,8 +9,9 @@ the same screen, in a test as on a real terminal.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
+
+import msgspec
 
 from .text import sanitize
 
@@ -45,8 +46,7 @@ class TextSink:
         return "utf-8"
 
 
-@dataclass(frozen=True)
-class Screen:
+class Screen(msgspec.Struct, frozen=True):
     """One output stream as people see it."""
 
     stream: IO[bytes]

@@ -8,8 +8,9 @@ model.  Cells are data: each is sanitised and made a Rich ``Text``, never markup
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
+
+import msgspec
 
 from . import labels
 from .screen import Screen, Write, text
@@ -34,8 +35,7 @@ def plain_table(write: Write, title: str | None, columns: Sequence[str], rows: I
         line("\t".join("" if v is None else str(v) for v in r))
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(msgspec.Struct, frozen=True):
     """A table column: its header, alignment, what its cells are, and how it gives way when the screen is narrow.
 
     Giving way goes from what a reader loses least to what they lose most: ``flex``
@@ -71,7 +71,7 @@ def _columns(columns: Sequence[str | Column], justify: dict[int, str] | None) ->
         if isinstance(c, str):
             c = Column(c, (justify or {}).get(i, "left"))
         if c.number and c.justify == "left":
-            c = replace(c, justify="right")
+            c = msgspec.structs.replace(c, justify="right")
         out.append(c)
     return out
 
@@ -143,8 +143,7 @@ def _layout(cols: list[Column], exact: list[list[str]], short: dict[int, list[st
     return out, shortened
 
 
-@dataclass(frozen=True, slots=True)
-class FittedTable:
+class FittedTable(msgspec.Struct, frozen=True):
     """A table laid out for a width: the columns shown (a ``drop`` column may be left out), each one's
     width, and every row's cells as text already fitted to those widths (cut or abbreviated as
     :class:`Column` says).
@@ -200,7 +199,7 @@ def table(
     width = screen.width or 80
     fitted = fit_table(columns, rows, width, justify=justify)
     # nothing left to give: wider than the screen (the terminal folds the line) rather than a cut figure
-    con = (replace(screen, width=fitted.needed) if fitted.needed > width else screen).console()
+    con = (msgspec.structs.replace(screen, width=fitted.needed) if fitted.needed > width else screen).console()
     t = Table(title=text(title, "table.title") if title else None, title_justify="left", show_edge=False,
               header_style="bold", pad_edge=False, box=None, padding=(0, GAP // 2), collapse_padding=False)
     for c, w in zip(fitted.columns, fitted.widths):

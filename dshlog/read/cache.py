@@ -39,7 +39,6 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -74,8 +73,7 @@ MAX_VALUE_BYTES = 64 << 20
 STDIN = "-"
 
 
-@dataclass(frozen=True, slots=True)
-class Stamp:
+class Stamp(msgspec.Struct, frozen=True):
     """What proves a file is the one an entry was derived from."""
 
     dev: int
@@ -199,8 +197,7 @@ def grown_from(path: str, now: Stamp, kept: Stamp) -> bool:
         os.close(fd)
 
 
-@dataclass(frozen=True, slots=True)
-class Kind:
+class Kind(msgspec.Struct, frozen=True):
     """One kind of cached result: its name, its version and its plain form both ways.
 
     ``version`` is bumped on any change of the result type or of how it is encoded,

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ..errors import DshlogError
 from ..protocol.layout import choose_generation
-from ..migrate.v3_v4 import child_catalog_fact
 
 
 def _generation(session_dir: Path) -> Path | None:
@@ -28,8 +28,7 @@ def _generation(session_dir: Path) -> Path | None:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class _Parenthood:
+class _Parenthood(msgspec.Struct, frozen=True):
     """What one session directory's header said about its parent, and what it was read from."""
 
     dir_mtime_ns: int
@@ -117,6 +116,8 @@ def discover_child_facts(
     descriptor is invalid, still yields a fact (``descriptorCount: 0``,
     ``descriptor: null``) and a warning, so the parent gets an ``unknown`` entry.
     """
+    from ..migrate.v3_v4 import child_catalog_fact  # an older log's migration only: a v4 read loads none
+
     facts: list[dict[str, Any]] = []
     try:
         projects = sorted(p for p in Path(root).iterdir() if p.is_dir())

@@ -22,10 +22,12 @@ import stat
 import struct
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 from collections.abc import Callable, Iterator
+
+import msgspec
 
 from .. import forked
 from ..errors import BeyondLimit, CorruptLog, IOFailure, Location, UsageError
@@ -168,8 +170,7 @@ def torn_text(t: Torn, size_on_disk: int | None) -> str:
     return f"torn tail ignored: {t.length} bytes after the last complete line (byte {t.offset})"
 
 
-@dataclass(slots=True)
-class Torn:
+class Torn(msgspec.Struct):
     """An incomplete tail that readers never see (dsh truncates it on its next write)."""
 
     offset: int  # plaintext offset where the torn bytes start
@@ -179,8 +180,7 @@ class Torn:
     data: bytes = b""  # the dropped plaintext bytes (bounded: only kept up to 1 MiB)
 
 
-@dataclass
-class SourceInfo:
+class SourceInfo(msgspec.Struct):
     """What the framing layer learnt while reading (filled in as records stream)."""
 
     path: str
@@ -189,7 +189,7 @@ class SourceInfo:
     decoded_bytes: int = 0
     frames: int = 0
     torn: Torn | None = None
-    wrapped_sessions: list[str] = field(default_factory=list)
+    wrapped_sessions: list[str] = msgspec.field(default_factory=list)
 
 
 def select_generation(directory: Path) -> Path:

@@ -26,12 +26,12 @@ too, which dsh's code does not do (README "How dshlog relates to dsh").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from ..check.header import is_absolute_cwd
 from ..errors import CorruptLog, DshlogError, Location, UnsupportedVersion
-from ..migrate.chain import header_only
 from ..protocol.jsjson import stringify
 from ..protocol.texts import FORMAT_VERSION_REFUSAL, HEADER_NOT_AN_OBJECT, newer_version
 from ..protocol.values import has_placeholder, is_count, safe_int
@@ -209,8 +209,7 @@ def stored_version(header: Any) -> int:
     return safe_int(version)
 
 
-@dataclass(frozen=True, slots=True)
-class HeaderDecision:
+class HeaderDecision(msgspec.Struct, frozen=True):
     """dsh's decision on a header line (the catalog's ``readHeader``).
 
     ``header`` is the v4 physical header the log has after migration (for
@@ -247,7 +246,12 @@ def read_header(header: Any) -> HeaderDecision:
     try:
         decode_physical_header(header, version)
         placeholder = has_placeholder(header.get("cwd"))
-        migrated = header if version == CURRENT_VERSION else header_only(header, projection=placeholder)
+        if version == CURRENT_VERSION:
+            migrated = header
+        else:
+            from ..migrate.chain import header_only  # an older header only: a v4 one loads no migration
+
+            migrated = header_only(header, projection=placeholder)
     except UnsupportedVersion as exc:
         return HeaderDecision("unsupported", version, reason=exc.message)
     except DshlogError as exc:

@@ -60,7 +60,7 @@ __all__ = ["KNOWN", "LAYOUT", "STATE_VERSION", "Checkpoint", "StateCodec", "resu
 
 #: The version of a kept state's layout: bump it when a class of :data:`KNOWN` (or what
 #: :class:`Checkpoint` keeps) changes, so a state an older build kept is never taken back.
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 #: The classes a kept state may hold, by name: the reader's and the rules' own state.
 KNOWN: dict[str, type] = {cls.__name__: cls for cls in (
@@ -72,8 +72,8 @@ KNOWN: dict[str, type] = {cls.__name__: cls for cls in (
 #: object is written and read back only with exactly these, so a class that changed its fields
 #: is never filled from a state an older build kept (bump :data:`STATE_VERSION` with this table).
 LAYOUT: dict[str, frozenset[str]] = {name: frozenset(fields) for name, fields in {
-    "Validator": ("_data", "_finished", "_fold", "_report", "count", "header", "inherited_cut", "known", "lifecycle",
-                  "ownership", "projection", "typed"),
+    "Validator": ("_data", "_finished", "_fold", "_report", "_settling", "count", "header", "inherited_cut", "known",
+                  "lifecycle", "ownership", "projection", "skipped", "typed"),
     "_Gather": (),
     "Ownership": ("_catalog_after_marker", "_catalog_ids", "_foreign_deliveries", "has_header", "has_parent",
                   "header_id", "inherited_cut", "last_marker", "seeded"),

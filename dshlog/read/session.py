@@ -24,7 +24,6 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -231,6 +230,8 @@ class SessionLog:
         fh = self._fh
         if fh.seekable():
             return fh
+        import tempfile  # an unseekable input only (standard input)
+
         spool = tempfile.TemporaryFile()
         shutil.copyfileobj(fh, spool, 1 << 20)
         spool.seek(0)
@@ -745,7 +746,8 @@ class SessionLog:
             yield from events
 
     def v4(self, *, child_facts: list[dict[str, Any]] | None = None, runs: bool = True, allow_unknown: bool = False,
-           restore: bool = True, surface_note: NodeNote | None = None) -> V4View:
+           restore: bool = True, surface_note: NodeNote | None = None,
+           told: Callable[[Problem], None] | None = None) -> V4View:
         """The v4 view: what dsh holds after opening the log (older logs migrated in memory).
 
         Nothing is read until the view is iterated; its :attr:`V4View.header` needs
@@ -760,10 +762,13 @@ class SessionLog:
         process has already taken, where dsh's decision is known (``surface --messages``
         reading its messages again).  ``surface_note``: the restore's fold keeps this
         note per node, for a caller that reads :attr:`V4View.surface` afterwards.
+        ``told``: given every problem the restore finds (warnings too), in order, for a
+        caller that lists them rather than reading the events through the rules again.
         """
         if self.version > CURRENT_VERSION:
             raise UnsupportedVersion(newer_version(self.session_id, self.version, CURRENT_VERSION), path=self.path, loc=self.header_loc)
-        return V4View(self, child_facts, runs, allow_unknown=allow_unknown, restore=restore, surface_note=surface_note)
+        return V4View(self, child_facts, runs, allow_unknown=allow_unknown, restore=restore, surface_note=surface_note,
+                      told=told)
 
     @property
     def projection(self) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import tempfile
 from dataclasses import KW_ONLY, dataclass, replace
 from types import TracebackType
 from typing import IO, Self
@@ -95,6 +94,8 @@ class Reread:
         self._source = source
         self._spool: IO[bytes] | None = None
         if source.stream is not None:
+            import tempfile  # a stream only: a named file is opened again, and loads no tempfile
+
             self._spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
             shutil.copyfileobj(source.stream, self._spool, 1 << 20)
 

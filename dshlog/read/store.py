@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+import msgspec
+
 from ..errors import DshlogError, ExitCode, IOFailure, Refused, UsageError, boundary
 from ..model.content import TRANSCRIPT, content_text
 from ..model.period import parse_when
@@ -277,8 +279,7 @@ def place_refused(source: str | Path) -> str | None:
 # ----------------------------------------------------------------------------- walking a store
 
 
-@dataclass(frozen=True)
-class Unreadable:
+class Unreadable(msgspec.Struct, frozen=True):
     """A session (or a directory) a walk found and cannot read: where, why (one line), its exit code.
 
     Plain values, so that a batch can hand it back in its place among the results
@@ -496,8 +497,7 @@ def parse_since(text: str, *, now: float) -> int:
 # ----------------------------------------------------------------------------- resolution
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(msgspec.Struct, frozen=True):
     """What a command's FILE argument resolved to; ``chosen`` when dshlog picked the session."""
 
     path: str

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ..protocol.jsjson import dumps
 from ..protocol.layout import parse_generation, successor_name
@@ -49,8 +50,7 @@ __all__ = ["SUCCESSOR", "Claim", "Proof", "Witness", "claim", "proven", "same_fi
 _CHUNK = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class Proof:
+class Proof(msgspec.Struct, frozen=True):
     """A successor proven to be the migration of an old file: where it is, its stamp then, the chain's cut."""
 
     path: str
@@ -86,8 +86,7 @@ def same_file(stamp: Stamp, fd: int) -> bool:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == stamp.row()[:5]
 
 
-@dataclass(frozen=True, slots=True)
-class Claim:
+class Claim(msgspec.Struct, frozen=True):
     """A view's question: the old file (as given) and its stamp, the entry's key, the successor beside it."""
 
     cache: ResultCache

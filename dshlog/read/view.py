@@ -9,14 +9,13 @@ successor, :mod:`dshlog.read.successor`), run through dsh's v4 restore
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import IO, Any, Protocol, Self
+from collections.abc import Callable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Protocol, Self
 
 from ..check.problems import Problem, Problems
-from ..check.surface import NodeNote, SurfaceFold
+from ..check.surface import NodeNote, SurfaceFold, SurfaceShare
 from ..check.validate import Validator
 from ..errors import CorruptLog, DshlogError, Location, MigrationRefused, UnsupportedVersion, guarded
-from ..migrate.chain import MigratedEvents, header_only, migrate_stream
 from ..protocol.texts import transformed_artifact_refusal
 from ..protocol.vocabulary import CURRENT_VERSION
 from . import successor
@@ -25,6 +24,9 @@ from .header import HeaderDecision
 from .lazy import RowGate
 from .rows import RowDecoder
 from .source import Source
+
+if TYPE_CHECKING:
+    from ..migrate.chain import MigratedEvents
 
 __all__ = ["LogInput", "V4View"]
 
@@ -110,11 +112,13 @@ class V4View:
 
     def __init__(self, log: LogInput, child_facts: list[dict[str, Any]] | None, runs: bool = True, *,
                  allow_unknown: bool = False, restore: bool = True,
-                 surface_note: NodeNote | None = None) -> None:
+                 surface_note: NodeNote | None = None, told: Callable[[Problem], None] | None = None) -> None:
         self._log = log
+        self._told = told
         self._restore = restore
         self._surface_note = surface_note
         self._rules: Validator | None = None
+        self._shared = False  # the restore's fold is a consumer's too (share_surface)
         self._allow_unknown = allow_unknown
         self._child_facts = child_facts
         self._runs = runs
@@ -137,6 +141,8 @@ class V4View:
             elif self.dsh and log.decision is not None and log.decision.header is not None:
                 self._header = log.decision.header
             else:
+                from ..migrate.chain import header_only  # an older log only: a v4 one loads no migration
+
                 try:
                     self._header = header_only(log._migration_header(), projection=log.snapshot)
                 except DshlogError as exc:
@@ -158,6 +164,8 @@ class V4View:
             if published is not None:
                 yield from published
                 return
+        from ..migrate.chain import migrate_stream  # an older log only: a v4 one loads no migration
+
         witness = successor.Witness(claim) if claim is not None else None
         noted = len(log.notes)
         try:
@@ -216,21 +224,69 @@ class V4View:
             yield from pairs
             return
         log = self._log
-        # a v4 log's events are its rows as jsjson parsed them; migrated ones are built in Python
         rules = self._rules
         if rules is None:
-            rules = Validator(self.header, projection=log.snapshot, json_values=log.version == CURRENT_VERSION,
-                              surface_note=self._surface_note)
+            rules = self._validator(None)
             self._rules = rules
         first: Any = None
+        # Where the restore's fold skipped an event, a shared fold's consumer (which would
+        # have stopped at that refusal) is given nothing more: the rest is only checked.
+        shared = self._shared
+        skipped_by: Any = None
+        told = self._told
         for pair in pairs:
             problems = rules.feed(pair[0])
             if problems:
+                if told is not None:
+                    for p in problems:
+                        told(p)
                 first = self._first(first, problems)
-            yield pair
-        first = self._first(first, rules.finish())
+            if not shared:
+                yield pair
+            elif skipped_by is None:
+                if rules.skipped:
+                    skipped_by = problems[0] if problems else True
+                else:
+                    yield pair
+        problems = rules.finish()
+        if told is not None:
+            for p in problems:
+                told(p)
+        first = self._first(first, problems)
         if first is not None:
             raise self._refusal(first)
+        if isinstance(skipped_by, Problem):  # refused by a rule whose finding dsh does not refuse the log for
+            raise CorruptLog(skipped_by.message, path=log.path, seq=skipped_by.seq)
+
+    def _validator(self, share: SurfaceShare | None) -> Validator:
+        """The restore's rules for this log."""
+        log = self._log
+        # a v4 log's events are its rows as jsjson parsed them; migrated ones are built in Python
+        return Validator(self.header, projection=log.snapshot, json_values=log.version == CURRENT_VERSION,
+                         surface_note=self._surface_note, share=share)
+
+    def share_surface(self, share: SurfaceShare) -> SurfaceFold | None:
+        """Before the view is read: the restore's surface fold, made to do ``share``'s fold too; ``None`` where it cannot.
+
+        A consumer that folds the surface of the events it reads (``requests``,
+        ``rebuild``) follows this fold instead of folding every event a second time:
+        the restore folds each event before the view yields it, and tells the
+        consumer before each settlement (:class:`~dshlog.check.surface.SurfaceShare`).
+        The restore's fold checks what a consumer's checking fold checks (the rules
+        it leaves to the restore's other rules report the same events), and skips an
+        event it refuses where such a fold would have stopped: from that event on the
+        view yields nothing more and ends with dsh's refusal (or, where dsh would not
+        refuse the log, the refusal of the fold that skipped it).  ``None`` (the consumer
+        folds its own) where there is no restore, where the view was read or its rules
+        resumed, of a snapshot projection (where a placeholder can turn a refusal into
+        a warning), and beside a surface note.
+        """
+        if self._gen is not None or self._rules is not None or not self.dsh or not self._restore \
+                or self._log.snapshot or self._surface_note is not None:
+            return None
+        self._rules = self._validator(share)
+        self._shared = True
+        return self._rules.fold
 
     @property
     def open_rules(self) -> Validator | None:
@@ -244,7 +300,8 @@ class V4View:
 
     def resume_rules(self, rules: Validator) -> bool:
         """Go on with a kept restore's rules instead of fresh ones (before the view is read); whether it could."""
-        if self._gen is not None or not self.dsh or not self._restore or self._log.version != CURRENT_VERSION:
+        if self._gen is not None or not self.dsh or not self._restore or self._log.version != CURRENT_VERSION \
+                or self._shared:
             return False
         self._rules = rules
         return True
