@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from conftest import load_bench_script, run_env
 
+from dshlog import fastpaths
 from dshlog.protocol.jsjson import dumps
 from dshlog.migrate import chain as chain_mod
 from dshlog.read import successor
@@ -85,9 +86,12 @@ def test_the_proven_successor_is_read_and_the_answers_are_the_same(old: Path, tm
     migrations.clear()
     for _round in range(2):
         assert [_run(cmd, old, cache) for cmd in VIEWS] == off
-    # validate's own listing reads the stored rows; its migrated form (lenient) is proven once, then read
-    assert migrations == [1]
-    assert _proofs(cache) == 2
+    # validate's own listing reads the stored rows; its migrated form (lenient) is proven once, then read;
+    # with the fast paths dsh's restore lists the migrated form itself (one restore): read from the proven successor
+    if fastpaths.fast():
+        assert migrations == [] and _proofs(cache) == 1
+    else:
+        assert migrations == [1] and _proofs(cache) == 2
 
 
 def test_a_successor_that_is_not_the_migration_is_never_read(old: Path, tmp_path: Path,
