@@ -75,6 +75,8 @@ LATE_IMPORTS: dict[tuple[str, str, str], str] = {
     ("dshlog.read.view", "V4View.header", "dshlog.migrate.chain"): "the chain, for an older log's header",
     ("dshlog.read.view", "V4View._source", "dshlog.migrate.chain"): "the chain, for an older log's events",
     ("dshlog.read.children", "discover_child_facts", "dshlog.migrate.v3_v4"): "the chain, for an older log's children",
+    ("dshlog.ops.validate", "_listed_by_dsh", "dshlog.migrate.chain"): "the chain, for an older log listed by dsh's read",
+    ("dshlog.ops.validate", "_dsh_verdict", "dshlog.migrate.chain"): "the chain, for an older log's restore listed whole",
     # zstandard: 0.6 ms and a C library mapped, only for .zstd logs (a plain reader loads none:
     # tests/test_cli_help.py test_reading_commands_stay_light)
     ("dshlog.protocol.zstd", "FrameWalker.__init__", "zstandard"): "zstandard, to read a .zstd log",

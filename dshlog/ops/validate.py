@@ -23,7 +23,6 @@ from ..check.validate import Validator
 from ..errors import DshlogError, ExitCode, MigrationRefused, NotASessionLog, UnsupportedVersion, boundary
 from ..executor import Executor, InProcess, helpers_allowed
 from ..fastpaths import fast
-from ..migrate.chain import header_only
 from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.cache import MAX_VALUE_BYTES, Kind, open_cache, problem_of, problem_record, resumed_map
@@ -230,6 +229,8 @@ def _listed_by_dsh(again: Reread, progress: Position | None) -> ValidationReport
     and count the same events (the decoder's next seq: dense from 0), and the restore's
     rules are those of the migrated form (:class:`_Restored`): one read instead of three.
     """
+    from ..migrate.chain import header_only  # an older log only: validate of a v4 one loads no migration
+
     found = ValidationReport(again.name)
     try:
         with open_log(again(), progress=progress) as log:
@@ -270,6 +271,8 @@ def _dsh_verdict(report: ValidationReport, log: Any, again: Reread, progress: Po
             with log.v4(told=restored.found.add if restored is not None else None) as view:
                 view.finish()
             if restored is not None:
+                from ..migrate.chain import header_only  # an older log only (restored is asked of one)
+
                 # the lenient read migrates this header as it is stored: the same v4 header, the same rules
                 restored.whole = not log.notes and not log.snapshot and log.header is not None \
                     and view.header == header_only(log.header, projection=False)
