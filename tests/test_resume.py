@@ -23,6 +23,7 @@ from conftest import CORPUS, FIXTURES, corpus_files, requires_corpus, run_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dshlog.check.surface import SurfaceShare
 from dshlog.ops import surface as surface_ops
 from dshlog.read import cache as cache_module
 from dshlog.read import resume
@@ -225,7 +226,7 @@ def test_an_unwritable_cache_is_not_used(tmp_path):
 def _state_of(path: Path) -> list[Any]:
     """The parts a read of the whole log keeps (notes, decoder, restore), live."""
     log = open_log(str(path))
-    view = log.v4(surface_note=surface_ops.node_note)
+    view = log.v4(share=SurfaceShare(note=surface_ops.node_note, replacements=True))
     kept: list[Any] = []
     log.at_end = lambda: kept.extend([log.notes, log.decoder, view.open_rules])
     view.finish()

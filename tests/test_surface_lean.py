@@ -24,6 +24,7 @@ from test_surface import ev, user
 
 import dshlog
 from dshlog.errors import DshlogError
+from dshlog.check.surface import SurfaceShare
 from dshlog.check.validate import Validator
 from dshlog.ops import surface as surface_ops
 from dshlog.ops.surface import surface_rows
@@ -204,7 +205,7 @@ def test_the_whole_log_is_folded_once_where_the_restore_found_nothing(monkeypatc
 
 
 def _restore_fold(header: dict[str, Any] | None, events: list[dict[str, Any]], *, projection: bool = False) -> Any:
-    rules = Validator(header, projection=projection, surface_note=surface_ops.node_note)
+    rules = Validator(header, projection=projection, share=SurfaceShare(note=surface_ops.node_note, replacements=True))
     for event in events:
         rules.feed(event)
         assert rules.clean_fold is None  # not before the end: the last event may still be refused

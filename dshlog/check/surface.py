@@ -88,17 +88,25 @@ class SurfaceShare:
     its messages) is a fold of the same events.  Rather than folding them again, such a
     consumer has the restore's fold keep what it reads (``digests``: a digest of each
     derived message; ``note``: the consumer's note per node, as :class:`SurfaceFold` takes
-    them) and is told, through ``settling``, just before the fold takes each settlement
-    event, while the surface is the one that settlement's request was built from.
-    ``settling`` only looks at the fold: it must not raise, nor change it.
+    them; ``replacements``: every replacement record, not only the last few) and is told,
+    through ``settling``, just before the fold takes each settlement event, while the
+    surface is the one that settlement's request was built from.  ``settling`` only looks
+    at the fold: it must not raise, nor change it.
+
+    A consumer either follows the fold while it reads the events
+    (:meth:`~dshlog.read.view.V4View.share_surface`: ``requests``, ``rebuild``) or takes
+    the whole log's fold once the view is used up (the view made with ``share``, then
+    :attr:`~dshlog.read.view.V4View.surface`: ``surface``); the restore's fold is the
+    one producer of the surface either way.
     """
 
-    __slots__ = ("digests", "note", "settling")
+    __slots__ = ("digests", "note", "replacements", "settling")
 
-    def __init__(self, *, digests: bool = False, note: NodeNote | None = None,
+    def __init__(self, *, digests: bool = False, note: NodeNote | None = None, replacements: bool = False,
                  settling: Callable[[SurfaceFold], None] | None = None) -> None:
         self.digests = digests
         self.note = note
+        self.replacements = replacements
         self.settling = settling
 
 

@@ -36,7 +36,7 @@ from .header import CwdPlatform, validate_header
 from .lifecycle import Lifecycle
 from .ownership import Ownership
 from .problems import Problem, Severity
-from .surface import NodeNote, SurfaceFold, SurfaceShare
+from .surface import SurfaceFold, SurfaceShare
 
 __all__ = ["Validator", "validate_events"]
 
@@ -115,15 +115,12 @@ class Validator:
         known_types: Iterable[str] | None = None,
         cwd_platform: CwdPlatform = "any",
         json_values: bool = False,
-        surface_note: NodeNote | None = None,
         share: SurfaceShare | None = None,
     ) -> None:
-        """``surface_note``: the fold also keeps this note per node and every replacement record,
-        so a log without problems leaves the fold a surface command prints (:attr:`clean_fold`).
-
-        ``share``: the fold also keeps what a consumer of the events folds the surface for,
-        and tells it before each settlement (see :class:`~dshlog.check.surface.SurfaceShare`);
-        the consumer follows :attr:`fold` while :attr:`skipped` is 0."""
+        """``share``: the fold also keeps what a consumer of the events folds the surface for,
+        and tells it before each settlement (see :class:`~dshlog.check.surface.SurfaceShare`):
+        a consumer that follows :attr:`fold` does so while :attr:`skipped` is 0, and one that
+        takes the whole log's surface takes :attr:`clean_fold` (a log without problems)."""
         self.header = header
         self.typed = json_values and fast()
         self.projection = projection
@@ -148,9 +145,9 @@ class Validator:
         # Validation needs only the count of replacements, not their records, and no
         # messages (the lean fold keeps what its own rules read); the data rules run
         # here, and only the events that pass them are folded.
-        note = surface_note if surface_note is not None else share.note if share is not None else None
-        self._fold = SurfaceFold(strict_unknown=False, check_messages=False, keep_replacements=surface_note is not None,
-                                 keep_messages=False, digests=share is not None and share.digests, note=note)
+        self._fold = SurfaceFold(strict_unknown=False, check_messages=False,
+                                 keep_replacements=share is not None and share.replacements, keep_messages=False,
+                                 digests=share is not None and share.digests, note=share.note if share is not None else None)
         self._fold.check_data = False
         self.lifecycle = Lifecycle(self._fold)
 

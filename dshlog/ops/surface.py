@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol
 
 from ..check.problems import Problem
-from ..check.surface import SurfaceFold, derive_message, fold
+from ..check.surface import SurfaceFold, SurfaceShare, derive_message, fold
 from ..errors import CorruptLog, UsageError, boundary
 from ..output.jsondoc import SHAPE
 from ..output.text import preview
@@ -279,7 +279,7 @@ def _surface_rows(reopen: Callable[[], SessionLog], at: int | None, allow_unknow
     codec = StateCodec({"node_note": node_note}, limit=MAX_VALUE_BYTES)
     for attempt in ((kept,) if kept is None else (kept, None)):
         with reopen() as log, located(log.path):
-            view = log.v4(allow_unknown=allow_unknown, surface_note=node_note)
+            view = log.v4(allow_unknown=allow_unknown, share=SurfaceShare(note=node_note, replacements=True))
             if attempt is not None and not resume_view(log, view, attempt, codec):
                 continue  # the state does not fit this file: read it afresh
             checkpoint = view_checkpoint(log, view, codec)

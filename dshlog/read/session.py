@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from ..fastpaths import fast
 from ..errors import BeyondLimit, CorruptLog, DshlogError, InternalError, Location, NotASessionLog, UnsupportedVersion, UsageError, guarded
 from ..check.problems import Problem, Problems, Severity
-from ..check.surface import NodeNote
+from ..check.surface import SurfaceShare
 from .lazy import LazyRecord, RowGate
 from .place import place_refusal
 from .rows import RowDecoder
@@ -746,7 +746,7 @@ class SessionLog:
             yield from events
 
     def v4(self, *, child_facts: list[dict[str, Any]] | None = None, runs: bool = True, allow_unknown: bool = False,
-           restore: bool = True, surface_note: NodeNote | None = None,
+           restore: bool = True, share: SurfaceShare | None = None,
            told: Callable[[Problem], None] | None = None) -> V4View:
         """The v4 view: what dsh holds after opening the log (older logs migrated in memory).
 
@@ -760,14 +760,15 @@ class SessionLog:
         dsh refuses them).  ``restore=False`` reads a strict log's rows as dsh does but
         leaves out the restore: only for a second reading of a log whose whole view this
         process has already taken, where dsh's decision is known (``surface --messages``
-        reading its messages again).  ``surface_note``: the restore's fold keeps this
-        note per node, for a caller that reads :attr:`V4View.surface` afterwards.
+        reading its messages again).  ``share``: what the restore's fold keeps for a
+        caller that takes the whole log's surface afterwards (:attr:`V4View.surface`,
+        :class:`~dshlog.check.surface.SurfaceShare`).
         ``told``: given every problem the restore finds (warnings too), in order, for a
         caller that lists them rather than reading the events through the rules again.
         """
         if self.version > CURRENT_VERSION:
             raise UnsupportedVersion(newer_version(self.session_id, self.version, CURRENT_VERSION), path=self.path, loc=self.header_loc)
-        return V4View(self, child_facts, runs, allow_unknown=allow_unknown, restore=restore, surface_note=surface_note,
+        return V4View(self, child_facts, runs, allow_unknown=allow_unknown, restore=restore, share=share,
                       told=told)
 
     @property

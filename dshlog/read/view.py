@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any, Protocol, Self
 
 from ..check.problems import Problem, Problems
-from ..check.surface import NodeNote, SurfaceFold, SurfaceShare
+from ..check.surface import SurfaceFold, SurfaceShare
 from ..check.validate import Validator
 from ..errors import CorruptLog, DshlogError, Location, MigrationRefused, UnsupportedVersion, guarded
 from ..protocol.texts import transformed_artifact_refusal
@@ -112,11 +112,11 @@ class V4View:
 
     def __init__(self, log: LogInput, child_facts: list[dict[str, Any]] | None, runs: bool = True, *,
                  allow_unknown: bool = False, restore: bool = True,
-                 surface_note: NodeNote | None = None, told: Callable[[Problem], None] | None = None) -> None:
+                 share: SurfaceShare | None = None, told: Callable[[Problem], None] | None = None) -> None:
         self._log = log
         self._told = told
         self._restore = restore
-        self._surface_note = surface_note
+        self._share = share  # a consumer that takes the whole log's fold (surface)
         self._rules: Validator | None = None
         self._shared = False  # the restore's fold is a consumer's too (share_surface)
         self._allow_unknown = allow_unknown
@@ -226,7 +226,7 @@ class V4View:
         log = self._log
         rules = self._rules
         if rules is None:
-            rules = self._validator(None)
+            rules = self._validator(self._share)
             self._rules = rules
         first: Any = None
         # Where the restore's fold skipped an event, a shared fold's consumer (which would
@@ -262,8 +262,7 @@ class V4View:
         """The restore's rules for this log."""
         log = self._log
         # a v4 log's events are its rows as jsjson parsed them; migrated ones are built in Python
-        return Validator(self.header, projection=log.snapshot, json_values=log.version == CURRENT_VERSION,
-                         surface_note=self._surface_note, share=share)
+        return Validator(self.header, projection=log.snapshot, json_values=log.version == CURRENT_VERSION, share=share)
 
     def share_surface(self, share: SurfaceShare) -> SurfaceFold | None:
         """Before the view is read: the restore's surface fold, made to do ``share``'s fold too; ``None`` where it cannot.
@@ -279,10 +278,10 @@ class V4View:
         refuse the log, the refusal of the fold that skipped it).  ``None`` (the consumer
         folds its own) where there is no restore, where the view was read or its rules
         resumed, of a snapshot projection (where a placeholder can turn a refusal into
-        a warning), and beside a surface note.
+        a warning), and where the view was made with a share of its own.
         """
         if self._gen is not None or self._rules is not None or not self.dsh or not self._restore \
-                or self._log.snapshot or self._surface_note is not None:
+                or self._log.snapshot or self._share is not None:
             return None
         self._rules = self._validator(share)
         self._shared = True
@@ -313,7 +312,8 @@ class V4View:
         That is dsh's view of a log the restore found no problem in (see
         :attr:`~dshlog.check.validate.Validator.clean_fold`); ``None`` otherwise,
         and always where there was no restore.  A caller that wants the surface of
-        the whole log takes it instead of folding every event a second time.
+        the whole log takes it instead of folding every event a second time, having
+        made the view with the :class:`~dshlog.check.surface.SurfaceShare` it keeps.
         """
         return self._rules.clean_fold if self._rules is not None else None
 
