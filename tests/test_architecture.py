@@ -68,7 +68,7 @@ LATE_IMPORTS: dict[tuple[str, str, str], str] = {
     ("dshlog.forked", "unpack_error", "pickle"): "pickle, for a helper's failure",
     # tempfile (and random, which it loads): 3-7 ms, only for a spool
     ("dshlog.read.source", "Reread.__init__", "tempfile"): "tempfile, to spool a stream read twice",
-    ("dshlog.read.session", "SessionLog._rewindable", "tempfile"): "tempfile, to spool an unseekable input",
+    ("dshlog.read.input", "LogInput._rewindable", "tempfile"): "tempfile, to spool an unseekable input",
     ("dshlog.cli.common", "DeferredStdout.__init__", "tempfile"): "tempfile, for output held until dsh's decision",
     # the migration chain: 4-7 ms, only to read a log older than v4 (a v4 log is its stored events)
     ("dshlog.read.header", "read_header", "dshlog.migrate.chain"): "the chain, for an older header",
@@ -595,7 +595,7 @@ def test_only_the_environment_reads_the_process() -> None:
     allowed = {"dshlog.cli.env", "dshlog.__main__", "dshlog.ops.fork"}
     # ``-`` as a target names the process's standard input when no stream is passed (the library's
     # default); the command line passes its Env's stdin where it opens the log itself
-    stdin_default = {"dshlog.read.container", "dshlog.read.session"}
+    stdin_default = {"dshlog.read.container", "dshlog.read.input"}
     found = []
     for name, tree in _TREES.items():
         if name in allowed:

@@ -18,6 +18,11 @@ half): every strict reader admits the header here, and the header-level rules of
 ``check/header.py`` (which ``validate`` reports in full) stay the logical checks
 that follow.  A lenient reader still shows a header dsh refuses (with a note).
 
+It also decides which format version a log's rows are read as (:func:`decide_version`):
+dsh's decision for a strict reader, with the persistence layer's checks of the file's
+name and place; for a lenient one, the header's word, with what a log without one (or
+with a damaged one) is taken to be.
+
 A whole ``{{...}}`` placeholder cwd stands for an absolute path in dsh's test
 snapshots (the oracle swaps it for one); a cwd holding a placeholder anywhere
 (``{{cwd}}/workspace``, only ever written by snapshots) is taken as that stand-in
@@ -26,15 +31,21 @@ too, which dsh's code does not do (README "How dshlog relates to dsh").
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Any, Literal
 
 import msgspec
 
 from ..check.header import is_absolute_cwd
+from ..check.problems import Problem, Problems, Severity
 from ..errors import CorruptLog, DshlogError, Location, UnsupportedVersion
-from ..protocol.jsjson import stringify
-from ..protocol.texts import FORMAT_VERSION_REFUSAL, HEADER_NOT_AN_OBJECT, newer_version
-from ..protocol.values import has_placeholder, is_count, safe_int
+from ..protocol.jsjson import js_string, stringify
+from ..protocol.layout import parse_generation
+from ..protocol.texts import FORMAT_VERSION_REFUSAL, HEADER_NOT_AN_OBJECT, newer_version, older_version
+from ..protocol.values import has_placeholder, is_count, is_safe_integer, safe_int
+from .container import Container
+from .place import place_refusal
 from ..protocol.vocabulary import (
     CURRENT_VERSION,
     header_optional_keys,
@@ -42,7 +53,8 @@ from ..protocol.vocabulary import (
     logical_header_keys,
 )
 
-__all__ = ["HeaderDecision", "decode_physical_header", "read_header", "stored_version"]
+__all__ = ["HeaderDecision", "decide_version", "decode_physical_header", "detect_headerless_version", "is_damaged_header",
+           "read_header", "stored_version"]
 
 Status = Literal["current", "migration-required", "unsupported", "malformed"]
 
@@ -258,3 +270,111 @@ def read_header(header: Any) -> HeaderDecision:
         return HeaderDecision("malformed", version, reason=exc.message)
     status: Status = "current" if version == CURRENT_VERSION else "migration-required"
     return HeaderDecision(status, version, header=migrated)
+
+
+def detect_headerless_version(sample: bytes) -> int:
+    """Stored version of a header-less event stream, judged from distinctive content."""
+    if b'"assistant/chunk"' in sample or b'-chunks","seq0"' in sample:
+        return 0
+    if b'"role":"tool"' in sample or b'"role": "tool"' in sample:
+        return 4
+    if b'"system/message"' in sample:
+        return 3 if b'"kind":"plugin"' in sample or b'"kind": "plugin"' in sample else 4
+    if b'"tool-result"' in sample or b'"start":' in sample and b'"op":"replace"' in sample:
+        return 0 if b'"stream"' not in sample else 2
+    return CURRENT_VERSION
+
+
+def is_damaged_header(obj: dict[str, Any]) -> bool:
+    """A first line that lacks ``type`` but has header members is a damaged header, not an event.
+
+    dsh reads line 1 as the header whatever it holds; only an input whose first row
+    is an event (it has ``seq``/``data``) is a header-less stream.
+    """
+    return "type" not in obj and "seq" not in obj and "data" not in obj and any(k in obj for k in ("version", "id", "createdAt"))
+
+
+def _june_prerelease(sample: bytes) -> bool:
+    """Header ``version:1`` written by the June 2026 pre-release writer (NOTES.md 2)."""
+    if b'"sourceEventSeqs":[[' in sample or b'-chunks"' in sample:
+        return False
+    return b'"trigger"' in sample or b'"type":"usage"' in sample or b'"type":"error"' in sample or b'"assistant/chunk"' in sample
+
+
+def _named_version(path: str, container: str) -> int | None:
+    """The format version a generation's file name names (``None``: not a generation name, or not a JSONL container)."""
+    named = parse_generation(os.path.basename(path)) if container in (Container.JSONL, Container.ZSTD) else None
+    return named.version if named is not None else None
+
+
+def decide_version(header: dict[str, Any] | None, *, path: str, loc: Location | None, container: str, strict: bool,
+                   notes: Problems, sample: Callable[[int], bytes], head: bytes = b"",
+                   format_version: int | None = None) -> tuple[int, HeaderDecision | None]:
+    """The version a log's rows are read as, and dsh's decision on its header (``None``: no header was decided).
+
+    ``format_version``: the caller's word (``--format-version``), taken as it is.
+    ``head``: the leading bytes already at hand, ``sample(n)``: up to ``n`` leading
+    bytes of the body, for a judgement from content.  Strict: dsh's decision, raised
+    with dsh's words where it refuses (the header, a version foreign to the file's
+    name or place).  Lenient: the header's version, with a note where dsh would refuse.
+    """
+    if format_version is not None:
+        return format_version, None
+    if header is None:
+        return detect_headerless_version(head if head else sample(8 << 20)), None
+    decision = read_header(header)
+    if strict:
+        _refuse_foreign_version(header, path, loc, container)
+        if not decision.admitted:
+            raise decision.refusal(path=path, loc=loc)
+        v = decision.stored_version
+        assert v is not None
+        _check_name(v, path, loc, container, strict, notes)
+        refusal = place_refusal(path, header.get("id"), header.get("cwd"), compressed=container == Container.ZSTD)
+        if refusal is not None:
+            raise CorruptLog(refusal, path=path, loc=loc)
+        return v, decision
+    if not decision.admitted and decision.stored_version is not None and decision.stored_version <= CURRENT_VERSION:
+        notes.add(Problem("header", f"dsh refuses this header: {decision.reason}", Severity.WARNING, loc=loc))
+    version = header.get("version")
+    if version is None:
+        # v0/v1 headers never carry isSeeded (v2+ require it): use that before sniffing content
+        name_v = _named_version(path, container)
+        guess = name_v if name_v is not None else (detect_headerless_version(sample(8 << 20)) if "isSeeded" in header else 0)
+        notes.add(Problem("header", f"header lacks version; reading as v{guess} (a test-support fixture: dsh itself refuses such a header)", Severity.WARNING, loc=loc))
+        return guess, decision
+    if not is_count(version):
+        raise CorruptLog(FORMAT_VERSION_REFUSAL, path=path, loc=loc)
+    v = safe_int(version)
+    if v > CURRENT_VERSION:
+        # lenient readers (events, info, validate) still show the rows, read with the v4 row codec
+        notes.add(Problem("unsupported-version", decision.reason or "", Severity.ERROR, loc=loc))
+        return v, decision
+    if v == 1 and _june_prerelease(sample(1 << 20)):
+        notes.add(Problem("prerelease", "header version 1 written by the June 2026 pre-release writer; read as v0 (its counter was reset)", Severity.WARNING, loc=loc))
+        return 0, decision
+    _check_name(v, path, loc, container, strict, notes)
+    return v, decision
+
+
+def _refuse_foreign_version(header: dict[str, Any], path: str, loc: Location | None, container: str) -> None:
+    """dsh's current-slot scanner: a header in ``session.v4.jsonl[.zstd]`` whose version is not
+    the current one is refused as unsupported before anything else of the header is judged
+    (only a historical slot is migrated, and only its reader compares name and header)."""
+    v = header.get("version")
+    if _named_version(path, container) != CURRENT_VERSION or not is_safe_integer(v) or v == CURRENT_VERSION:
+        return
+    sid = header.get("id") if isinstance(header.get("id"), str) else js_string(header.get("id"))
+    v = safe_int(v)
+    text = newer_version(sid, v, CURRENT_VERSION) if v > CURRENT_VERSION else older_version(sid, v, CURRENT_VERSION)
+    raise UnsupportedVersion(text, path=path, loc=loc)
+
+
+def _check_name(v: int, path: str, loc: Location | None, container: str, strict: bool, notes: Problems) -> None:
+    """The persistence layer's rule: a canonical file name names its header's version."""
+    name_v = _named_version(path, container)
+    if name_v is not None and name_v != v and not (name_v == 0 and path.endswith((".expected.jsonl", ".golden.jsonl"))):
+        msg = f"resolved JSONL source filename identifies v{name_v}, but its header identifies v{v}"
+        if strict:
+            raise CorruptLog(msg, path=path, loc=loc)
+        notes.add(Problem("header", msg, Severity.WARNING, loc=loc))

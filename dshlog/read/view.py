@@ -28,11 +28,11 @@ from .source import Source
 if TYPE_CHECKING:
     from ..migrate.chain import MigratedEvents
 
-__all__ = ["LogInput", "V4View"]
+__all__ = ["ViewedLog", "V4View"]
 
 
-class LogInput(Protocol):
-    """What the view reads of its input (:class:`~dshlog.read.session.SessionLog`): the header decision,
+class ViewedLog(Protocol):
+    """What the view reads of its log (:class:`~dshlog.read.session.SessionLog`): the header decision,
     the stored rows, the input and how it is read (its :class:`~dshlog.read.source.Source`), the reader's notes.  The view owns nothing of the input."""
 
     @property
@@ -69,7 +69,7 @@ class LogInput(Protocol):
     def _stored_runs(self, gate: RowGate | None = None) -> Iterator[Any]: ...
     def _migration_header(self) -> dict[str, Any]: ...
     def _discover_children(self) -> list[dict[str, Any]]: ...
-    def sibling(self, path: str) -> LogInput:
+    def sibling(self, path: str) -> ViewedLog:
         """Another file opened by the same reader, with this one's options (a proven successor)."""
         ...
     def close(self) -> None: ...
@@ -110,7 +110,7 @@ class V4View:
     which does) whether dsh would refuse the log: dsh's refusal then wins.
     """
 
-    def __init__(self, log: LogInput, child_facts: list[dict[str, Any]] | None, runs: bool = True, *,
+    def __init__(self, log: ViewedLog, child_facts: list[dict[str, Any]] | None, runs: bool = True, *,
                  allow_unknown: bool = False, restore: bool = True,
                  share: SurfaceShare | None = None, told: Callable[[Problem], None] | None = None) -> None:
         self._log = log
@@ -210,7 +210,7 @@ class V4View:
             return None
         return self._published(published, proof)
 
-    def _published(self, published: LogInput, proof: successor.Proof) -> Iterator[tuple[dict[str, Any], bytes | None]]:
+    def _published(self, published: ViewedLog, proof: successor.Proof) -> Iterator[tuple[dict[str, Any], bytes | None]]:
         with published:
             self._header = published.header
             for r in published._stored():
