@@ -454,7 +454,7 @@ def test_no_module_only_rewraps_another() -> None:
 #: The facts of how to read an input that travel in a :class:`~dshlog.read.source.Source`.
 _READING_OPTIONS = frozenset({"select", "format_version", "system_prompt_plugins", "plugins", "stream", "parallel"})
 #: The modules a log is opened through: the library's operations, the opener and its views, the browser's index.
-_OPENING_PATH = re.compile(r"^dshlog\.(ops\.\w+|read\.(session|view|pages))$")
+_OPENING_PATH = re.compile(r"^dshlog\.(ops\.\w+|read\.(input|session|view|pages))$")
 
 
 def test_how_to_read_an_input_travels_as_one_value() -> None:
@@ -472,6 +472,52 @@ def test_how_to_read_an_input_travels_as_one_value() -> None:
                 taken = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]} & _READING_OPTIONS
                 if taken:
                     found.append(f"{mod}.{node.name}: {', '.join(sorted(taken))}")
+    assert found == []
+
+
+#: What each of a log's three concerns may not reach into: the input knows no view of the events (nor dsh's
+#: restore, nor the migration), the views read no bytes or rows themselves, the header decision reads no row.
+_CONCERNS = {
+    "dshlog.read.input": ("dshlog.read.view", "dshlog.read.session", "dshlog.check.validate", "dshlog.check.surface",
+                          "dshlog.migrate"),
+    "dshlog.read.session": ("dshlog.read.rows", "dshlog.protocol.zstd", "dshlog.protocol.jsjson"),
+    "dshlog.read.header": ("dshlog.read.input", "dshlog.read.rows", "dshlog.read.session", "dshlog.read.view"),
+}
+
+
+def _imported(tree: ast.Module, mod: str) -> set[str]:
+    """The project modules ``mod`` imports at its top, by their full names."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            base = importlib.util.resolve_name("." * node.level + (node.module or ""), mod.rsplit(".", 1)[0]) \
+                if node.level else node.module or ""
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_a_log_is_cut_by_concern() -> None:
+    """A log's input (container, header line, rows), dsh's decision on its header and its views live
+    in three modules that reach into each other one way: the views are built over the input, which
+    asks the header module for the rows' version.  And a consumer of the restore's surface takes
+    part in it one way (a SurfaceShare): no callback of a command's own travels into the reader,
+    the view or the validator by a parameter of its own."""
+    from dshlog.check.validate import Validator
+    from dshlog.read.input import LogInput
+    from dshlog.read.session import SessionLog
+    from dshlog.read.view import V4View
+
+    found = [f"{mod} imports {name}" for mod, banned in _CONCERNS.items() for name in _imported(_TREES[mod], mod)
+             if name.startswith(banned)]
+    overridden = sorted(n for n in vars(SessionLog) if n in vars(LogInput) and not n.startswith("__"))
+    found += [f"SessionLog overrides the input's {n}" for n in overridden]
+    for fn in (SessionLog.v4, V4View.__init__, Validator.__init__):
+        code = fn.__code__
+        params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        found += [f"{fn.__qualname__} takes {p}" for p in params if "note" in p or "callback" in p]
     assert found == []
 
 
