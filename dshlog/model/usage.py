@@ -23,7 +23,7 @@ separately; ``reasoningTokens`` are part of ``outputTokens`` and priced with the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any
@@ -460,7 +460,3 @@ def report_document(rep: UsageReport, shape: int) -> dict[str, Any]:
     }
 
 
-def iter_spans(usage: SessionUsage) -> Iterator[tuple[int | None, Usage]]:
-    """A session's spans in time order (the untimed one last)."""
-    for span in sorted(usage.spans, key=lambda s: (s is None, s or 0)):
-        yield span, usage.spans[span]
