@@ -1,6 +1,6 @@
 """One switch for every fast path: ``fast`` (the default) or ``exact`` (the one plain body everywhere).
 
-Eight facts have a fast body beside the exact one, and each fast body exists only
+Ten facts have a fast body beside the exact one, and each fast body exists only
 for speed or memory: its answers are the exact body's.  Each asks this module at
 its decision point, and nowhere else:
 
@@ -16,6 +16,10 @@ whole packed runs         ``read/session.py`` ``_rows``               packed row
 forked helpers            ``forked.py`` ``can_fork``                  in the caller's process
 one restore               ``ops/validate.py`` ``_dsh_lists``,         the listing, dsh's decision, the
                           ``_one_restore``                            migrated form each read apart
+payload checked once      ``migrate/chain.py`` ``migrate_stream``     v2->v3 checks a v0 log's payloads
+                                                                      again, version-blind types too
+lean payload pass         ``migrate/payload.py``                      dsh's switch for every payload
+                          ``assert_payload_semantics``
 ========================  ==========================================  ===============================
 
 The resumed read of a log that only grew (:mod:`dshlog.read.resume`) goes on where the

@@ -2,7 +2,7 @@
 
 Whether each fast body gives its exact body's answers is what the whole suite says,
 run under both modes (``make test``, ``tests/both_modes.py``); these tests say that
-the switch reaches every one of the eight decision points, in both directions, and
+the switch reaches every one of the ten decision points, in both directions, and
 how a program and the command line choose it.
 """
 
@@ -21,6 +21,8 @@ from dshlog.check.keys import message_digest
 from dshlog.check.surface import SurfaceFold
 from dshlog.check.validate import Validator
 from dshlog.executor import ProcessPool
+from dshlog.migrate import payload, v2_v3
+from dshlog.protocol.vocabulary import V1_V2_MADE_TYPES, VERSION_BLIND_PAYLOAD_TYPES
 from dshlog.ops import validate as validate_op
 from dshlog.protocol import jsjson
 from dshlog.protocol.packed import PackedRun
@@ -38,6 +40,23 @@ def _decisions() -> dict[str, Any]:
         runs = any(isinstance(e, PackedRun) for e in log.stored_runs())
     with open_log(str(TEXT_TURN_V0), strict=False) as log:
         one_restore = validate_op._one_restore(log, validate_op.ValidationReport(str(TEXT_TURN_V0)))
+    switched: list[str] = []
+    real_switch = payload._Checker.check
+    try:
+        payload._Checker.check = lambda self, event: switched.append(event["type"]) or real_switch(self, event)
+        payload.assert_payload_semantics({"type": "step/start", "seq": 1, "data": {"turn": 1, "step": 1}}, 0)
+    finally:
+        payload._Checker.check = real_switch
+    checked: list[str] = []
+    real_check = v2_v3.assert_payload_semantics
+    try:
+        v2_v3.assert_payload_semantics = lambda event, version, **kw: checked.append(event["type"]) or real_check(event, version, **kw)
+        with open_log(str(TEXT_TURN_V0)) as log:
+            for _ in log.v4():
+                pass
+    finally:
+        v2_v3.assert_payload_semantics = real_check
+    assert checked, "the v0 fixture reaches v2->v3's payload check"
     calls: list[bytes] = []
     real = jsjson._c_scan
     assert real is not None, "the C pass is built wherever the package is installed from a checkout"
@@ -55,6 +74,8 @@ def _decisions() -> dict[str, Any]:
         "packed runs": runs,
         "forked helpers": forked.can_fork(True),
         "one restore": one_restore,
+        "payload once": not (VERSION_BLIND_PAYLOAD_TYPES - V1_V2_MADE_TYPES) & set(checked),
+        "lean payload pass": not switched,
     }
 
 
@@ -127,7 +148,7 @@ def test_a_pools_workers_run_in_their_callers_mode() -> None:
 def test_the_table_of_decision_points_names_modules_that_ask() -> None:
     """The module's table is where to look: each module it names reads the switch."""
     root = Path(fastpaths.__file__).parent
-    named = {"protocol/jsjson.py", "read/session.py", "check/validate.py", "check/surface.py", "forked.py"}
+    named = {"protocol/jsjson.py", "read/session.py", "check/validate.py", "check/surface.py", "forked.py", "migrate/chain.py", "migrate/payload.py"}
     assert all(f"``{name}``" in (fastpaths.__doc__ or "") for name in named)
     for name in named:
         assert "fast()" in (root / name).read_text(encoding="utf-8"), name

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, cast
 from collections.abc import Callable, Iterable, Iterator
 
+from .. import fastpaths
 from ..errors import CorruptLog, DshlogError, UnsupportedVersion
 from ..protocol.packed import PackedRun
 from ..check.header import validate_header
@@ -225,5 +226,8 @@ def migrate_stream(
         # v1->v2 repeats v0->v1's frozen-inventory check in its looser v1 form; every
         # event v0->v1 passes on has passed the v0 form already, so skip the repeat
         stages[1].inputs_checked = True  # type: ignore[attr-defined]  # stages[1] is the V1ToV2 made just above
+        if fastpaths.fast():
+            # and v2->v3 repeats v0->v1's payload check: of a version-blind type, once is enough
+            stages[2].v0_checked = True  # type: ignore[attr-defined]  # stages[2] is the V2ToV3 made just above
     out_header = canonical_header(h, CURRENT_VERSION)
     return out_header, MigratedEvents(lambda owner: _run(stages, events, owner))

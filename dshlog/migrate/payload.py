@@ -22,8 +22,9 @@ from datetime import datetime
 from typing import Any
 from collections.abc import Callable, Iterable
 
+from .. import fastpaths
 from ..protocol.jsjson import UNDEFINED, js_string, json_equal, stringify
-from ..protocol.values import is_count, is_placeholder, is_safe_integer, safe_int
+from ..protocol.values import MAX_SAFE_INTEGER, is_count, is_placeholder, is_safe_integer, safe_int
 from ._common import StageRefusal
 
 __all__ = ["assert_payload_semantics"]
@@ -1004,11 +1005,145 @@ def _search_body(value: Any, label: str) -> None:
         raise _fail(f"{label} tools must contain one web search tool")
 
 
+# ---------------------------------------------------------------------- the lean pass
+# A fast path (``fastpaths.py``): the commonest payloads of a long log are accepted here
+# without a label made per member.  Each predicate answers True only where the switch
+# above certainly passes (a narrower reading: ints only, exact types, the common block
+# and source kinds); anything else, broken or merely unusual, goes to the switch, which
+# decides it and words the refusal.
+
+_TEXT_KEYS = frozenset(("type", "text"))
+_CALL_KEYS = frozenset(("type", "id", "name", "arguments"))
+_RESULT_KEYS = frozenset(("type", "toolCallId", "content", "isError"))
+_MESSAGE_KEYS = frozenset(("id", "role", "content", "source"))
+_MODEL_KEYS = frozenset(("kind", "provider", "model", "replayState"))
+_TOOL_SOURCE_KEYS = frozenset(("kind", "callId"))
+_USER_SOURCE_KEYS = frozenset(("kind", "rpcId", "clientTimeZone"))
+_PLUGIN_SOURCE_KEYS = frozenset(("kind", "plugin", "form", "sections", "summary"))
+_SECTION_KEYS = frozenset(("name", "text"))
+_USAGE_KEYS = frozenset(("inputTokens", "outputTokens", "totalTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens"))
+
+
+def _lean_nonempty(value: Any) -> bool:
+    return type(value) is str and value != ""
+
+
+def _lean_count(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def _lean_blocks(value: Any) -> bool:
+    """``_blocks`` passes: text, reasoning, tool-call and tool-result blocks only."""
+    if type(value) is not list:
+        return False
+    for block in value:
+        if type(block) is not dict:
+            return False
+        t = block.get("type")
+        if type(t) is not str:
+            return False
+        if t == "text" or t == "reasoning":
+            if block.keys() != _TEXT_KEYS or type(block["text"]) is not str:
+                return False
+        elif t == "tool-call":
+            if (block.keys() != _CALL_KEYS or not _lean_nonempty(block["id"]) or not _lean_nonempty(block["name"])
+                    or type(block["arguments"]) is not str):
+                return False
+        elif t == "tool-result":
+            keys = block.keys()
+            if (not keys <= _RESULT_KEYS or "toolCallId" not in block or "content" not in block
+                    or not _lean_nonempty(block["toolCallId"]) or not _lean_blocks(block["content"])
+                    or ("isError" in block and type(block["isError"]) is not bool)):
+                return False
+        else:
+            return False
+    return True
+
+
+def _lean_user_source(source: dict[str, Any]) -> bool:
+    """``_Checker.source`` passes for a user's message: a ``user`` source, or a plugin's bare or snapshot one."""
+    kind = source.get("kind")
+    if kind == "user" and type(kind) is str:
+        return (source.keys() <= _USER_SOURCE_KEYS and ("rpcId" not in source or _lean_nonempty(source["rpcId"]))
+                and ("clientTimeZone" not in source or _lean_nonempty(source["clientTimeZone"])))
+    if kind != "plugin" or type(kind) is not str or not source.keys() <= _PLUGIN_SOURCE_KEYS:
+        return False
+    plugin = source.get("plugin")
+    if not _lean_nonempty(plugin) or plugin == "compact":
+        return False
+    if "form" not in source:
+        return True
+    sections = source.get("sections")
+    return (source["form"] == "snapshot" and type(source["form"]) is str and "summary" not in source
+            and type(sections) is list
+            and all(type(m) is dict and m.keys() == _SECTION_KEYS and _lean_nonempty(m["name"]) and type(m["text"]) is str
+                    for m in sections))
+
+
+def _lean_message(value: Any, expected: str) -> bool:
+    """``_Checker.message`` passes for an ``assistant`` (model source), ``tool`` or ``user`` message."""
+    if type(value) is not dict or value.keys() != _MESSAGE_KEYS or not _lean_nonempty(value["id"]):
+        return False
+    if value["role"] != ("assistant" if expected == "assistant" else "user") or type(value["role"]) is not str:
+        return False
+    content = value["content"]
+    if not _lean_blocks(content):
+        return False
+    source = value["source"]
+    if type(source) is not dict:
+        return False
+    if expected == "user":
+        return _lean_user_source(source)
+    if expected == "assistant":
+        return (source.get("kind") == "model" and type(source["kind"]) is str and source.keys() <= _MODEL_KEYS
+                and "provider" in source and "model" in source
+                and _lean_nonempty(source["provider"]) and _lean_nonempty(source["model"]))
+    call = source.get("callId")
+    return (source.get("kind") == "tool" and type(source["kind"]) is str and source.keys() == _TOOL_SOURCE_KEYS
+            and _lean_nonempty(call) and len(content) == 1 and content[0].get("type") == "tool-result"
+            and content[0]["toolCallId"] == call)
+
+
+def _lean_usage(value: Any) -> bool:
+    return (type(value) is dict and "inputTokens" in value and "outputTokens" in value and value.keys() <= _USAGE_KEYS
+            and all(_lean_count(v) for v in value.values()))
+
+
+def _lean_passes(event: dict[str, Any]) -> bool:
+    """The switch certainly passes ``event`` (False: it has to decide)."""
+    data = event.get("data")
+    if type(data) is not dict:
+        return False
+    t = event.get("type")
+    if t == "user/message":
+        return _lean_message(data, "user")
+    if t == "agent/inbox/spliced":
+        target = data.get("target")
+        return ((target == "next-turn" or target == "next-step") and type(target) is str and _lean_count(data.get("start"))
+                and ("removedCount" not in data or _lean_count(data["removedCount"])) and "outcome" not in data
+                and type(data.get("inserted")) is list and all(_lean_message(m, "user") for m in data["inserted"]))
+    if not (_lean_count(data.get("turn")) and _lean_count(data.get("step"))):
+        return False
+    if t == "assistant/message":
+        return (_lean_message(data.get("message"), "assistant") and ("usage" not in data or _lean_usage(data["usage"]))
+                and ("interrupted" not in data or data["interrupted"] is True))
+    if t == "tool/result":
+        return _lean_message(data.get("message"), "tool") and "error" not in data
+    if t == "tool/call":
+        return (_lean_nonempty(data.get("callId")) and _lean_nonempty(data.get("name"))
+                and type(data.get("arguments")) is str)
+    return t == "step/start" or t == "step/end"
+
+
 def assert_payload_semantics(event: dict[str, Any], version: int, *, projection: bool = False) -> None:
     """dsh's ``assertReleasedPayloadSemantics(event, version)``; raises a plain :class:`StageRefusal`.
 
     ``event`` is a released v0..v2 event whose exact member sets were checked already.
+    With the fast paths the commonest payloads are accepted by a lean pass first
+    (:func:`_lean_passes`); the rest, and every payload in exact mode, go through dsh's switch.
     """
+    if fastpaths.fast() and _lean_passes(event):
+        return
     try:
         _Checker(version, projection).check(event)
     except StageRefusal as refusal:

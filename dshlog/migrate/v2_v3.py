@@ -20,13 +20,18 @@ from ..protocol.vocabulary import (
     RELEASED_V0_PAYLOADS,
     SURFACE_TYPES_V0,
     SYSTEM_PROMPT_PLUGIN,
+    V1_V2_MADE_TYPES,
     V2_TYPES,
+    VERSION_BLIND_PAYLOAD_TYPES,
 )
 from ._common import SeqMap, StageRefusal, UnsupportedStageRefusal, record
 from .payload import assert_payload_semantics
 
 NAME: Final = "@deepseek-ai/dsh-session-format-v2-to-v3"
 SYNTHETIC_PREFIX: Final = "v2-to-v3-system-"
+#: The types whose payload check a v0 log's event has passed already, unchanged, when it
+#: reaches this edge (see :attr:`V2ToV3.v0_checked`).
+_CHECKED_AT_V0: Final = VERSION_BLIND_PAYLOAD_TYPES - V1_V2_MADE_TYPES
 
 
 
@@ -66,6 +71,11 @@ class V2ToV3:
         self._marker_src: int | None = None
         self._marker_tgt: int | None = None
         self._foreign: list[int] = []  # source seqs of foreign generation-2 delivery markers
+        #: set by the chain (fast paths) when the log is v0: the v0->v1 edge ran dsh's payload
+        #: check on every event but the chunks, v1->v2 passes the members it reads on unchanged
+        #: (it rewrites seq references only, which no version-blind check reads), so an event of
+        #: a version-blind type that v1->v2 did not write itself passes here too
+        self.v0_checked = False
         self.cut: int | None = None
         self.source_cut: int | None = None
 
@@ -144,7 +154,7 @@ class V2ToV3:
                 raise StageRefusal("format v2 delivery marker claims target format v3", seq=seq)
             if gen == 2 and data.get("sessionId") != self._sid:
                 self._foreign.append(seq)  # type: ignore[arg-type]  # the envelope rules ran first: seq is a count here
-        if t != "assistant/attempt" and t in RELEASED_V0_PAYLOADS:
+        if t != "assistant/attempt" and t in RELEASED_V0_PAYLOADS and not (self.v0_checked and t in _CHECKED_AT_V0):
             assert_payload_semantics(event, 2, projection=self._projection)
 
     def _watch_ids(self, t: Any, data: dict[str, Any]) -> None:

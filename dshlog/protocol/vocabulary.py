@@ -149,6 +149,29 @@ CODE_DISPATCH_RENAMES: Final[dict[str, str]] = {
 CODE_DISPATCH_TYPES: Final[frozenset[str]] = frozenset(CODE_DISPATCH_RENAMES)
 PTC_DISPATCH_TYPES: Final[frozenset[str]] = frozenset(CODE_DISPATCH_RENAMES.values())
 
+#: The released types whose payload check (dsh's ``assertReleasedPayloadSemantics``) decides
+#: the same at every format version and reads no event seq, so the same ``data`` passes it
+#: at v2 when it passed at v0.  Read from dsh's switch: the other types call
+#: ``messageValue`` for a message that may be a user's (``user/message``,
+#: ``agent/inbox/spliced``, ``session/title-llm-request``: a legacy goal source below v2, a
+#: session reference's ``capturedFormatVersion``), compare with the version
+#: (``session-log-deepseek/delivery-accepted``) or with the event's seq (``command/done``,
+#: ``compaction/prune``, ``compaction/summary``, ``session/title``).  ``assistant/message``
+#: and ``tool/result`` pass the version to ``messageValue`` too, but their source must be a
+#: model's or a tool's, and no check of those or of content blocks reads it.
+VERSION_BLIND_PAYLOAD_TYPES: Final[frozenset[str]] = frozenset({
+    "agent-preset/selected", "approval/asked", "approval/decided", "approval/policy",
+    "assistant/chunk", "assistant/message", "command/run", "compaction/end", "compaction/start",
+    "feedback/record", "goal/change", "hook/invoked", "hook/result", "llm/retry",
+    "llm/retry-started", "model/selection", "permission/preset", "plan/mode", "request/context",
+    "request/header", "sandbox/mode", "schedule/change", "session/end-seed", "step/end",
+    "step/start", "subagent/descriptor", "subagent/model-selection-policy", "team/member",
+    "team/message/delivered", "team/message/queued", "team/task", "todo/write",
+    "tool-workflow/agent-end", "tool-workflow/agent-start", "tool-workflow/run-end",
+    "tool-workflow/run-start", "tool/call", "tool/code-dispatch", "tool/code-dispatch-start",
+    "tool/result", "turn/end", "turn/start", "web/deepseek-search-llm-request",
+})
+
 #: Frozen v0/v1 inventory (streaming deltas are top-level ``assistant/chunk`` events):
 #: the types whose payload members the released v0 codec knows.
 V0_TYPES: Final[frozenset[str]] = frozenset(RELEASED_V0_PAYLOADS)
@@ -231,6 +254,11 @@ V0_V1_COMPACTION_STEP_TYPES: Final[frozenset[str]] = frozenset(
 )
 #: v1→v2: the events that settle (close) a streaming attempt.
 V1_V2_SETTLING_TYPES: Final[frozenset[str]] = frozenset({"turn/end", "step/end", "llm/retry", "llm/retry-started"})
+
+#: v1→v2: the types of the events it writes itself (no earlier edge checked them): an
+#: attempt's settlement, the closer of an interrupted turn, a legacy goal message's change
+#: and the inherited-cut marker.
+V1_V2_MADE_TYPES: Final[frozenset[str]] = frozenset({"assistant/attempt", "turn/end", "goal/change", "session/end-seed"})
 
 #: Pre-release names that every edge refuses outright.
 REFUSED_LEGACY_TYPES: Final[frozenset[str]] = frozenset({"mode/set", "request/header-delta"})
