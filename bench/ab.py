@@ -80,7 +80,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5, help="pairs per command")
     ap.add_argument("--only", help="comma-separated command labels")
     a = ap.parse_args()
-    shape = gen.Shape(compaction=not a.no_compaction)
+    shape, shape_name = gen.Shape(compaction=not a.no_compaction), "no-compaction" if a.no_compaction else "default"
     f = gen.session_paths(a.data, a.size, int(a.format[1:]), a.seed, shape)["plain"]
     if not f.is_file():
         print(f"no {f} (bench/generate.py --size {a.size} --format both{' --no-compaction' * a.no_compaction} --out {a.data})", file=sys.stderr)
@@ -89,7 +89,7 @@ def main() -> int:
     cmds = [*run.READ_COMMANDS, *((run.MIGRATE,) if a.format == "v0" else ()), *EXTRA]
     only = set(a.only.split(",")) if a.only else None
     when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    print(f"{when}: base {commit(a.base)}, now {commit(a.now)}; {a.size} {run.input_label(int(a.format[1:]), shape.name)}, "
+    print(f"{when}: base {commit(a.base)}, now {commit(a.now)}; {a.size} {run.input_label(int(a.format[1:]), shape_name)}, "
           f"{a.repeat} pairs, the cache off.\n")
     print("| command | base CPU s | now CPU s | now / base | |\n|---|---:|---:|---:|---|")
     for c in cmds:
