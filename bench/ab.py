@@ -9,7 +9,7 @@ Each pair runs a command under both installs back to back, the order alternating
 to pair, so a burst of load on the shared machine falls on both sides of the pair's ratio.
 A row gives each side's median CPU time (user + system of the child) and the median of the
 per-pair ratios now / base, marked where it is over :data:`LIMIT`.  The commands are
-``bench/run.py``'s (``migrate`` of a fresh copy on a v0 log), with its child environment:
+``bench/run.py``'s (``migrate`` of a fresh copy on a v0 log) and :data:`EXTRA`, with its child environment:
 the cache of per-session results is off on both sides, or every run after the first would
 time a cache lookup.
 """
