@@ -11,8 +11,8 @@ C byte scan               ``protocol/jsjson.py`` (``_scan``)          the Python
 lazy row gate             ``read/session.py`` ``SessionLog._gate``    every row through ``loads``
 msgspec shapes            ``check/validate.py`` ``Validator``         every rule run in Python
 lean surface fold         ``check/surface.py`` ``SurfaceFold``        the fold that keeps messages
-fused line reader         ``read/session.py`` ``_open_body``          ``read/container.iter_lines``
-whole packed runs         ``read/session.py`` ``_rows``               packed rows expanded to chunks
+fused line reader         ``read/input.py`` ``_open_body``            ``read/container.iter_lines``
+whole packed runs         ``read/input.py`` ``_rows``                 packed rows expanded to chunks
 forked helpers            ``forked.py`` ``can_fork``                  in the caller's process
 one restore               ``ops/validate.py`` ``_dsh_lists``,         the listing, dsh's decision, the
                           ``_one_restore``                            migrated form each read apart

@@ -148,7 +148,8 @@ def test_a_pools_workers_run_in_their_callers_mode() -> None:
 def test_the_table_of_decision_points_names_modules_that_ask() -> None:
     """The module's table is where to look: each module it names reads the switch."""
     root = Path(fastpaths.__file__).parent
-    named = {"protocol/jsjson.py", "read/session.py", "check/validate.py", "check/surface.py", "forked.py", "migrate/chain.py", "migrate/payload.py"}
+    named = {"protocol/jsjson.py", "read/input.py", "read/session.py", "check/validate.py", "check/surface.py", "forked.py",
+             "migrate/chain.py", "migrate/payload.py", "ops/validate.py"}
     assert all(f"``{name}``" in (fastpaths.__doc__ or "") for name in named)
     for name in named:
         assert "fast()" in (root / name).read_text(encoding="utf-8"), name
