@@ -5,7 +5,10 @@
 Runs ``dshlog <args>`` (stdout discarded) under py-spy when it is installed
 (``pip install py-spy`` into the venv; sampling does not distort call-heavy code
 the way cProfile does), otherwise under cProfile, and prints the functions with
-the most self time and the most inclusive time.
+the most self time and the most inclusive time.  ``--areas`` sums the self time
+by part of the package instead (``read/input``, ``check/surface``: a module's
+share; the C parse, msgspec and the other builtins apart), which is how
+BENCHMARKS.md says where a missed target's time goes.
 """
 
 from __future__ import annotations
@@ -58,9 +61,32 @@ def summarise_raw(path: Path, top: int) -> str:
     return "\n".join(out)
 
 
+def area_of(frame: str) -> str:
+    """The part of the program a frame's self time counts to: a module of the package, or a kind of C code."""
+    if "dshlog/" in frame:
+        return frame.split("dshlog/", 1)[1].split(".py", 1)[0]
+    if "orjson" in frame or "_scan" in frame:
+        return "C: the JSON parse (orjson, the lossless scan)"
+    if "msgspec" in frame:
+        return "C: msgspec (typed checks, envelopes)"
+    if frame.startswith(("{", "<built-in", "<method")) or ".py" not in frame:
+        return "C: other builtins"
+    return "the standard library and the rest"
+
+
+def summarise_areas(samples: collections.Counter[str], top: int) -> str:
+    """Self time summed by :func:`area_of`, as shares of the whole."""
+    total = sum(samples.values()) or 1
+    areas: collections.Counter[str] = collections.Counter()
+    for frame, n in samples.items():
+        areas[area_of(frame)] += n
+    return "\n".join(["self time by area:"] + [f"  {n / total:6.1%}  {a}" for a, n in areas.most_common(top)])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--areas", action="store_true", help="self time summed by module and by kind of C code")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="dshlog arguments (after --)")
     a = ap.parse_args(argv)
     args = a.args[1:] if a.args[:1] == ["--"] else a.args
@@ -72,13 +98,28 @@ def main(argv: list[str] | None = None) -> int:
             raw = Path(tmp) / "raw.txt"
             cmd = [spy, "record", "-r", "500", "-f", "raw", "-o", str(raw), "--", py, "-m", "dshlog.cli", *args]
             subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, env=env)
-            print(summarise_raw(raw, a.top))
+            if a.areas:
+                leaves: collections.Counter[str] = collections.Counter()
+                for line in raw.read_text().splitlines():
+                    stack, _, n = line.rpartition(" ")
+                    if stack:
+                        leaves[stack.split(";")[-1]] += int(n)
+                print(summarise_areas(leaves, a.top))
+            else:
+                print(summarise_raw(raw, a.top))
         else:
             stats = Path(tmp) / "prof"
             subprocess.run([py, "-m", "cProfile", "-o", str(stats), "-m", "dshlog.cli", *args], stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
             import pstats
 
-            pstats.Stats(str(stats)).sort_stats("tottime").print_stats(a.top)
+            st = pstats.Stats(str(stats))
+            if a.areas:
+                own: collections.Counter[str] = collections.Counter()
+                for (file, _line, fn), (_cc, _nc, tt, _ct, _callers) in st.stats.items():  # type: ignore[attr-defined]
+                    own[fn if file == "~" else f"{fn} ({file})"] += round(tt * 1e6)
+                print(summarise_areas(own, a.top))
+            else:
+                st.sort_stats("tottime").print_stats(a.top)
     return 0
 
 
