@@ -1,7 +1,8 @@
 """The v4 view of an opened log: its events as dsh holds them after opening it, with dsh's restore over them.
 
-:class:`~dshlog.read.session.SessionLog` is the input (the container, its rows, the header
-decision); this module is the view every dsh-view command reads (:meth:`SessionLog.v4`):
+:class:`~dshlog.read.session.SessionLog` is the log (its input, :mod:`dshlog.read.input`, and the
+header decision, :mod:`dshlog.read.header`); this module is the view every dsh-view command reads
+(:meth:`SessionLog.v4`):
 a v4 log's stored events, or an older log migrated in memory (or read from its proven
 successor, :mod:`dshlog.read.successor`), run through dsh's v4 restore
 (:class:`~dshlog.check.validate.Validator`), which decides at the end whether dsh refuses it.
