@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             st = pstats.Stats(str(stats))
             if a.areas:
                 own: collections.Counter[str] = collections.Counter()
-                for (file, _line, fn), (_cc, _nc, tt, _ct, _callers) in st.stats.items():  # type: ignore[attr-defined]
+                for (file, _line, fn), (_cc, _nc, tt, _ct, _callers) in st.stats.items():  # type: ignore[attr-defined]  # Stats.stats is undocumented in the stubs
                     own[fn if file == "~" else f"{fn} ({file})"] += round(tt * 1e6)
                 print(summarise_areas(own, a.top))
             else:
