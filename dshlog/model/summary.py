@@ -17,8 +17,6 @@ from msgspec import UNSET, UnsetType
 
 from ..protocol.packed import PackedRun
 
-USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
-
 
 #: What stands for a provider or a model a log does not name (a report's key, a stats row).
 UNKNOWN_MODEL_PART = "unknown"

@@ -222,12 +222,6 @@ class Note(Item):
     text: str = ""
 
 
-ITEM_KINDS: dict[str, type[Item]] = {
-    c.kind: c
-    for c in (TurnStart, TurnEnd, SystemPrompt, UserText, AssistantText, Reasoning, ToolCall, ToolResult, Failure, Retry, Replacement, ToolChange, StepUsage, Note)
-}
-
-
 def map_text(item: Item, fn: Callable[[str], str]) -> Item:
     """A copy of ``item`` with ``fn`` applied to every string it holds (lists and dicts included)."""
 

@@ -23,7 +23,7 @@ separately; ``reasoningTokens`` are part of ``outputTokens`` and priced with the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any
@@ -458,9 +458,3 @@ def report_document(rep: UsageReport, shape: int) -> dict[str, Any]:
         "errors": [{"path": p, "error": e} for p, e in rep.errors],
         "countedInPart": [{"path": p.path, "id": p.id, "reason": p.reason()} for p in rep.in_part],
     }
-
-
-def iter_spans(usage: SessionUsage) -> Iterator[tuple[int | None, Usage]]:
-    """A session's spans in time order (the untimed one last)."""
-    for span in sorted(usage.spans, key=lambda s: (s is None, s or 0)):
-        yield span, usage.spans[span]

@@ -174,10 +174,3 @@ def usage_report(*targets: Target, by: Sequence[str] = ("day",), tz: tzinfo | No
     if pinned.note is not None:
         rep.notes.append(pinned.note)
     return rep
-
-
-def session_usages(paths: list[str], *, since: int | None = None, until: int | None = None,
-                   executor: Executor | None = None, cache: str | None = None) -> Iterator[SessionUsage]:
-    """Each session's usage in input order (for callers that merge on their own)."""
-    ex = executor if executor is not None else InProcess()
-    yield from _usages(paths, ex, since, until, cache)

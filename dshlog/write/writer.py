@@ -56,11 +56,6 @@ class LogWriter:
         self.events = 0
         self._cobj: Any = None
 
-    def write_raw_prefix(self, data: bytes) -> None:
-        """Bytes copied verbatim from an existing file (already encoded for this container)."""
-        self._flush()
-        self._staged.write(data)
-
     def header(self, header: dict[str, Any] | bytes) -> None:
         line = (header if isinstance(header, bytes) else dumps(header)) + b"\n"
         self._flush()  # the digest follows the write order
