@@ -35,6 +35,8 @@ from dshlog.check.surface import (
     json_equal,
 )
 
+from .summary import settlement_usage
+
 # Reasons a request may not extend its predecessor, most specific first.
 REASON_COMPACTION = "compaction replace"
 REASON_SYSTEM = "system prompt change"
@@ -701,19 +703,7 @@ def settle(builder: RequestBuilder, events: Iterable[dict[str, Any]], n: Any) ->
 def _usage_of(event: dict[str, Any]) -> dict[str, Any] | None:
     """Token usage of a settlement: ``data.usage``, else the stream's last usage chunk."""
     data = event.get("data")
-    if not isinstance(data, dict):
-        return None
-    usage = data.get("usage")
-    if isinstance(usage, dict):
-        return usage
-    found = None
-    stream = data.get("stream")
-    for record in stream if isinstance(stream, list) else []:
-        if isinstance(record, dict) and record.get("type") == "chunk":
-            chunk = record.get("chunk")
-            if isinstance(chunk, dict) and chunk.get("type") == "usage" and isinstance(chunk.get("usage"), dict):
-                found = chunk["usage"]
-    return found
+    return settlement_usage(data) if isinstance(data, dict) else None
 
 
 def _int_or_none(value: Any) -> int | None:

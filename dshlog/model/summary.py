@@ -116,6 +116,12 @@ def stream_usage(stream: Any) -> dict[str, Any] | None:
     return last
 
 
+def settlement_usage(data: dict[str, Any]) -> dict[str, Any] | None:
+    """A settlement's token usage: its ``usage``, else its stream's last usage chunk (:func:`stream_usage`)."""
+    usage = data.get("usage")
+    return usage if isinstance(usage, dict) else stream_usage(data.get("stream"))
+
+
 @dataclass
 class Summary:
     """Counts and totals for one log."""
