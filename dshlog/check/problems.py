@@ -76,6 +76,11 @@ class Reporter(Protocol):
     def report(self, problem: Problem) -> None: ...
 
 
+def report_lifecycle(report: Reporter, text: str, seq: int) -> None:
+    """What a lifecycle rule finds (turns, steps, calls, compactions, retries, titles, PTC): an error at the event's seq."""
+    report.report(Problem("lifecycle", text, seq=seq))
+
+
 class Raise:
     """The strict reporter: the first problem becomes ``error`` (dsh's read refuses the log).
 

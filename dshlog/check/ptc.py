@@ -12,7 +12,7 @@ from typing import Any
 
 from .common import nonempty_str
 from .keys import value_digest
-from .problems import Problem, Reporter
+from .problems import Reporter, report_lifecycle
 
 __all__ = ["Dispatches"]
 
@@ -29,7 +29,7 @@ class Dispatches:
         """Unique starts, each settled once with identical coordinates."""
 
         def problem(text: str) -> None:
-            report.report(Problem("lifecycle", text, seq=seq))
+            report_lifecycle(report, text, seq)
 
         # nonempty strings once the loop below has passed
         sub: Any = data.get("subCallId")

@@ -14,7 +14,7 @@ from typing import Any
 from ..protocol.values import is_count
 from .common import nonempty_str
 from .keys import attempt_key, fact_key
-from .problems import Problem, Reporter
+from .problems import Reporter, report_lifecycle
 
 __all__ = ["Retries"]
 
@@ -34,7 +34,7 @@ class Retries:
         """One retry event; ``turn``/``step`` are the open turn and current step, ``provider`` the open route's."""
 
         def problem(text: str) -> None:
-            report.report(Problem("lifecycle", text, seq=seq))
+            report_lifecycle(report, text, seq)
 
         rid, attempt = data.get("retryId"), data.get("retry")
         if not nonempty_str(rid):

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..protocol.values import is_count
 from .common import seq_in
-from .problems import Problem, Reporter
+from .problems import Reporter, report_lifecycle
 
 __all__ = ["Titles"]
 
@@ -36,7 +36,7 @@ class Titles:
         """Titles cite distinct earlier human user messages; LLM requests mirror them."""
 
         def problem(text: str) -> None:
-            report.report(Problem("lifecycle", text, seq=seq))
+            report_lifecycle(report, text, seq)
 
         refs = data.get("messageSeqs")
         if not isinstance(refs, list):
