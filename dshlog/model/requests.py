@@ -696,8 +696,12 @@ def settle(builder: RequestBuilder, events: Iterable[dict[str, Any]], n: Any) ->
                 builder.apply(event)  # raises the contiguity error
             return builder
         builder.apply(event)
-    count = builder.settlements
-    raise UsageError(f"request {n} does not exist: the log holds {count} request{'s' if count != 1 else ''}")
+    raise UsageError(no_such_request(n, builder.settlements))
+
+
+def no_such_request(n: object, count: int) -> str:
+    """The refusal of request ``n`` of a log that holds ``count`` requests."""
+    return f"request {n} does not exist: the log holds {count} request{'s' if count != 1 else ''}"
 
 
 def _usage_of(event: dict[str, Any]) -> dict[str, Any] | None:
