@@ -30,6 +30,7 @@ from ..protocol import layout
 from ..protocol.jsjson import loads_or_none
 from ..protocol.layout import (
     NO_CWD,
+    NO_GENERATION,
     choose_generation,
     decode_segment,
     encode_segment,
@@ -422,7 +423,7 @@ def walk_sessions(targets: Iterable[str], *, recursive: bool = True, projects_on
         elif recursive:
             found.extend(_walk_tree(path, projects_only))
         else:
-            found.append(_problem(UsageError("no session generation (session[.vN].jsonl[.zstd]) in this directory"), path))
+            found.append(_problem(UsageError(NO_GENERATION), path))
     return found
 
 
