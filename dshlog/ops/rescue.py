@@ -51,6 +51,9 @@ __all__ = ["RescueOutcome", "StoreSummary", "judge", "read_stored", "rescue_sess
 RECORD_KIND: str = "dshlog-rescue"
 RECORD_VERSION: int = 1
 
+#: ``--check`` (report only) with an output to write: refused.
+CHECK_WRITES_NOTHING: str = "--check writes nothing: leave out --publish and -o, or leave out --check"
+
 
 @dataclass
 class RescueOutcome:
@@ -133,7 +136,7 @@ def rescue_session(source: Source | Target, *, allow: Iterable[str] = (), all_: 
     output = None if output is None else Path(output)
     allowed = _allowed(allow, all_)
     if check and (publish or output is not None):
-        raise UsageError("--check writes nothing: leave out --publish and -o, or leave out --check")
+        raise UsageError(CHECK_WRITES_NOTHING)
     out = RescueOutcome(source=str(source), status="failed")
     try:
         if _is_dir(source):  # a session directory: the generation dsh reads there
