@@ -8,6 +8,7 @@ coordinates (16), settled flag (1).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from .common import nonempty_str
@@ -28,8 +29,7 @@ class Dispatches:
     def check(self, etype: str, data: dict[str, Any], seq: int, report: Reporter) -> None:
         """Unique starts, each settled once with identical coordinates."""
 
-        def problem(text: str) -> None:
-            report_lifecycle(report, text, seq)
+        problem = partial(report_lifecycle, report, seq=seq)
 
         # nonempty strings once the loop below has passed
         sub: Any = data.get("subCallId")
