@@ -162,12 +162,17 @@ _make_loc = _loc_factory()
 
 
 def torn_text(t: Torn, size_on_disk: int | None) -> str:
+    """A reader's note of a torn tail: that it is ignored, and :func:`torn_description`."""
+    return f"torn tail ignored: {torn_description(t, size_on_disk)}"
+
+
+def torn_description(t: Torn, size_on_disk: int | None) -> str:
     """What a torn tail is, for people: the bytes of an unfinished line, or an unfinished zstd frame
     (whose write's events are lost, however little of it decodes)."""
     if t.frame is not None and t.frame_offset is not None and size_on_disk is not None:
-        return (f"torn tail ignored: zstd frame {t.frame} is incomplete ({size_on_disk - t.frame_offset} bytes on disk "
+        return (f"zstd frame {t.frame} is incomplete ({size_on_disk - t.frame_offset} bytes on disk "
                 f"from byte {t.frame_offset}); the events of that write are lost")
-    return f"torn tail ignored: {t.length} bytes after the last complete line (byte {t.offset})"
+    return f"{t.length} bytes after the last complete line (byte {t.offset})"
 
 
 class Torn(msgspec.Struct):
