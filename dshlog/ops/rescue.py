@@ -35,7 +35,7 @@ from ..output.labels import PLACE_NOT_RESCUED
 from ..protocol.layout import rescue_record_name
 from ..read.container import select_generation
 from ..read.container import Position
-from ..write.transaction import Publication, output_lock, sweep
+from ..write.transaction import Publication, leftover_note, output_lock, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .migrate import target_name
@@ -187,7 +187,7 @@ def _clean_after_publication(d: Path, out: RescueOutcome) -> None:
     there again to clean up (:func:`~dshlog.write.transaction.sweep`).
     """
     try:
-        out.notes.extend(f"removed leftover {p.name}" for p in sweep(d))
+        out.notes.extend(leftover_note(p) for p in sweep(d))
     except (DshlogError, OSError):
         return  # best effort: the session itself is fine
 
