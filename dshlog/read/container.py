@@ -215,6 +215,16 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+def not_regular_text(mode: int) -> str:
+    """The refusal of a file that is not a regular one (a device, a socket, a FIFO where a file must be)."""
+    return f"not a regular file ({file_kind(mode)}): not opened"
+
+
+def _missing_text(path: Path) -> str:
+    """The refusal of a path with nothing behind it: gone, or a symbolic link to nothing."""
+    return "no such file or directory" if not path.is_symlink() else "a dangling symbolic link"
+
+
 def resolve_path(target: str) -> Path:
     """A file path, or the selected generation of a session directory.
 
@@ -226,13 +236,13 @@ def resolve_path(target: str) -> Path:
     try:
         st = p.stat()
     except FileNotFoundError:
-        raise IOFailure("no such file or directory" if not p.is_symlink() else "a dangling symbolic link", path=target) from None
+        raise IOFailure(_missing_text(p), path=target) from None
     except OSError as exc:
         raise IOFailure(f"cannot open: {exc.strerror}", path=target) from None
     if stat.S_ISDIR(st.st_mode):
         return select_generation(p)
     if not stat.S_ISREG(st.st_mode) and not stat.S_ISFIFO(st.st_mode):
-        raise UsageError(f"not a regular file ({file_kind(st.st_mode)}): not opened", path=target)
+        raise UsageError(not_regular_text(st.st_mode), path=target)
     return p
 
 
@@ -312,10 +322,10 @@ def open_regular(path: Path, buffering: int = CHUNK) -> io.BufferedReader:
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):
-            raise IOFailure(f"not a regular file ({file_kind(st.st_mode)}): not opened", path=str(path))
+            raise IOFailure(not_regular_text(st.st_mode), path=str(path))
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise IOFailure("no such file or directory" if not path.is_symlink() else "a dangling symbolic link", path=str(path)) from None
+        raise IOFailure(_missing_text(path), path=str(path)) from None
     except PermissionError:
         raise IOFailure("permission denied", path=str(path)) from None
     except OSError as exc:
@@ -323,7 +333,7 @@ def open_regular(path: Path, buffering: int = CHUNK) -> io.BufferedReader:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise IOFailure(f"not a regular file ({file_kind(mode)}): not opened", path=str(path))
+            raise IOFailure(not_regular_text(mode), path=str(path))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

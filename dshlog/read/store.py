@@ -43,7 +43,7 @@ from ..protocol.layout import (
 )
 from ..protocol.texts import session_not_found
 from ..protocol.zstd import ZSTD_MAGIC
-from .container import SourceInfo, file_kind, iter_lines, iter_zstd_lines, open_regular
+from .container import SourceInfo, iter_lines, iter_zstd_lines, not_regular_text, open_regular
 from .place import place_refusal, root_look
 
 # ----------------------------------------------------------------------------- naming
@@ -319,7 +319,7 @@ def _generation_of(directory: Path, names: Iterable[str]) -> str | Unreadable:
     except OSError as exc:
         return _problem(IOFailure(f"cannot read: {exc.strerror}"), path)
     if not stat.S_ISREG(st.st_mode):
-        return _problem(IOFailure(f"not a regular file ({file_kind(st.st_mode)}): not opened"), path)
+        return _problem(IOFailure(not_regular_text(st.st_mode)), path)
     if not os.access(path, os.R_OK):
         return _problem(IOFailure("permission denied"), path)
     return str(path)
