@@ -58,6 +58,21 @@ class Location:
         return ", ".join(parts)
 
 
+def describe_place(loc: Location | None, seq: int | None) -> str:
+    """``line 3, byte 120, seq 2``: whatever is known of a place inside a log (``""`` when nothing is).
+
+    An error's and a problem's place read alike, whichever of them reports it.
+    """
+    bits: list[str] = []
+    if loc is not None:
+        d = loc.describe()
+        if d:
+            bits.append(d)
+    if seq is not None:
+        bits.append(f"seq {seq}")
+    return ", ".join(bits)
+
+
 class DshlogError(Exception):
     """Base of every error the core raises on purpose."""
 
@@ -80,16 +95,10 @@ class DshlogError(Exception):
 
     def where(self) -> str:
         """``file: line 3, byte 120, seq 2`` — whatever is known."""
-        bits: list[str] = []
-        if self.loc is not None:
-            d = self.loc.describe()
-            if d:
-                bits.append(d)
-        if self.seq is not None:
-            bits.append(f"seq {self.seq}")
+        place = describe_place(self.loc, self.seq)
         head = self.path or ""
-        if bits:
-            return f"{head}: {', '.join(bits)}" if head else ", ".join(bits)
+        if place:
+            return f"{head}: {place}" if head else place
         return head
 
     def one_line(self) -> str:

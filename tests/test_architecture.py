@@ -429,6 +429,26 @@ def test_a_public_name_is_defined_in_one_module() -> None:
     assert twins == {}
 
 
+#: The size (in syntax nodes) from which a function body is logic of its own rather than the shape
+#: of a protocol (``return self``, ``self.close()``, ``yield first; yield from rest``).
+_LOGIC_NODES = 10
+
+
+def test_a_function_body_is_written_once() -> None:
+    """Two functions (public or not, methods and nested ones too) with the same body are one piece of
+    logic kept twice, as a private helper copied into a second module is: one owner, called from both."""
+    bodies: dict[str, list[str]] = defaultdict(list)
+    for mod, node in _code_nodes(set()):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                body = body[1:]  # the docstring
+            code = ast.Module(body=body, type_ignores=[])
+            if sum(1 for _ in ast.walk(code)) >= _LOGIC_NODES:
+                bodies[ast.dump(code)].append(f"{mod}:{node.lineno} {node.name}")
+    assert [places for places in bodies.values() if len(places) > 1] == []
+
+
 def _only_delegates(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether a function's body (past its docstring) is one call handed on: ``return f(...)`` or ``yield from f(...)``."""
     body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) else fn.body

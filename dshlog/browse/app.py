@@ -33,6 +33,7 @@ from textual.widgets import DataTable, Footer, Input, ProgressBar, Static, Tabbe
 from ..errors import DshlogError, UsageError
 from ..model.transcript import Item
 from ..output import labels as L
+from ..protocol.vocabulary import CURRENT_VERSION
 from ..output.html import page_title
 from ..output.renderer import problem_text
 from ..output.terminal import renderable
@@ -344,7 +345,7 @@ class SessionView(Screen[None]):
     def _heading(self) -> Text:
         ix = self.ix
         name = page_title(session_title(ix), first_prompt(ix), self._session_id())
-        fmt = f"v{ix.stored_version}" + (" as stored" if ix.refusal is not None else " shown as v4" if ix.converted else "")
+        fmt = f"v{ix.stored_version}" + (" as stored" if ix.refusal is not None else f" shown as v{CURRENT_VERSION}" if ix.converted else "")
         t = Text(sanitize(name), style="bold")
         t.append(sanitize(f"  ·  {len(ix)} events, {len(ix.turns)} turns, {human_bytes(ix.size)}, {fmt}  ·  {ix.source}"), style="dim")
         return t

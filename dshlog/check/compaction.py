@@ -16,7 +16,7 @@ from typing import Any
 
 from ..protocol.values import is_count
 from .common import nonempty_str
-from .problems import Problem, Reporter
+from .problems import Reporter, report_lifecycle
 
 __all__ = ["Compactions", "OpenCompaction"]
 
@@ -35,10 +35,6 @@ class OpenCompaction:
         # Turn boundaries that crossed this compaction; forgiven if an end-seed
         # later proves it an inherited orphan.
         self.crossings: list[tuple[str, int]] = []
-
-
-def _problem(report: Reporter, text: str, seq: int) -> None:
-    report.report(Problem("lifecycle", text, seq=seq))
 
 
 class Compactions:
@@ -62,7 +58,7 @@ class Compactions:
         """The open compaction ``data`` belongs to (same id and source command), or a problem."""
         comp = self.open
         if comp is None or comp.id != data.get("compactionId") or comp.command != data.get("sourceCommandId"):
-            _problem(report, f"{subject} has no matching compaction/start", seq)
+            report_lifecycle(report, f"{subject} has no matching compaction/start", seq)
             return None
         return comp
 
@@ -76,31 +72,31 @@ class Compactions:
             return
         if etype == "compaction/start":
             if self.open is not None:
-                _problem(report, "compaction/start overlaps an open compaction", seq)
+                report_lifecycle(report, "compaction/start overlaps an open compaction", seq)
             owner_turn = data.get("turn")
             if owner_turn is not None and not is_count(owner_turn):
-                _problem(report, "compaction turn must be a non-negative safe integer", seq)
+                report_lifecycle(report, "compaction turn must be a non-negative safe integer", seq)
             elif owner_turn != turn:
-                _problem(report, "compaction/start does not match the open turn", seq)
+                report_lifecycle(report, "compaction/start does not match the open turn", seq)
             cid = data.get("compactionId")
             if not nonempty_str(cid):
-                _problem(report, "compactionId requires a nonempty string", seq)
+                report_lifecycle(report, "compactionId requires a nonempty string", seq)
             self.open = OpenCompaction(cid, data.get("sourceCommandId"), owner_turn if is_count(owner_turn) else None, seq)
             return
         comp = self.owner(data, etype, seq, report)
         if comp is None:
             return
         if comp.turn != turn:
-            _problem(report, f"{etype} does not match the open turn", seq)
+            report_lifecycle(report, f"{etype} does not match the open turn", seq)
         if etype == "compaction/summary":
             if comp.summarized:
-                _problem(report, "compaction/summary repeats", seq)
+                report_lifecycle(report, "compaction/summary repeats", seq)
             comp.summarized = True
             return
         if data.get("turn") != comp.turn:
-            _problem(report, "compaction/end changes its owner turn", seq)
+            report_lifecycle(report, "compaction/end changes its owner turn", seq)
         if "error" not in data and not comp.summarized:
-            _problem(report, "successful compaction/end requires one summary", seq)
+            report_lifecycle(report, "successful compaction/end requires one summary", seq)
         self.report_crossings(report)
         self.open = None
 
@@ -108,7 +104,7 @@ class Compactions:
         """The crossing of the open compaction, now that no end-seed can forgive it."""
         if self.open is not None:
             for crossing, at in self.open.crossings:
-                _problem(report, f"{crossing} crosses an open compaction", at)
+                report_lifecycle(report, f"{crossing} crosses an open compaction", at)
 
     @staticmethod
     def _span(etype: str, data: dict[str, Any], seq: int, nodes: Sequence[int], head: int | None, report: Reporter) -> None:
@@ -116,19 +112,19 @@ class Compactions:
         rng = data.get("shadowedRange")
         seqs = data.get("shadowedSeqs")
         if not isinstance(rng, dict):
-            _problem(report, "compaction shadowedRange requires an object", seq)
+            report_lifecycle(report, "compaction shadowedRange requires an object", seq)
             return
         if not isinstance(seqs, list):
-            _problem(report, "compaction shadowedSeqs requires an array", seq)
+            report_lifecycle(report, "compaction shadowedSeqs requires an array", seq)
             return
         start: Any = rng.get("start")  # both counts once the loop below has passed
         end: Any = rng.get("end")
         for value, name in ((start, "compaction range start"), (end, "compaction range end")):
             if not is_count(value):
-                _problem(report, f"{name} must be a non-negative safe integer", seq)
+                report_lifecycle(report, f"{name} must be a non-negative safe integer", seq)
                 return
             if value >= seq:
-                _problem(report, f"{name} must name an earlier event", seq)
+                report_lifecycle(report, f"{name} must name an earlier event", seq)
                 return
         try:
             a = nodes.index(start)
@@ -136,7 +132,7 @@ class Compactions:
         except ValueError:
             a = b = -1
         if a < 0 or b < a or list(nodes[a : b + 1]) != seqs:  # a lean fold's nodes are an array
-            _problem(report, f"{etype} shadowedSeqs do not name an exact current surface span", seq)
+            report_lifecycle(report, f"{etype} shadowedSeqs do not name an exact current surface span", seq)
             return
         if head is not None and head in seqs:
-            _problem(report, "compaction cannot shadow the protected system head", seq)
+            report_lifecycle(report, "compaction cannot shadow the protected system head", seq)

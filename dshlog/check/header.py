@@ -13,6 +13,7 @@ from typing import Any, Literal
 from ..protocol.values import is_count
 from ..protocol.vocabulary import RETIRED_HEADER_KEYS, header_key_order, header_optional_keys, header_required_keys
 from ..protocol.jsjson import stringify
+from ..protocol.texts import HEADER_NOT_AN_OBJECT
 
 __all__ = ["CwdPlatform", "is_absolute_cwd", "validate_header"]
 
@@ -53,7 +54,7 @@ def validate_header(
     writer's order (useful for byte-exact tooling).
     """
     if not isinstance(header, dict):
-        return ["Session header must be a JSON object"]
+        return [HEADER_NOT_AN_OBJECT]
     problems: list[str] = []
     stored = header.get("version")
     if version is None:

@@ -20,7 +20,7 @@ from ..protocol.values import MAX_SAFE_INTEGER, is_count
 from ..protocol.vocabulary import OPEN_STEP_TYPES, PTC_DISPATCH_TYPES
 from .common import DECIMAL, nonempty_str, seq_in
 from .compaction import Compactions
-from .problems import Problem, Reporter, Severity
+from .problems import Problem, Reporter, Severity, report_lifecycle
 from .ptc import Dispatches
 from .retries import Retries
 from .titles import Titles
@@ -65,23 +65,19 @@ class Lifecycle:
 
     # ------------------------------------------------------------------ helpers
 
-    @staticmethod
-    def _life(report: Reporter, message: str, seq: int) -> None:
-        report.report(Problem("lifecycle", message, seq=seq))
-
     def _require_turn(self, etype: str, seq: int, report: Reporter) -> None:
         if self.turn is None:
-            self._life(report, f"{etype} is outside an open turn", seq)
+            report_lifecycle(report, f"{etype} is outside an open turn", seq)
 
     def _require_step(self, etype: str, data: dict[str, Any], seq: int, report: Reporter) -> bool:
         if self.turn is None or self.step is None or data.get("turn") != self.turn or data.get("step") != self.step:
-            self._life(report, f"{etype} does not match an open turn and step", seq)
+            report_lifecycle(report, f"{etype} does not match an open turn and step", seq)
             return False
         return True
 
     def _close_calls(self, etype: str, seq: int, report: Reporter) -> None:
         if self.calls:
-            self._life(report, f"{etype} leaves unresolved tool call {next(iter(self.calls))}", seq)
+            report_lifecycle(report, f"{etype} leaves unresolved tool call {next(iter(self.calls))}", seq)
         self.calls.clear()
 
     # ------------------------------------------------------------------ per event
@@ -107,7 +103,7 @@ class Lifecycle:
         if etype == "system/message":
             length, first = before
             if length > 0 and (self.head is None or first != self.head):
-                self._life(report, "system/message requires a protected first surface head", seq)
+                report_lifecycle(report, "system/message requires a protected first surface head", seq)
             nodes = self.fold.nodes if self.fold is not None else None
             if surfaced and nodes and nodes[0] == seq:
                 self.head = seq
@@ -120,14 +116,14 @@ class Lifecycle:
         if etype == "turn/start":
             turn = data.get("turn")
             if self.turn is not None or turn != self.next_turn:
-                self._life(report, "turn/start does not open the expected turn", seq)
+                report_lifecycle(report, "turn/start does not open the expected turn", seq)
             self.turn = turn if is_count(turn) else self.next_turn
             self.step = None
             self.next_step = 1
             self.calls.clear()
         elif etype == "turn/end":
             if self.turn is None or data.get("turn") != self.turn or self.step is not None:
-                self._life(report, "turn/end does not match the open turn with no open step", seq)
+                report_lifecycle(report, "turn/end does not match the open turn with no open step", seq)
             self._close_calls(etype, seq, report)
             closed = self.turn if self.turn is not None else data.get("turn")
             self.turn = None
@@ -136,7 +132,7 @@ class Lifecycle:
         elif etype == "step/start":
             step = data.get("step")
             if self.turn is None or data.get("turn") != self.turn or self.step is not None or step != self.next_step:
-                self._life(report, "step/start does not match the open turn and next step", seq)
+                report_lifecycle(report, "step/start does not match the open turn and next step", seq)
             self.step = step if is_count(step) else self.next_step
             if self.turn is None and is_count(data.get("turn")):
                 self.turn = data["turn"]
@@ -176,26 +172,26 @@ class Lifecycle:
         cid = data.get("commandId")
         if etype == "command/run":
             if not nonempty_str(cid):
-                self._life(report, "commandId requires a nonempty string", seq)
+                report_lifecycle(report, "commandId requires a nonempty string", seq)
             elif cid in self._commands:
-                self._life(report, f"command/run repeats commandId {cid}", seq)
+                report_lifecycle(report, f"command/run repeats commandId {cid}", seq)
             else:
                 self._commands.add(cid)
             self._command_seqs.append(seq)
             return
         self._command_seqs.append(seq)
         if not nonempty_str(cid):
-            self._life(report, "commandId requires a nonempty string", seq)
+            report_lifecycle(report, "commandId requires a nonempty string", seq)
         elif cid not in self._commands:
-            self._life(report, "command/done has no prior command/run", seq)
+            report_lifecycle(report, "command/done has no prior command/run", seq)
         if "sourceEventSeq" in data:
             source = data["sourceEventSeq"]
             if not is_count(source):
-                self._life(report, "command sourceEventSeq must be a non-negative safe integer", seq)
+                report_lifecycle(report, "command sourceEventSeq must be a non-negative safe integer", seq)
             elif source >= seq:
-                self._life(report, "command sourceEventSeq must name an earlier event", seq)
+                report_lifecycle(report, "command sourceEventSeq must name an earlier event", seq)
             elif data.get("kind") != "success" or seq_in(self._command_seqs, source):
-                self._life(report, "command/done has invalid sourceEventSeq", seq)
+                report_lifecycle(report, "command/done has invalid sourceEventSeq", seq)
 
     def _tool(self, etype: str, event: dict[str, Any], data: dict[str, Any], seq: int, report: Reporter) -> None:
         """Advertise (assistant tool-call blocks), start (tool/call), settle (tool/result)."""
@@ -213,7 +209,7 @@ class Lifecycle:
                 if not nonempty_str(cid):
                     continue  # reported by the data rules
                 if cid in self.calls:
-                    self._life(report, f"assistant/message repeats advertised tool call {cid}", seq)
+                    report_lifecycle(report, f"assistant/message repeats advertised tool call {cid}", seq)
                     continue
                 self.calls[cid] = _Call(block.get("name"), block.get("arguments"))
             return
@@ -224,15 +220,15 @@ class Lifecycle:
         pending = self.calls.get(cid)
         if pending is None:
             if matched or self.turn is not None:
-                self._life(report, f"{etype} {cid} has no advertised tool lifecycle", seq)
+                report_lifecycle(report, f"{etype} {cid} has no advertised tool lifecycle", seq)
             return
         if etype == "tool/call":
             if pending.started or pending.name != data.get("name") or pending.arguments != data.get("arguments"):
-                self._life(report, f"tool/call {cid} does not match one advertised tool call", seq)
+                report_lifecycle(report, f"tool/call {cid} does not match one advertised tool call", seq)
             pending.started = True
             return
         if not pending.started and not _not_started_repair(event, data, message, cid):
-            self._life(report, f"tool/result {cid} is not the exact TOOL_NOT_STARTED repair", seq)
+            report_lifecycle(report, f"tool/result {cid} is not the exact TOOL_NOT_STARTED repair", seq)
         del self.calls[cid]
 
     # ------------------------------------------------------------------ end of log

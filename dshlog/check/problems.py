@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, NoReturn, Protocol
 
-from ..errors import DshlogError, Location
+from ..errors import DshlogError, Location, describe_place
 
 __all__ = ["Problem", "Problems", "Raise", "Reporter", "Severity"]
 
@@ -55,16 +55,8 @@ class Problem:
 
     def where(self) -> str:
         """``line 3, byte 120, seq 2``: whatever is known (the path alone when nothing finer is)."""
-        bits: list[str] = []
-        if self.loc is not None:
-            d = self.loc.describe()
-            if d:
-                bits.append(d)
-        if self.seq is not None:
-            bits.append(f"seq {self.seq}")
-        if not bits and self.path:
-            return self.path
-        return ", ".join(bits)
+        place = describe_place(self.loc, self.seq)
+        return self.path if not place and self.path else place
 
     def with_severity(self, severity: Severity) -> Problem:
         return replace(self, severity=severity)
@@ -82,6 +74,11 @@ class Reporter(Protocol):
     """
 
     def report(self, problem: Problem) -> None: ...
+
+
+def report_lifecycle(report: Reporter, text: str, seq: int) -> None:
+    """What a lifecycle rule finds (turns, steps, calls, compactions, retries, titles, PTC): an error at the event's seq."""
+    report.report(Problem("lifecycle", text, seq=seq))
 
 
 class Raise:

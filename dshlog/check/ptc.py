@@ -8,11 +8,12 @@ coordinates (16), settled flag (1).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from .common import nonempty_str
 from .keys import value_digest
-from .problems import Problem, Reporter
+from .problems import Reporter, report_lifecycle
 
 __all__ = ["Dispatches"]
 
@@ -28,8 +29,7 @@ class Dispatches:
     def check(self, etype: str, data: dict[str, Any], seq: int, report: Reporter) -> None:
         """Unique starts, each settled once with identical coordinates."""
 
-        def problem(text: str) -> None:
-            report.report(Problem("lifecycle", text, seq=seq))
+        problem = partial(report_lifecycle, report, seq=seq)
 
         # nonempty strings once the loop below has passed
         sub: Any = data.get("subCallId")

@@ -9,12 +9,13 @@ digests (:func:`~dshlog.check.keys.fact_key`).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ..protocol.values import is_count
 from .common import nonempty_str
 from .keys import attempt_key, fact_key
-from .problems import Problem, Reporter
+from .problems import Reporter, report_lifecycle
 
 __all__ = ["Retries"]
 
@@ -33,8 +34,7 @@ class Retries:
     def check(self, etype: str, data: dict[str, Any], seq: int, turn: int | None, step: int, provider: Any, report: Reporter) -> None:
         """One retry event; ``turn``/``step`` are the open turn and current step, ``provider`` the open route's."""
 
-        def problem(text: str) -> None:
-            report.report(Problem("lifecycle", text, seq=seq))
+        problem = partial(report_lifecycle, report, seq=seq)
 
         rid, attempt = data.get("retryId"), data.get("retry")
         if not nonempty_str(rid):

@@ -8,12 +8,13 @@ an ascending ``array('q')`` (8 bytes each, found by bisection).
 
 from __future__ import annotations
 
+from functools import partial
 from array import array
 from typing import Any
 
 from ..protocol.values import is_count
 from .common import seq_in
-from .problems import Problem, Reporter
+from .problems import Reporter, report_lifecycle
 
 __all__ = ["Titles"]
 
@@ -35,8 +36,7 @@ class Titles:
     def check(self, etype: str, data: dict[str, Any], seq: int, report: Reporter) -> None:
         """Titles cite distinct earlier human user messages; LLM requests mirror them."""
 
-        def problem(text: str) -> None:
-            report.report(Problem("lifecycle", text, seq=seq))
+        problem = partial(report_lifecycle, report, seq=seq)
 
         refs = data.get("messageSeqs")
         if not isinstance(refs, list):

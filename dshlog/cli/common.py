@@ -68,7 +68,6 @@ class Run(msgspec.Struct):
     debug: bool = False
     plugins: tuple[str, ...] = ()
     worst: ExitCode = ExitCode.OK
-    stdin_used: bool = False
     #: ``--no-cache``: no cache of per-session results is read or written
     no_cache: bool = False
     #: the progress line drawn on stderr now, erased before any other line is written

@@ -9,7 +9,7 @@ from ..output import labels
 from ..model.period import zone_named
 from ..output.table import Column, table
 from ..output.text import human_bytes, local_iso
-from ..read.container import torn_text
+from ..read.container import torn_description
 from .app import command_app
 from .common import (
     FileArg,
@@ -58,7 +58,7 @@ def _render(i: SessionInfo) -> None:
         out("header      (none)")
     out(f"size        {human_bytes(i.size_on_disk)} on disk, {human_bytes(i.decoded_bytes)} decoded")
     if i.torn:
-        out(f"torn tail   {torn_text(i.torn, i.size_on_disk).removeprefix('torn tail ignored: ')}")
+        out(f"torn tail   {torn_description(i.torn, i.size_on_disk)}")
     if s.title:
         out(f"title       {s.title}")
     out(f"events      {s.events}" + (f" (seq {s.first_seq}..{s.last_seq})" if s.events else ""))

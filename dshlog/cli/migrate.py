@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..ops.migrate import MigrationOutcome, find_sessions, migrate_all
+from ..protocol.vocabulary import CURRENT_VERSION
 from .app import command_app
 from .common import batch_executor, batch_source, emit_json, err, JobsOpt, JsonOpt, out, resolve, SchedulerOpt
 
@@ -60,7 +61,7 @@ def migrate(
         emit_json(batch.as_dict())
     else:
         err(
-            f"{counts['migrated']} migrated, {counts['current']} skipped (already v4), {counts['failed']} failed"
+            f"{counts['migrated']} migrated, {counts['current']} skipped (already v{CURRENT_VERSION}), {counts['failed']} failed"
             + (f", {counts['needed']} need migration" if check else "")
             + (f", {counts['would-migrate']} would migrate" if dry_run else "")
         )

@@ -9,7 +9,7 @@ import typer
 
 from ..errors import UsageError
 from ..model.rescue import TRANSFORMATIONS
-from ..ops.rescue import RescueOutcome, StoreSummary, rescue_session, rescue_store
+from ..ops.rescue import CHECK_WRITES_NOTHING, RescueOutcome, StoreSummary, rescue_session, rescue_store
 from ..output.table import table
 from .app import command_app
 from .common import (
@@ -44,7 +44,7 @@ def rescue(
     Example: dshlog rescue ~/.dsh/sessions/-home-ann-p-/<id>/ --all --publish
     """
     if check and (publish or output is not None):
-        raise UsageError("--check writes nothing: leave out --publish and -o, or leave out --check")
+        raise UsageError(CHECK_WRITES_NOTHING)
     if dry_run and (publish or output is not None):
         raise UsageError("--dry-run writes nothing: drop --publish / -o, or --dry-run")
     if recursive is not None:

@@ -57,7 +57,7 @@ def is_root(path: str) -> bool:
     return Path(path).is_dir() and not is_session_directory(Path(path))
 
 
-def of_roots(chosen: Selection, given: Sequence[str | None], hint: str) -> None:
+def of_roots(chosen: Selection, given: Sequence[str | None], hint: str = "give a ROOT or a project directory") -> None:
     """Refuse the selecting options unless every target in ``given`` is a root or project directory.
 
     They select sessions of a root; on one log (a file, a session directory, ``-``, an id,

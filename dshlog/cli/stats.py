@@ -44,7 +44,7 @@ def stats(
     sessions = []
     current: list[str | None] = [None]  # no FILE: the current session
     chosen = selection(since, until, project, cwd)
-    of_roots(chosen, files or current, "give a ROOT or a project directory")
+    of_roots(chosen, files or current)
     targets, note = select_sessions(store_sessions([resolve(f) for f in files or current]), chosen,
                                     cache=cache_dir())  # a root or project directory: its sessions, as ls keeps them
     say(note)

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..protocol.jsjson import dumps
-from .requests import RequestBuilder
+from .requests import RequestBuilder, no_such_request
 
 # Request keys that are not part of the header config.
 _NON_CONFIG = ("messages", "toolHistory", "tools", "sessionId")
@@ -47,8 +47,7 @@ def requests_at(events: Iterable[dict[str, Any]], numbers: list[int], *, session
                 return found
         builder.apply(event)
     missing = [n for n in wanted if n not in found]
-    count = builder.settlements
-    raise UsageError(f"request {missing[0]} does not exist: the log holds {count} request{'s' if count != 1 else ''}")
+    raise UsageError(no_such_request(missing[0], builder.settlements))
 
 
 def _describe(index: int, message: Any) -> dict[str, Any]:

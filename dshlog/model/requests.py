@@ -35,6 +35,8 @@ from dshlog.check.surface import (
     json_equal,
 )
 
+from .summary import settlement_usage
+
 # Reasons a request may not extend its predecessor, most specific first.
 REASON_COMPACTION = "compaction replace"
 REASON_SYSTEM = "system prompt change"
@@ -694,26 +696,18 @@ def settle(builder: RequestBuilder, events: Iterable[dict[str, Any]], n: Any) ->
                 builder.apply(event)  # raises the contiguity error
             return builder
         builder.apply(event)
-    count = builder.settlements
-    raise UsageError(f"request {n} does not exist: the log holds {count} request{'s' if count != 1 else ''}")
+    raise UsageError(no_such_request(n, builder.settlements))
+
+
+def no_such_request(n: object, count: int) -> str:
+    """The refusal of request ``n`` of a log that holds ``count`` requests."""
+    return f"request {n} does not exist: the log holds {count} request{'s' if count != 1 else ''}"
 
 
 def _usage_of(event: dict[str, Any]) -> dict[str, Any] | None:
     """Token usage of a settlement: ``data.usage``, else the stream's last usage chunk."""
     data = event.get("data")
-    if not isinstance(data, dict):
-        return None
-    usage = data.get("usage")
-    if isinstance(usage, dict):
-        return usage
-    found = None
-    stream = data.get("stream")
-    for record in stream if isinstance(stream, list) else []:
-        if isinstance(record, dict) and record.get("type") == "chunk":
-            chunk = record.get("chunk")
-            if isinstance(chunk, dict) and chunk.get("type") == "usage" and isinstance(chunk.get("usage"), dict):
-                found = chunk["usage"]
-    return found
+    return settlement_usage(data) if isinstance(data, dict) else None
 
 
 def _int_or_none(value: Any) -> int | None:

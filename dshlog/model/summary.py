@@ -17,8 +17,6 @@ from msgspec import UNSET, UnsetType
 
 from ..protocol.packed import PackedRun
 
-USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
-
 
 #: What stands for a provider or a model a log does not name (a report's key, a stats row).
 UNKNOWN_MODEL_PART = "unknown"
@@ -116,6 +114,12 @@ def stream_usage(stream: Any) -> dict[str, Any] | None:
                 if isinstance(ch, dict) and ch.get("type") == "usage" and isinstance(ch.get("usage"), dict):
                     last = ch["usage"]
     return last
+
+
+def settlement_usage(data: dict[str, Any]) -> dict[str, Any] | None:
+    """A settlement's token usage: its ``usage``, else its stream's last usage chunk (:func:`stream_usage`)."""
+    usage = data.get("usage")
+    return usage if isinstance(usage, dict) else stream_usage(data.get("stream"))
 
 
 @dataclass

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from ..protocol.jsjson import JsonError, dumps_pretty, loads
 from .content import TRANSCRIPT, content_text
-from .summary import model_name, stream_usage
+from .summary import model_name, settlement_usage, stream_usage
 
 # --------------------------------------------------------------------------- limits and trimming
 
@@ -220,12 +220,6 @@ class Note(Item):
     kind: ClassVar[str] = "note"
     event: str = ""
     text: str = ""
-
-
-ITEM_KINDS: dict[str, type[Item]] = {
-    c.kind: c
-    for c in (TurnStart, TurnEnd, SystemPrompt, UserText, AssistantText, Reasoning, ToolCall, ToolResult, Failure, Retry, Replacement, ToolChange, StepUsage, Note)
-}
 
 
 def map_text(item: Item, fn: Callable[[str], str]) -> Item:
@@ -596,8 +590,7 @@ class TranscriptReader:
             else:
                 prov = _dict(d.get("provenance"))
                 model = model_name(prov.get("provider"), prov.get("model")) if prov.get("provider") else None
-            usage = d.get("usage") if isinstance(d.get("usage"), dict) else stream_usage(d.get("stream"))
-            self._add_usage(usage)
+            self._add_usage(settlement_usage(d))
             interrupted = d.get("interrupted") is True
             run: list[dict[str, Any]] = []  # the blocks since the last tool call: one text item
             for b in _blocks(msg.get("content")):

@@ -458,5 +458,3 @@ def report_document(rep: UsageReport, shape: int) -> dict[str, Any]:
         "errors": [{"path": p, "error": e} for p, e in rep.errors],
         "countedInPart": [{"path": p.path, "id": p.id, "reason": p.reason()} for p in rep.in_part],
     }
-
-

@@ -29,7 +29,7 @@ from ..read.children import discover_child_facts
 from ..read.container import select_generation
 from ..read.session import child_log_events, child_log_header, is_dsh_refusal, open_log
 from ..read.store import Unreadable, in_walk_order, walk_sessions
-from ..write.transaction import Publication, sweep
+from ..write.transaction import Publication, leftover_note, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .outcome import worst
@@ -222,7 +222,7 @@ def _clean_after_publication(d: Path, out: MigrationOutcome) -> None:
     """
     try:
         for p in sweep(d):
-            out.notes.append(f"removed leftover {p.name}")
+            out.notes.append(leftover_note(p))
     except (DshlogError, OSError):
         return  # best effort: the session itself is fine
 

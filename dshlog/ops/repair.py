@@ -28,7 +28,7 @@ from ..errors import DshlogError, ExitCode, Refused, UsageError, boundary
 from ..model.repair import PendingCall, RepairPlan, TailState
 from ..output.jsondoc import SHAPE
 from ..protocol.jsjson import dumps
-from ..read.container import Container, SourceInfo, resolve_path, torn_text
+from ..read.container import Container, SourceInfo, resolve_path, torn_description
 from ..read.session import open_log
 from ..protocol.layout import generation_name
 from ..protocol.vocabulary import CURRENT_VERSION
@@ -136,7 +136,7 @@ def _torn(info: SourceInfo) -> dict[str, Any]:
     cut = t.length
     if t.frame_offset is not None and info.size_on_disk is not None:
         cut = info.size_on_disk - t.frame_offset
-    return {"torn_bytes": cut, "torn_frame": t.frame, "torn_note": torn_text(t, info.size_on_disk).removeprefix("torn tail ignored: ")}
+    return {"torn_bytes": cut, "torn_frame": t.frame, "torn_note": torn_description(t, info.size_on_disk)}
 
 
 def _regular_source(target: str) -> Path | None:

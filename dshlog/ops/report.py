@@ -174,5 +174,3 @@ def usage_report(*targets: Target, by: Sequence[str] = ("day",), tz: tzinfo | No
     if pinned.note is not None:
         rep.notes.append(pinned.note)
     return rep
-
-

@@ -35,7 +35,7 @@ from ..output.labels import PLACE_NOT_RESCUED
 from ..protocol.layout import rescue_record_name
 from ..read.container import select_generation
 from ..read.container import Position
-from ..write.transaction import Publication, output_lock, sweep
+from ..write.transaction import Publication, leftover_note, output_lock, sweep
 from ..write.verify import ReadBack
 from ..write.writer import LogWriter
 from .migrate import target_name
@@ -50,6 +50,9 @@ __all__ = ["RescueOutcome", "StoreSummary", "judge", "read_stored", "rescue_sess
 #: Record format, so that an audit can tell a rescued session from a migrated one.
 RECORD_KIND: str = "dshlog-rescue"
 RECORD_VERSION: int = 1
+
+#: ``--check`` (report only) with an output to write: refused.
+CHECK_WRITES_NOTHING: str = "--check writes nothing: leave out --publish and -o, or leave out --check"
 
 
 @dataclass
@@ -133,7 +136,7 @@ def rescue_session(source: Source | Target, *, allow: Iterable[str] = (), all_: 
     output = None if output is None else Path(output)
     allowed = _allowed(allow, all_)
     if check and (publish or output is not None):
-        raise UsageError("--check writes nothing: leave out --publish and -o, or leave out --check")
+        raise UsageError(CHECK_WRITES_NOTHING)
     out = RescueOutcome(source=str(source), status="failed")
     try:
         if _is_dir(source):  # a session directory: the generation dsh reads there
@@ -184,7 +187,7 @@ def _clean_after_publication(d: Path, out: RescueOutcome) -> None:
     there again to clean up (:func:`~dshlog.write.transaction.sweep`).
     """
     try:
-        out.notes.extend(f"removed leftover {p.name}" for p in sweep(d))
+        out.notes.extend(leftover_note(p) for p in sweep(d))
     except (DshlogError, OSError):
         return  # best effort: the session itself is fine
 

@@ -28,6 +28,7 @@ __all__ = [
     "Generation",
     "LOCK_FILENAME",
     "NO_CWD",
+    "NO_GENERATION",
     "STAGING_MARK",
     "choose_generation",
     "companion_names",
@@ -57,6 +58,9 @@ LOCK_FILENAME: Final[str] = "session.lock"
 NO_CWD: Final[str] = "_no-cwd"
 
 ZSTD_SUFFIX: Final[str] = ".zstd"
+
+#: What a directory without a session generation is refused with (a session directory is one that holds one).
+NO_GENERATION: Final[str] = "no session generation (session[.vN].jsonl[.zstd]) in this directory"
 
 # ----------------------------------------------------------------------------- generations
 
@@ -129,7 +133,7 @@ def choose_generation(names: Iterable[str], *, where: str = "") -> str:
             missing = session_not_found(decode_segment(PurePath(where).name)) + ": " if inside else ""
         except UsageError:
             missing = ""  # not a directory dsh would look a session up in
-        raise UsageError(f"{missing}no session generation (session[.vN].jsonl[.zstd]) in this directory", path=where or None)
+        raise UsageError(f"{missing}{NO_GENERATION}", path=where or None)
     return max(found)[1]
 
 

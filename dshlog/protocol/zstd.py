@@ -37,8 +37,6 @@ BLOCK_MAX: Final[int] = 128 << 10
 #: a bounded piece at a time, and a reader can stop it at its line-size limit.
 STREAM_BLOCKS: Final[int] = (4 << 20) // BLOCK_MAX
 
-Piece = tuple[int, int, bytes, "bool | None"]
-
 
 class FrameWalker:
     """Walk concatenated zstd frames structurally and decompress each one.

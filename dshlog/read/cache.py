@@ -406,6 +406,26 @@ def close_caches() -> None:
     _OPEN.clear()
 
 
+def _key(item: str, options: str, depends: Callable[[str], str] | None) -> str:
+    """The cache key of an item: its path, the options that change its answer, what else it depends on."""
+    return f"{item}\0{options}" if depends is None else f"{item}\0{options}\0{depends(item)}"
+
+
+def _lookups(cache: ResultCache, kind: Kind, items: list[str], options: str,
+             depends: Callable[[str], str] | None) -> tuple[list[Stamp | None], list[str], list[Any]]:
+    """Each item's stamp (``None``: standard input or no regular file, never served nor kept), key, and
+    the result the cache holds for it (``None``: a miss)."""
+    stamps = [stamp_of(item) if item != STDIN else None for item in items]
+    keys = [_key(item, options, depends) if s is not None else "" for item, s in zip(items, stamps)]
+    hits: list[Any] = [cache.get(kind, k, s) if s is not None else None for k, s in zip(keys, stamps)]
+    return stamps, keys, hits
+
+
+def _unchanged(item: str, stamp: Stamp, key: str, options: str, depends: Callable[[str], str] | None) -> bool:
+    """Whether an item's file and what else it depends on are as they were looked up: its result may be kept."""
+    return stamp_of(item) == stamp and _key(item, options, depends) == key
+
+
 def cached_map(cache: ResultCache | None, kind: Kind, fn: Callable[[str], R], items: list[str],
                executor: Executor, *, options: str = "",
                keep: Callable[[R], bool] = lambda _r: True,
@@ -426,12 +446,7 @@ def cached_map(cache: ResultCache | None, kind: Kind, fn: Callable[[str], R], it
         yield from executor.map(fn, items)
         return
 
-    def key(item: str) -> str:
-        return f"{item}\0{options}" if depends is None else f"{item}\0{options}\0{depends(item)}"
-
-    stamps = [stamp_of(item) if item != STDIN else None for item in items]
-    keys = [key(item) if s is not None else "" for item, s in zip(items, stamps)]
-    hits: list[Any] = [cache.get(kind, k, s) if s is not None else None for k, s in zip(keys, stamps)]
+    stamps, keys, hits = _lookups(cache, kind, items, options, depends)
     misses = iter(executor.map(fn, [item for item, hit in zip(items, hits) if hit is None]))
     try:
         for item, k, s, hit in zip(items, keys, stamps, hits):
@@ -439,7 +454,7 @@ def cached_map(cache: ResultCache | None, kind: Kind, fn: Callable[[str], R], it
                 yield hit
                 continue
             result = next(misses)
-            if s is not None and keep(result) and stamp_of(item) == s and key(item) == k:
+            if s is not None and keep(result) and _unchanged(item, s, k, options, depends):
                 cache.put(kind, k, s, result)
             yield result
     finally:
@@ -472,12 +487,7 @@ def resumed_map(cache: ResultCache | None, kind: Kind, state: Kind, fn: Callable
         yield from (result for result, _state in executor.map(partial(_with, fn), [(item, None) for item in items]))
         return
 
-    def key(item: str) -> str:
-        return f"{item}\0{options}" if depends is None else f"{item}\0{options}\0{depends(item)}"
-
-    stamps = [stamp_of(item) if item != STDIN else None for item in items]
-    keys = [key(item) if s is not None else "" for item, s in zip(items, stamps)]
-    hits: list[Any] = [cache.get(kind, k, s) if s is not None else None for k, s in zip(keys, stamps)]
+    stamps, keys, hits = _lookups(cache, kind, items, options, depends)
     kept = [cache.get_grown(state, k, s, item) if s is not None and hit is None else None
             for item, k, s, hit in zip(items, keys, stamps, hits)]
     misses = iter(executor.map(partial(_with, fn), [(item, was) for item, was, hit in zip(items, kept, hits) if hit is None]))
@@ -487,7 +497,7 @@ def resumed_map(cache: ResultCache | None, kind: Kind, state: Kind, fn: Callable
                 yield hit
                 continue
             result, now = next(misses)
-            if s is not None and keep(result) and stamp_of(item) == s and key(item) == k:
+            if s is not None and keep(result) and _unchanged(item, s, k, options, depends):
                 cache.put(kind, k, s, result)
                 whole = extent_stamp(item, s) if now is not None else None
                 if whole is not None:

@@ -162,12 +162,17 @@ _make_loc = _loc_factory()
 
 
 def torn_text(t: Torn, size_on_disk: int | None) -> str:
+    """A reader's note of a torn tail: that it is ignored, and :func:`torn_description`."""
+    return f"torn tail ignored: {torn_description(t, size_on_disk)}"
+
+
+def torn_description(t: Torn, size_on_disk: int | None) -> str:
     """What a torn tail is, for people: the bytes of an unfinished line, or an unfinished zstd frame
     (whose write's events are lost, however little of it decodes)."""
     if t.frame is not None and t.frame_offset is not None and size_on_disk is not None:
-        return (f"torn tail ignored: zstd frame {t.frame} is incomplete ({size_on_disk - t.frame_offset} bytes on disk "
+        return (f"zstd frame {t.frame} is incomplete ({size_on_disk - t.frame_offset} bytes on disk "
                 f"from byte {t.frame_offset}); the events of that write are lost")
-    return f"torn tail ignored: {t.length} bytes after the last complete line (byte {t.offset})"
+    return f"{t.length} bytes after the last complete line (byte {t.offset})"
 
 
 class Torn(msgspec.Struct):
@@ -210,6 +215,16 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+def not_regular_text(mode: int) -> str:
+    """The refusal of a file that is not a regular one (a device, a socket, a FIFO where a file must be)."""
+    return f"not a regular file ({file_kind(mode)}): not opened"
+
+
+def _missing_text(path: Path) -> str:
+    """The refusal of a path with nothing behind it: gone, or a symbolic link to nothing."""
+    return "no such file or directory" if not path.is_symlink() else "a dangling symbolic link"
+
+
 def resolve_path(target: str) -> Path:
     """A file path, or the selected generation of a session directory.
 
@@ -221,13 +236,13 @@ def resolve_path(target: str) -> Path:
     try:
         st = p.stat()
     except FileNotFoundError:
-        raise IOFailure("no such file or directory" if not p.is_symlink() else "a dangling symbolic link", path=target) from None
+        raise IOFailure(_missing_text(p), path=target) from None
     except OSError as exc:
         raise IOFailure(f"cannot open: {exc.strerror}", path=target) from None
     if stat.S_ISDIR(st.st_mode):
         return select_generation(p)
     if not stat.S_ISREG(st.st_mode) and not stat.S_ISFIFO(st.st_mode):
-        raise UsageError(f"not a regular file ({file_kind(st.st_mode)}): not opened", path=target)
+        raise UsageError(not_regular_text(st.st_mode), path=target)
     return p
 
 
@@ -307,10 +322,10 @@ def open_regular(path: Path, buffering: int = CHUNK) -> io.BufferedReader:
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):
-            raise IOFailure(f"not a regular file ({file_kind(st.st_mode)}): not opened", path=str(path))
+            raise IOFailure(not_regular_text(st.st_mode), path=str(path))
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise IOFailure("no such file or directory" if not path.is_symlink() else "a dangling symbolic link", path=str(path)) from None
+        raise IOFailure(_missing_text(path), path=str(path)) from None
     except PermissionError:
         raise IOFailure("permission denied", path=str(path)) from None
     except OSError as exc:
@@ -318,7 +333,7 @@ def open_regular(path: Path, buffering: int = CHUNK) -> io.BufferedReader:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise IOFailure(f"not a regular file ({file_kind(mode)}): not opened", path=str(path))
+            raise IOFailure(not_regular_text(mode), path=str(path))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

@@ -30,6 +30,7 @@ from ..protocol import layout
 from ..protocol.jsjson import loads_or_none
 from ..protocol.layout import (
     NO_CWD,
+    NO_GENERATION,
     choose_generation,
     decode_segment,
     encode_segment,
@@ -42,7 +43,7 @@ from ..protocol.layout import (
 )
 from ..protocol.texts import session_not_found
 from ..protocol.zstd import ZSTD_MAGIC
-from .container import SourceInfo, file_kind, iter_lines, iter_zstd_lines, open_regular
+from .container import SourceInfo, iter_lines, iter_zstd_lines, not_regular_text, open_regular
 from .place import place_refusal, root_look
 
 # ----------------------------------------------------------------------------- naming
@@ -318,7 +319,7 @@ def _generation_of(directory: Path, names: Iterable[str]) -> str | Unreadable:
     except OSError as exc:
         return _problem(IOFailure(f"cannot read: {exc.strerror}"), path)
     if not stat.S_ISREG(st.st_mode):
-        return _problem(IOFailure(f"not a regular file ({file_kind(st.st_mode)}): not opened"), path)
+        return _problem(IOFailure(not_regular_text(st.st_mode)), path)
     if not os.access(path, os.R_OK):
         return _problem(IOFailure("permission denied"), path)
     return str(path)
@@ -422,7 +423,7 @@ def walk_sessions(targets: Iterable[str], *, recursive: bool = True, projects_on
         elif recursive:
             found.extend(_walk_tree(path, projects_only))
         else:
-            found.append(_problem(UsageError("no session generation (session[.vN].jsonl[.zstd]) in this directory"), path))
+            found.append(_problem(UsageError(NO_GENERATION), path))
     return found
 
 

@@ -141,6 +141,11 @@ def make_directory(path: Path, owner: FileOwner | None) -> None:
             pass  # not root: the directory stays the runner's, like the file will
 
 
+def leftover_note(path: Path) -> str:
+    """What a report says of a leftover a publication or a sweep removed."""
+    return f"removed leftover {path.name}"
+
+
 def sweep(directory: Path) -> list[Path]:
     """Remove leftovers in a session directory no writer is going to publish into (under its lock).
 
@@ -444,7 +449,7 @@ class Publication:
     @property
     def notes(self) -> list[str]:
         """What the transaction did besides publishing (for a report)."""
-        return [f"removed leftover {p.name}" for p in self.removed]
+        return [leftover_note(p) for p in self.removed]
 
 
 def _holds(path: Path, data: bytes) -> bool:
@@ -486,6 +491,7 @@ __all__ = [
     "FileOwner",
     "Publication",
     "is_session_directory",
+    "leftover_note",
     "make_directory",
     "output_lock",
     "source_identity",
