@@ -43,7 +43,9 @@ from ..errors import CorruptLog, UnsupportedVersion
 from ..fastpaths import fast
 from ..protocol.jsjson import UNDEFINED, js_string, json_equal, key_bytes
 from ..protocol.values import is_count
+from ..protocol.texts import unknown_event_type
 from ..protocol.vocabulary import (
+    CURRENT_VERSION,
     EMPTY_DERIVES_NOTHING_TYPES,
     MESSAGE_PROJECTION_TYPES,
     SETTLEMENT_TYPES,
@@ -365,7 +367,7 @@ class SurfaceFold:
         known = etype in V4_TYPES
         if not known:
             if not ignorable and self.strict_unknown:
-                raise UnsupportedVersion(f'format v4 contains unknown event type "{etype}" at seq {index}', seq=index)
+                raise UnsupportedVersion(unknown_event_type(CURRENT_VERSION, f'"{etype}"', index), seq=index)
         if self.check_messages:
             check_message_shape(event, index, _CORRUPT)
         if self.check_data:

@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import DshlogError, InternalError
 from ..fastpaths import fast
 from ..protocol import vocabulary as vocab
+from ..protocol.texts import unknown_event_type
 from ..protocol.values import has_placeholder
 from .admission import check_data, typed_clean, typed_event
 from .data import check_event_data
@@ -221,7 +222,7 @@ class Validator:
             if etype in vocab.CODE_DISPATCH_TYPES and not ignorable:
                 report.report(Problem("retired", f"format v4 rejects retired event type {etype}", seq=idx))
             elif not ignorable:
-                report.report(Problem("unsupported", f'format v4 contains unknown event type "{etype}" at seq {idx}', seq=idx))
+                report.report(Problem("unsupported", unknown_event_type(vocab.CURRENT_VERSION, f'"{etype}"', idx), seq=idx))
             self._apply_surface(event, idx)
             return
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ..protocol.jsjson import dumps, js_string, stringify
+from ..protocol.texts import unknown_event_type
 from ..protocol.values import is_count
 from ..protocol.vocabulary import (
     REFUSED_LEGACY_TYPES,
@@ -64,7 +65,7 @@ def check_v01_event(event: dict[str, Any], version: int, *, projection: bool = F
                 "migration refuses unknown historical events even when ignorable",
                 seq=seq,
             )
-        raise UnsupportedStageRefusal(f"format v1 contains unknown event type {stringify(str(type_))} at seq {seq}", seq=seq)
+        raise UnsupportedStageRefusal(unknown_event_type(1, stringify(str(type_)), seq), seq=seq)
     surface = type_ in SURFACE_TYPES_V0
     for key in event:
         if key in ("type", "seq", "time", "data", "ignorable"):

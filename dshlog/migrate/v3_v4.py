@@ -14,6 +14,7 @@ from typing import Any, Final
 from collections.abc import Iterable
 
 from ..protocol.jsjson import js_string, stringify
+from ..protocol.texts import unknown_event_type
 from ..protocol.values import is_count
 from ..protocol.vocabulary import PLUGIN_PREFIX, SYSTEM_PROMPT_PLUGIN, V3_TYPES, WRAPPED_MESSAGE_TYPES
 from ._common import SeqMap, StageRefusal, UnsupportedStageRefusal, record
@@ -294,7 +295,7 @@ class V3ToV4:
                 new["seq"] = target
                 out.append(new)
                 return out
-            raise UnsupportedStageRefusal(f"format v3 contains unknown event type {_js(t)} at seq {seq}", seq=seq)
+            raise UnsupportedStageRefusal(unknown_event_type(3, _js(t), seq), seq=seq)
 
         new = self._remap(event, target, seq)
         self._map.record(seq, target)

@@ -27,6 +27,7 @@ from ..protocol.packed import PackedRun
 from ..protocol.vocabulary import CURRENT_VERSION
 from ..read.cache import MAX_VALUE_BYTES, Kind, open_cache, problem_of, problem_record, resumed_map
 from ..read.container import Container, Position
+from ..read.header import refused_header_note
 from ..read.place import place_keys, place_refusal
 from ..read.resume import Checkpoint, StateCodec, resume_read, state_kind
 from ..read.session import SessionLog, is_dsh_refusal, open_log
@@ -286,7 +287,7 @@ def _dsh_verdict(report: ValidationReport, log: Any, again: Reread, progress: Po
         if any(p.severity == "error" and p.message.endswith(exc.message) for p in report.problems):
             return  # listed already, as an error
         # the reader's note on a header dsh refuses becomes this error
-        report.problems = [p for p in report.problems if p.message != f"dsh refuses this header: {exc.message}"]
+        report.problems = [p for p in report.problems if p.message != refused_header_note(exc.message)]
         _from_error(report, exc)
 
 

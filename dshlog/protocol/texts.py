@@ -235,6 +235,11 @@ def already_owned(session_id: str) -> str:
     return f'session "{session_id}" is already owned by an active write handle'
 
 
+def unknown_event_type(version: int, quoted_type: str, seq: object) -> str:
+    """dsh's refusal of an event type its format ``version`` does not know (``quoted_type``: the type as quoted there)."""
+    return f"format v{version} contains unknown event type {quoted_type} at seq {seq}"
+
+
 def edge_refusal(edge: str, version: int, subject: str, detail: str) -> str:
     """How dsh's chain words a plain format error raised inside one edge."""
     return f"{edge} refuses this format v{version} {subject}: {detail}"

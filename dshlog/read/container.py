@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, TypeVar, cast
 from collections.abc import Callable, Iterator
 
 import msgspec
@@ -542,7 +542,7 @@ def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool = False, *,
         return
     forking = head[3] is not False and _worker_possible(fh, parallel, WORKER_MIN_BYTES if min_bytes is None else min_bytes)
     body = _decode_in_worker(source, info, fh) if forking else source
-    for index, start, data, end in _chain_first(head, body):
+    for index, start, data, end in chain_first(head, body):
         if data:
             if pending and b"\n" not in data:
                 pending.append(data)
@@ -584,9 +584,18 @@ def iter_zstd_lines(fh: IO[bytes], info: SourceInfo, parallel: bool = False, *,
     info.decoded_bytes = offset
 
 
-def _chain_first(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+_T = TypeVar("_T")
+
+
+def chain_first(first: _T, rest: Iterator[_T]) -> Iterator[_T]:
+    """``first``, then the rest: a row taken out to look at, put back in front of its stream."""
     yield first
     yield from rest
+
+
+def beyond_limit(subject: str, detail: str) -> str:
+    """The one wording of a value nested past the reader's limit (a limit of dshlog's, never damage of the log)."""
+    return f"{subject} is {detail}, beyond what dshlog reads"
 
 
 # --------------------------------------------------------------------------- JSON documents
@@ -604,7 +613,7 @@ def iter_json_array(fh: IO[bytes], info: SourceInfo, path: tuple[str, ...] = ())
             i += 1
     except JsonError as exc:
         if exc.kind == "depth":  # a limit of dshlog's, not damage
-            raise BeyondLimit(f"element {i} of the JSON document is {exc.detail}, beyond what dshlog reads",
+            raise BeyondLimit(beyond_limit(f"element {i} of the JSON document", exc.detail),
                               path=info.path, loc=Location(index=i)) from None
         raise CorruptLog(f"invalid JSON document: {exc.detail}", path=info.path, loc=Location(index=i)) from None
 

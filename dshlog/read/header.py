@@ -54,7 +54,7 @@ from ..protocol.vocabulary import (
 )
 
 __all__ = ["HeaderDecision", "decide_version", "decode_physical_header", "detect_headerless_version", "is_damaged_header",
-           "read_header", "stored_version"]
+           "read_header", "refused_header_note", "stored_version"]
 
 Status = Literal["current", "migration-required", "unsupported", "malformed"]
 
@@ -294,6 +294,11 @@ def is_damaged_header(obj: dict[str, Any]) -> bool:
     return "type" not in obj and "seq" not in obj and "data" not in obj and any(k in obj for k in ("version", "id", "createdAt"))
 
 
+def refused_header_note(reason: str | None) -> str:
+    """A lenient reader's note on a header dsh refuses (``validate`` turns it into dsh's refusal itself)."""
+    return f"dsh refuses this header: {reason}"
+
+
 def _june_prerelease(sample: bytes) -> bool:
     """Header ``version:1`` written by the June 2026 pre-release writer (NOTES.md 2)."""
     if b'"sourceEventSeqs":[[' in sample or b'-chunks"' in sample:
@@ -335,7 +340,7 @@ def decide_version(header: dict[str, Any] | None, *, path: str, loc: Location | 
             raise CorruptLog(refusal, path=path, loc=loc)
         return v, decision
     if not decision.admitted and decision.stored_version is not None and decision.stored_version <= CURRENT_VERSION:
-        notes.add(Problem("header", f"dsh refuses this header: {decision.reason}", Severity.WARNING, loc=loc))
+        notes.add(Problem("header", refused_header_note(decision.reason), Severity.WARNING, loc=loc))
     version = header.get("version")
     if version is None:
         # v0/v1 headers never carry isSeeded (v2+ require it): use that before sniffing content

@@ -43,7 +43,9 @@ from .container import (
     SourceInfo,
     Torn,
     _make_loc,
+    beyond_limit,
     bounded_lines,
+    chain_first,
     iter_json_array,
     iter_lines,
     iter_zstd_lines,
@@ -72,7 +74,7 @@ def _refusal(exc: JsonError, what: str, loc: Location) -> str:
 def _too_deep(exc: JsonError, what: str, path: str, loc: Location | None) -> BeyondLimit:
     """A value nested beyond the reader's limit: a limit of dshlog's, never damage (no writer may drop it)."""
     line = f" at line {loc.line}" if loc is not None and loc.line is not None else ""
-    return BeyondLimit(f"{what}{line} is {exc.detail}, beyond what dshlog reads", path=path, loc=loc)
+    return BeyondLimit(beyond_limit(f"{what}{line}", exc.detail), path=path, loc=loc)
 
 
 def _parse(raw: bytes, path: str, loc: Location, what: str = "committed event") -> Any:
@@ -202,13 +204,13 @@ class LogInput:
             elif isinstance(obj, dict) and (obj.get("type") == "session_event" or ("method" in obj and "params" in obj)):
                 # a wrapped stream inside a zstd container
                 kind = Container.STREAM_JSON if obj.get("type") == "session_event" else Container.JSONRPC
-                self._body = self._unwrap(_chain_first(first, lines), kind)
+                self._body = self._unwrap(chain_first(first, lines), kind)
                 self.version = format_version if format_version is not None else detect_headerless_version(self._sample())
                 self.notes.add(Problem("wrapped", f"events unwrapped from a compressed {kind} stream (no header)", Severity.INFO))
                 return self._make_decoder()
             else:
                 # header-less JSONL of events (seen in fixtures): keep the first row as a body row
-                self._body = _chain_first(first, lines)
+                self._body = chain_first(first, lines)
                 self.notes.add(Problem("no-header", "the log has no session header line", Severity.WARNING, loc=first.loc()))
             self.version = self._decide_version(head, format_version)
             if c == Container.JSONL and self._fh.seekable():
@@ -589,7 +591,7 @@ class LogInput:
                 self._pushback.append(first)
                 self._plain = (self._plain[0], first.line + 1, first.offset + len(first.raw) + 1)
             else:
-                self._body = _chain_first(first, self._body)
+                self._body = chain_first(first, self._body)
         obj = first.obj
         if first.raw is not None:
             try:
@@ -621,7 +623,3 @@ def _chain_all(first: list[Record], rest: Iterator[Record]) -> Iterator[Record]:
     yield from first
     yield from rest
 
-
-def _chain_first(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
-    yield first
-    yield from rest
